@@ -1,0 +1,25 @@
+/// Every message type of protocol v1. Unknown types are not an error (forward compatibility), so
+/// `Envelope.type` stays a `String` and this enum is used to interpret it.
+public enum MessageType: String, Sendable, CaseIterable {
+    // client → server
+    case ping, join, leave
+    case endRoom = "end_room"
+    case offer, answer, ice
+    case turnRefresh = "turn-refresh"
+    case reconnectTokenRefresh = "reconnect-token-refresh"
+    case watchRooms = "watch_rooms"
+    // server → client
+    case pong, joined
+    case roomState = "room_state"
+    case roomEnded = "room_ended"
+    case error
+    case turnRefreshed = "turn-refreshed"
+    case reconnectTokenRefreshed = "reconnect-token-refreshed"
+    case draining
+    case relayFailed = "relay_failed"
+    case roomStatuses = "room_statuses"
+    case roomStatusUpdate = "room_status_update"
+
+    /// Messages the server forwards from one participant to the other.
+    public var isRelayed: Bool { self == .offer || self == .answer || self == .ice }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Everything `duet serve` can be told, with development defaults.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var dataDirectory = ServerConfiguration.defaultDataDirectory
+    public var turnSecret: String?
+    public var turnURIs: [String] = []
+    public var turnCredentialTTLSeconds: Int64 = 3600
+    public var allowedOrigins: [String] = []
+    public var rateLimits = true
+    public var blockWebSocket = false
+    public var evictionTimeout: Duration = .seconds(600)
+    public var tombstoneDuration: Duration = .seconds(300)
+    public var reconnectTokenTTL: Duration = .seconds(1200)
+    public var turnTokenTTL: Duration = .seconds(900)
+    /// WebSocket ping frames and SSE `: ping` comments. A socket that has not answered one ping by
+    /// the next is closed, so silence is cut after at most twice this (24 s, within the 30 s bound).
+    public var pingInterval: Duration = .seconds(12)
+    /// Between the `draining` broadcast and closing every connection.
+    public var drainGrace: Duration = .seconds(5)
+    /// What `draining` tells clients to wait before reconnecting.
+    public var drainReconnectAfter: Duration = .seconds(1)
+
+    public init() {}
+
+    public static var defaultDataDirectory: String {
+        if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/duet" }
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "."
+        return home + "/.local/share/duet"
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

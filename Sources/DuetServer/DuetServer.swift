@@ -1,0 +1,102 @@
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// `duet serve`: assembles the session hub, the transports and the HTTP API, and runs them under
+/// swift-service-lifecycle.
+public final class DuetServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let hub: SessionHub
+    public let metrics: ServerMetrics
+    private let group: ServiceGroup
+    private let listening: AsyncStream<Int>
+    private let listeningContinuation: AsyncStream<Int>.Continuation
+
+    public init(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) throws {
+        self.configuration = configuration
+        let secrets = try ServerSecrets.loadOrCreate(in: configuration.dataDirectory)
+        let authorities = SignalingCore.Authorities(
+            roomIds: RoomIdAuthority(key: secrets.key(secrets.roomIdSecret)),
+            reconnectTokens: ReconnectTokenAuthority(key: secrets.key(secrets.reconnectSecret), ttlMs: configuration.reconnectTokenTTL.milliseconds),
+            turnTokens: TurnTokenAuthority(key: secrets.key(secrets.turnTokenSecret), ttlMs: configuration.turnTokenTTL.milliseconds))
+        var settings = SignalingCore.Settings()
+        settings.evictionTimeoutMs = configuration.evictionTimeout.milliseconds
+        settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
+        settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
+        let metrics = ServerMetrics()
+        let hub = SessionHub(
+            core: SignalingCore(settings: settings, authorities: authorities, seed: UInt64.random(in: .min ... .max)),
+            metrics: metrics, logger: logger,
+            messageRate: configuration.rateLimits ? (capacity: 100, perSecond: 50) : nil)
+        self.hub = hub
+        self.metrics = metrics
+
+        let limits = configuration.rateLimits
+        let gate = Gatekeeper(
+            origins: OriginPolicy(allowed: configuration.allowedOrigins),
+            upgrades: IPRateLimiter(rule: .init(capacity: 30, refillPerSecond: 5), enabled: limits),
+            sse: IPRateLimiter(rule: .init(capacity: 30, refillPerSecond: 5), enabled: limits),
+            api: IPRateLimiter(rule: .init(capacity: 60, refillPerSecond: 10), enabled: limits),
+            metrics: metrics)
+
+        let router = Router(context: DuetRequestContext.self)
+        let webSocketRouter = Router(context: DuetRequestContext.self)
+        let blockWebSocket = configuration.blockWebSocket
+        let webSocket = WebSocketTransport(hub: hub, gate: gate, blocked: { blockWebSocket })
+        webSocket.register(on: webSocketRouter)
+        webSocket.registerRefusals(on: router)
+        SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
+        APIRoutes(
+            hub: hub, gate: gate, roomIds: authorities.roomIds, turnTokens: authorities.turnTokens,
+            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds)
+        ).register(on: router)
+        OperationsRoutes(hub: hub, metrics: metrics).register(on: router)
+
+        let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.listening = listening
+        self.listeningContinuation = listeningContinuation
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(
+                    http1: .init(),
+                    ws: WebSocketServerConfiguration(
+                        maxFrameSize: WebSocketTransport.socketMessageCap,
+                        autoPing: .enabled(timePeriod: configuration.pingInterval)))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "duet"),
+            onServerRunning: { channel in
+                listeningContinuation.yield(channel.localAddress?.port ?? 0)
+                listeningContinuation.finish()
+            },
+            logger: logger)
+        self.group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: app),
+                    .init(service: HousekeepingService(hub: hub)),
+                    .init(service: DrainService(hub: hub, grace: configuration.drainGrace, logger: logger)),
+                ],
+                gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
+                logger: logger))
+    }
+
+    /// Runs until shut down (signal or `shutdown()`).
+    public func run() async throws {
+        try await group.run()
+        listeningContinuation.finish()
+    }
+
+    /// The bound port, once the server listens (useful with port 0). Nil if it never did.
+    public func boundPort() async -> Int? {
+        for await port in listening { return port }
+        return nil
+    }
+
+    public func shutdown() async { await group.triggerGracefulShutdown() }
+}

@@ -1,0 +1,47 @@
+import DuetProtocol
+import Foundation
+import Hummingbird
+
+/// `/api/room-id`, `/api/turn-credentials`, `/api/leave`.
+struct APIRoutes: Sendable {
+    let hub: SessionHub
+    let gate: Gatekeeper
+    let roomIds: RoomIdAuthority
+    let turnTokens: TurnTokenAuthority
+    let turn: TurnCredentialIssuer?
+
+    func register(on router: Router<DuetRequestContext>) {
+        let issueRoomId: @Sendable (Request, DuetRequestContext) async throws -> Response = { request, context in
+            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            return .json(.ok, RoomIdResponse(roomId: roomIds.issue()))
+        }
+        router.get("/api/room-id", use: issueRoomId)
+        router.post("/api/room-id", use: issueRoomId)
+
+        router.get("/api/turn-credentials") { request, context -> Response in
+            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            guard let turn else { return .text(.serviceUnavailable, "no TURN server is configured") }
+            let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+            guard let token = request.uri.queryParameters["token"].map(String.init), turnTokens.isValid(token, nowMs: nowMs) else {
+                return .text(.unauthorized, "missing, invalid or expired TURN token; refresh it with turn-refresh")
+            }
+            return .json(.ok, turn.credentials(nowMs: nowMs))
+        }
+
+        router.post("/api/leave") { request, context -> Response in
+            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            var request = request
+            let leave: LeaveRequest
+            do {
+                let body = try await request.collectBody(upTo: ProtocolLimits.maxMessageBytes)
+                leave = try JSONDecoder().decode(LeaveRequest.self, from: Data(body.readableBytesView))
+            } catch {
+                return .text(.badRequest, "body must be JSON {rid, cid, reconnectToken}")
+            }
+            switch await hub.leave(leave) {
+            case .left: return Response(status: .noContent)
+            case .invalidToken: return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")
+            }
+        }
+    }
+}

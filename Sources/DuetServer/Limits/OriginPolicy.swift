@@ -1,0 +1,38 @@
+/// Browser origin check for `/ws`, `/sse` and `/api/*`: no Origin (non-browser clients), the same
+/// host, localhost, or an allow-listed origin pass; `Origin: null` and everything else are refused.
+public struct OriginPolicy: Sendable {
+    public var allowed: Set<String>
+
+    public init(allowed: [String]) {
+        self.allowed = Set(allowed.map { Self.normalize($0) })
+    }
+
+    public func permits(origin: String?, host: String?) -> Bool {
+        guard let origin else { return true }
+        let normalized = Self.normalize(origin)
+        if normalized == "null" { return false }
+        if allowed.contains(normalized) || allowed.contains("*") { return true }
+        guard let originHost = Self.hostPart(of: normalized) else { return false }
+        if ["localhost", "127.0.0.1", "[::1]"].contains(Self.stripPort(originHost)) { return true }
+        if let host, Self.normalize(host) == originHost { return true }
+        return false
+    }
+
+    static func normalize(_ value: String) -> String {
+        var text = value.lowercased()
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+
+    /// "https://a.example:8443" → "a.example:8443"
+    static func hostPart(of origin: String) -> String? {
+        guard let range = origin.range(of: "://") else { return nil }
+        let rest = origin[range.upperBound...]
+        return rest.isEmpty ? nil : String(rest)
+    }
+
+    static func stripPort(_ host: String) -> String {
+        if host.hasPrefix("[") { return host.split(separator: "]").first.map { $0 + "]" } ?? host }
+        return host.split(separator: ":").first.map(String.init) ?? host
+    }
+}

@@ -1,0 +1,53 @@
+import CoreMetrics
+import DuetProtocol
+import Foundation
+import Prometheus
+
+/// The server's metrics, recorded through swift-metrics into this server's own Prometheus registry
+/// (not the global bootstrap, so several servers can live in one process, as in the tests).
+public final class ServerMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["duet_join_latency_seconds"] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .seconds(1),
+        ]
+        self.factory = factory
+    }
+
+    public func connectionOpened(_ kind: TransportKind) { gauge("duet_connections", ["transport": kind.rawValue]).increment(by: 1) }
+    public func connectionClosed(_ kind: TransportKind, reason: String) {
+        gauge("duet_connections", ["transport": kind.rawValue]).decrement(by: 1)
+        counter("duet_disconnects_total", ["transport": kind.rawValue, "reason": reason]).increment()
+    }
+    public func messageIn(_ type: String) { counter("duet_messages_in_total", ["type": Self.label(type)]).increment() }
+    public func messageOut(_ type: String) { counter("duet_messages_out_total", ["type": Self.label(type)]).increment() }
+    public func error(_ code: ErrorCode) { counter("duet_errors_total", ["code": code.rawValue]).increment() }
+    public func joinLatency(nanoseconds: Int64) {
+        CoreMetrics.Timer(label: "duet_join_latency_seconds", dimensions: [], factory: factory).recordNanoseconds(nanoseconds)
+    }
+    public func roomCounts(rooms: Int, connected: Int, suspended: Int) {
+        gauge("duet_rooms", [:]).set(Double(rooms))
+        gauge("duet_participants", ["status": "connected"]).set(Double(connected))
+        gauge("duet_participants", ["status": "suspended"]).set(Double(suspended))
+    }
+    public func httpRejected(_ route: String, status: Int) {
+        counter("duet_http_rejections_total", ["route": route, "status": String(status)]).increment()
+    }
+
+    public func exposition() -> String { registry.emitToString() }
+
+    private func counter(_ name: String, _ labels: [String: String]) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(label: name, dimensions: labels.sorted { $0.key < $1.key }, factory: factory)
+    }
+    private func gauge(_ name: String, _ labels: [String: String]) -> CoreMetrics.Meter {
+        CoreMetrics.Meter(label: name, dimensions: labels.sorted { $0.key < $1.key }, factory: factory)
+    }
+
+    /// Unknown types are counted under one label so a client cannot grow the label set without bound.
+    private static func label(_ type: String) -> String { MessageType(rawValue: type) == nil ? "unknown" : type }
+}

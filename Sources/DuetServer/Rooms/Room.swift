@@ -1,0 +1,84 @@
+import DuetProtocol
+
+/// A connection to the server: one WebSocket, or one SSE stream (whose POSTs find it by sid).
+public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let raw: UInt64
+    public init(_ raw: UInt64) { self.raw = raw }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.raw < rhs.raw }
+    public var description: String { "conn-\(raw)" }
+}
+
+public enum TransportKind: String, Sendable, CaseIterable {
+    case ws, sse
+}
+
+struct Participant: Sendable, Equatable {
+    var cid: String
+    var joinedAt: Int64
+    /// Nil while suspended: the seat is kept, nothing is delivered.
+    var connection: ConnectionID?
+    var suspendedAt: Int64?
+
+    var status: ParticipantConnectionStatus { connection == nil ? .suspended : .connected }
+    var info: ParticipantInfo { ParticipantInfo(cid: cid, joinedAt: joinedAt, connectionStatus: status) }
+}
+
+struct Room: Sendable, Equatable {
+    var rid: String
+    var hostCid: String
+    /// In join order; at most `ProtocolLimits.maxParticipants`.
+    var participants: [Participant]
+    var epoch: Int64
+
+    func participant(_ cid: String) -> Participant? { participants.first { $0.cid == cid } }
+    func index(of cid: String) -> Int? { participants.firstIndex { $0.cid == cid } }
+    var isFull: Bool { participants.count >= ProtocolLimits.maxParticipants }
+
+    var state: RoomStatePayload {
+        RoomStatePayload(hostCid: hostCid, participants: participants.map(\.info), epoch: epoch)
+    }
+}
+
+struct Tombstone: Sendable, Equatable {
+    var endedBy: String
+    var reason: String
+    var expiresAt: Int64
+}
+
+/// What the core remembers about one open connection.
+struct ConnectionState: Sendable, Equatable {
+    var kind: TransportKind
+    var sid: String?
+    /// The seat this connection holds.
+    var seat: (rid: String, cid: String)? {
+        get { seatRid.flatMap { rid in seatCid.map { (rid, $0) } } }
+        set {
+            seatRid = newValue?.rid
+            seatCid = newValue?.cid
+        }
+    }
+    private(set) var seatRid: String?
+    private(set) var seatCid: String?
+    /// An SSE stream that reused the sid of a seated participant: it must prove that seat with a
+    /// reconnect token before anything else is accepted.
+    var mustProveCid: String?
+    var watchedRooms: Set<String> = []
+
+    init(kind: TransportKind, sid: String?) {
+        self.kind = kind
+        self.sid = sid
+    }
+}
+
+/// Small deterministic PRNG so the core stays a pure value (the simulator seeds it).
+struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

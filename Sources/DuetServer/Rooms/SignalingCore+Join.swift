@@ -1,0 +1,112 @@
+import DuetProtocol
+
+extension SignalingCore {
+    mutating func join(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        guard let rid = envelope.rid else { throw ProtocolError(.badRequest, "join needs rid in the envelope") }
+        guard authorities.roomIds.isAuthentic(rid) else {
+            throw ProtocolError(.invalidRoomId, "\(rid.prefix(64)) is not a room id issued by this server")
+        }
+        let request = try envelope.payload.decode(JoinPayload.self)
+        if let tombstone = tombstones[rid] {
+            throw ProtocolError(.roomEnded, "this room was ended (\(tombstone.reason))")
+        }
+        // A re-sent join (join recovery) on a connection that already holds the seat is answered
+        // again, never given a second seat.
+        if let seat = connections[connection]?.seat, seat.rid == rid,
+            request.reconnectCid == nil || request.reconnectCid == seat.cid
+        {
+            sendJoined(cid: seat.cid, rid: rid, kind: .fresh, to: connection, nowMs: nowMs, into: &out)
+            return
+        }
+        if let seat = connections[connection]?.seat {
+            // Joining another room from the same connection leaves the first one.
+            removeParticipant(seat.cid, from: seat.rid, reason: "switched_room", nowMs: nowMs, into: &out)
+        }
+        if let reconnectCid = request.reconnectCid {
+            try rejoin(cid: reconnectCid, token: request.reconnectToken, rid: rid, connection: connection, nowMs: nowMs, into: &out)
+        } else {
+            try joinFresh(rid: rid, connection: connection, nowMs: nowMs, into: &out)
+        }
+    }
+
+    private mutating func joinFresh(rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        if rooms[rid]?.isFull == true {
+            throw ProtocolError(.roomFull, "this room already has \(ProtocolLimits.maxParticipants) participants")
+        }
+        let cid = makeCid()
+        seat(cid: cid, rid: rid, connection: connection, nowMs: nowMs)
+        announceJoin(cid: cid, rid: rid, kind: .fresh, connection: connection, nowMs: nowMs, into: &out)
+    }
+
+    private mutating func rejoin(cid: String, token: String?, rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        guard let token else {
+            throw ProtocolError(.invalidReconnectToken, "reconnectCid needs a reconnectToken; join without reconnectCid to get a new seat")
+        }
+        switch authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) {
+        case .valid:
+            if isRevoked(cid: cid, rid: rid, nowMs: nowMs) {
+                throw ProtocolError(.invalidReconnectToken, "this participant left the room; join without reconnectCid")
+            }
+        case .expired:
+            throw ProtocolError(.invalidReconnectToken, "the reconnect token has expired; join without reconnectCid")
+        case .forged, .malformed:
+            throw ProtocolError(.invalidReconnectToken, "the reconnect token is not valid for this participant and room")
+        }
+        if let index = rooms[rid]?.index(of: cid) {
+            // Reattach: the newest proven transport wins; the old one is closed, the seat kept.
+            if let old = rooms[rid]!.participants[index].connection, old != connection {
+                connections[old]?.seat = nil
+                out.append(.close(old, .replaced))
+            }
+            rooms[rid]!.participants[index].connection = connection
+            rooms[rid]!.participants[index].suspendedAt = nil
+            rooms[rid]!.epoch += 1
+            bindSeat(cid: cid, rid: rid, connection: connection)
+            announceJoin(cid: cid, rid: rid, kind: .reattached, connection: connection, nowMs: nowMs, into: &out)
+            return
+        }
+        // The server no longer has this seat (restart, or evicted): recreate it with the same cid.
+        if rooms[rid]?.isFull == true {
+            throw ProtocolError(.roomFull, "this room already has \(ProtocolLimits.maxParticipants) participants")
+        }
+        seat(cid: cid, rid: rid, connection: connection, nowMs: nowMs)
+        announceJoin(cid: cid, rid: rid, kind: .recovered, connection: connection, nowMs: nowMs, into: &out)
+    }
+
+    private mutating func seat(cid: String, rid: String, connection: ConnectionID, nowMs: Int64) {
+        let participant = Participant(cid: cid, joinedAt: nowMs, connection: connection, suspendedAt: nil)
+        if rooms[rid] == nil {
+            rooms[rid] = Room(rid: rid, hostCid: cid, participants: [participant], epoch: 1)
+        } else {
+            rooms[rid]!.participants.append(participant)
+            rooms[rid]!.epoch += 1
+        }
+        bindSeat(cid: cid, rid: rid, connection: connection)
+    }
+
+    private mutating func bindSeat(cid: String, rid: String, connection: ConnectionID) {
+        connections[connection]?.seat = (rid, cid)
+        if let sid = connections[connection]?.sid { sseSeats[sid] = cid }
+    }
+
+    private mutating func announceJoin(cid: String, rid: String, kind: ReconnectKind, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        out.append(.event(.joined(rid: rid, cid: cid, kind: kind)))
+        sendJoined(cid: cid, rid: rid, kind: kind, to: connection, nowMs: nowMs, into: &out)
+        broadcastRoomState(rid, nowMs: nowMs, into: &out)
+        notifyWatchers(rid, nowMs: nowMs, into: &out)
+    }
+
+    private func sendJoined(cid: String, rid: String, kind: ReconnectKind, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        guard let room = rooms[rid] else { return }
+        let turn = authorities.turnTokens.issue(nowMs: nowMs)
+        let payload = JoinedPayload(
+            hostCid: room.hostCid, participants: room.participants.map(\.info),
+            maxParticipants: ProtocolLimits.maxParticipants, reconnect: kind, epoch: room.epoch,
+            reconnectToken: authorities.reconnectTokens.issue(cid: cid, rid: rid, nowMs: nowMs),
+            reconnectTokenTTLMs: authorities.reconnectTokens.ttlMs, turnToken: turn.token,
+            turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
+        var joined = Self.envelope(.joined, rid: rid, cid: cid, ts: nowMs, epoch: room.epoch, payload)
+        joined.sid = connections[connection]?.sid
+        out.append(.send(connection, joined))
+    }
+}

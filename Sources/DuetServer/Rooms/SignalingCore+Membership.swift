@@ -1,0 +1,108 @@
+import DuetProtocol
+
+extension SignalingCore {
+    /// Signaling dropped: the seat is kept and the peer is told; media between peers is untouched.
+    mutating func suspend(_ cid: String, in rid: String, nowMs: Int64, into out: inout [Output]) {
+        guard let index = rooms[rid]?.index(of: cid), rooms[rid]!.participants[index].connection != nil else { return }
+        rooms[rid]!.participants[index].connection = nil
+        rooms[rid]!.participants[index].suspendedAt = nowMs
+        rooms[rid]!.epoch += 1
+        out.append(.event(.suspended(rid: rid, cid: cid)))
+        broadcastRoomState(rid, nowMs: nowMs, into: &out)
+    }
+
+    mutating func removeParticipant(_ cid: String, from rid: String, reason: String, nowMs: Int64, into out: inout [Output]) {
+        guard var room = rooms[rid], let index = room.index(of: cid) else { return }
+        if let connection = room.participants[index].connection { connections[connection]?.seat = nil }
+        for (sid, seatedCid) in sseSeats where seatedCid == cid { sseSeats[sid] = nil }
+        room.participants.remove(at: index)
+        out.append(.event(.left(rid: rid, cid: cid, reason: reason)))
+        if room.participants.isEmpty {
+            rooms[rid] = nil
+        } else {
+            if room.hostCid == cid { room.hostCid = room.participants[0].cid }
+            room.epoch += 1
+            rooms[rid] = room
+            broadcastRoomState(rid, nowMs: nowMs, into: &out)
+        }
+        notifyWatchers(rid, nowMs: nowMs, into: &out)
+    }
+
+    mutating func endRoom(from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        let seat = try requireSeat(connection)
+        guard let room = rooms[seat.rid], room.hostCid == seat.cid else {
+            throw ProtocolError(.notHost, "only the host can end the room")
+        }
+        let payload = RoomEndedPayload(by: seat.cid, reason: "host_ended")
+        for participant in room.participants {
+            if let target = participant.connection {
+                connections[target]?.seat = nil
+                out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
+            }
+            for (sid, seatedCid) in sseSeats where seatedCid == participant.cid { sseSeats[sid] = nil }
+        }
+        rooms[seat.rid] = nil
+        // A suspended peer learns of the end when it reconnects: its join meets the tombstone.
+        tombstones[seat.rid] = Tombstone(endedBy: seat.cid, reason: "host_ended", expiresAt: nowMs + settings.tombstoneMs)
+        out.append(.event(.roomEnded(rid: seat.rid)))
+        notifyWatchers(seat.rid, nowMs: nowMs, into: &out)
+    }
+
+    mutating func tick(nowMs: Int64, into out: inout [Output]) {
+        for rid in rooms.keys.sorted() {
+            let expired = rooms[rid]?.participants.filter { participant in
+                participant.suspendedAt.map { $0 + settings.evictionTimeoutMs <= nowMs } ?? false
+            } ?? []
+            for participant in expired {
+                removeParticipant(participant.cid, from: rid, reason: "evicted", nowMs: nowMs, into: &out)
+            }
+        }
+        tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
+        revokedSeats = revokedSeats.filter { $0.value > nowMs }
+    }
+
+    mutating func revoke(cid: String, rid: String, nowMs: Int64) {
+        revokedSeats["\(cid)|\(rid)"] = nowMs + authorities.reconnectTokens.ttlMs + 1_000
+    }
+
+    func isRevoked(cid: String, rid: String, nowMs: Int64) -> Bool {
+        (revokedSeats["\(cid)|\(rid)"] ?? 0) > nowMs
+    }
+
+    func broadcastRoomState(_ rid: String, nowMs: Int64, into out: inout [Output]) {
+        guard let room = rooms[rid] else { return }
+        for participant in room.participants {
+            guard let connection = participant.connection else { continue }
+            out.append(.send(connection, Self.envelope(.roomState, rid: rid, cid: participant.cid, ts: nowMs, epoch: room.epoch, room.state)))
+        }
+    }
+
+    // MARK: - watch_rooms
+
+    mutating func watchRooms(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        let request = try envelope.payload.decode(WatchRoomsPayload.self)
+        guard request.rids.count <= ProtocolLimits.maxWatchedRooms else {
+            throw ProtocolError(.badRequest, "watch at most \(ProtocolLimits.maxWatchedRooms) rooms")
+        }
+        if let bad = request.rids.first(where: { !authorities.roomIds.isAuthentic($0) }) {
+            throw ProtocolError(.invalidRoomId, "\(bad.prefix(64)) is not a room id issued by this server")
+        }
+        for rid in connections[connection]?.watchedRooms ?? [] { watchers[rid]?.remove(connection) }
+        let rids = Set(request.rids)
+        connections[connection]?.watchedRooms = rids
+        var counts: [String: JSONValue] = [:]
+        for rid in rids {
+            watchers[rid, default: []].insert(connection)
+            counts[rid] = .int(Int64(occupancy(of: rid)))
+        }
+        out.append(.send(connection, Self.envelope(.roomStatuses, ts: nowMs, payload: .object(counts))))
+    }
+
+    func notifyWatchers(_ rid: String, nowMs: Int64, into out: inout [Output]) {
+        guard let targets = watchers[rid], !targets.isEmpty else { return }
+        let update = RoomStatusUpdatePayload(rid: rid, count: occupancy(of: rid))
+        for connection in targets.sorted() {
+            out.append(.send(connection, Self.envelope(.roomStatusUpdate, rid: rid, ts: nowMs, update)))
+        }
+    }
+}

@@ -1,0 +1,231 @@
+import DuetProtocol
+
+/// All room and session logic of the server as a pure value: every input returns the outputs to
+/// perform (messages to send, connections to close). No I/O, no clock (time comes in `nowMs`), no
+/// tasks — so the same logic runs in the real server and, deterministically, in the simulator.
+public struct SignalingCore: Sendable {
+    public struct Settings: Sendable {
+        public var evictionTimeoutMs: Int64 = 10 * 60_000
+        public var tombstoneMs: Int64 = 5 * 60_000
+        public var drainReconnectAfterMs: Int64 = 1_000
+        public init() {}
+    }
+
+    public struct Authorities: Sendable {
+        public var roomIds: RoomIdAuthority
+        public var reconnectTokens: ReconnectTokenAuthority
+        public var turnTokens: TurnTokenAuthority
+        public init(roomIds: RoomIdAuthority, reconnectTokens: ReconnectTokenAuthority, turnTokens: TurnTokenAuthority) {
+            self.roomIds = roomIds
+            self.reconnectTokens = reconnectTokens
+            self.turnTokens = turnTokens
+        }
+    }
+
+    public enum Input: Sendable {
+        case opened(ConnectionID, TransportKind, sid: String?)
+        case message(ConnectionID, Envelope)
+        case closed(ConnectionID)
+        /// Periodic: evictions and expiries.
+        case tick
+        case drain
+    }
+
+    public enum CloseReason: String, Sendable {
+        /// A newer, proven transport took over this participant.
+        case replaced
+        case rateLimited = "rate_limited"
+        case shutdown
+    }
+
+    public enum Output: Sendable, Equatable {
+        case send(ConnectionID, Envelope)
+        case close(ConnectionID, CloseReason)
+        /// Refuse the POST that carried the message (SSE sid takeover without proof): HTTP 401.
+        case unauthorized(ConnectionID)
+        case event(Event)
+    }
+
+    /// Facts for logs and metrics.
+    public enum Event: Sendable, Equatable {
+        case joined(rid: String, cid: String, kind: ReconnectKind)
+        case suspended(rid: String, cid: String)
+        case left(rid: String, cid: String, reason: String)
+        case roomEnded(rid: String)
+    }
+
+    public var settings: Settings
+    let authorities: Authorities
+    var rooms: [String: Room] = [:]
+    var tombstones: [String: Tombstone] = [:]
+    var connections: [ConnectionID: ConnectionState] = [:]
+    /// sid → the newest SSE stream using it; POSTs are delivered there.
+    var sseStreams: [String: ConnectionID] = [:]
+    /// sid → the seat it last held, so that reusing a sid cannot take the seat over.
+    var sseSeats: [String: String] = [:]
+    /// "cid|rid" → unix ms after which the revocation no longer matters (the token expired anyway).
+    var revokedSeats: [String: Int64] = [:]
+    var watchers: [String: Set<ConnectionID>] = [:]
+    var rng: SplitMix64
+    public private(set) var isDraining = false
+
+    public init(settings: Settings, authorities: Authorities, seed: UInt64) {
+        self.settings = settings
+        self.authorities = authorities
+        self.rng = SplitMix64(seed: seed)
+    }
+
+    public mutating func handle(_ input: Input, nowMs: Int64) -> [Output] {
+        var out: [Output] = []
+        switch input {
+        case .opened(let connection, let kind, let sid):
+            opened(connection, kind: kind, sid: sid, into: &out)
+        case .message(let connection, let envelope):
+            guard connections[connection] != nil else { return [] }
+            message(envelope, from: connection, nowMs: nowMs, into: &out)
+        case .closed(let connection):
+            closed(connection, nowMs: nowMs, into: &out)
+        case .tick:
+            tick(nowMs: nowMs, into: &out)
+        case .drain:
+            isDraining = true
+            let payload = DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs)
+            for connection in connections.keys.sorted() {
+                out.append(.send(connection, Self.envelope(.draining, ts: nowMs, payload)))
+            }
+        }
+        return out
+    }
+
+    /// `POST /api/leave`: leave on behalf of a participant that has no transport.
+    public enum HTTPLeaveResult: Sendable, Equatable { case left, invalidToken }
+    public mutating func httpLeave(_ request: LeaveRequest, nowMs: Int64) -> (HTTPLeaveResult, [Output]) {
+        guard case .valid = authorities.reconnectTokens.verify(request.reconnectToken, cid: request.cid, rid: request.rid, nowMs: nowMs) else {
+            return (.invalidToken, [])
+        }
+        var out: [Output] = []
+        if rooms[request.rid]?.participant(request.cid) != nil {
+            removeParticipant(request.cid, from: request.rid, reason: "leave", nowMs: nowMs, into: &out)
+        }
+        revoke(cid: request.cid, rid: request.rid, nowMs: nowMs)
+        return (.left, out)
+    }
+
+    // MARK: - Read-only views (metrics, tests)
+
+    public var roomCount: Int { rooms.count }
+    public var connectionCount: Int { connections.count }
+    public func participantCount(_ status: ParticipantConnectionStatus) -> Int {
+        rooms.values.reduce(0) { $0 + $1.participants.filter { $0.status == status }.count }
+    }
+    public func occupancy(of rid: String) -> Int { rooms[rid]?.participants.count ?? 0 }
+
+    // MARK: - Connections
+
+    private mutating func opened(_ connection: ConnectionID, kind: TransportKind, sid: String?, into out: inout [Output]) {
+        var state = ConnectionState(kind: kind, sid: sid)
+        if let sid {
+            if let previous = sseStreams[sid], previous != connection, connections[previous]?.seat == nil {
+                // Nothing to protect: the newer stream simply replaces the older one.
+                out.append(.close(previous, .replaced))
+            }
+            if let seatedCid = sseSeats[sid] {
+                state.mustProveCid = seatedCid
+            }
+            sseStreams[sid] = connection
+        }
+        connections[connection] = state
+    }
+
+    private mutating func closed(_ connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        guard let state = connections.removeValue(forKey: connection) else { return }
+        if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
+        for rid in state.watchedRooms { watchers[rid]?.remove(connection) }
+        if let seat = state.seat { suspend(seat.cid, in: seat.rid, nowMs: nowMs, into: &out) }
+    }
+
+    /// The SSE stream that POSTs for `sid` go to.
+    public func sseConnection(for sid: String) -> ConnectionID? { sseStreams[sid] }
+
+    // MARK: - Messages
+
+    private mutating func message(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        if let mustProve = connections[connection]?.mustProveCid {
+            guard envelope.messageType == .join, let join = try? envelope.payload.decode(JoinPayload.self),
+                join.reconnectCid == mustProve, let token = join.reconnectToken, let rid = envelope.rid,
+                case .valid = authorities.reconnectTokens.verify(token, cid: mustProve, rid: rid, nowMs: nowMs),
+                !isRevoked(cid: mustProve, rid: rid, nowMs: nowMs)
+            else {
+                out.append(.unauthorized(connection))
+                return
+            }
+            connections[connection]?.mustProveCid = nil
+        }
+        do throws(ProtocolError) {
+            switch envelope.messageType {
+            case .ping?:
+                let echo = envelope.payload["ts"] ?? envelope.ts.map { .int($0) } ?? .null
+                out.append(.send(connection, Self.envelope(.pong, ts: nowMs, payload: ["ts": echo])))
+            case .join?:
+                try join(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .leave?:
+                let seat = try requireSeat(connection)
+                removeParticipant(seat.cid, from: seat.rid, reason: "leave", nowMs: nowMs, into: &out)
+                revoke(cid: seat.cid, rid: seat.rid, nowMs: nowMs)
+            case .endRoom?:
+                try endRoom(from: connection, nowMs: nowMs, into: &out)
+            case .offer?, .answer?, .ice?:
+                try relay(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .turnRefresh?:
+                guard let seat = connections[connection]?.seat else {
+                    throw ProtocolError(.turnRefreshFailed, "TURN credentials are only issued to a participant of a room; join first")
+                }
+                let turn = authorities.turnTokens.issue(nowMs: nowMs)
+                let payload = TurnRefreshedPayload(turnToken: turn.token, turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
+                out.append(.send(connection, Self.envelope(.turnRefreshed, rid: seat.rid, cid: seat.cid, ts: nowMs, payload)))
+            case .reconnectTokenRefresh?:
+                let seat = try requireSeat(connection)
+                let token = authorities.reconnectTokens.issue(cid: seat.cid, rid: seat.rid, nowMs: nowMs)
+                let payload = ReconnectTokenRefreshedPayload(reconnectToken: token, reconnectTokenTTLMs: authorities.reconnectTokens.ttlMs)
+                out.append(.send(connection, Self.envelope(.reconnectTokenRefreshed, rid: seat.rid, cid: seat.cid, ts: nowMs, payload)))
+            case .watchRooms?:
+                try watchRooms(envelope, from: connection, nowMs: nowMs, into: &out)
+            default:
+                // Unknown or server-only types are ignored: forward compatibility.
+                break
+            }
+        } catch {
+            out.append(.send(connection, Self.errorEnvelope(error, rid: envelope.rid, nowMs: nowMs)))
+        }
+    }
+
+    func requireSeat(_ connection: ConnectionID) throws(ProtocolError) -> (rid: String, cid: String) {
+        guard let seat = connections[connection]?.seat else {
+            throw ProtocolError(.notInRoom, "this connection has not joined a room")
+        }
+        return seat
+    }
+
+    // MARK: - Envelopes
+
+    static func envelope(_ type: MessageType, rid: String? = nil, cid: String? = nil, ts: Int64, epoch: Int64? = nil, _ payload: some Encodable) -> Envelope {
+        // Encoding our own payload types cannot fail.
+        Envelope(type, rid: rid, cid: cid, ts: ts, epoch: epoch, payload: (try? JSONValue(encoding: payload)) ?? [:])
+    }
+
+    static func envelope(_ type: MessageType, rid: String? = nil, ts: Int64, payload: JSONValue) -> Envelope {
+        Envelope(type, rid: rid, ts: ts, payload: payload)
+    }
+
+    public static func errorEnvelope(_ error: ProtocolError, rid: String? = nil, nowMs: Int64) -> Envelope {
+        envelope(.error, rid: rid, ts: nowMs, ErrorPayload(code: error.code, message: error.message))
+    }
+
+    mutating func makeCid() -> String {
+        var cid: String
+        repeat {
+            cid = "C-" + Hex.encode(withUnsafeBytes(of: rng.next().bigEndian) { Array($0) })
+        } while rooms.values.contains { $0.participant(cid) != nil }
+        return cid
+    }
+}

@@ -1,0 +1,35 @@
+import Crypto
+import DuetProtocol
+
+/// Room ids are self-authenticating: 12 random bytes + the first 8 bytes of
+/// HMAC-SHA256(roomSecret, random ‖ "id:v1|room"), base64url (27 characters). A forged id is
+/// refused without any server-side lookup, and ids survive restarts.
+public struct RoomIdAuthority: Sendable {
+    private let key: SymmetricKey
+    private static let context = Array("id:v1|room".utf8)
+
+    public init(key: SymmetricKey) { self.key = key }
+
+    public func issue() -> String {
+        let random = (0..<12).map { _ in UInt8.random(in: 0...255) }
+        return Base64URL.encode(random + tag(for: random))
+    }
+
+    public func isAuthentic(_ roomId: String) -> Bool {
+        guard RoomIdFormat.isWellFormed(roomId), let bytes = Base64URL.decode(roomId), bytes.count == 20 else {
+            return false
+        }
+        return constantTimeEquals(Array(bytes[12...]), tag(for: Array(bytes[..<12])))
+    }
+
+    private func tag(for random: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: random + Self.context, using: key).prefix(8))
+    }
+}
+
+func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    var difference: UInt8 = 0
+    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+    return difference == 0
+}

@@ -1,0 +1,98 @@
+import DuetProtocol
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Server-Sent Events fallback: `GET /sse?sid=` streams messages, `POST /sse?sid=` carries one message.
+struct SSETransport: Sendable {
+    let hub: SessionHub
+    let gate: Gatekeeper
+    let pingInterval: Duration
+
+    func register(on router: Router<DuetRequestContext>) {
+        router.get("/sse") { request, context -> Response in
+            guard let sid = request.uri.queryParameters["sid"].map(String.init), SessionIdFormat.isWellFormed(sid) else {
+                return .text(.badRequest, "sid is required: S- followed by 16 lowercase hex digits")
+            }
+            if let status = gate.refusal(request, context: context, entry: .sse) { return .text(status, "refused") }
+            if await hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            let (id, queue) = await hub.open(.sse, sid: sid)
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
+                body: ResponseBody { writer in
+                    // Without this a hung-up client is noticed only at the next write (ping).
+                    try? await request.body.consumeWithCancellationOnInboundClose { _ in
+                        try await stream(queue, id: id, to: &writer)
+                    }
+                    await hub.closed(id, reason: "client_closed")
+                    try? await writer.finish(nil)
+                })
+        }
+
+        router.post("/sse") { request, context -> Response in
+            guard let sid = request.uri.queryParameters["sid"].map(String.init), SessionIdFormat.isWellFormed(sid) else {
+                return .text(.badRequest, "sid is required: S- followed by 16 lowercase hex digits")
+            }
+            if let status = gate.refusal(request, context: context, entry: .sse, consume: false) { return .text(status, "refused") }
+            var request = request
+            let body: ByteBuffer
+            do {
+                body = try await request.collectBody(upTo: ProtocolLimits.maxMessageBytes)
+            } catch {
+                return .text(.contentTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes")
+            }
+            switch await hub.receive(Array(body.readableBytesView), sid: sid) {
+            case .accepted: return Response(status: .noContent)
+            case .unknownSession: return .text(.gone, "no open stream for this sid; open GET /sse?sid= again")
+            case .unauthorized:
+                return .text(.unauthorized, "this sid belongs to a participant: the first message must be a join with its reconnectCid and reconnectToken")
+            }
+        }
+    }
+
+    private enum Item: Sendable {
+        case outbound(Outbound)
+        case ping
+    }
+
+    private func stream(_ queue: AsyncStream<Outbound>, id: ConnectionID, to writer: inout any ResponseBodyWriter) async throws {
+        let (items, continuation) = AsyncStream<Item>.makeStream()
+        let forward = Task {
+            for await item in queue { continuation.yield(.outbound(item)) }
+            continuation.finish()
+        }
+        let interval = pingInterval
+        let pinger = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                continuation.yield(.ping)
+            }
+        }
+        defer {
+            forward.cancel()
+            pinger.cancel()
+        }
+        var reason = "server_closed"
+        do {
+            try await writer.write(ByteBuffer(string: ": ready\n\n"))
+            loop: for await item in items.cancelOnGracefulShutdown() {
+                switch item {
+                case .ping:
+                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                case .outbound(.text(let text)):
+                    try await writer.write(ByteBuffer(string: "data: \(text)\n\n"))
+                case .outbound(.close(_, let closeReason)):
+                    reason = closeReason
+                    break loop
+                }
+            }
+        } catch {
+            reason = "client_closed"
+        }
+        // Inbound close cancels this task, which ends the loop quietly.
+        if Task.isCancelled { reason = "client_closed" }
+        await hub.closed(id, reason: reason)
+    }
+}

@@ -1,0 +1,80 @@
+import DuetProtocol
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// `GET /ws`: one JSON message per text frame, bridged to the session hub.
+struct WebSocketTransport: Sendable {
+    let hub: SessionHub
+    let gate: Gatekeeper
+    let blocked: @Sendable () -> Bool
+    /// Hard cap on what the socket layer buffers; anything over the protocol limit gets
+    /// `MESSAGE_TOO_LARGE` and close 1009, so the client learns why.
+    static let socketMessageCap = 1 << 20
+
+    func register(on router: Router<DuetRequestContext>) {
+        router.ws("/ws") { request, context in
+            if blocked() || gate.refusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
+            if await hub.isDraining { return .dontUpgrade }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            await serve(inbound: inbound, outbound: outbound)
+        }
+    }
+
+    /// Refused upgrades fall through to the HTTP router: explain the refusal with a status.
+    func registerRefusals(on router: Router<DuetRequestContext>) {
+        router.get("/ws") { request, context -> Response in
+            if blocked() { return .text(.forbidden, "WebSocket is disabled on this server; use /sse") }
+            if let status = gate.refusal(request, context: context, entry: .ws, consume: false) {
+                return .text(status, "origin not allowed")
+            }
+            if await hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            if request.headers[.upgrade]?.lowercased() == "websocket" {
+                return .text(.tooManyRequests, "too many connection attempts; back off and retry")
+            }
+            return .text(.upgradeRequired, "this endpoint speaks WebSocket")
+        }
+    }
+
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let (id, queue) = await hub.open(.ws)
+        let reason = await withTaskGroup(of: String?.self) { group -> String in
+            group.addTask {
+                for await item in queue {
+                    switch item {
+                    case .text(let text):
+                        do { try await outbound.write(.text(text)) } catch { return "write_failed" }
+                    case .close(let code, let reason):
+                        try? await outbound.close(.init(codeNumber: Int(code.rawValue)), reason: reason)
+                        return reason
+                    }
+                }
+                return nil
+            }
+            var reason = "client_closed"
+            do {
+                for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
+                    switch message {
+                    case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
+                        await hub.refuseOversize(id)
+                    case .text(let text):
+                        await hub.receive(Array(text.utf8), from: id)
+                    case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
+                        await hub.refuseOversize(id)
+                    case .binary(let buffer):
+                        // Accepted for clients that send UTF-8 JSON in binary frames.
+                        await hub.receive(Array(buffer.readableBytesView), from: id)
+                    }
+                }
+            } catch {
+                reason = "socket_error"
+            }
+            await hub.closed(id, reason: reason)
+            for await closedBy in group { if let closedBy { return closedBy } }
+            return reason
+        }
+        _ = reason
+    }
+}
