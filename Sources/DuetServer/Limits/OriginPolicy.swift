@@ -14,7 +14,8 @@ public struct OriginPolicy: Sendable {
         if allowed.contains(normalized) || allowed.contains("*") { return true }
         guard let originHost = Self.hostPart(of: normalized) else { return false }
         if ["localhost", "127.0.0.1", "[::1]"].contains(Self.stripPort(originHost)) { return true }
-        if let host, Self.normalize(host) == originHost { return true }
+        // Ports are ignored: non-browser WebSocket clients send "ws://host" without the port.
+        if let host, Self.stripPort(Self.normalize(host)) == Self.stripPort(originHost) { return true }
         return false
     }
 

@@ -1,0 +1,143 @@
+import AsyncHTTPClient
+import DuetProtocol
+import Foundation
+import Logging
+import NIOCore
+
+/// Signaling over Server-Sent Events: `GET /sse?sid=` is the downlink, each message goes up as a
+/// `POST /sse?sid=`. POSTs are sent one at a time so the server sees them in order.
+public final class SSESignalingConnection: SignalingConnection {
+    public let kind = SignalingTransportKind.sse
+    public let sid: String
+    public let events: AsyncStream<SignalingEvent>
+    private let posts: AsyncStream<Post>.Continuation
+    private let task: Task<Void, Never>
+    private let closedByClient: SharedFlag
+
+    private struct Post: Sendable {
+        var body: String
+        var done: CheckedContinuation<Int, any Error>
+    }
+
+    private init(sid: String, events: AsyncStream<SignalingEvent>, posts: AsyncStream<Post>.Continuation, task: Task<Void, Never>, closedByClient: SharedFlag) {
+        self.sid = sid
+        self.events = events
+        self.posts = posts
+        self.task = task
+        self.closedByClient = closedByClient
+    }
+
+    /// - Parameters:
+    ///   - baseURL: the server, e.g. `http://127.0.0.1:8080/`.
+    ///   - sid: reuse the same sid across reconnects (the server ties a seat to it).
+    ///   - silenceTimeout: the server comments every 12 s; this much silence means the stream is dead.
+    public static func connect(
+        baseURL: String, sid: String = SessionIdFormat.random(), timeout: Duration,
+        silenceTimeout: Duration = .seconds(30), headers: [(String, String)] = [],
+        http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.sse")
+    ) async throws(SignalingConnectError) -> SSESignalingConnection {
+        let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+        let streamURL = base + "sse?sid=" + sid
+        let (events, eventSink) = AsyncStream<SignalingEvent>.makeStream()
+        let (postStream, posts) = AsyncStream<Post>.makeStream()
+        let opened = OneShot<Result<Void, SignalingConnectError>>()
+        let closedByClient = SharedFlag()
+        let activity = ActivityClock()
+
+        let task = Task {
+            let poster = Task {
+                for await post in postStream {
+                    var request = HTTPClientRequest(url: streamURL)
+                    request.method = .POST
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    for (name, value) in headers { request.headers.add(name: name, value: value) }
+                    request.body = .bytes(ByteBuffer(string: post.body))
+                    do {
+                        let response = try await http.execute(request, timeout: .seconds(10), logger: logger)
+                        _ = try? await response.body.collect(upTo: 64 * 1024)
+                        post.done.resume(returning: Int(response.status.code))
+                    } catch {
+                        post.done.resume(throwing: error)
+                    }
+                }
+            }
+            defer { poster.cancel() }
+            var reason = SignalingCloseReason.byServer(code: nil, reason: nil)
+            do {
+                var request = HTTPClientRequest(url: streamURL)
+                request.headers.add(name: "Accept", value: "text/event-stream")
+                for (name, value) in headers { request.headers.add(name: name, value: value) }
+                let response = try await http.execute(request, timeout: .seconds(Int64(timeout.components.seconds) + 1), logger: logger)
+                guard response.status == .ok else {
+                    opened.fulfil(.failure(.refused(status: Int(response.status.code))))
+                    throw CancellationError()
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        // The watchdog ends the read when the stream goes silent (half-open).
+                        while true {
+                            try await Task.sleep(for: .milliseconds(250))
+                            if activity.silence > silenceTimeout { throw SilentStream() }
+                        }
+                    }
+                    group.addTask {
+                        var parser = SSEParser()
+                        for try await chunk in response.body {
+                            activity.touch()
+                            for item in parser.feed(chunk.readableBytesView) {
+                                switch item {
+                                case .comment(let text) where text == "ready": opened.fulfil(.success(()))
+                                case .comment: break
+                                case .data(let text): eventSink.yield(WebSocketSignalingConnection.event(from: Array(text.utf8)))
+                                }
+                            }
+                        }
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            } catch is SilentStream {
+                reason = .silent
+            } catch is CancellationError {
+            } catch {
+                opened.fulfil(.failure(.unreachable("\(error)")))
+                reason = .failed("\(error)")
+            }
+            eventSink.yield(.closed(closedByClient.isSet ? .byClient : reason))
+            eventSink.finish()
+            posts.finish()
+        }
+        switch await opened.wait(timeout: timeout) {
+        case .success?:
+            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient)
+        case .failure(let error)?:
+            task.cancel()
+            throw error
+        case nil:
+            task.cancel()
+            throw .timedOut
+        }
+    }
+
+    public func send(_ envelope: Envelope) async throws {
+        try await sendRaw(envelope.encodedString())
+    }
+
+    /// POSTs text as is; throws `SignalingSendError.rejected` for any status but 204.
+    public func sendRaw(_ text: String) async throws {
+        let status: Int = try await withCheckedThrowingContinuation { continuation in
+            if case .terminated = posts.yield(Post(body: text, done: continuation)) {
+                continuation.resume(throwing: SignalingSendError.notConnected)
+            }
+        }
+        guard status == 204 else { throw SignalingSendError.rejected(status: status) }
+    }
+
+    public func close() async {
+        closedByClient.set()
+        task.cancel()
+        await task.value
+    }
+
+    private struct SilentStream: Error {}
+}

@@ -1,0 +1,149 @@
+import DuetProtocol
+import DuetTransport
+import Foundation
+
+/// A protocol-level client on a real transport, with an inbox the test reads from.
+final class TestClient: Sendable {
+    let connection: any SignalingConnection
+    private let inbox = Inbox()
+    private let reader: Task<Void, Never>
+
+    static func connect(_ kind: SignalingTransportKind, to server: TestServer, sid: String = SessionIdFormat.random()) async throws -> TestClient {
+        switch kind {
+        case .ws:
+            return TestClient(try await WebSocketSignalingConnection.connect(url: server.webSocketURL, timeout: .seconds(5)))
+        case .sse:
+            return TestClient(try await SSESignalingConnection.connect(baseURL: server.baseURL, sid: sid, timeout: .seconds(5)))
+        }
+    }
+
+    init(_ connection: any SignalingConnection) {
+        self.connection = connection
+        let inbox = self.inbox
+        reader = Task {
+            for await event in connection.events { await inbox.put(event) }
+        }
+    }
+
+    var kind: SignalingTransportKind { connection.kind }
+
+    func send(_ type: MessageType, rid: String? = nil, to: String? = nil, payload: JSONValue = [:]) async throws {
+        try await connection.send(Envelope(type, rid: rid, to: to, payload: payload))
+    }
+
+    func send(_ type: MessageType, rid: String? = nil, _ payload: some Encodable) async throws {
+        try await connection.send(Envelope(type, rid: rid, payload: try JSONValue(encoding: payload)))
+    }
+
+    /// Sends raw text (malformed input tests).
+    func sendRaw(_ text: String) async throws {
+        switch connection {
+        case let ws as WebSocketSignalingConnection: try ws.sendRaw(text)
+        case let sse as SSESignalingConnection: try await sse.sendRaw(text)
+        default: throw TestFailure("unknown transport")
+        }
+    }
+
+    /// The first message of `type` (messages of other types stay in the inbox).
+    @discardableResult
+    func expect(_ type: MessageType, timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async throws -> Envelope {
+        let found = await inbox.take(timeout: timeout) { event in
+            if case .message(let envelope) = event, envelope.type == type.rawValue, predicate(envelope) { return true }
+            return false
+        }
+        guard case .message(let envelope)? = found else {
+            throw TestFailure("no \(type.rawValue) within \(timeout); inbox: \(await inbox.summary())")
+        }
+        return envelope
+    }
+
+    func expectError(_ code: ErrorCode, timeout: Duration = .seconds(5)) async throws -> ErrorPayload {
+        let envelope = try await expect(.error, timeout: timeout) { $0.payload["code"]?.stringValue == code.rawValue }
+        return try envelope.payload.decode(ErrorPayload.self)
+    }
+
+    /// Asserts nothing of `type` arrives within `window`.
+    func expectNo(_ type: MessageType, within window: Duration = .milliseconds(300)) async throws {
+        let found = await inbox.take(timeout: window) { event in
+            if case .message(let envelope) = event, envelope.type == type.rawValue { return true }
+            return false
+        }
+        if let found { throw TestFailure("unexpected \(type.rawValue): \(found)") }
+    }
+
+    func expectClosed(timeout: Duration = .seconds(5)) async throws -> SignalingCloseReason {
+        let found = await inbox.take(timeout: timeout) { event in
+            if case .closed = event { return true }
+            return false
+        }
+        guard case .closed(let reason)? = found else { throw TestFailure("not closed within \(timeout); inbox: \(await inbox.summary())") }
+        return reason
+    }
+
+    func join(_ rid: String, _ payload: JoinPayload = JoinPayload()) async throws -> Joined {
+        try await send(.join, rid: rid, payload)
+        let envelope = try await expect(.joined)
+        return Joined(envelope: envelope, payload: try envelope.payload.decode(JoinedPayload.self))
+    }
+
+    func roomState(where predicate: @escaping @Sendable (RoomStatePayload) -> Bool = { _ in true }) async throws -> RoomStatePayload {
+        let envelope = try await expect(.roomState) { envelope in
+            (try? envelope.payload.decode(RoomStatePayload.self)).map(predicate) ?? false
+        }
+        return try envelope.payload.decode(RoomStatePayload.self)
+    }
+
+    func close() async {
+        await connection.close()
+        reader.cancel()
+    }
+
+    struct Joined {
+        var envelope: Envelope
+        var payload: JoinedPayload
+        var cid: String { envelope.cid ?? "" }
+        var token: String { payload.reconnectToken }
+    }
+}
+
+actor Inbox {
+    private var events: [SignalingEvent] = []
+    private var waiters: [(id: UUID, match: @Sendable (SignalingEvent) -> Bool, continuation: CheckedContinuation<SignalingEvent?, Never>)] = []
+
+    func put(_ event: SignalingEvent) {
+        if let index = waiters.firstIndex(where: { $0.match(event) }) {
+            waiters.remove(at: index).continuation.resume(returning: event)
+        } else {
+            events.append(event)
+        }
+    }
+
+    func take(timeout: Duration, matching match: @escaping @Sendable (SignalingEvent) -> Bool) async -> SignalingEvent? {
+        if let index = events.firstIndex(where: match) { return events.remove(at: index) }
+        let id = UUID()
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            waiters.append((id, match, continuation))
+        }
+    }
+
+    private func expire(_ id: UUID) {
+        if let index = waiters.firstIndex(where: { $0.id == id }) {
+            waiters.remove(at: index).continuation.resume(returning: nil)
+        }
+    }
+
+    func summary() -> String {
+        events.map { event in
+            switch event {
+            case .message(let envelope): envelope.type + (envelope.type == "error" ? "(\(envelope.payload["code"]?.stringValue ?? ""))" : "")
+            case .undecodable(let text): "undecodable(\(text.prefix(40)))"
+            case .closed(let reason): "closed(\(reason))"
+            }
+        }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,100 @@
+import AsyncHTTPClient
+import DuetProtocol
+import DuetServer
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The real `DuetServer`, in process, on an ephemeral port, with its own data directory.
+final class TestServer: Sendable {
+    let server: DuetServer
+    let port: Int
+    let dataDirectory: String
+    private let task: Task<Void, any Error>
+
+    var baseURL: String { "http://127.0.0.1:\(port)/" }
+    var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
+
+    static func start(dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+        var configuration = ServerConfiguration()
+        configuration.port = port
+        configuration.dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
+        configuration.rateLimits = false
+        configuration.drainGrace = .milliseconds(100)
+        configure(&configuration)
+        var logger = Logger(label: "duet-test")
+        logger.logLevel = ProcessInfo.processInfo.environment["DUET_TEST_LOG"] != nil ? .debug : .critical
+        let server = try DuetServer(configuration: configuration, logger: logger, handleSignals: false)
+        let task = Task { try await server.run() }
+        guard let port = await server.boundPort(), port > 0 else {
+            task.cancel()
+            throw TestFailure("server did not start")
+        }
+        return TestServer(server: server, port: port, dataDirectory: configuration.dataDirectory, task: task)
+    }
+
+    private init(server: DuetServer, port: Int, dataDirectory: String, task: Task<Void, any Error>) {
+        self.server = server
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.task = task
+    }
+
+    func stop() async {
+        await server.shutdown()
+        _ = await task.result
+    }
+
+    /// Stops this server and starts a new process-equivalent on the same port and data directory:
+    /// rooms are gone, secrets are kept.
+    func restarted() async throws -> TestServer {
+        await stop()
+        var lastError: (any Error)?
+        for _ in 0..<50 {
+            do {
+                return try await TestServer.start(dataDirectory: dataDirectory, port: port)
+            } catch {
+                lastError = error
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        throw lastError ?? TestFailure("restart failed")
+    }
+
+    func secrets() throws -> ServerSecrets {
+        try JSONDecoder().decode(ServerSecrets.self, from: Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/secrets.json")))
+    }
+
+    func roomId() async throws -> String {
+        let response = try await http(.GET, "api/room-id")
+        guard response.status == 200 else { throw TestFailure("room-id: \(response.status)") }
+        return try JSONDecoder().decode(RoomIdResponse.self, from: Data(response.body.utf8)).roomId
+    }
+
+    struct HTTPResult {
+        var status: Int
+        var body: String
+    }
+
+    func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 4 << 20)
+        return HTTPResult(status: Int(response.status.code), body: String(buffer: bytes))
+    }
+
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "duet-test-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
