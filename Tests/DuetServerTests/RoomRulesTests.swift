@@ -1,0 +1,149 @@
+import DuetProtocol
+import DuetTransport
+import Foundation
+import Testing
+
+@Suite struct RoomRulesTests {
+    @Test func thirdParticipantGetsRoomFull() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let a = try await TestClient.connect(.ws, to: server)
+        let b = try await TestClient.connect(.sse, to: server)
+        let c = try await TestClient.connect(.ws, to: server)
+        _ = try await a.join(rid)
+        _ = try await b.join(rid)
+        try await c.send(.join, rid: rid, JoinPayload())
+        let error = try await c.expectError(.roomFull)
+        #expect(error.retryable == false)
+        // A suspended participant still holds its seat.
+        await b.close()
+        _ = try await a.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await c.send(.join, rid: rid, JoinPayload())
+        _ = try await c.expectError(.roomFull)
+        await a.close()
+        await c.close()
+    }
+
+    @Test func hostRolePassesWhenTheHostLeaves() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let host = try await TestClient.connect(.ws, to: server)
+        let hostJoined = try await host.join(rid)
+        let guest = try await TestClient.connect(.ws, to: server)
+        let guestJoined = try await guest.join(rid)
+        try await host.send(.leave)
+        let state = try await guest.roomState { $0.participants.count == 1 }
+        #expect(state.hostCid == guestJoined.cid)
+        #expect(state.participants.map(\.cid) == [guestJoined.cid])
+        #expect(hostJoined.cid != guestJoined.cid)
+        await host.close()
+        await guest.close()
+    }
+
+    @Test func endRoomReachesEveryoneAndLeavesATombstone() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let host = try await TestClient.connect(.ws, to: server)
+        let hostJoined = try await host.join(rid)
+        let guest = try await TestClient.connect(.sse, to: server)
+        let guestJoined = try await guest.join(rid)
+
+        try await guest.send(.endRoom)
+        _ = try await guest.expectError(.notHost)
+
+        try await host.send(.endRoom)
+        for client in [host, guest] {
+            let ended = try await client.expect(.roomEnded).payload.decode(RoomEndedPayload.self)
+            #expect(ended == RoomEndedPayload(by: hostJoined.cid, reason: "host_ended"))
+        }
+        // Reconnecting into the ended room, or joining it fresh, meets the tombstone.
+        let late = try await TestClient.connect(.ws, to: server)
+        try await late.send(.join, rid: rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+        _ = try await late.expectError(.roomEnded)
+        try await late.send(.join, rid: rid, JoinPayload())
+        _ = try await late.expectError(.roomEnded)
+        await host.close()
+        await guest.close()
+        await late.close()
+    }
+
+    @Test func suspendedPeerLearnsOfEndRoomWhenItReconnects() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let host = try await TestClient.connect(.ws, to: server)
+        _ = try await host.join(rid)
+        let guest = try await TestClient.connect(.ws, to: server)
+        let guestJoined = try await guest.join(rid)
+        await guest.close()
+        _ = try await host.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await host.send(.endRoom)
+        _ = try await host.expect(.roomEnded)
+        let back = try await TestClient.connect(.sse, to: server)
+        try await back.send(.join, rid: rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+        let error = try await back.expectError(.roomEnded)
+        #expect(error.message.contains("host_ended"))
+        await host.close()
+        await back.close()
+    }
+
+    @Test func httpLeaveRemovesASuspendedParticipantIdempotently() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let host = try await TestClient.connect(.ws, to: server)
+        _ = try await host.join(rid)
+        let guest = try await TestClient.connect(.ws, to: server)
+        let guestJoined = try await guest.join(rid)
+        await guest.close()
+        _ = try await host.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+
+        let body = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)), as: UTF8.self)
+        #expect(try await server.http(.POST, "api/leave", body: body).status == 204)
+        _ = try await host.roomState { $0.participants.count == 1 }
+        #expect(try await server.http(.POST, "api/leave", body: body).status == 204, "idempotent")
+
+        let forged = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: "nope")), as: UTF8.self)
+        #expect(try await server.http(.POST, "api/leave", body: forged).status == 401)
+        #expect(try await server.http(.POST, "api/leave", body: "{").status == 400)
+        await host.close()
+    }
+
+    @Test func forgedAndMalformedRoomIdsAreRefused() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(.ws, to: server)
+        let real = try await server.roomId()
+        #expect(RoomIdFormat.isWellFormed(real))
+        // Same shape, flipped last character: the HMAC no longer matches.
+        let flipped = String(real.dropLast()) + (real.last == "A" ? "B" : "A")
+        for rid in [flipped, "short", String(repeating: "!", count: 27)] {
+            try await client.send(.join, rid: rid, JoinPayload())
+            _ = try await client.expectError(.invalidRoomId)
+        }
+        try await client.send(.join, payload: [:])
+        _ = try await client.expectError(.badRequest)
+        await client.close()
+    }
+
+    @Test func messagesThatNeedASeatSayNotInRoom() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let client = try await TestClient.connect(.sse, to: server)
+        for type in [MessageType.offer, .leave, .reconnectTokenRefresh, .endRoom] {
+            try await client.send(type, payload: ["sdp": "x"])
+            _ = try await client.expectError(.notInRoom)
+        }
+        try await client.send(.turnRefresh)
+        _ = try await client.expectError(.turnRefreshFailed)
+        // `to` naming someone who is not in the room.
+        let rid = try await server.roomId()
+        _ = try await client.join(rid)
+        try await client.send(.offer, rid: rid, to: "C-0000000000000000", payload: ["sdp": "x"])
+        _ = try await client.expectError(.notInRoom)
+        await client.close()
+    }
+}
