@@ -27,7 +27,7 @@ public actor SessionHub {
         var continuation: AsyncStream<Outbound>.Continuation
         var bucket: TokenBucket?
         var droppedForRate = 0
-        var lastRateErrorMs: Int64 = .min
+        var lastRateErrorMs: Int64?
     }
 
     /// Messages dropped for rate before the connection is closed as abusive.
@@ -156,7 +156,7 @@ public actor SessionHub {
         if outlet.droppedForRate >= Self.floodCloseThreshold {
             logger.notice("closing flooding connection", metadata: ["conn": "\(id)"])
             outlet.continuation.yield(.close(.policyViolation, reason: "rate limited"))
-        } else if nowMs - outlet.lastRateErrorMs >= 1000 {
+        } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
             outlet.lastRateErrorMs = nowMs
             let error = SignalingCore.errorEnvelope(ProtocolError(.rateLimited, "too many messages; slow down"), nowMs: nowMs)
             outlet.continuation.yield(.text(error.encodedString()))
