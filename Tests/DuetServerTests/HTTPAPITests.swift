@@ -1,0 +1,158 @@
+import Crypto
+import DuetProtocol
+import DuetTransport
+import Foundation
+import Testing
+
+@Suite struct HTTPAPITests {
+    @Test func roomIdsAreIssuedByGetAndPost() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        for method in [HTTPMethodName.get, .post] {
+            let response = try await server.http(method == .get ? .GET : .POST, "api/room-id")
+            #expect(response.status == 200)
+            let id = try JSONDecoder().decode(RoomIdResponse.self, from: Data(response.body.utf8)).roomId
+            #expect(id.count == 27)
+            #expect(RoomIdFormat.isWellFormed(id))
+        }
+        let a = try await server.roomId()
+        let b = try await server.roomId()
+        #expect(a != b)
+    }
+
+    enum HTTPMethodName { case get, post }
+
+    @Test func turnCredentialsAre503WithoutTurnServer() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let client = try await TestClient.connect(.ws, to: server)
+        let joined = try await client.join(rid)
+        #expect(try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken).status == 503)
+        await client.close()
+    }
+
+    @Test func turnCredentialsFollowCoturnRestForm() async throws {
+        let secret = "coturn-shared-secret"
+        let server = try await TestServer.start {
+            $0.turnSecret = secret
+            $0.turnURIs = ["turn:127.0.0.1:3478?transport=udp", "turn:127.0.0.1:3478?transport=tcp"]
+        }
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let client = try await TestClient.connect(.ws, to: server)
+        let joined = try await client.join(rid)
+
+        let response = try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken)
+        #expect(response.status == 200)
+        let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(response.body.utf8))
+        #expect(credentials.uris.count == 2)
+        #expect(credentials.ttl == 3600)
+        let parts = credentials.username.split(separator: ":")
+        let expiry = try #require(Int64(parts[0]))
+        #expect(abs(expiry - Int64(Date().timeIntervalSince1970) - 3600) < 5)
+        let expected = Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(credentials.username.utf8), using: SymmetricKey(data: Data(secret.utf8)))).base64EncodedString()
+        #expect(credentials.password == expected)
+
+        #expect(try await server.http(.GET, "api/turn-credentials").status == 401)
+        #expect(try await server.http(.GET, "api/turn-credentials?token=x.y").status == 401)
+        let tampered = "A" + joined.payload.turnToken.dropFirst()
+        #expect(try await server.http(.GET, "api/turn-credentials?token=" + tampered).status == 401)
+        await client.close()
+    }
+
+    @Test func expiredTurnTokenIsRefused() async throws {
+        let server = try await TestServer.start {
+            $0.turnSecret = "s"
+            $0.turnURIs = ["turn:127.0.0.1:3478"]
+            $0.turnTokenTTL = .seconds(1)
+        }
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let client = try await TestClient.connect(.ws, to: server)
+        let joined = try await client.join(rid)
+        #expect(try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken).status == 200)
+        try await Task.sleep(for: .milliseconds(2100))
+        #expect(try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken).status == 401)
+        await client.close()
+    }
+
+    @Test func originsAreCheckedOnApiSseAndWebSocket() async throws {
+        let server = try await TestServer.start { $0.allowedOrigins = ["https://app.example"] }
+        defer { Task { await server.stop() } }
+        let sid = "sse?sid=" + SessionIdFormat.random()
+        for path in ["api/room-id", sid] {
+            #expect(try await server.http(.GET, path, headers: [("Origin", "https://evil.example")]).status == 403, "\(path)")
+            #expect(try await server.http(.GET, path, headers: [("Origin", "null")]).status == 403, "\(path)")
+        }
+        #expect(try await server.http(.GET, "api/room-id", headers: [("Origin", "https://app.example")]).status == 200)
+        #expect(try await server.http(.GET, "api/room-id", headers: [("Origin", "http://localhost:3000")]).status == 200)
+        #expect(try await server.http(.GET, "api/room-id").status == 200, "no Origin: not a browser")
+        await #expect(throws: SignalingConnectError.self) {
+            _ = try await WebSocketSignalingConnection.connect(url: server.webSocketURL, timeout: .seconds(3), headers: [.origin: "https://evil.example"])
+        }
+        // A plain GET /ws explains itself.
+        #expect(try await server.http(.GET, "ws").status == 426)
+    }
+
+    @Test func perIPRateLimitAnswers429() async throws {
+        let server = try await TestServer.start { $0.rateLimits = true }
+        defer { Task { await server.stop() } }
+        var statuses: [Int] = []
+        for _ in 0..<100 { statuses.append(try await server.http(.GET, "api/room-id").status) }
+        #expect(statuses.prefix(10).allSatisfy { $0 == 200 })
+        #expect(statuses.contains(429))
+    }
+
+    @Test func blockedWebSocketRefusesUpgradesAndSSEStillWorks() async throws {
+        let server = try await TestServer.start { $0.blockWebSocket = true }
+        defer { Task { await server.stop() } }
+        await #expect(throws: SignalingConnectError.self) {
+            _ = try await WebSocketSignalingConnection.connect(url: server.webSocketURL, timeout: .seconds(3))
+        }
+        let client = try await TestClient.connect(.sse, to: server)
+        try await client.send(.ping)
+        _ = try await client.expect(.pong)
+        await client.close()
+    }
+
+    @Test func metricsExposeConnectionsRoomsMessagesErrorsAndJoinLatency() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let ws = try await TestClient.connect(.ws, to: server)
+        let sse = try await TestClient.connect(.sse, to: server)
+        _ = try await ws.join(rid)
+        _ = try await sse.join(rid)
+        try await ws.sendRaw("nope")
+        _ = try await ws.expectError(.badRequest)
+        await sse.close()
+        _ = try await ws.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+
+        let metrics = try await server.http(.GET, "metrics")
+        #expect(metrics.status == 200)
+        let text = metrics.body
+        for line in [
+            #"duet_connections{transport="ws"} 1"#,
+            #"duet_rooms 1"#,
+            #"duet_participants{status="suspended"} 1"#,
+            #"duet_participants{status="connected"} 1"#,
+            #"duet_messages_in_total{type="join"} 2"#,
+            #"duet_messages_out_total{type="joined"} 2"#,
+            #"duet_errors_total{code="BAD_REQUEST"} 1"#,
+            #"duet_join_latency_seconds_count 2"#,
+            #"duet_disconnects_total{reason="client_closed",transport="sse"} 1"#,
+        ] {
+            #expect(text.contains(line), "missing \(line)")
+        }
+        await ws.close()
+    }
+
+    @Test func healthzIsOkWhileServing() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let health = try await server.http(.GET, "healthz")
+        #expect(health.status == 200)
+        #expect(health.body.contains("ok"))
+    }
+}

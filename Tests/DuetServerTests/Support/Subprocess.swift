@@ -1,0 +1,57 @@
+import Foundation
+
+/// Runs a command to completion and returns its status and output (tests only).
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+func runCommand(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    // Files, not pipes: a daemon the command starts may inherit a pipe and hold it open forever.
+    let base = NSTemporaryDirectory() + "duet-cmd-" + UUID().uuidString
+    FileManager.default.createFile(atPath: base + ".out", contents: nil)
+    FileManager.default.createFile(atPath: base + ".err", contents: nil)
+    defer {
+        try? FileManager.default.removeItem(atPath: base + ".out")
+        try? FileManager.default.removeItem(atPath: base + ".err")
+    }
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".err"))
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let watchdog = Task {
+        try await Task.sleep(for: timeout)
+        process.terminate()
+    }
+    defer { watchdog.cancel() }
+    // Waiting stays off the cooperative pool (it has one thread per core).
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            continuation.resume()
+        }
+    }
+    let stdout = (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? ""
+    let stderr = (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? ""
+    return CommandResult(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+}
+
+/// The package root, found from this file's path.
+let packageRoot: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url.path }
+    }
+    return FileManager.default.currentDirectoryPath
+}()
+
+func commandExists(_ name: String) -> Bool {
+    (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin:/usr/sbin:/sbin").split(separator: ":")
+        .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
+}
