@@ -9,6 +9,9 @@ public struct OriginPolicy: Sendable {
 
     public func permits(origin: String?, host: String?) -> Bool {
         guard let origin else { return true }
+        // Several Origin headers arrive joined by ", ": every one of them must pass.
+        let origins = origin.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard origins.count == 1 else { return !origins.isEmpty && origins.allSatisfy { permits(origin: $0, host: host) } }
         let normalized = Self.normalize(origin)
         if normalized == "null" { return false }
         if allowed.contains(normalized) || allowed.contains("*") { return true }

@@ -1,0 +1,96 @@
+import DuetProtocol
+import DuetTransport
+import Foundation
+import Testing
+
+/// The `duet` binary itself: CLI contract and graceful shutdown on SIGTERM.
+@Suite struct ShutdownTests {
+    @Test func sigtermDrainsThenClosesAndExits() async throws {
+        let binary = try #require(duetBinary(), "build the package first (swift build): .build/debug/duet not found")
+        let dataDirectory = TestServer.temporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "1.5"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"]) { _, new in new }
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let firstLine = try await readLine(stdout.fileHandleForReading)
+        let match = try #require(firstLine.wholeMatch(of: /http:\/\/127\.0\.0\.1:(\d+)\//), "first stdout line is the URL: \(firstLine)")
+        let port = Int(match.1)!
+        let base = "http://127.0.0.1:\(port)/"
+
+        let ws = TestClient(try await WebSocketSignalingConnection.connect(url: "ws://127.0.0.1:\(port)/ws", timeout: .seconds(5)))
+        let sse = TestClient(try await SSESignalingConnection.connect(baseURL: base, timeout: .seconds(5)))
+        try await ws.send(.ping)
+        _ = try await ws.expect(.pong)
+
+        kill(process.processIdentifier, SIGTERM)
+        for client in [ws, sse] {
+            let draining = try await client.expect(.draining).payload.decode(DrainingPayload.self)
+            #expect(draining.reconnectAfterMs == 1000)
+        }
+        let health = try await httpStatus(base + "healthz")
+        #expect(health == 503, "healthz turns 503 while draining")
+        #expect(try await httpStatus(base + "sse?sid=" + SessionIdFormat.random()) == 503, "no new sessions while draining")
+
+        #expect(try await ws.expectClosed(timeout: .seconds(5)) == .byServer(code: 1012, reason: "server shutting down"))
+        _ = try await sse.expectClosed(timeout: .seconds(5))
+        let exited = await waitForExit(process, timeout: .seconds(10))
+        #expect(exited)
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test func flagsAndEnvironmentAreValidated() async throws {
+        let binary = try #require(duetBinary(), "build the package first (swift build)")
+        let badPort = try await runCommand([binary, "serve", "--port", "70000"], timeout: .seconds(10))
+        #expect(badPort.status != 0)
+        #expect(badPort.stderr.contains("port"))
+        let badEnv = try await runCommand([binary, "serve"], environment: ["DUET_RATE_LIMIT": "maybe"], timeout: .seconds(10))
+        #expect(badEnv.status != 0)
+        #expect(badEnv.stderr.contains("DUET_RATE_LIMIT"))
+        let turnWithoutUri = try await runCommand([binary, "serve", "--turn-secret", "s"], timeout: .seconds(10))
+        #expect(turnWithoutUri.status != 0)
+        #expect(turnWithoutUri.stderr.contains("--turn-uri"))
+    }
+
+    private func duetBinary() -> String? {
+        if let explicit = ProcessInfo.processInfo.environment["DUET_BINARY"] { return explicit }
+        return [".build/debug/duet", ".build/x86_64-unknown-linux-gnu/debug/duet", ".build/aarch64-unknown-linux-gnu/debug/duet"]
+            .map { packageRoot + "/" + $0 }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private func readLine(_ handle: FileHandle) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes: [UInt8] = []
+                while true {
+                    let chunk = handle.readData(ofLength: 1)
+                    guard let byte = chunk.first else {
+                        continuation.resume(throwing: TestFailure("stdout closed before a line: \(String(decoding: bytes, as: UTF8.self))"))
+                        return
+                    }
+                    if byte == 0x0a { break }
+                    bytes.append(byte)
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }
+        }
+    }
+
+    private func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        return !process.isRunning
+    }
+
+    private func httpStatus(_ url: String) async throws -> Int {
+        let result = try await runCommand(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url], timeout: .seconds(5))
+        return Int(result.stdout) ?? 0
+    }
+}
