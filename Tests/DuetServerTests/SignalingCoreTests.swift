@@ -1,0 +1,113 @@
+import Crypto
+import DuetProtocol
+@testable import DuetServer
+import Testing
+
+/// The room logic as a pure value: time is an argument, so timeouts are tested at their edges.
+@Suite struct SignalingCoreTests {
+    let authorities = SignalingCore.Authorities(
+        roomIds: RoomIdAuthority(key: SymmetricKey(size: .bits256)),
+        reconnectTokens: ReconnectTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 1_200_000),
+        turnTokens: TurnTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 900_000))
+
+    func makeCore(eviction: Int64 = 600_000) -> SignalingCore {
+        var settings = SignalingCore.Settings()
+        settings.evictionTimeoutMs = eviction
+        return SignalingCore(settings: settings, authorities: authorities, seed: 42)
+    }
+
+    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws -> JoinedPayload {
+        let outputs = core.handle(.message(connection, Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload))), nowMs: now)
+        for case .send(let target, let envelope) in outputs where target == connection && envelope.messageType == .joined {
+            return try envelope.payload.decode(JoinedPayload.self)
+        }
+        throw TestFailure("no joined in \(outputs)")
+    }
+
+    @Test func evictionHappensAtTheTimeoutNotBefore() throws {
+        var core = makeCore(eviction: 10_000)
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        _ = try join(&core, b, rid: rid, now: 0)
+        _ = core.handle(.closed(b), nowMs: 1_000)
+        #expect(core.participantCount(.suspended) == 1)
+        _ = core.handle(.tick, nowMs: 10_999)
+        #expect(core.occupancy(of: rid) == 2, "1 ms before the timeout the seat is kept")
+        let outputs = core.handle(.tick, nowMs: 11_000)
+        #expect(core.occupancy(of: rid) == 1)
+        #expect(core.participantCount(.suspended) == 0)
+        #expect(outputs.contains { if case .event(.left(rid, _, "evicted")) = $0 { true } else { false } })
+        // The remaining participant is told, and is now the host.
+        let state = outputs.compactMap { output -> RoomStatePayload? in
+            guard case .send(a, let envelope) = output, envelope.messageType == .roomState else { return nil }
+            return try? envelope.payload.decode(RoomStatePayload.self)
+        }.last
+        #expect(state?.participants.count == 1)
+        #expect(state?.hostCid == core.connections[a]?.seat?.cid)
+    }
+
+    @Test func tombstoneExpiresAfterFiveMinutes() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        _ = core.handle(.message(a, Envelope(.endRoom)), nowMs: 1_000)
+        _ = core.handle(.tick, nowMs: 300_999)
+        let refused = core.handle(.message(a, Envelope(.join, rid: rid)), nowMs: 300_999)
+        #expect(refused.contains { if case .send(_, let e) = $0 { e.payload["code"] == "ROOM_ENDED" } else { false } })
+        _ = core.handle(.tick, nowMs: 301_000)
+        let joined = try join(&core, a, rid: rid, now: 301_000)
+        #expect(joined.reconnect == .fresh)
+    }
+
+    @Test func reconnectTokenExpiresAtItsExpiry() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        let joined = try join(&core, a, rid: rid, now: 0)
+        let cid = try #require(core.connections[a]?.seat?.cid)
+        _ = core.handle(.opened(b, .sse, sid: "S-0000000000000001"), nowMs: 0)
+        let payload = JoinPayload(reconnectCid: cid, reconnectToken: joined.reconnectToken)
+        let late = core.handle(.message(b, Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload))), nowMs: 1_200_000)
+        #expect(late.contains { if case .send(_, let e) = $0 { e.payload["code"] == "INVALID_RECONNECT_TOKEN" } else { false } })
+        let inTime = try join(&core, b, rid: rid, now: 1_199_999, payload: payload)
+        #expect(inTime.reconnect == .reattached)
+    }
+
+    @Test func sseStreamReusingASeatedSidMustProveTheSeat() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let sid = "S-00000000000000aa"
+        let owner = ConnectionID(1), reuse = ConnectionID(2)
+        _ = core.handle(.opened(owner, .sse, sid: sid), nowMs: 0)
+        let joined = try join(&core, owner, rid: rid, now: 0)
+        _ = core.handle(.opened(reuse, .sse, sid: sid), nowMs: 10)
+        #expect(core.sseConnection(for: sid) == reuse)
+        #expect(core.handle(.message(reuse, Envelope(.ping)), nowMs: 20) == [.unauthorized(reuse)])
+        let cid = try #require(core.connections[owner]?.seat?.cid)
+        let proven = try join(&core, reuse, rid: rid, now: 30, payload: JoinPayload(reconnectCid: cid, reconnectToken: joined.reconnectToken))
+        #expect(proven.reconnect == .reattached)
+        #expect(core.connections[owner]?.seat == nil, "the older transport lost the seat")
+    }
+
+    @Test func epochIncreasesOnEveryMembershipOrStatusChange() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2), c = ConnectionID(3)
+        for id in [a, b, c] { _ = core.handle(.opened(id, .ws, sid: nil), nowMs: 0) }
+        var epochs: [Int64] = []
+        epochs.append(try join(&core, a, rid: rid, now: 0).epoch)
+        let second = try join(&core, b, rid: rid, now: 0)
+        epochs.append(second.epoch)
+        _ = core.handle(.closed(b), nowMs: 1)
+        let cidB = second.participants.last!.cid
+        epochs.append(try join(&core, c, rid: rid, now: 2, payload: JoinPayload(reconnectCid: cidB, reconnectToken: second.reconnectToken)).epoch)
+        #expect(epochs == [1, 2, 4], "join, join, suspend (3), reattach")
+    }
+}
+
