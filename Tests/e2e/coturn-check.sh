@@ -15,7 +15,8 @@ trap 'kill -9 $turn 2>/dev/null; rm -f "$log" "$log.uclient"' EXIT
 for _ in $(seq 1 100); do ss -lun | grep -q ':3478 ' && break; sleep 0.05; done
 
 echo "good-allocate: $(python3 "$here/stun_allocate.py" 127.0.0.1 3478 "$TURN_USER" "$TURN_PASS")"
-echo "tampered: $(python3 "$here/stun_allocate.py" 127.0.0.1 3478 "$TURN_USER" "x${TURN_PASS#?}")"
+swap=x; [ "${TURN_PASS:0:1}" = x ] && swap=y
+echo "tampered: $(python3 "$here/stun_allocate.py" 127.0.0.1 3478 "$TURN_USER" "$swap${TURN_PASS#?}")"
 # A real relay allocation and a data round trip through it.
 if timeout 15 turnutils_uclient -y -n 2 -m 1 -l 100 -u "$TURN_USER" -w "$TURN_PASS" 127.0.0.1 >"$log.uclient" 2>&1 \
   && grep -q "tot_recv_msgs=[1-9]" "$log.uclient"; then

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The one command that passes every test on a fresh machine: installs what the tests need
+# (Debian packages), builds, and runs the whole suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Real parts the tests start: coturn (TURN), iproute2 + util-linux (network namespaces), curl, python3.
+need=()
+command -v turnserver >/dev/null || need+=(coturn)
+command -v ip >/dev/null || need+=(iproute2)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v curl >/dev/null || need+=(curl)
+command -v python3 >/dev/null || need+=(python3)
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+swift build --build-tests
+swift test --skip-build "$@"
