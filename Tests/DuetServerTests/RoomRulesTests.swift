@@ -119,8 +119,13 @@ import Testing
         let real = try await server.roomId()
         #expect(RoomIdFormat.isWellFormed(real))
         // Same shape, flipped last character: the HMAC no longer matches.
-        let flipped = String(real.dropLast()) + (real.last == "A" ? "B" : "A")
-        for rid in [flipped, "short", String(repeating: "!", count: 27)] {
+        var characters = Array(real)
+        characters[13] = characters[13] == "A" ? "B" : "A"
+        let flipped = String(characters)
+        // The last character carries 2 unused bits: another spelling of the same bytes is refused too.
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let respelled = String(real.dropLast()) + String(alphabet[alphabet.firstIndex(of: real.last!)! + 1])
+        for rid in [flipped, respelled, "short", String(repeating: "!", count: 27)] {
             try await client.send(.join, rid: rid, JoinPayload())
             _ = try await client.expectError(.invalidRoomId)
         }

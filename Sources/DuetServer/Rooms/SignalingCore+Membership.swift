@@ -87,7 +87,7 @@ extension SignalingCore {
         if let bad = request.rids.first(where: { !authorities.roomIds.isAuthentic($0) }) {
             throw ProtocolError(.invalidRoomId, "\(bad.prefix(64)) is not a room id issued by this server")
         }
-        for rid in connections[connection]?.watchedRooms ?? [] { watchers[rid]?.remove(connection) }
+        for rid in connections[connection]?.watchedRooms ?? [] { unwatch(rid, connection) }
         let rids = Set(request.rids)
         connections[connection]?.watchedRooms = rids
         var counts: [String: JSONValue] = [:]
@@ -96,6 +96,11 @@ extension SignalingCore {
             counts[rid] = .int(Int64(occupancy(of: rid)))
         }
         out.append(.send(connection, Self.envelope(.roomStatuses, ts: nowMs, payload: .object(counts))))
+    }
+
+    mutating func unwatch(_ rid: String, _ connection: ConnectionID) {
+        watchers[rid]?.remove(connection)
+        if watchers[rid]?.isEmpty == true { watchers[rid] = nil }
     }
 
     func notifyWatchers(_ rid: String, nowMs: Int64, into out: inout [Output]) {

@@ -140,7 +140,7 @@ public struct SignalingCore: Sendable {
     private mutating func closed(_ connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
         guard let state = connections.removeValue(forKey: connection) else { return }
         if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
-        for rid in state.watchedRooms { watchers[rid]?.remove(connection) }
+        for rid in state.watchedRooms { unwatch(rid, connection) }
         if let seat = state.seat { suspend(seat.cid, in: seat.rid, nowMs: nowMs, into: &out) }
     }
 

@@ -18,7 +18,7 @@ public struct ReconnectTokenAuthority: Sendable {
     }
 
     public func issue(cid: String, rid: String, nowMs: Int64) -> String {
-        let expiresAt = (nowMs + ttlMs) / 1000
+        let expiresAt = (nowMs + ttlMs + 999) / 1000  // rounded up: never shorter than the TTL
         return mac(cid: cid, rid: rid, expiresAt: expiresAt) + "." + String(expiresAt)
     }
 

@@ -16,7 +16,10 @@ public struct RoomIdAuthority: Sendable {
     }
 
     public func isAuthentic(_ roomId: String) -> Bool {
-        guard RoomIdFormat.isWellFormed(roomId), let bytes = Base64URL.decode(roomId), bytes.count == 20 else {
+        // Re-encoding rejects ids whose unused low bits were altered: one room, one spelling.
+        guard RoomIdFormat.isWellFormed(roomId), let bytes = Base64URL.decode(roomId), bytes.count == 20,
+            Base64URL.encode(bytes) == roomId
+        else {
             return false
         }
         return constantTimeEquals(Array(bytes[12...]), tag(for: Array(bytes[..<12])))

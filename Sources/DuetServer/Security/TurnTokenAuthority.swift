@@ -20,7 +20,7 @@ public struct TurnTokenAuthority: Sendable {
 
     /// Returns the token and its expiry in unix seconds.
     public func issue(nowMs: Int64) -> (token: String, expiresAt: Int64) {
-        let expiresAt = (nowMs + ttlMs) / 1000
+        let expiresAt = (nowMs + ttlMs + 999) / 1000  // rounded up: never shorter than the TTL
         let claims = "{\"exp\":\(expiresAt),\"k\":\"call\",\"v\":1}"
         let body = Base64URL.encode(Array(claims.utf8))
         return (body + "." + signature(body), expiresAt)

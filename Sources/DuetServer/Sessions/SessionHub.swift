@@ -28,6 +28,8 @@ public actor SessionHub {
         var bucket: TokenBucket?
         var droppedForRate = 0
         var lastRateErrorMs: Int64?
+        /// Why the server asked this connection to close; wins over what the transport reports.
+        var closeReason: String?
     }
 
     /// Messages dropped for rate before the connection is closed as abusive.
@@ -101,6 +103,7 @@ public actor SessionHub {
     public func closed(_ id: ConnectionID, reason: String) {
         guard let outlet = outlets.removeValue(forKey: id) else { return }
         outlet.continuation.finish()
+        let reason = outlet.closeReason ?? reason
         metrics.connectionClosed(outlet.kind, reason: reason)
         logger.debug("transport closed", metadata: ["conn": "\(id)", "reason": "\(reason)"])
         perform(core.handle(.closed(id), nowMs: now()))
@@ -109,7 +112,7 @@ public actor SessionHub {
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     public func refuseOversize(_ id: ConnectionID) {
         send(SignalingCore.errorEnvelope(ProtocolError(.messageTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"), nowMs: now()), to: id)
-        outlets[id]?.continuation.yield(.close(.messageTooBig, reason: "message too large"))
+        requestClose(id, .messageTooBig, reason: "message too large")
     }
 
     // MARK: - Server side
@@ -130,9 +133,9 @@ public actor SessionHub {
 
     /// Graceful shutdown, last step.
     public func closeAll() {
-        for (_, outlet) in outlets {
-            outlet.continuation.yield(.close(.serviceRestart, reason: "server shutting down"))
-            outlet.continuation.finish()
+        for id in outlets.keys {
+            requestClose(id, .serviceRestart, reason: "server shutting down")
+            outlets[id]?.continuation.finish()
         }
     }
 
@@ -155,6 +158,7 @@ public actor SessionHub {
         outlet.droppedForRate += 1
         if outlet.droppedForRate >= Self.floodCloseThreshold {
             logger.notice("closing flooding connection", metadata: ["conn": "\(id)"])
+            outlet.closeReason = "rate_limited"
             outlet.continuation.yield(.close(.policyViolation, reason: "rate limited"))
         } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
             outlet.lastRateErrorMs = nowMs
@@ -164,6 +168,13 @@ public actor SessionHub {
             metrics.error(.rateLimited)
         }
         return false
+    }
+
+    private func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String) {
+        guard var outlet = outlets[id] else { return }
+        outlet.closeReason = outlet.closeReason ?? reason.replacingOccurrences(of: " ", with: "_")
+        outlet.continuation.yield(.close(code, reason: reason))
+        outlets[id] = outlet
     }
 
     private func send(_ envelope: Envelope, to id: ConnectionID) {
@@ -187,7 +198,7 @@ public actor SessionHub {
                 case .rateLimited: .policyViolation
                 case .shutdown: .serviceRestart
                 }
-                outlets[id]?.continuation.yield(.close(code, reason: reason.rawValue))
+                requestClose(id, code, reason: reason.rawValue)
             case .unauthorized:
                 break
             case .event(let event):

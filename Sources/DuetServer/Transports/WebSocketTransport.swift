@@ -40,18 +40,17 @@ struct WebSocketTransport: Sendable {
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
         let (id, queue) = await hub.open(.ws)
-        let reason = await withTaskGroup(of: String?.self) { group -> String in
+        await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await item in queue {
                     switch item {
                     case .text(let text):
-                        do { try await outbound.write(.text(text)) } catch { return "write_failed" }
+                        do { try await outbound.write(.text(text)) } catch { return }
                     case .close(let code, let reason):
                         try? await outbound.close(.init(codeNumber: Int(code.rawValue)), reason: reason)
-                        return reason
+                        return
                     }
                 }
-                return nil
             }
             var reason = "client_closed"
             do {
@@ -71,10 +70,8 @@ struct WebSocketTransport: Sendable {
             } catch {
                 reason = "socket_error"
             }
+            // Ends the writer too: the hub finishes the queue.
             await hub.closed(id, reason: reason)
-            for await closedBy in group { if let closedBy { return closedBy } }
-            return reason
         }
-        _ = reason
     }
 }
