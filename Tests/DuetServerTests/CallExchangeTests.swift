@@ -132,7 +132,7 @@ import Testing
 
         // A suspended participant keeps its seat: the count does not drop.
         if let ws = guest.connection as? WebSocketSignalingConnection { ws.abort() }
-        _ = try await member.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await member.peerSuspended()
         try await watcher.expectNo(.roomStatusUpdate)
 
         try await member.send(.leave)

@@ -127,7 +127,7 @@ import Testing
         try await ws.sendRaw("nope")
         _ = try await ws.expectError(.badRequest)
         await sse.close()
-        _ = try await ws.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await ws.peerSuspended()
 
         let metrics = try await server.http(.GET, "metrics")
         #expect(metrics.status == 200)

@@ -154,7 +154,7 @@ import Testing
         let guest = try await TestClient.connect(.ws, to: server)
         _ = try await guest.join(rid)
         await host.close()
-        _ = try await guest.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await guest.peerSuspended()
         let afterEviction = try await guest.roomState(where: { $0.participants.count == 1 })
         #expect(afterEviction.hostCid != hostJoined.cid, "the host role passes to the remaining participant")
         await guest.close()

@@ -18,7 +18,7 @@ import Testing
         #expect(error.retryable == false)
         // A suspended participant still holds its seat.
         await b.close()
-        _ = try await a.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        try await a.peerSuspended()
         try await c.send(.join, rid: rid, JoinPayload())
         _ = try await c.expectError(.roomFull)
         await a.close()
@@ -28,11 +28,8 @@ import Testing
     @Test func hostRolePassesWhenTheHostLeaves() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let host = try await TestClient.connect(.ws, to: server)
-        let hostJoined = try await host.join(rid)
-        let guest = try await TestClient.connect(.ws, to: server)
-        let guestJoined = try await guest.join(rid)
+        let pair = try await server.callPair()
+        let (host, hostJoined, guest, guestJoined) = (pair.host, pair.hostJoined, pair.guest, pair.guestJoined)
         try await host.send(.leave)
         let state = try await guest.roomState { $0.participants.count == 1 }
         #expect(state.hostCid == guestJoined.cid)
@@ -45,11 +42,8 @@ import Testing
     @Test func endRoomReachesEveryoneAndLeavesATombstone() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let host = try await TestClient.connect(.ws, to: server)
-        let hostJoined = try await host.join(rid)
-        let guest = try await TestClient.connect(.sse, to: server)
-        let guestJoined = try await guest.join(rid)
+        let pair = try await server.callPair(host: .ws, guest: .sse)
+        let (rid, host, hostJoined, guest, guestJoined) = (pair.rid, pair.host, pair.hostJoined, pair.guest, pair.guestJoined)
 
         try await guest.send(.endRoom)
         _ = try await guest.expectError(.notHost)
@@ -73,13 +67,10 @@ import Testing
     @Test func suspendedPeerLearnsOfEndRoomWhenItReconnects() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let host = try await TestClient.connect(.ws, to: server)
-        _ = try await host.join(rid)
-        let guest = try await TestClient.connect(.ws, to: server)
-        let guestJoined = try await guest.join(rid)
-        await guest.close()
-        _ = try await host.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        let pair = try await server.callPair()
+        let (rid, host, guestJoined) = (pair.rid, pair.host, pair.guestJoined)
+        await pair.guest.close()
+        try await host.peerSuspended()
         try await host.send(.endRoom)
         _ = try await host.expect(.roomEnded)
         let back = try await TestClient.connect(.sse, to: server)
@@ -93,13 +84,10 @@ import Testing
     @Test func httpLeaveRemovesASuspendedParticipantIdempotently() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let host = try await TestClient.connect(.ws, to: server)
-        _ = try await host.join(rid)
-        let guest = try await TestClient.connect(.ws, to: server)
-        let guestJoined = try await guest.join(rid)
-        await guest.close()
-        _ = try await host.roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+        let pair = try await server.callPair()
+        let (rid, host, guestJoined) = (pair.rid, pair.host, pair.guestJoined)
+        await pair.guest.close()
+        try await host.peerSuspended()
 
         let body = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)), as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave", body: body).status == 204)
