@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DuetProtocol", targets: ["DuetProtocol"]),
         .library(name: "DuetServer", targets: ["DuetServer"]),
         .library(name: "DuetTransport", targets: ["DuetTransport"]),
+        .library(name: "DuetClient", targets: ["DuetClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -56,6 +57,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The call engine: pure state machines and the runtime that drives them.
+        .target(name: "DuetClient", dependencies: ["DuetProtocol", "DuetTransport"], swiftSettings: strict),
         .executableTarget(
             name: "duet",
             dependencies: [
@@ -65,6 +68,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "DuetProtocolTests", dependencies: ["DuetProtocol"], swiftSettings: strict),
+        .testTarget(name: "DuetClientTests", dependencies: ["DuetClient", "DuetProtocol"], swiftSettings: strict),
         .testTarget(
             name: "DuetServerTests",
             dependencies: [

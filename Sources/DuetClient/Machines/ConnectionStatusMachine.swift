@@ -1,0 +1,111 @@
+/// Seed 001: how healthy an active call is. No `failed` state: from `retrying` the engine keeps
+/// escalating until the server says the room is gone or the user leaves.
+public enum ConnectionStatus: String, Sendable, CaseIterable {
+    case connected, recovering, retrying
+}
+
+/// The escalation cycle while `retrying`.
+public enum EscalationStep: String, Sendable, CaseIterable {
+    case iceRestart, offerResend, rejoin, transportFallback
+}
+
+public struct ConnectionStatusMachine: Sendable, Equatable {
+    public enum IceHealth: Sendable, Equatable {
+        /// `connected` / `completed`.
+        case connected
+        /// `new` / `checking`: not degraded, not yet proven.
+        case pending
+        case disconnected, failed
+    }
+
+    public enum Event: Sendable, Equatable {
+        case phaseChanged(CallPhase)
+        case ice(IceHealth)
+        case signaling(up: Bool)
+        case networkChanged
+        case timerFired(TimerID)
+    }
+
+    public enum Action: Sendable, Equatable {
+        case statusChanged(ConnectionStatus)
+        case timer(TimerCommand)
+        case escalate(EscalationStep)
+    }
+
+    public private(set) var status: ConnectionStatus = .connected
+    /// Only an `inCall` phase drives transitions.
+    public private(set) var isActive = false
+    private var ice: IceHealth = .pending
+    private var signalingUp = true
+    private var escalationCount = 0
+
+    public init() {}
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .phaseChanged(let phase):
+            let active = phase == .inCall
+            guard active != isActive else { return [] }
+            isActive = active
+            // Entering or leaving a call starts from `connected` with no timer running.
+            return reset()
+        case .ice(let health):
+            ice = health
+            guard isActive else { return [] }
+            switch health {
+            case .disconnected, .failed: return degrade()
+            case .connected: return signalingUp ? restore() : []
+            case .pending: return []
+            }
+        case .signaling(let up):
+            signalingUp = up
+            guard isActive else { return [] }
+            if !up { return degrade() }
+            return ice == .connected ? restore() : []
+        case .networkChanged:
+            guard isActive else { return [] }
+            return degrade()
+        case .timerFired(.retryingThreshold):
+            guard isActive, status == .recovering else { return [] }
+            status = .retrying
+            escalationCount = 0
+            return [.statusChanged(.retrying)] + escalate()
+        case .timerFired(.retryEscalation):
+            guard isActive, status == .retrying else { return [] }
+            return escalate()
+        case .timerFired:
+            return []
+        }
+    }
+
+    private mutating func degrade() -> [Action] {
+        guard status == .connected else { return [] }
+        status = .recovering
+        return [
+            .statusChanged(.recovering),
+            .timer(.schedule(.retryingThreshold, afterMs: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS)),
+        ]
+    }
+
+    private mutating func restore() -> [Action] {
+        guard status != .connected else { return [] }
+        return reset()
+    }
+
+    private mutating func reset() -> [Action] {
+        let changed = status != .connected
+        status = .connected
+        escalationCount = 0
+        return (changed ? [.statusChanged(.connected)] : []) + [.timer(.cancel(.retryingThreshold)), .timer(.cancel(.retryEscalation))]
+    }
+
+    /// One step of the cycle now, the next after an exponentially growing pause.
+    private mutating func escalate() -> [Action] {
+        let step = EscalationStep.allCases[escalationCount % EscalationStep.allCases.count]
+        let pause = escalationCount >= 20
+            ? ResilienceConstants.RETRY_ESCALATION_CAP_MS
+            : min(ResilienceConstants.RETRY_ESCALATION_CAP_MS, ResilienceConstants.RETRY_ESCALATION_BASE_MS << Int64(escalationCount))
+        escalationCount += 1
+        return [.escalate(step), .timer(.schedule(.retryEscalation, afterMs: pause))]
+    }
+}

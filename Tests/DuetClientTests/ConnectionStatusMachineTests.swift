@@ -1,0 +1,93 @@
+@testable import DuetClient
+import Testing
+
+/// Seed 001: connected / recovering / retrying, the 10 s threshold, and escalation without end.
+@Suite struct ConnectionStatusMachineTests {
+    typealias Machine = ConnectionStatusMachine
+
+    func inCall() -> Driven<Machine, Machine.Action> {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        driven.send { $0.handle(.phaseChanged(.inCall)) }
+        driven.send { $0.handle(.ice(.connected)) }
+        return driven
+    }
+
+    @Test("connected → recovering on ICE disconnected, failed, signaling drop or network change", arguments: [
+        Machine.Event.ice(.disconnected), .ice(.failed), .signaling(up: false), .networkChanged,
+    ])
+    func degrades(event: Machine.Event) {
+        var call = inCall()
+        let actions = call.send { $0.handle(event) }
+        #expect(actions.contains(.statusChanged(.recovering)))
+        #expect(call.machine.status == .recovering)
+    }
+
+    @Test("recovering → retrying at 10 s, not at 9.999 s") func retryingThreshold() {
+        var call = inCall()
+        call.send { $0.handle(.ice(.disconnected)) }
+        call.advance(by: 9_999)
+        #expect(call.machine.status == .recovering)
+        let actions = call.advance(by: 1)
+        #expect(call.machine.status == .retrying)
+        #expect(actions.first == .statusChanged(.retrying))
+        #expect(actions.contains(.escalate(.iceRestart)))
+    }
+
+    @Test("recovering → connected when ICE and signaling are both back") func recoveringToConnected() {
+        var call = inCall()
+        call.send { $0.handle(.signaling(up: false)) }
+        call.send { $0.handle(.ice(.disconnected)) }
+        #expect(call.send { $0.handle(.signaling(up: true)) } == [], "ICE still down: not connected")
+        #expect(call.send { $0.handle(.ice(.connected)) }.contains(.statusChanged(.connected)))
+        #expect(!call.isScheduled(.retryingThreshold))
+        call.advance(by: 60_000)
+        #expect(call.machine.status == .connected)
+    }
+
+    @Test("retrying → connected when any attempt succeeds") func retryingToConnected() {
+        var call = inCall()
+        call.send { $0.handle(.ice(.failed)) }
+        call.advance(by: 10_000)
+        #expect(call.send { $0.handle(.ice(.connected)) }.contains(.statusChanged(.connected)))
+        #expect(!call.isScheduled(.retryEscalation))
+    }
+
+    @Test("retrying escalates forever: ICE restart → offer resend → rejoin → transport fallback → repeat, with growing pauses")
+    func escalationCycle() {
+        var call = inCall()
+        call.send { $0.handle(.ice(.failed)) }
+        var steps: [EscalationStep] = []
+        var times: [Int64] = []
+        var elapsed: Int64 = 0
+        for _ in 0..<4_000 {  // well past an hour, 1 s at a time
+            let actions = call.advance(by: 1_000)
+            elapsed += 1_000
+            for case .escalate(let step) in actions {
+                steps.append(step)
+                times.append(elapsed)
+            }
+        }
+        #expect(Array(steps.prefix(8)) == [.iceRestart, .offerResend, .rejoin, .transportFallback, .iceRestart, .offerResend, .rejoin, .transportFallback])
+        #expect(times.prefix(6) == [10_000, 11_000, 13_000, 17_000, 25_000, 41_000], "1 s, 2 s, 4 s, 8 s, 16 s pauses")
+        #expect(times.last! > 3_900_000, "still escalating after an hour: there is no failed state")
+        #expect(call.machine.status == .retrying)
+    }
+
+    @Test("retrying → idle: leaving the call stops everything") func leaveFromRetrying() {
+        var call = inCall()
+        call.send { $0.handle(.ice(.failed)) }
+        call.advance(by: 12_000)
+        let actions = call.send { $0.handle(.phaseChanged(.ending)) }
+        #expect(actions.contains(.statusChanged(.connected)))
+        #expect(call.deadlines.isEmpty)
+        #expect(call.advance(by: 100_000).isEmpty)
+    }
+
+    @Test("only an InCall phase drives the status") func inactiveOutsideInCall() {
+        var waiting = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        waiting.send { $0.handle(.phaseChanged(.waiting)) }
+        #expect(waiting.send { $0.handle(.ice(.failed)) } == [])
+        #expect(waiting.send { $0.handle(.signaling(up: false)) } == [])
+        #expect(waiting.machine.status == .connected)
+    }
+}
