@@ -8,7 +8,7 @@ public enum TimerID: Hashable, Sendable, CaseIterable {
     // connection status
     case retryingThreshold, retryEscalation
     // negotiation
-    case offerTimeout, nonHostFallback, iceRestartDelay
+    case offerTimeout, nonHostFallback, iceRestartDelay, iceRestartCooldown
     // trickle ICE
     case endOfCandidates
     // TURN

@@ -65,3 +65,13 @@ struct Driven<Machine, Action: TimerCarrying> {
         }
     }
 }
+
+extension NegotiationMachine.Action: TimerCarrying {
+    var timerCommand: TimerCommand? { if case .timer(let command) = self { command } else { nil } }
+}
+extension TrickleIceMachine.Action: TimerCarrying {
+    var timerCommand: TimerCommand? { if case .timer(let command) = self { command } else { nil } }
+}
+extension TurnMachine.Action: TimerCarrying {
+    var timerCommand: TimerCommand? { if case .timer(let command) = self { command } else { nil } }
+}

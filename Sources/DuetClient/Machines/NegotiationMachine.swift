@@ -1,0 +1,282 @@
+/// Offer/answer and ICE restart for one side of the call (000 §3–§8, scenarios 2–6).
+///
+/// - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
+/// - An offer unanswered for 8 s is rolled back and followed by an ICE restart.
+/// - ICE restart: 2 s after `disconnected`, at once on `failed`, on network online / path change and on
+///   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
+///   is down and fired after the post-reconnect `room_state`.
+/// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
+/// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
+public struct NegotiationMachine: Sendable, Equatable {
+    public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
+
+    public enum IceState: Sendable, Equatable { case new, checking, connected, completed, disconnected, failed, closed }
+
+    public enum DescriptionKind: Sendable, Equatable { case offer, answer }
+
+    public enum RestartReason: String, Sendable, Equatable {
+        case iceDisconnected, iceFailed, networkOnline, networkChange, offerTimeout, signalingReconnect, escalation
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// From `joined` / `room_state`: who is there and who hosts. `peerEpoch` is the epoch at which this
+        /// peer session began; relayed messages from older epochs are stale.
+        case peer(present: Bool, isHost: Bool, peerEpoch: Int64)
+        case signaling(up: Bool)
+        /// The first `room_state` after a signaling reconnect.
+        case roomStateAfterReconnect
+        case remoteDescription(DescriptionKind, sdp: String, epoch: Int64?)
+        case remoteCandidate(IceCandidateValue?, epoch: Int64?)
+        /// The engine created and applied our description.
+        case localDescriptionReady(DescriptionKind, sdp: String)
+        case localDescriptionFailed
+        /// The engine applied a remote description.
+        case remoteDescriptionApplied(DescriptionKind)
+        case signalingStateChanged(SignalingState)
+        case iceStateChanged(IceState)
+        case networkOnline
+        case networkPathChanged
+        case requestIceRestart
+        case requestOfferResend
+        case timerFired(TimerID)
+    }
+
+    public enum Action: Sendable, Equatable {
+        case createOffer(iceRestart: Bool)
+        case createAnswer
+        case setRemoteDescription(DescriptionKind, sdp: String)
+        case rollback
+        case addRemoteCandidates([IceCandidateValue?])
+        case sendOffer(sdp: String)
+        case sendAnswer(sdp: String)
+        case iceRestartStarted(RestartReason)
+        case timer(TimerCommand)
+    }
+
+    public private(set) var isHost = false
+    public private(set) var peerPresent = false
+    public private(set) var signalingState: SignalingState = .stable
+    public private(set) var hasRemoteDescription = false
+    public private(set) var iceState: IceState = .new
+    public private(set) var nonHostFallbackAttempts = 0
+    /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
+    public private(set) var pendingRestart: RestartReason?
+    public private(set) var remoteCandidateBuffer: [IceCandidateValue?] = []
+    private var signalingUp = true
+    private var makingOffer = false
+    private var offerIsRestart = false
+    private var offerFromFallback = false
+    private var lastLocalOffer: String?
+    private var inCooldown = false
+    private var peerEpoch: Int64 = 0
+    private var applyingRemote = false
+
+    public init() {}
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .peer(let present, let host, let epoch):
+            let arrived = present && !peerPresent
+            let roleChanged = host != isHost
+            isHost = host
+            peerEpoch = epoch
+            peerPresent = present
+            if !present { return leftAlone() }
+            guard arrived || roleChanged else { return [] }
+            return startNegotiation()
+        case .signaling(let up):
+            signalingUp = up
+            return []
+        case .roomStateAfterReconnect:
+            guard let reason = pendingRestart, peerPresent else { return [] }
+            pendingRestart = nil
+            return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
+        case .remoteDescription(let kind, let sdp, let epoch):
+            if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session
+            return remoteDescription(kind, sdp: sdp)
+        case .remoteCandidate(let candidate, let epoch):
+            if let epoch, epoch < peerEpoch { return [] }
+            if hasRemoteDescription && !applyingRemote { return [.addRemoteCandidates([candidate])] }
+            remoteCandidateBuffer.append(candidate)
+            if remoteCandidateBuffer.count > ResilienceConstants.ICE_CANDIDATE_BUFFER_MAX { remoteCandidateBuffer.removeFirst() }
+            return []
+        case .localDescriptionReady(.offer, let sdp):
+            makingOffer = false
+            lastLocalOffer = sdp
+            signalingState = .haveLocalOffer
+            var actions: [Action] = [.sendOffer(sdp: sdp), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
+            if offerIsRestart {
+                inCooldown = true
+                actions.append(.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)))
+            }
+            return actions
+        case .localDescriptionReady(.answer, let sdp):
+            signalingState = .stable
+            return [.sendAnswer(sdp: sdp)]
+        case .localDescriptionFailed:
+            makingOffer = false
+            return []
+        case .remoteDescriptionApplied(let kind):
+            applyingRemote = false
+            hasRemoteDescription = true
+            let flushed = remoteCandidateBuffer
+            remoteCandidateBuffer.removeAll()
+            var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
+            if kind == .offer {
+                signalingState = .haveRemoteOffer
+                actions.append(.createAnswer)
+            } else {
+                signalingState = .stable
+            }
+            return actions
+        case .signalingStateChanged(let state):
+            signalingState = state
+            return []
+        case .iceStateChanged(let state):
+            iceState = state
+            switch state {
+            case .connected, .completed:
+                // Media came back by itself: a remembered restart is no longer needed.
+                pendingRestart = nil
+                return [.timer(.cancel(.iceRestartDelay))]
+            case .disconnected:
+                guard isHost else { return [] }
+                return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
+            case .failed:
+                guard isHost else { return [] }
+                return [.timer(.cancel(.iceRestartDelay))] + restart(.iceFailed)
+            default:
+                return []
+            }
+        case .networkOnline:
+            return peerPresent ? restart(.networkOnline) : []
+        case .networkPathChanged:
+            guard peerPresent, iceState == .disconnected || iceState == .failed else { return [] }
+            return restart(.networkChange)
+        case .requestIceRestart:
+            return peerPresent ? restart(.escalation) : []
+        case .requestOfferResend:
+            guard peerPresent, signalingUp else { return [] }
+            if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
+                return [.sendOffer(sdp: offer), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
+            }
+            return offer(iceRestart: false)
+        case .timerFired(.offerTimeout):
+            return offerTimedOut()
+        case .timerFired(.nonHostFallback):
+            return nonHostFallback()
+        case .timerFired(.iceRestartDelay):
+            guard iceState == .disconnected || iceState == .failed else { return [] }
+            return restart(.iceDisconnected)
+        case .timerFired(.iceRestartCooldown):
+            inCooldown = false
+            guard let reason = pendingRestart, signalingUp, iceState != .connected, iceState != .completed else { return [] }
+            pendingRestart = nil
+            return restart(reason)
+        case .timerFired:
+            return []
+        }
+    }
+
+    // MARK: - Steps
+
+    private mutating func startNegotiation() -> [Action] {
+        if isHost {
+            return [.timer(.cancel(.nonHostFallback))] + offer(iceRestart: false)
+        }
+        guard !hasRemoteDescription else { return [] }
+        return [.timer(.schedule(.nonHostFallback, afterMs: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS))]
+    }
+
+    private mutating func leftAlone() -> [Action] {
+        makingOffer = false
+        nonHostFallbackAttempts = 0
+        pendingRestart = nil
+        hasRemoteDescription = false
+        remoteCandidateBuffer.removeAll()
+        return [.offerTimeout, .nonHostFallback, .iceRestartDelay].map { .timer(.cancel($0)) }
+    }
+
+    private mutating func offer(iceRestart: Bool, fromFallback: Bool = false) -> [Action] {
+        guard !makingOffer, signalingState == .stable else { return [] }
+        makingOffer = true
+        offerIsRestart = iceRestart
+        offerFromFallback = fromFallback
+        return [.createOffer(iceRestart: iceRestart)]
+    }
+
+    private mutating func restart(_ reason: RestartReason) -> [Action] {
+        guard signalingUp else {
+            pendingRestart = reason
+            return []
+        }
+        guard !inCooldown, !makingOffer, signalingState != .haveRemoteOffer else {
+            pendingRestart = pendingRestart ?? reason
+            return []
+        }
+        var actions: [Action] = []
+        if signalingState == .haveLocalOffer {
+            actions += [.rollback, .timer(.cancel(.offerTimeout))]
+            signalingState = .stable
+        }
+        return actions + [.iceRestartStarted(reason)] + offer(iceRestart: true)
+    }
+
+    private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
+        switch kind {
+        case .offer:
+            if signalingState == .haveLocalOffer || makingOffer {
+                // Glare. The host keeps its offer; the non-host yields.
+                if isHost { return [] }
+                makingOffer = false
+                signalingState = .stable
+                applyingRemote = true
+                return [.rollback, .timer(.cancel(.offerTimeout)), .timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
+            }
+            applyingRemote = true
+            return [.timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
+        case .answer:
+            guard signalingState == .haveLocalOffer else { return [] }  // late or duplicate answer
+            applyingRemote = true
+            return [.timer(.cancel(.offerTimeout)), .setRemoteDescription(.answer, sdp: sdp)]
+        }
+    }
+
+    private mutating func offerTimedOut() -> [Action] {
+        guard signalingState == .haveLocalOffer else {
+            return offerFromFallback ? [] : restart(.offerTimeout)
+        }
+        signalingState = .stable
+        var actions: [Action] = [.rollback]
+        if offerFromFallback {
+            // A non-host fallback offer is not an ICE problem: try the fallback once more instead.
+            if nonHostFallbackAttempts < ResilienceConstants.NON_HOST_FALLBACK_MAX_ATTEMPTS, !hasRemoteDescription {
+                actions.append(.timer(.schedule(.nonHostFallback, afterMs: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS)))
+            }
+            return actions
+        }
+        inCooldown = false  // the timed-out restart did not happen: do not hold the next one back
+        actions.append(.timer(.cancel(.iceRestartCooldown)))
+        return actions + restart(.offerTimeout)
+    }
+
+    private mutating func nonHostFallback() -> [Action] {
+        guard !isHost, peerPresent, !hasRemoteDescription, signalingState == .stable, !makingOffer,
+            nonHostFallbackAttempts < ResilienceConstants.NON_HOST_FALLBACK_MAX_ATTEMPTS
+        else { return [] }
+        nonHostFallbackAttempts += 1
+        return offer(iceRestart: false, fromFallback: true)
+    }
+}
+
+/// An ICE candidate as the engine and the wire know it.
+public struct IceCandidateValue: Sendable, Equatable, Hashable {
+    public var candidate: String
+    public var sdpMid: String?
+    public var sdpMLineIndex: Int?
+    public init(candidate: String, sdpMid: String?, sdpMLineIndex: Int?) {
+        self.candidate = candidate
+        self.sdpMid = sdpMid
+        self.sdpMLineIndex = sdpMLineIndex
+    }
+}

@@ -1,0 +1,96 @@
+/// Our own ICE candidates on their way out (seed 004): cleaned of WebRTC-only extensions, held back on
+/// the answering side until the answer is sent, and closed by end-of-candidates (`candidate:null`) when
+/// gathering completes or after 3 s without a new candidate.
+public struct TrickleIceMachine: Sendable, Equatable {
+    public enum Event: Sendable, Equatable {
+        /// We sent an offer: candidates flow at once.
+        case offerSent
+        /// A remote offer arrived: we answer, so candidates wait for our answer.
+        case answering
+        case answerSent
+        case localCandidate(IceCandidateValue)
+        case gatheringComplete
+        case timerFired(TimerID)
+    }
+
+    public enum Action: Sendable, Equatable {
+        case sendCandidate(IceCandidateValue)
+        case sendEndOfCandidates
+        case timer(TimerCommand)
+    }
+
+    private var holding = false
+    private var queued: [IceCandidateValue] = []
+    private var gatheringDone = false
+    private var endSent = false
+
+    public init() {}
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .offerSent:
+            let flushed = flush()
+            holding = false
+            startGeneration()
+            return flushed
+        case .answering:
+            holding = true
+            startGeneration()
+            return [.timer(.cancel(.endOfCandidates))]
+        case .answerSent:
+            holding = false
+            var actions = flush()
+            if gatheringDone { actions += end() }
+            return actions
+        case .localCandidate(let candidate):
+            let cleaned = IceCandidateValue(candidate: Self.clean(candidate.candidate), sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)
+            if holding {
+                queued.append(cleaned)
+                return []
+            }
+            endSent = false
+            return [.sendCandidate(cleaned), .timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS))]
+        case .gatheringComplete:
+            gatheringDone = true
+            return holding ? [] : end()
+        case .timerFired(.endOfCandidates):
+            return holding ? [] : end()
+        case .timerFired:
+            return []
+        }
+    }
+
+    private mutating func startGeneration() {
+        gatheringDone = false
+        endSent = false
+    }
+
+    private mutating func flush() -> [Action] {
+        guard !queued.isEmpty else { return [] }
+        let candidates = queued
+        queued.removeAll()
+        return candidates.map { .sendCandidate($0) } + [.timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS))]
+    }
+
+    private mutating func end() -> [Action] {
+        guard !endSent else { return [] }
+        endSent = true
+        return [.timer(.cancel(.endOfCandidates)), .sendEndOfCandidates]
+    }
+
+    /// Drops `generation`, `ufrag`, `network-id` and `network-cost` (each with its value); keeps the
+    /// standard fields in order.
+    public static func clean(_ candidate: String) -> String {
+        let dropped: Set<Substring> = ["generation", "ufrag", "network-id", "network-cost"]
+        var words = candidate.split(separator: " ", omittingEmptySubsequences: true)[...]
+        var kept: [Substring] = []
+        while let word = words.popFirst() {
+            if dropped.contains(word) {
+                _ = words.popFirst()
+            } else {
+                kept.append(word)
+            }
+        }
+        return kept.joined(separator: " ")
+    }
+}

@@ -1,0 +1,186 @@
+@testable import DuetClient
+import Testing
+
+/// Offer/answer, offer timeout, non-host fallback, ICE restart triggers and cooldown, glare, buffer.
+@Suite struct NegotiationMachineTests {
+    typealias Machine = NegotiationMachine
+    typealias Driver = Driven<Machine, Machine.Action>
+
+    func side(host: Bool) -> Driver {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        driven.send { $0.handle(.peer(present: true, isHost: host, peerEpoch: 1)) }
+        return driven
+    }
+
+    /// Host with an answered offer and ICE connected.
+    func connectedHost() -> Driver {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.iceStateChanged(.connected)) }
+        return host
+    }
+
+    @Test("host offers when the peer arrives") func hostOffers() {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        #expect(driven.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) } == [.timer(.cancel(.nonHostFallback)), .createOffer(iceRestart: false)])
+        let sent = driven.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        #expect(sent.first == .sendOffer(sdp: "o"))
+        #expect(driven.remaining(.offerTimeout) == 8_000)
+    }
+
+    @Test("Offer timeout: no answer in 8 s → rollback + ICE restart; nothing at 7.999 s") func offerTimeout() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        #expect(host.advance(by: 7_999).isEmpty)
+        let actions = host.advance(by: 1)
+        #expect(actions.contains(.rollback))
+        #expect(actions.contains(.iceRestartStarted(.offerTimeout)))
+        #expect(actions.contains(.createOffer(iceRestart: true)))
+    }
+
+    @Test("an answer in time cancels the offer timeout") func answerCancelsTimeout() {
+        var host = connectedHost()
+        #expect(!host.isScheduled(.offerTimeout))
+        #expect(host.advance(by: 60_000).isEmpty)
+    }
+
+    @Test("Non-host fallback: no offer after 4 s → non-host offers; at most 2 attempts") func nonHostFallback() {
+        var guest = side(host: false)
+        #expect(guest.advance(by: 3_999).isEmpty)
+        #expect(guest.advance(by: 1) == [.createOffer(iceRestart: false)])
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "f1")) }
+        // Unanswered: rolled back after 8 s, second attempt 4 s later.
+        let timedOut = guest.advance(by: 8_000)
+        #expect(timedOut.contains(.rollback))
+        #expect(!timedOut.contains { if case .iceRestartStarted = $0 { true } else { false } }, "a fallback offer timing out is not an ICE problem")
+        #expect(guest.advance(by: 4_000) == [.createOffer(iceRestart: false)])
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "f2")) }
+        guest.advance(by: 8_000)
+        #expect(guest.machine.nonHostFallbackAttempts == 2)
+        #expect(!guest.advance(by: 60_000).contains(.createOffer(iceRestart: false)), "no third attempt")
+    }
+
+    @Test("non-host fallback is cancelled by the host's offer") func fallbackCancelledByOffer() {
+        var guest = side(host: false)
+        let actions = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o", epoch: 1)) }
+        #expect(actions.contains(.setRemoteDescription(.offer, sdp: "o")))
+        #expect(!guest.isScheduled(.nonHostFallback))
+        #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }.contains(.createAnswer))
+        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a")) } == [.sendAnswer(sdp: "a")])
+    }
+
+    @Test("ICE restart (disconnected): after 2 s, not at 1.999 s; cancelled if ICE recovers") func iceDisconnected() {
+        var host = connectedHost()
+        host.send { $0.handle(.iceStateChanged(.disconnected)) }
+        #expect(host.advance(by: 1_999).isEmpty)
+        #expect(host.advance(by: 1).contains(.iceRestartStarted(.iceDisconnected)))
+
+        var recovering = connectedHost()
+        recovering.send { $0.handle(.iceStateChanged(.disconnected)) }
+        recovering.advance(by: 1_500)
+        recovering.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(recovering.advance(by: 10_000).isEmpty)
+    }
+
+    @Test("ICE restart (failed): immediate") func iceFailed() {
+        var host = connectedHost()
+        let actions = host.send { $0.handle(.iceStateChanged(.failed)) }
+        #expect(actions.contains(.iceRestartStarted(.iceFailed)))
+        #expect(actions.contains(.createOffer(iceRestart: true)))
+    }
+
+    @Test("ICE restart (network): online at once; path change only when ICE is degraded") func networkTriggers() {
+        var host = connectedHost()
+        #expect(host.send { $0.handle(.networkPathChanged) }.isEmpty)
+        #expect(host.send { $0.handle(.networkOnline) }.contains(.iceRestartStarted(.networkOnline)))
+    }
+
+    @Test("ICE restart cooldown: a second request within 10 s waits for the cooldown, then runs")
+    func cooldown() {
+        var host = connectedHost()
+        host.send { $0.handle(.iceStateChanged(.failed)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        // Still failing: a new trigger at 1 s must not restart before 10 s.
+        host.advance(by: 1_000)
+        #expect(host.send { $0.handle(.networkOnline) }.isEmpty)
+        #expect(host.machine.pendingRestart == .networkOnline)
+        #expect(!host.advance(by: 8_999).contains(.createOffer(iceRestart: true)))
+        #expect(host.advance(by: 1).contains(.createOffer(iceRestart: true)))
+    }
+
+    @Test("a restart wanted while signaling is down fires after the post-reconnect room_state")
+    func rememberedWhileSignalingDown() {
+        var host = connectedHost()
+        host.send { $0.handle(.signaling(up: false)) }
+        #expect(!host.send { $0.handle(.iceStateChanged(.failed)) }.contains(.createOffer(iceRestart: true)))
+        #expect(host.machine.pendingRestart == .iceFailed)
+        host.send { $0.handle(.signaling(up: true)) }
+        let actions = host.send { $0.handle(.roomStateAfterReconnect) }
+        #expect(actions.contains(.iceRestartStarted(.signalingReconnect)))
+    }
+
+    @Test("glare: crossing offers converge — the non-host yields, the host keeps its offer") func glare() {
+        var host = side(host: true)
+        var guest = side(host: false)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "host-offer")) }
+        guest.advance(by: 4_000)
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "guest-offer")) }
+        // Both offers cross on the wire.
+        #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: "guest-offer", epoch: 1)) }.isEmpty)
+        let yielded = guest.send { $0.handle(.remoteDescription(.offer, sdp: "host-offer", epoch: 1)) }
+        #expect(yielded.prefix(1) == [.rollback])
+        #expect(yielded.contains(.setRemoteDescription(.offer, sdp: "host-offer")))
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "guest-answer")) }
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: "guest-answer", epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: "guest-answer")))
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(host.machine.signalingState == .stable)
+        #expect(guest.machine.signalingState == .stable)
+    }
+
+    @Test("remote candidates wait for a remote description (≤ 50, oldest dropped) and flush after an offer or an answer")
+    func candidateBuffer() {
+        var guest = side(host: false)
+        for index in 0..<60 {
+            #expect(guest.send { $0.handle(.remoteCandidate(IceCandidateValue(candidate: "c\(index)", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }.isEmpty)
+        }
+        #expect(guest.machine.remoteCandidateBuffer.count == 50)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o", epoch: 1)) }
+        let flushed = guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guard case .addRemoteCandidates(let list)? = flushed.first else { Issue.record("no flush"); return }
+        #expect(list.count == 50)
+        #expect(list.first??.candidate == "c10")
+
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        host.send { $0.handle(.remoteCandidate(IceCandidateValue(candidate: "early", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "a", epoch: 1)) }
+        #expect(host.send { $0.handle(.remoteDescriptionApplied(.answer)) } == [.addRemoteCandidates([IceCandidateValue(candidate: "early", sdpMid: "0", sdpMLineIndex: 0)])])
+        #expect(host.send { $0.handle(.remoteCandidate(nil, epoch: 1)) } == [.addRemoteCandidates([nil])], "after: passed straight through")
+    }
+
+    @Test("negotiation from an older peer session is dropped") func staleEpoch() {
+        var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 5)) }
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "old", epoch: 4)) }.isEmpty)
+        #expect(!guest.send { $0.handle(.remoteDescription(.offer, sdp: "new", epoch: 6)) }.isEmpty)
+    }
+
+    @Test("offer resend (escalation) re-sends an unanswered offer") func offerResend() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        #expect(host.send { $0.handle(.requestOfferResend) }.first == .sendOffer(sdp: "o"))
+    }
+
+    @Test("peer leaves: timers stop, next peer starts fresh") func peerLeaves() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 2)) }
+        #expect(!host.isScheduled(.offerTimeout))
+        #expect(host.advance(by: 60_000).isEmpty)
+    }
+}
