@@ -58,7 +58,15 @@ let package = Package(
             swiftSettings: strict
         ),
         // The call engine: pure state machines and the runtime that drives them.
-        .target(name: "DuetClient", dependencies: ["DuetProtocol", "DuetTransport"], swiftSettings: strict),
+        .target(
+            name: "DuetClient",
+            dependencies: [
+                "DuetProtocol", "DuetTransport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "duet",
             dependencies: [
@@ -67,12 +75,28 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test support shared by the test targets: the real server on an ephemeral port, subprocesses.
+        .target(
+            name: "DuetTestSupport",
+            dependencies: [
+                "DuetServer", "DuetProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "DuetProtocolTests", dependencies: ["DuetProtocol"], swiftSettings: strict),
-        .testTarget(name: "DuetClientTests", dependencies: ["DuetClient", "DuetProtocol"], swiftSettings: strict),
+        .testTarget(
+            name: "DuetClientTests",
+            dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "DuetServerTests",
             dependencies: [
-                "DuetServer", "DuetTransport", "DuetProtocol",
+                "DuetServer", "DuetTransport", "DuetProtocol", "DuetTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

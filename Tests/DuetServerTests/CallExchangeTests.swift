@@ -1,3 +1,4 @@
+import DuetTestSupport
 import DuetProtocol
 import DuetTransport
 import Testing

@@ -1,3 +1,4 @@
+import DuetTestSupport
 import Crypto
 import DuetProtocol
 import DuetTransport

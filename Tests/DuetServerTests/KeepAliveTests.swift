@@ -1,3 +1,4 @@
+import DuetTestSupport
 import Foundation
 import Testing
 

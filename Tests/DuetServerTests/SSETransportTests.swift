@@ -1,3 +1,4 @@
+import DuetTestSupport
 import AsyncHTTPClient
 import DuetProtocol
 import DuetTransport

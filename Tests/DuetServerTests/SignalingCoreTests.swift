@@ -1,3 +1,4 @@
+import DuetTestSupport
 import Crypto
 import DuetProtocol
 @testable import DuetServer

@@ -59,9 +59,12 @@ public struct SignalingLinkMachine: Sendable, Equatable {
     private var missedPongs = 0
     private var backoff: Backoff
     private let sseAvailable: Bool
+    private let webSocketAvailable: Bool
 
-    public init(sseAvailable: Bool = true, jitterSeed: UInt64? = nil) {
+    /// `webSocketAvailable: false` runs on SSE only (a network known to break WebSockets, or a test).
+    public init(sseAvailable: Bool = true, webSocketAvailable: Bool = true, jitterSeed: UInt64? = nil) {
         self.sseAvailable = sseAvailable
+        self.webSocketAvailable = webSocketAvailable || !sseAvailable
         self.backoff = Backoff(
             baseMs: ResilienceConstants.RECONNECT_BACKOFF_BASE_MS, capMs: ResilienceConstants.RECONNECT_BACKOFF_CAP_MS,
             jitterRatio: jitterSeed == nil ? 0 : ResilienceConstants.BACKOFF_JITTER_RATIO, seed: jitterSeed ?? 0)
@@ -75,7 +78,7 @@ public struct SignalingLinkMachine: Sendable, Equatable {
     public mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {
         case (.idle, .connect):
-            return open(.ws)
+            return open(webSocketAvailable ? .ws : .sse)
         case (.waitingToReconnect(let next), .connect):
             return [.timer(.cancel(.reconnectBackoff))] + open(next)
         case (.connecting(let attempt), .opened(let transport)) where attempt == transport:
@@ -110,7 +113,7 @@ public struct SignalingLinkMachine: Sendable, Equatable {
             return lost(reason)
         case (.connected(let current), .forceFallback):
             let other: SignalingTransport = current == .ws ? .sse : .ws
-            guard other == .ws || sseAvailable else { return [] }
+            guard (other == .ws && webSocketAvailable) || (other == .sse && sseAvailable) else { return [] }
             return [.close, .timer(.cancel(.ping)), .down(nil)] + open(other)
         case (.waitingToReconnect, .forceFallback):
             return [.timer(.cancel(.reconnectBackoff))] + open(sseAvailable ? .sse : .ws)
@@ -150,6 +153,7 @@ public struct SignalingLinkMachine: Sendable, Equatable {
     /// WS never connected, timed out, was unsupported, or failed 3 times in a row → SSE.
     /// After SSE fails the cycle starts again from WebSocket (000 §9 flowchart).
     private func nextTransport(after transport: SignalingTransport, failure: Failure?) -> SignalingTransport {
+        guard webSocketAvailable else { return .sse }
         guard transport == .ws, sseAvailable else { return .ws }
         if !webSocketEverConnected || failure == .timeout || failure == .unsupported
             || consecutiveWebSocketFailures >= ResilienceConstants.WS_FALLBACK_CONSECUTIVE_FAILURES

@@ -6,17 +6,19 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
+/// Shared by the test targets (not a product).
+///
 /// The real `DuetServer`, in process, on an ephemeral port, with its own data directory.
-final class TestServer: Sendable {
-    let server: DuetServer
-    let port: Int
-    let dataDirectory: String
+public final class TestServer: Sendable {
+    public let server: DuetServer
+    public let port: Int
+    public let dataDirectory: String
     private let task: Task<Void, any Error>
 
-    var baseURL: String { "http://127.0.0.1:\(port)/" }
-    var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
+    public var baseURL: String { "http://127.0.0.1:\(port)/" }
+    public var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
 
-    static func start(dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    public static func start(dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
@@ -41,14 +43,14 @@ final class TestServer: Sendable {
         self.task = task
     }
 
-    func stop() async {
+    public func stop() async {
         await server.shutdown()
         _ = await task.result
     }
 
     /// Stops this server and starts a new process-equivalent on the same port and data directory:
     /// rooms are gone, secrets are kept.
-    func restarted() async throws -> TestServer {
+    public func restarted() async throws -> TestServer {
         await stop()
         var lastError: (any Error)?
         for _ in 0..<50 {
@@ -62,22 +64,22 @@ final class TestServer: Sendable {
         throw lastError ?? TestFailure("restart failed")
     }
 
-    func secrets() throws -> ServerSecrets {
+    public func secrets() throws -> ServerSecrets {
         try JSONDecoder().decode(ServerSecrets.self, from: Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/secrets.json")))
     }
 
-    func roomId() async throws -> String {
+    public func roomId() async throws -> String {
         let response = try await http(.GET, "api/room-id")
         guard response.status == 200 else { throw TestFailure("room-id: \(response.status)") }
         return try JSONDecoder().decode(RoomIdResponse.self, from: Data(response.body.utf8)).roomId
     }
 
-    struct HTTPResult {
-        var status: Int
-        var body: String
+    public struct HTTPResult: Sendable {
+        public var status: Int
+        public var body: String
     }
 
-    func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
+    public func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -87,14 +89,14 @@ final class TestServer: Sendable {
         return HTTPResult(status: Int(response.status.code), body: String(buffer: bytes))
     }
 
-    static func temporaryDirectory() -> String {
+    public static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "duet-test-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,21 +1,21 @@
 import Foundation
 
 /// Runs a command to completion and returns its status and output (tests only).
-struct CommandResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
 }
 
-func runCommand(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+public func runCommand(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
     // Files, not pipes: a daemon the command starts may inherit a pipe and hold it open forever.
     let base = NSTemporaryDirectory() + "duet-cmd-" + UUID().uuidString
-    FileManager.default.createFile(atPath: base + ".out", contents: nil)
-    FileManager.default.createFile(atPath: base + ".err", contents: nil)
+    _ = FileManager.default.createFile(atPath: base + ".out", contents: nil)
+    _ = FileManager.default.createFile(atPath: base + ".err", contents: nil)
     defer {
         try? FileManager.default.removeItem(atPath: base + ".out")
         try? FileManager.default.removeItem(atPath: base + ".err")
@@ -42,7 +42,7 @@ func runCommand(_ arguments: [String], environment: [String: String] = [:], time
 }
 
 /// The package root, found from this file's path.
-let packageRoot: String = {
+public let packageRoot: String = {
     var url = URL(fileURLWithPath: #filePath)
     while url.path != "/" {
         url.deleteLastPathComponent()
@@ -51,7 +51,7 @@ let packageRoot: String = {
     return FileManager.default.currentDirectoryPath
 }()
 
-func commandExists(_ name: String) -> Bool {
+public func commandExists(_ name: String) -> Bool {
     (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin:/usr/sbin:/sbin").split(separator: ":")
         .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
 }

@@ -1,0 +1,477 @@
+import DuetProtocol
+
+/// The whole call engine as one pure value: it routes every input to the machines that care and turns
+/// their actions into outputs for the runtime (open a transport, send an envelope, drive WebRTC, fetch
+/// TURN credentials, schedule timers, tell the app). No I/O, clock or task lives here.
+public struct CallEngine: Sendable {
+    public struct Options: Sendable, Equatable {
+        public var join = JoinMachine.Options()
+        /// Leave out to use WebSocket first; `[.sse]` forces SSE.
+        public var sseOnly = false
+        public var jitterSeed: UInt64?
+        public var device = "swift"
+        public init() {}
+    }
+
+    public enum Input: Sendable, Equatable {
+        // the app
+        case startNewCall
+        case joinRoom(String)
+        case leave
+        case end
+        case dismissError
+        // HTTP results
+        case roomIdCreated(String)
+        case roomIdFailed(String)
+        case turnCredentialsFetched(ttlSeconds: Int64)
+        case turnCredentialsFailed
+        case snapshotReady(String?)
+        case pushEndpointReady(String?)
+        // signaling transport
+        case transportOpened(SignalingTransport)
+        case transportOpenFailed(SignalingTransport, SignalingLinkMachine.Failure)
+        case transportClosed(SignalingLinkMachine.CloseReason)
+        case message(Envelope)
+        // WebRTC engine
+        case localDescriptionReady(NegotiationMachine.DescriptionKind, sdp: String)
+        case localDescriptionFailed
+        case remoteDescriptionApplied(NegotiationMachine.DescriptionKind)
+        case localCandidate(IceCandidateValue)
+        case gatheringComplete
+        case iceStateChanged(NegotiationMachine.IceState)
+        case signalingStateChanged(NegotiationMachine.SignalingState)
+        // network
+        case networkOnline
+        case networkPathChanged
+        // runtime
+        case timerFired(TimerID)
+        case teardownFinished
+    }
+
+    public enum Output: Sendable, Equatable {
+        case openTransport(SignalingTransport)
+        case closeTransport
+        case send(Envelope)
+        case createRoomId
+        case fetchTurnCredentials(token: String)
+        case prepareSnapshot
+        case requestPushEndpoint
+        /// Leave over HTTP when signaling is down, so the seat does not wait for eviction.
+        case httpLeave(LeaveRequest)
+        case engine(EngineCommand)
+        case timer(TimerCommand)
+        case emit(CallEvent)
+        /// Everything for this call is closed; the runtime answers with `teardownFinished`.
+        case teardown
+    }
+
+    public private(set) var phase = CallPhaseMachine()
+    public private(set) var status = ConnectionStatusMachine()
+    public private(set) var link: SignalingLinkMachine
+    public private(set) var join = JoinMachine()
+    public private(set) var negotiation = NegotiationMachine()
+    public private(set) var trickle = TrickleIceMachine()
+    public private(set) var turn = TurnMachine()
+    let options: Options
+
+    public private(set) var roomId: String?
+    public private(set) var cid: String?
+    public private(set) var hostCid: String?
+    public private(set) var reconnectToken: String?
+    public private(set) var participants: [ParticipantInfo] = []
+    public private(set) var epoch: Int64 = 0
+    private var peerCid: String?
+    private var peerEpoch: Int64 = 0
+    private var peerSuspended = false
+    /// Set after a signaling reconnect until the first `room_state`.
+    private var awaitingRoomStateAfterReconnect = false
+    /// Relayed messages written while signaling was down, with the peer they were meant for.
+    private var outbox: [(envelope: Envelope, peer: String?)] = []
+    /// A rejoin was sent and not yet acknowledged: relays wait for it.
+    private var rejoinPending = false
+
+    public init(options: Options = Options()) {
+        self.options = options
+        self.link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
+    }
+
+    public var isSignalingUp: Bool { link.transport != nil }
+
+    public mutating func handle(_ input: Input) -> [Output] {
+        switch input {
+        case .startNewCall: return phaseEvent(.startNewCall)
+        case .joinRoom(let id): return phaseEvent(.joinRoom(id))
+        case .leave: return phaseEvent(.leaveCall)
+        case .end: return phaseEvent(.endCall)
+        case .dismissError: return phaseEvent(.dismissError)
+        case .roomIdCreated(let id): return phaseEvent(.roomIdReceived(id))
+        case .roomIdFailed(let reason): return phaseEvent(.roomIdFailed(reason))
+        case .turnCredentialsFetched(let ttl): return turnEvent(.fetched(ttlSeconds: ttl))
+        case .turnCredentialsFailed: return turnEvent(.fetchFailed)
+        case .snapshotReady(let id): return joinEvent(.snapshotReady(id))
+        case .pushEndpointReady(let endpoint): return joinEvent(.pushEndpointReady(endpoint))
+        case .transportOpened(let transport): return transportOpened(transport)
+        case .transportOpenFailed(let transport, let failure): return linkEvent(.openFailed(transport, failure))
+        case .transportClosed(let reason): return linkEvent(.closed(reason))
+        case .message(let envelope): return message(envelope)
+        case .localDescriptionReady(let kind, let sdp):
+            var out = negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
+            out += trickleEvent(kind == .offer ? .offerSent : .answerSent)
+            return out
+        case .localDescriptionFailed: return negotiationEvent(.localDescriptionFailed)
+        case .remoteDescriptionApplied(let kind):
+            var out: [Output] = kind == .offer ? trickleEvent(.answering) : []
+            out += negotiationEvent(.remoteDescriptionApplied(kind))
+            return out
+        case .localCandidate(let candidate): return trickleEvent(.localCandidate(candidate))
+        case .gatheringComplete: return trickleEvent(.gatheringComplete)
+        case .iceStateChanged(let state):
+            var out = negotiationEvent(.iceStateChanged(state))
+            out += statusEvent(.ice(Self.health(state)))
+            return out
+        case .signalingStateChanged(let state): return negotiationEvent(.signalingStateChanged(state))
+        case .networkOnline:
+            var out = negotiationEvent(.networkOnline) + statusEvent(.networkChanged)
+            if case .waitingToReconnect = link.state { out += linkEvent(.connect) }  // don't sit out the backoff
+            return out
+        case .networkPathChanged:
+            var out = negotiationEvent(.networkPathChanged)
+            if phase.phase == .inCall { out += statusEvent(.networkChanged) }
+            if case .waitingToReconnect = link.state { out += linkEvent(.connect) }
+            return out
+        case .timerFired(let timer): return timerFired(timer)
+        case .teardownFinished: return phaseEvent(.cleanupComplete)
+        }
+    }
+
+    // MARK: - Routing each machine's actions
+
+    private mutating func phaseEvent(_ event: CallPhaseMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in phase.handle(event) {
+            switch action {
+            case .requestRoomId:
+                out.append(.createRoomId)
+            case .startJoin(let id):
+                roomId = id
+                out.append(.emit(.room(id)))
+                out += joinEvent(.start(options.join))
+                if link.state == .idle { out += linkEvent(.connect) }
+            case .phaseChanged(let next):
+                out.append(.emit(.phase(next)))
+                out += statusEvent(.phaseChanged(next))
+                if next == .inCall { out.append(.engine(.ensurePeerConnection)) }
+            case .teardown(let kind):
+                out += teardown(kind)
+            case .failed(let failure):
+                out.append(.emit(.failure(failure)))
+                out += joinEvent(.cancel) + linkEvent(.stop) + turnEvent(.stop)
+                out.append(.engine(.close))
+            }
+        }
+        return out
+    }
+
+    private mutating func statusEvent(_ event: ConnectionStatusMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in status.handle(event) {
+            switch action {
+            case .statusChanged(let value): out.append(.emit(.connectionStatus(value)))
+            case .timer(let command): out.append(.timer(command))
+            case .escalate(let step):
+                out.append(.emit(.escalation(step)))
+                switch step {
+                case .iceRestart: out += negotiationEvent(.requestIceRestart)
+                case .offerResend: out += negotiationEvent(.requestOfferResend)
+                case .rejoin: out += isSignalingUp ? sendRejoin() : linkEvent(.connect)
+                case .transportFallback: out += linkEvent(.forceFallback)
+                }
+            }
+        }
+        return out
+    }
+
+    private mutating func linkEvent(_ event: SignalingLinkMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in link.handle(event) {
+            switch action {
+            case .open(let transport): out.append(.openTransport(transport))
+            case .close: out.append(.closeTransport)
+            case .sendPing: out.append(.send(Envelope(.ping, payload: ["ts": 0])))
+            case .up(let transport):
+                out.append(.emit(.transport(transport)))
+            case .down:
+                rejoinPending = false
+                out.append(.emit(.transport(nil)))
+                out += joinEvent(.signalingClosed) + negotiationEvent(.signaling(up: false)) + turnEvent(.signaling(up: false))
+                out += statusEvent(.signaling(up: false))
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    private mutating func joinEvent(_ event: JoinMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in join.handle(event) {
+            switch action {
+            case .prepareSnapshot: out.append(.prepareSnapshot)
+            case .requestPushEndpoint: out.append(.requestPushEndpoint)
+            case .ensureSignalingConnection: out += linkEvent(.connect)
+            case .sendJoin(let snapshotId, let pushEndpoint):
+                out.append(.send(joinEnvelope(snapshotId: snapshotId, pushEndpoint: pushEndpoint)))
+            case .promote:
+                out += phaseEvent(.joined(participants: participants.count))
+            case .fail: out += phaseEvent(.joinHardTimeout)
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    private mutating func negotiationEvent(_ event: NegotiationMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in negotiation.handle(event) {
+            switch action {
+            case .createOffer(let restart): out.append(.engine(.createOffer(iceRestart: restart)))
+            case .createAnswer: out.append(.engine(.createAnswer))
+            case .setRemoteDescription(let kind, let sdp): out.append(.engine(.setRemoteDescription(kind, sdp: sdp)))
+            case .rollback: out.append(.engine(.rollback))
+            case .addRemoteCandidates(let list): out.append(.engine(.addRemoteCandidates(list)))
+            case .sendOffer(let sdp): out += relay(.offer, ["sdp": .string(sdp)])
+            case .sendAnswer(let sdp): out += relay(.answer, ["sdp": .string(sdp)])
+            case .iceRestartStarted(let reason): out.append(.emit(.iceRestart(reason)))
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    private mutating func trickleEvent(_ event: TrickleIceMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in trickle.handle(event) {
+            switch action {
+            case .sendCandidate(let candidate):
+                out += relay(.ice, ["candidate": ["candidate": .string(candidate.candidate), "sdpMid": candidate.sdpMid.map { .string($0) } ?? .null,
+                                                  "sdpMLineIndex": candidate.sdpMLineIndex.map { .int(Int64($0)) } ?? .null]])
+            case .sendEndOfCandidates: out += relay(.ice, ["candidate": .null])
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    private mutating func turnEvent(_ event: TurnMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in turn.handle(event) {
+            switch action {
+            case .fetchCredentials(let token): out.append(.fetchTurnCredentials(token: token))
+            case .applyFetchedServers: out.append(.engine(.applyFetchedIceServers))
+            case .applyFallbackServers: out.append(.engine(.applyFallbackIceServers))
+            case .sendTurnRefresh: if isSignalingUp { out.append(.send(Envelope(.turnRefresh))) }
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    private mutating func timerFired(_ timer: TimerID) -> [Output] {
+        switch timer {
+        case .pushEndpointWait, .snapshotPrepare, .joinKickstart, .joinRecovery, .joinHardTimeout:
+            return joinEvent(.timerFired(timer))
+        case .connectTimeout, .reconnectBackoff, .ping:
+            return linkEvent(.timerFired(timer))
+        case .retryingThreshold, .retryEscalation:
+            return statusEvent(.timerFired(timer))
+        case .offerTimeout, .nonHostFallback, .iceRestartDelay, .iceRestartCooldown:
+            return negotiationEvent(.timerFired(timer))
+        case .endOfCandidates:
+            return trickleEvent(.timerFired(timer))
+        case .turnFetchTimeout, .turnRefresh:
+            return turnEvent(.timerFired(timer))
+        }
+    }
+
+    // MARK: - Signaling
+
+    private mutating func transportOpened(_ transport: SignalingTransport) -> [Output] {
+        var out = linkEvent(.opened(transport))
+        if phase.phase == .waiting || phase.phase == .inCall {
+            out += sendRejoin()  // auto-rejoin the same seat
+        } else {
+            out += joinEvent(.signalingOpened)
+        }
+        return out
+    }
+
+    private mutating func sendRejoin() -> [Output] {
+        guard let roomId else { return [] }
+        rejoinPending = true
+        awaitingRoomStateAfterReconnect = true
+        return [.send(joinEnvelope(snapshotId: nil, pushEndpoint: nil, rid: roomId))]
+    }
+
+    private func joinEnvelope(snapshotId: String?, pushEndpoint: String?, rid: String? = nil) -> Envelope {
+        let payload = JoinPayload(
+            reconnectCid: reconnectToken == nil ? nil : cid, reconnectToken: reconnectToken, pushEndpoint: pushEndpoint,
+            snapshotId: snapshotId, device: options.device)
+        return Envelope(.join, rid: rid ?? roomId, payload: (try? JSONValue(encoding: payload)) ?? [:])
+    }
+
+    /// offer / answer / ice: sent now, or kept for after the rejoin while signaling is down.
+    private mutating func relay(_ type: MessageType, _ payload: JSONValue) -> [Output] {
+        let envelope = Envelope(type, rid: roomId, payload: payload)
+        if isSignalingUp, !rejoinPending { return [.send(envelope)] }
+        outbox.append((envelope, peerCid))
+        return []
+    }
+
+    private mutating func flushOutbox() -> [Output] {
+        let pending = outbox
+        outbox.removeAll()
+        // Stale: written for a peer that is no longer the one in the room.
+        return pending.filter { $0.peer == nil || $0.peer == peerCid }.map { .send($0.envelope) }
+    }
+
+    private mutating func message(_ envelope: Envelope) -> [Output] {
+        switch envelope.messageType {
+        case .joined?:
+            guard let joined = try? envelope.payload.decode(JoinedPayload.self) else { return [] }
+            return didJoin(joined, cid: envelope.cid)
+        case .roomState?:
+            guard let state = try? envelope.payload.decode(RoomStatePayload.self) else { return [] }
+            return roomState(state)
+        case .roomEnded?:
+            return phaseEvent(.roomEnded)
+        case .error?:
+            guard let error = try? envelope.payload.decode(ErrorPayload.self) else { return [] }
+            return serverError(error)
+        case .offer?, .answer?:
+            guard let sdp = envelope.payload["sdp"]?.stringValue else { return [] }
+            return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch))
+        case .ice?:
+            let raw = envelope.payload["candidate"]
+            let candidate = raw?.objectValue.flatMap { fields in
+                fields["candidate"]?.stringValue.map {
+                    IceCandidateValue(candidate: $0, sdpMid: fields["sdpMid"]?.stringValue, sdpMLineIndex: fields["sdpMLineIndex"]?.intValue.map(Int.init))
+                }
+            }
+            return negotiationEvent(.remoteCandidate(candidate, epoch: envelope.epoch))
+        case .pong?:
+            return linkEvent(.pong)
+        case .turnRefreshed?:
+            guard let refreshed = try? envelope.payload.decode(TurnRefreshedPayload.self) else { return [] }
+            return turnEvent(.token(refreshed.turnToken, ttlMs: refreshed.turnTokenTTLMs))
+        case .reconnectTokenRefreshed?:
+            reconnectToken = (try? envelope.payload.decode(ReconnectTokenRefreshedPayload.self))?.reconnectToken ?? reconnectToken
+            return []
+        case .draining?:
+            // The server is going away: reconnect (the backoff spaces the attempt).
+            return [.closeTransport] + linkEvent(.closed(.closedByServer))
+        default:
+            return []
+        }
+    }
+
+    private mutating func didJoin(_ joined: JoinedPayload, cid newCid: String?) -> [Output] {
+        cid = newCid
+        reconnectToken = joined.reconnectToken
+        rejoinPending = false
+        var out = joinEvent(.acknowledged)
+        out += apply(RoomStatePayload(hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch), fresh: joined.reconnect != .reattached)
+        if phase.phase == .joining { out += phaseEvent(.joined(participants: joined.participants.count)) }
+        out += turnEvent(.signaling(up: true)) + negotiationEvent(.signaling(up: true))
+        out += statusEvent(.signaling(up: true))
+        out += turnEvent(.token(joined.turnToken, ttlMs: joined.turnTokenTTLMs))
+        out += flushOutbox()
+        return out
+    }
+
+    private mutating func roomState(_ state: RoomStatePayload) -> [Output] {
+        var out = apply(state, fresh: false)
+        if awaitingRoomStateAfterReconnect {
+            awaitingRoomStateAfterReconnect = false
+            out += negotiationEvent(.roomStateAfterReconnect)
+        }
+        out += phaseEvent(.roomState(participants: state.participants.count))
+        return out
+    }
+
+    /// Takes in a membership view; `fresh` when the server's epochs may have restarted.
+    private mutating func apply(_ state: RoomStatePayload, fresh: Bool) -> [Output] {
+        participants = state.participants
+        hostCid = state.hostCid
+        epoch = state.epoch
+        let peer = state.participants.first { $0.cid != cid }
+        let wasSuspended = peerSuspended
+        peerSuspended = peer?.connectionStatus == .suspended
+        if peer?.cid != peerCid || fresh {
+            peerCid = peer?.cid
+            peerEpoch = state.epoch
+        }
+        var out: [Output] = [.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? ""))]
+        out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
+        // The peer is back from a suspension and our media is not: renegotiate ICE now.
+        if wasSuspended, !peerSuspended, peer != nil, negotiation.iceState != .connected, negotiation.iceState != .completed {
+            out += negotiationEvent(.requestIceRestart)
+        }
+        return out
+    }
+
+    private mutating func serverError(_ error: ErrorPayload) -> [Output] {
+        switch (phase.phase, error.code) {
+        case (.joining, .invalidRoomId), (.joining, .roomFull), (.joining, .roomEnded):
+            return phaseEvent(.joinRefused(error.code, error.message))
+        case (.waiting, .roomEnded), (.inCall, .roomEnded):
+            return phaseEvent(.roomEnded)  // the server confirms the room is gone
+        case (_, .invalidReconnectToken):
+            // The seat cannot be proven any more: join fresh.
+            reconnectToken = nil
+            cid = nil
+            guard isSignalingUp, let roomId else { return [] }
+            return [.send(joinEnvelope(snapshotId: nil, pushEndpoint: nil, rid: roomId))]
+        case (.waiting, .roomFull), (.inCall, .roomFull):
+            return phaseEvent(.roomEnded)  // our seat is gone and someone else took it
+        default:
+            return []
+        }
+    }
+
+    private mutating func teardown(_ kind: CallPhaseMachine.Teardown) -> [Output] {
+        var out: [Output] = []
+        if kind != .roomGone {
+            if isSignalingUp {
+                out.append(.send(Envelope(kind == .endRoom ? .endRoom : .leave)))
+            } else if let roomId, let cid, let reconnectToken {
+                out.append(.httpLeave(LeaveRequest(rid: roomId, cid: cid, reconnectToken: reconnectToken)))
+            }
+        }
+        out += joinEvent(.cancel) + turnEvent(.stop) + linkEvent(.stop)
+        out += TimerID.allCases.map { .timer(.cancel($0)) }
+        out.append(.engine(.close))
+        out.append(.teardown)
+        outbox.removeAll()
+        reconnectToken = nil
+        cid = nil
+        roomId = nil
+        participants = []
+        peerCid = nil
+        // Fresh machines for the next call.
+        status = ConnectionStatusMachine()
+        link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
+        join = JoinMachine()
+        negotiation = NegotiationMachine()
+        trickle = TrickleIceMachine()
+        turn = TurnMachine()
+        return out
+    }
+
+    static func health(_ state: NegotiationMachine.IceState) -> ConnectionStatusMachine.IceHealth {
+        switch state {
+        case .connected, .completed: .connected
+        case .new, .checking: .pending
+        case .disconnected: .disconnected
+        case .failed, .closed: .failed
+        }
+    }
+}

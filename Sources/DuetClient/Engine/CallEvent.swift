@@ -1,0 +1,31 @@
+import DuetProtocol
+
+/// What an app observes about a call.
+public enum CallEvent: Sendable, Equatable {
+    case phase(CallPhase)
+    case connectionStatus(ConnectionStatus)
+    /// The room this call is in (also when it was just created).
+    case room(String)
+    /// Who is in the room, and who hosts it.
+    case participants([ParticipantInfo], hostCid: String, myCid: String)
+    /// The signaling transport now in use (nil while down).
+    case transport(SignalingTransport?)
+    /// A join or room-creation failure (the phase is `error`), or a server error worth showing.
+    case failure(CallFailure)
+    case iceRestart(NegotiationMachine.RestartReason)
+    case escalation(EscalationStep)
+}
+
+/// Commands for the WebRTC engine, produced by `CallEngine` and performed by the runtime.
+public enum EngineCommand: Sendable, Equatable {
+    /// Create the peer connection if there is none (never re-created because signaling dropped).
+    case ensurePeerConnection
+    case createOffer(iceRestart: Bool)
+    case createAnswer
+    case setRemoteDescription(NegotiationMachine.DescriptionKind, sdp: String)
+    case rollback
+    case addRemoteCandidates([IceCandidateValue?])
+    case applyFetchedIceServers
+    case applyFallbackIceServers
+    case close
+}

@@ -1,0 +1,361 @@
+import AsyncHTTPClient
+import DuetProtocol
+import DuetTransport
+import Foundation
+import Logging
+import NIOCore
+
+/// A call: the runtime around `CallEngine`. It feeds the engine every input (app commands, signaling,
+/// WebRTC and network events, timers on the injected clock) one at a time and performs the outputs.
+///
+/// ```swift
+/// let call = DuetCall(configuration: .init(server: "https://duet.example/"), engine: myWebRtc)
+/// Task { for await event in call.events { print(event) } }
+/// await call.join(roomId: "…")
+/// ```
+public actor DuetCall {
+    public struct Configuration: Sendable {
+        /// The Duet server, e.g. `http://127.0.0.1:8080/`.
+        public var server: String
+        /// ICE servers used when TURN credentials cannot be fetched (no public defaults).
+        public var fallbackIceServers: [IceServer] = []
+        public var relayOnly = false
+        public var engine = CallEngine.Options()
+        public init(server: String) { self.server = server.hasSuffix("/") ? server : server + "/" }
+    }
+
+    /// Everything that happens to the call, for the app.
+    public nonisolated let events: AsyncStream<CallEvent>
+    private let eventSink: AsyncStream<CallEvent>.Continuation
+    private var engine: CallEngine
+    private let configuration: Configuration
+    private let webRtc: any WebRtcEngine
+    private let clock: any Clock<Duration>
+    private let logger: Logger
+    private let http: HTTPClient
+
+    private var connection: (any SignalingConnection)?
+    private var connectionGeneration = 0
+    private var sendQueue: AsyncStream<Envelope>.Continuation?
+    private var sseSid = SessionIdFormat.random()
+    private var timers: [TimerID: (generation: Int, task: Task<Void, Never>)] = [:]
+    private var timerGeneration = 0
+    private let webRtcQueue: AsyncStream<EngineCommand>.Continuation
+    private var fetchedIceServers: [IceServer] = []
+    private var background: [Task<Void, Never>] = []
+
+    public private(set) var phase: CallPhase = .idle
+    public private(set) var connectionStatus: ConnectionStatus = .connected
+    public private(set) var transport: SignalingTransport?
+
+    public init(
+        configuration: Configuration, engine webRtc: any WebRtcEngine, network: any NetworkMonitor = NoNetworkMonitor(),
+        clock: any Clock<Duration> = ContinuousClock(), http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.call")
+    ) {
+        self.configuration = configuration
+        self.engine = CallEngine(options: configuration.engine)
+        self.webRtc = webRtc
+        self.clock = clock
+        self.http = http
+        self.logger = logger
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        let (commands, webRtcQueue) = AsyncStream<EngineCommand>.makeStream()
+        self.webRtcQueue = webRtcQueue
+        self.webRtcCommands = commands
+        self.network = network
+    }
+
+    private let webRtcCommands: AsyncStream<EngineCommand>
+    private let network: any NetworkMonitor
+    private var started = false
+
+    /// The loops that carry WebRTC commands and events and network events; started with the first command.
+    private func startIfNeeded() {
+        guard !started else { return }
+        started = true
+        let commands = webRtcCommands
+        let webRtc = self.webRtc
+        let network = self.network
+        // WebRTC calls run one after another, in the order the engine asked for them.
+        background.append(Task { [weak self] in
+            for await command in commands { await self?.perform(command) }
+        })
+        background.append(Task { [weak self] in
+            for await event in webRtc.events { await self?.webRtcEvent(event) }
+        })
+        background.append(Task { [weak self] in
+            for await event in network.events { await self?.networkEvent(event) }
+        })
+    }
+
+    // MARK: - App commands
+
+    /// Creates a room and joins it.
+    public func startNewCall() { feed(.startNewCall) }
+    public func join(roomId: String) { feed(.joinRoom(roomId)) }
+    /// Leaves the call (the room stays for the other person).
+    public func leave() { feed(.leave) }
+    /// Ends the room for everyone (host only; otherwise the server refuses and the call just leaves).
+    public func end() { feed(.end) }
+    public func dismissError() { feed(.dismissError) }
+
+    public var roomId: String? { engine.roomId }
+    public var cid: String? { engine.cid }
+    public var hostCid: String? { engine.hostCid }
+    public var participants: [ParticipantInfo] { engine.participants }
+
+    /// Stops every task of this call object (after `leave()`, or when discarding it).
+    public func shutdown() async {
+        for (_, timer) in timers { timer.task.cancel() }
+        timers.removeAll()
+        await dropConnection()
+        webRtcQueue.finish()
+        for task in background { task.cancel() }
+        eventSink.finish()
+    }
+
+    /// Timers still scheduled (a finished call has none).
+    public var scheduledTimers: Set<TimerID> { Set(timers.keys) }
+
+    // MARK: - The loop
+
+    private func feed(_ input: CallEngine.Input) {
+        startIfNeeded()
+        for output in engine.handle(input) { perform(output) }
+    }
+
+    private func perform(_ output: CallEngine.Output) {
+        switch output {
+        case .openTransport(let kind): open(kind)
+        case .closeTransport: Task { await dropConnection() }
+        case .send(let envelope): sendQueue?.yield(envelope)
+        case .createRoomId: Task { await createRoomId() }
+        case .fetchTurnCredentials(let token): Task { await fetchTurn(token) }
+        case .prepareSnapshot: feed(.snapshotReady(nil))
+        case .requestPushEndpoint: feed(.pushEndpointReady(nil))
+        case .httpLeave(let request): Task { await httpLeave(request) }
+        case .engine(let command): webRtcQueue.yield(command)
+        case .timer(let command): timer(command)
+        case .emit(let event): emit(event)
+        case .teardown:
+            Task {
+                await dropConnection(afterPendingSends: true)
+                feed(.teardownFinished)
+            }
+        }
+    }
+
+    private func emit(_ event: CallEvent) {
+        switch event {
+        case .phase(let value): phase = value
+        case .connectionStatus(let value): connectionStatus = value
+        case .transport(let value): transport = value
+        default: break
+        }
+        logger.debug("event", metadata: ["event": "\(event)"])
+        eventSink.yield(event)
+    }
+
+    // MARK: - Timers on the injected clock
+
+    private func timer(_ command: TimerCommand) {
+        switch command {
+        case .schedule(let id, let afterMs):
+            timers[id]?.task.cancel()
+            timerGeneration += 1
+            let generation = timerGeneration
+            let clock = self.clock
+            let task = Task { [weak self] in
+                do { try await clock.sleep(for: .milliseconds(afterMs)) } catch { return }
+                await self?.timerFired(id, generation: generation)
+            }
+            timers[id] = (generation, task)
+        case .cancel(let id):
+            timers.removeValue(forKey: id)?.task.cancel()
+        }
+    }
+
+    private func timerFired(_ id: TimerID, generation: Int) {
+        guard timers[id]?.generation == generation else { return }  // cancelled or rescheduled meanwhile
+        timers[id] = nil
+        feed(.timerFired(id))
+    }
+
+    // MARK: - Signaling transport
+
+    private func open(_ kind: SignalingTransport) {
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        let server = configuration.server
+        let sid = sseSid
+        Task {
+            do {
+                let connection: any SignalingConnection
+                let timeout = Duration.milliseconds(ResilienceConstants.CONNECT_TIMEOUT_MS + 1_000)  // the engine's own timer decides
+                switch kind {
+                case .ws:
+                    let url = server.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://") + "ws"
+                    connection = try await WebSocketSignalingConnection.connect(url: url, timeout: timeout)
+                case .sse:
+                    connection = try await SSESignalingConnection.connect(baseURL: server, sid: sid, timeout: timeout, http: http)
+                }
+                await opened(connection, kind: kind, generation: generation)
+            } catch {
+                openFailed(kind, error: error, generation: generation)
+            }
+        }
+    }
+
+    private func opened(_ newConnection: any SignalingConnection, kind: SignalingTransport, generation: Int) async {
+        guard generation == connectionGeneration else {
+            await newConnection.close()  // the engine gave up on this attempt already
+            return
+        }
+        connection = newConnection
+        let (queue, sink) = AsyncStream<Envelope>.makeStream()
+        sendQueue = sink
+        Task {
+            for await envelope in queue {
+                do { try await newConnection.send(envelope) } catch { break }
+            }
+        }
+        Task { [weak self] in
+            for await event in newConnection.events {
+                await self?.signalingEvent(event, generation: generation)
+            }
+        }
+        feed(.transportOpened(kind))
+    }
+
+    private func openFailed(_ kind: SignalingTransport, error: any Error, generation: Int) {
+        guard generation == connectionGeneration else { return }
+        let failure: SignalingLinkMachine.Failure = switch error as? SignalingConnectError {
+        case .timedOut?: .timeout
+        case .refused?: .unsupported
+        default: .error
+        }
+        logger.debug("transport open failed", metadata: ["transport": "\(kind)", "error": "\(error)"])
+        feed(.transportOpenFailed(kind, failure))
+    }
+
+    private func signalingEvent(_ event: SignalingEvent, generation: Int) {
+        guard generation == connectionGeneration else { return }
+        switch event {
+        case .message(let envelope): feed(.message(envelope))
+        case .undecodable: break
+        case .closed(let reason):
+            connection = nil
+            sendQueue?.finish()
+            sendQueue = nil
+            let mapped: SignalingLinkMachine.CloseReason = switch reason {
+            case .byServer: .closedByServer
+            default: .networkError
+            }
+            feed(.transportClosed(mapped))
+        }
+    }
+
+    private func dropConnection(afterPendingSends: Bool = false) async {
+        connectionGeneration += 1
+        let current = connection
+        connection = nil
+        sendQueue?.finish()
+        sendQueue = nil
+        if afterPendingSends { try? await clock.sleep(for: .milliseconds(50)) }
+        await current?.close()
+    }
+
+    // MARK: - WebRTC
+
+    private func perform(_ command: EngineCommand) async {
+        do {
+            switch command {
+            case .ensurePeerConnection:
+                try await webRtc.ensurePeerConnection(rtcConfiguration())
+            case .createOffer(let restart):
+                let sdp = try await webRtc.createOffer(iceRestart: restart)
+                feed(.localDescriptionReady(.offer, sdp: sdp))
+            case .createAnswer:
+                let sdp = try await webRtc.createAnswer()
+                feed(.localDescriptionReady(.answer, sdp: sdp))
+            case .setRemoteDescription(let kind, let sdp):
+                try await webRtc.setRemoteDescription(kind, sdp: sdp)
+                feed(.remoteDescriptionApplied(kind))
+            case .rollback:
+                try await webRtc.rollback()
+            case .addRemoteCandidates(let candidates):
+                for candidate in candidates { try await webRtc.addRemoteCandidate(candidate) }
+            case .applyFetchedIceServers, .applyFallbackIceServers:
+                if command == .applyFallbackIceServers { fetchedIceServers = [] }
+                try await webRtc.setConfiguration(rtcConfiguration())
+            case .close:
+                await webRtc.close()
+            }
+        } catch {
+            logger.warning("WebRTC command failed", metadata: ["command": "\(command)", "error": "\(error)"])
+            if case .createOffer = command { feed(.localDescriptionFailed) }
+            if case .createAnswer = command { feed(.localDescriptionFailed) }
+        }
+    }
+
+    private func rtcConfiguration() -> RtcConfiguration {
+        RtcConfiguration(iceServers: fetchedIceServers.isEmpty ? configuration.fallbackIceServers : fetchedIceServers, relayOnly: configuration.relayOnly)
+    }
+
+    private func webRtcEvent(_ event: WebRtcEvent) {
+        switch event {
+        case .localCandidate(let candidate): feed(.localCandidate(candidate))
+        case .gatheringComplete: feed(.gatheringComplete)
+        case .iceConnectionState(let state): feed(.iceStateChanged(state))
+        case .signalingState(let state): feed(.signalingStateChanged(state))
+        }
+    }
+
+    private func networkEvent(_ event: NetworkEvent) {
+        switch event {
+        case .online: feed(.networkOnline)
+        case .pathChanged: feed(.networkPathChanged)
+        case .offline: break  // the transports and ICE notice by themselves; nothing to retry against
+        }
+    }
+
+    // MARK: - HTTP
+
+    private func createRoomId() async {
+        do {
+            let response = try await http.execute(HTTPClientRequest(url: configuration.server + "api/room-id"), timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
+            let id = try JSONDecoder().decode(RoomIdResponse.self, from: Data(body.readableBytesView)).roomId
+            feed(.roomIdCreated(id))
+        } catch {
+            feed(.roomIdFailed("\(error)"))
+        }
+    }
+
+    private func fetchTurn(_ token: String) async {
+        do {
+            var components = URLComponents()
+            components.queryItems = [URLQueryItem(name: "token", value: token)]
+            let url = configuration.server + "api/turn-credentials" + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+            let response = try await http.execute(HTTPClientRequest(url: url), timeout: .milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS))
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
+            let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(body.readableBytesView))
+            fetchedIceServers = [IceServer(urls: credentials.uris, username: credentials.username, credential: credentials.password)]
+            feed(.turnCredentialsFetched(ttlSeconds: credentials.ttl))
+        } catch {
+            feed(.turnCredentialsFailed)
+        }
+    }
+
+    private func httpLeave(_ request: LeaveRequest) async {
+        var post = HTTPClientRequest(url: configuration.server + "api/leave")
+        post.method = .POST
+        post.headers.add(name: "Content-Type", value: "application/json")
+        post.body = .bytes(ByteBuffer(bytes: (try? JSONEncoder().encode(request)) ?? Data()))
+        _ = try? await http.execute(post, timeout: .seconds(5))
+    }
+}
+
+struct TransportHTTPError: Error { var status: Int }

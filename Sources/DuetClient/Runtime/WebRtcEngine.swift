@@ -1,0 +1,68 @@
+/// The WebRTC stack the runtime drives: a browser-like peer connection behind a small async API, so
+/// the engine works with GStreamer's webrtcbin on Linux, Google's WebRTC on Apple platforms, or the
+/// simulated pair in tests. Calls are made one at a time, in order.
+public protocol WebRtcEngine: Sendable {
+    /// Candidates, gathering, ICE and signaling state, as they happen.
+    var events: AsyncStream<WebRtcEvent> { get }
+    /// Creates the peer connection (with local media) if there is none.
+    func ensurePeerConnection(_ configuration: RtcConfiguration) async throws
+    /// Creates an offer and applies it as the local description; returns its SDP.
+    func createOffer(iceRestart: Bool) async throws -> String
+    /// Creates an answer and applies it as the local description; returns its SDP.
+    func createAnswer() async throws -> String
+    func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws
+    func rollback() async throws
+    /// `nil` is end-of-candidates.
+    func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws
+    /// Applies new ICE servers (TURN refresh) to the live connection.
+    func setConfiguration(_ configuration: RtcConfiguration) async throws
+    func close() async
+}
+
+public enum WebRtcEvent: Sendable, Equatable {
+    case localCandidate(IceCandidateValue)
+    case gatheringComplete
+    case iceConnectionState(NegotiationMachine.IceState)
+    case signalingState(NegotiationMachine.SignalingState)
+}
+
+public struct IceServer: Sendable, Equatable, Codable {
+    public var urls: [String]
+    public var username: String?
+    public var credential: String?
+    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+        self.urls = urls
+        self.username = username
+        self.credential = credential
+    }
+}
+
+public struct RtcConfiguration: Sendable, Equatable {
+    public var iceServers: [IceServer]
+    /// `iceTransportPolicy: relay`.
+    public var relayOnly: Bool
+    public init(iceServers: [IceServer] = [], relayOnly: Bool = false) {
+        self.iceServers = iceServers
+        self.relayOnly = relayOnly
+    }
+}
+
+/// Network reachability, as `NWPathMonitor` (Apple), `ConnectivityManager` (Android) or the browser's
+/// `online` / `navigator.connection` events report it.
+public protocol NetworkMonitor: Sendable {
+    var events: AsyncStream<NetworkEvent> { get }
+}
+
+public enum NetworkEvent: Sendable, Equatable {
+    /// Connectivity came back (`online`, path `.satisfied`).
+    case online
+    case offline
+    /// The path changed while up (Wi-Fi ↔ cellular, `navigator.connection` change).
+    case pathChanged
+}
+
+/// For apps that have no network signal to give: nothing ever happens.
+public struct NoNetworkMonitor: NetworkMonitor {
+    public let events: AsyncStream<NetworkEvent>
+    public init() { events = AsyncStream { _ in } }
+}

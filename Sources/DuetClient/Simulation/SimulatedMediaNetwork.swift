@@ -1,0 +1,312 @@
+/// A simulated media plane for tests and the simulator: peer connections that negotiate with SDP
+/// (an ICE ufrag per description), trickle candidates, connect when both sides hold matching
+/// descriptions and candidates, count "frames" while connected, and lose connectivity when the
+/// link is cut — `disconnected` first, `failed` later, back by itself if restored before an ICE
+/// restart changed the credentials.
+public actor SimulatedMediaNetwork {
+    public struct Timing: Sendable {
+        public var connect: Duration = .milliseconds(30)
+        public var disconnectAfterCut: Duration = .milliseconds(100)
+        public var failAfterCut: Duration = .seconds(3)
+        public var frameInterval: Duration = .milliseconds(20)
+        public init() {}
+    }
+
+    public struct Stats: Sendable, Equatable {
+        public var framesReceived: Int
+        public var peerConnectionsCreated: Int
+        public var closed: Bool
+        public var iceState: NegotiationMachine.IceState
+        public var iceRestartsApplied: Int
+    }
+
+    struct Peer {
+        var name: String
+        var continuation: AsyncStream<WebRtcEvent>.Continuation
+        var peerConnections = 0
+        var closed = false
+        var signaling: NegotiationMachine.SignalingState = .stable
+        var localUfrag: String?
+        var rollbackUfrag: String?
+        var remoteUfrag: String?
+        var answeredRemoteUfrag: String?
+        var remoteCandidates = 0
+        var ice: NegotiationMachine.IceState = .new
+        var frames = 0
+        var localUfrags = 0
+        var configuration = RtcConfiguration()
+        var failedUfrag: String?
+    }
+
+    private var peers: [Int: Peer] = [:]
+    private var linkUp = true
+    private var cutGeneration = 0
+    private var ufragCounter = 0
+    private var ticker: Task<Void, Never>?
+    public let timing: Timing
+
+    public init(timing: Timing = Timing()) { self.timing = timing }
+
+    /// A new simulated engine on this network.
+    public func makeEngine(name: String) -> SimulatedWebRtcEngine {
+        let id = peers.count + 1
+        let (events, continuation) = AsyncStream<WebRtcEvent>.makeStream()
+        peers[id] = Peer(name: name, continuation: continuation)
+        startTicker()
+        return SimulatedWebRtcEngine(id: id, network: self, events: events)
+    }
+
+    public func stats(of engine: SimulatedWebRtcEngine) -> Stats {
+        let peer = peers[engine.id]!
+        return Stats(framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice, iceRestartsApplied: max(0, peer.localUfrags - 1))
+    }
+
+    public func configuration(of engine: SimulatedWebRtcEngine) -> RtcConfiguration { peers[engine.id]!.configuration }
+
+    /// Cuts the media path (signaling is separate).
+    public func cut() {
+        linkUp = false
+        cutGeneration += 1
+        let generation = cutGeneration
+        for id in peers.keys where peers[id]!.ice == .connected || peers[id]!.ice == .completed || peers[id]!.ice == .checking {
+            after(timing.disconnectAfterCut) { network in await network.degrade(id, to: .disconnected, generation: generation) }
+            after(timing.failAfterCut) { network in await network.degrade(id, to: .failed, generation: generation) }
+        }
+    }
+
+    public func restore() {
+        linkUp = true
+        cutGeneration += 1
+        evaluate()
+    }
+
+    // MARK: - Engine operations
+
+    func ensurePeerConnection(_ id: Int, _ configuration: RtcConfiguration) {
+        guard peers[id]!.peerConnections == 0 || peers[id]!.closed else { return }
+        peers[id]!.peerConnections += 1
+        peers[id]!.closed = false
+        peers[id]!.configuration = configuration
+    }
+
+    func setConfiguration(_ id: Int, _ configuration: RtcConfiguration) { peers[id]!.configuration = configuration }
+
+    func createOffer(_ id: Int, iceRestart: Bool) throws -> String {
+        var peer = try live(id)
+        guard peer.signaling == .stable else { throw SimulatedWebRtcError.wrongState("createOffer in \(peer.signaling)") }
+        peer.rollbackUfrag = peer.localUfrag
+        let fresh = iceRestart || peer.localUfrag == nil
+        if fresh { peer.localUfrag = newUfrag(); peer.localUfrags += 1 }
+        peer.signaling = .haveLocalOffer
+        peers[id] = peer
+        emit(id, .signalingState(.haveLocalOffer))
+        if fresh { gather(id) }
+        return sdp(peer)
+    }
+
+    func createAnswer(_ id: Int) throws -> String {
+        var peer = try live(id)
+        guard peer.signaling == .haveRemoteOffer else { throw SimulatedWebRtcError.wrongState("createAnswer in \(peer.signaling)") }
+        let fresh = peer.localUfrag == nil || peer.answeredRemoteUfrag != peer.remoteUfrag
+        if fresh { peer.localUfrag = newUfrag(); peer.localUfrags += 1 }
+        peer.answeredRemoteUfrag = peer.remoteUfrag
+        peer.signaling = .stable
+        peers[id] = peer
+        emit(id, .signalingState(.stable))
+        if fresh { gather(id) }
+        evaluate()
+        return sdp(peer)
+    }
+
+    func setRemote(_ id: Int, kind: NegotiationMachine.DescriptionKind, sdp text: String) throws {
+        var peer = try live(id)
+        guard let ufrag = Self.ufrag(in: text) else { throw SimulatedWebRtcError.badDescription }
+        switch kind {
+        case .offer:
+            guard peer.signaling == .stable else { throw SimulatedWebRtcError.wrongState("remote offer in \(peer.signaling)") }
+            peer.signaling = .haveRemoteOffer
+        case .answer:
+            guard peer.signaling == .haveLocalOffer else { throw SimulatedWebRtcError.wrongState("remote answer in \(peer.signaling)") }
+            peer.signaling = .stable
+            peer.rollbackUfrag = nil
+        }
+        if peer.remoteUfrag != ufrag { peer.remoteCandidates = 0 }
+        peer.remoteUfrag = ufrag
+        peers[id] = peer
+        emit(id, .signalingState(peer.signaling))
+        evaluate()
+    }
+
+    func rollback(_ id: Int) throws {
+        var peer = try live(id)
+        if peer.signaling == .haveLocalOffer, let previous = peer.rollbackUfrag { peer.localUfrag = previous }
+        if peer.signaling == .haveLocalOffer, peer.rollbackUfrag == nil, peer.remoteUfrag == nil { peer.localUfrag = nil }
+        peer.signaling = .stable
+        peers[id] = peer
+        emit(id, .signalingState(.stable))
+    }
+
+    func addRemoteCandidate(_ id: Int, _ candidate: IceCandidateValue?) throws {
+        _ = try live(id)
+        guard candidate != nil else { return }
+        peers[id]!.remoteCandidates += 1
+        evaluate()
+    }
+
+    func close(_ id: Int) {
+        guard peers[id]?.closed == false else { return }
+        peers[id]!.closed = true
+        setIce(id, .closed)
+    }
+
+    // MARK: - ICE
+
+    private func evaluate() {
+        for (id, peer) in peers where !peer.closed && peer.peerConnections > 0 {
+            let connectable = linkUp && isPaired(id)
+            switch peer.ice {
+            case .new where connectable, .failed where connectable && peer.localUfrag != peer.failedUfrag:
+                // A failed agent needs new credentials (an ICE restart), as in a real stack.
+                setIce(id, .checking)
+                after(timing.connect) { network in await network.confirm(id) }
+            case .disconnected where linkUp && (isPaired(id) || peer.signaling != .stable):
+                // Consent checks resume on the same pair.
+                setIce(id, .connected)
+            case .checking where connectable:
+                after(timing.connect) { network in await network.confirm(id) }
+            default:
+                break
+            }
+        }
+    }
+
+    private func confirm(_ id: Int) {
+        guard let peer = peers[id], !peer.closed, peer.ice == .checking, linkUp, isPaired(id) else { return }
+        setIce(id, .connected)
+    }
+
+    private func degrade(_ id: Int, to state: NegotiationMachine.IceState, generation: Int) {
+        guard generation == cutGeneration, !linkUp, let peer = peers[id], !peer.closed, peer.ice != .closed, peer.ice != .new else { return }
+        if state == .failed { peers[id]!.failedUfrag = peer.localUfrag }
+        if state == .failed || peer.ice == .connected || peer.ice == .completed || peer.ice == .checking { setIce(id, state) }
+    }
+
+    /// Both sides hold each other's current credentials and have candidates for them.
+    private func isPaired(_ id: Int) -> Bool {
+        guard let me = peers[id], let local = me.localUfrag, let remote = me.remoteUfrag, me.remoteCandidates > 0 else { return false }
+        return peers.values.contains { other in
+            !other.closed && other.localUfrag == remote && other.remoteUfrag == local && other.remoteCandidates > 0
+        }
+    }
+
+    private func setIce(_ id: Int, _ state: NegotiationMachine.IceState) {
+        guard peers[id]?.ice != state else { return }
+        peers[id]!.ice = state
+        emit(id, .iceConnectionState(state))
+    }
+
+    private func gather(_ id: Int) {
+        guard let ufrag = peers[id]?.localUfrag else { return }
+        for index in 0..<2 {
+            let candidate = IceCandidateValue(
+                candidate: "candidate:\(index + 1) 1 udp 2122260223 10.0.\(id).1 \(50_000 + index) typ host generation 0 ufrag \(ufrag) network-id 1",
+                sdpMid: "0", sdpMLineIndex: 0)
+            after(.milliseconds(2 + index * 3)) { network in await network.emitCandidate(id, candidate, ufrag: ufrag) }
+        }
+        after(.milliseconds(12)) { network in await network.emitGatheringComplete(id, ufrag: ufrag) }
+    }
+
+    private func emitCandidate(_ id: Int, _ candidate: IceCandidateValue, ufrag: String) {
+        guard peers[id]?.localUfrag == ufrag, peers[id]?.closed == false else { return }
+        emit(id, .localCandidate(candidate))
+    }
+
+    private func emitGatheringComplete(_ id: Int, ufrag: String) {
+        guard peers[id]?.localUfrag == ufrag, peers[id]?.closed == false else { return }
+        emit(id, .gatheringComplete)
+    }
+
+    // MARK: - Helpers
+
+    private func live(_ id: Int) throws -> Peer {
+        guard let peer = peers[id], peer.peerConnections > 0, !peer.closed else { throw SimulatedWebRtcError.noPeerConnection }
+        return peer
+    }
+
+    private func emit(_ id: Int, _ event: WebRtcEvent) { peers[id]?.continuation.yield(event) }
+
+    private func newUfrag() -> String {
+        ufragCounter += 1
+        return "u\(ufragCounter)"
+    }
+
+    private func sdp(_ peer: Peer) -> String {
+        "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=duet-sim \(peer.name)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n"
+    }
+
+    static func ufrag(in sdp: String) -> String? {
+        sdp.split(separator: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }.map { String($0.dropFirst("a=ice-ufrag:".count)) }
+    }
+
+    private nonisolated func after(_ delay: Duration, _ work: @escaping @Sendable (SimulatedMediaNetwork) async -> Void) {
+        Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self else { return }
+            await work(self)
+        }
+    }
+
+    private func startTicker() {
+        guard ticker == nil else { return }
+        let interval = timing.frameInterval
+        ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                await self?.tick()
+            }
+        }
+    }
+
+    private func tick() {
+        guard linkUp else { return }
+        for (id, peer) in peers where !peer.closed && (peer.ice == .connected || peer.ice == .completed) {
+            peers[id]!.frames += 1
+        }
+    }
+
+    /// Stops the frame ticker (tests end with it).
+    public func shutdown() {
+        ticker?.cancel()
+        for id in peers.keys { peers[id]!.continuation.finish() }
+    }
+}
+
+public enum SimulatedWebRtcError: Error, Equatable {
+    case noPeerConnection
+    case wrongState(String)
+    case badDescription
+}
+
+/// One side of a simulated call; all state lives in its `SimulatedMediaNetwork`.
+public final class SimulatedWebRtcEngine: WebRtcEngine {
+    public let id: Int
+    public let events: AsyncStream<WebRtcEvent>
+    private let network: SimulatedMediaNetwork
+
+    init(id: Int, network: SimulatedMediaNetwork, events: AsyncStream<WebRtcEvent>) {
+        self.id = id
+        self.network = network
+        self.events = events
+    }
+
+    public func ensurePeerConnection(_ configuration: RtcConfiguration) async throws { await network.ensurePeerConnection(id, configuration) }
+    public func createOffer(iceRestart: Bool) async throws -> String { try await network.createOffer(id, iceRestart: iceRestart) }
+    public func createAnswer() async throws -> String { try await network.createAnswer(id) }
+    public func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws {
+        try await network.setRemote(id, kind: kind, sdp: sdp)
+    }
+    public func rollback() async throws { try await network.rollback(id) }
+    public func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws { try await network.addRemoteCandidate(id, candidate) }
+    public func setConfiguration(_ configuration: RtcConfiguration) async throws { await network.setConfiguration(id, configuration) }
+    public func close() async { await network.close(id) }
+}
