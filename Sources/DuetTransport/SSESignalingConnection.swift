@@ -3,6 +3,7 @@ import DuetProtocol
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 
 /// Signaling over Server-Sent Events: `GET /sse?sid=` is the downlink, each message goes up as a
 /// `POST /sse?sid=`. POSTs are sent one at a time so the server sees them in order.
@@ -13,13 +14,18 @@ public final class SSESignalingConnection: SignalingConnection {
     private let posts: AsyncStream<Post>.Continuation
     private let task: Task<Void, Never>
     private let closedByClient: SharedFlag
+    private let pending: PendingReplies
 
     private struct Post: Sendable {
+        var id: Int
         var body: String
-        var done: CheckedContinuation<Int, any Error>
     }
 
-    private init(sid: String, events: AsyncStream<SignalingEvent>, posts: AsyncStream<Post>.Continuation, task: Task<Void, Never>, closedByClient: SharedFlag) {
+    private init(
+        sid: String, events: AsyncStream<SignalingEvent>, posts: AsyncStream<Post>.Continuation, task: Task<Void, Never>,
+        closedByClient: SharedFlag, pending: PendingReplies
+    ) {
+        self.pending = pending
         self.sid = sid
         self.events = events
         self.posts = posts
@@ -43,6 +49,7 @@ public final class SSESignalingConnection: SignalingConnection {
         let opened = OneShot<Result<Void, SignalingConnectError>>()
         let closedByClient = SharedFlag()
         let activity = ActivityClock()
+        let pending = PendingReplies()
 
         let task = Task {
             let poster = Task {
@@ -55,9 +62,9 @@ public final class SSESignalingConnection: SignalingConnection {
                     do {
                         let response = try await http.execute(request, timeout: .seconds(10), logger: logger)
                         _ = try? await response.body.collect(upTo: 64 * 1024)
-                        post.done.resume(returning: Int(response.status.code))
+                        pending.resolve(post.id, with: .success(Int(response.status.code)))
                     } catch {
-                        post.done.resume(throwing: error)
+                        pending.resolve(post.id, with: .failure(error))
                     }
                 }
             }
@@ -106,10 +113,12 @@ public final class SSESignalingConnection: SignalingConnection {
             eventSink.yield(.closed(closedByClient.isSet ? .byClient : reason))
             eventSink.finish()
             posts.finish()
+            // Whatever was still queued will never be posted: tell the senders.
+            pending.failAll(SignalingSendError.notConnected)
         }
         switch await opened.wait(timeout: timeout) {
         case .success?:
-            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient)
+            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient, pending: pending)
         case .failure(let error)?:
             task.cancel()
             throw error
@@ -126,8 +135,9 @@ public final class SSESignalingConnection: SignalingConnection {
     /// POSTs text as is; throws `SignalingSendError.rejected` for any status but 204.
     public func sendRaw(_ text: String) async throws {
         let status: Int = try await withCheckedThrowingContinuation { continuation in
-            if case .terminated = posts.yield(Post(body: text, done: continuation)) {
-                continuation.resume(throwing: SignalingSendError.notConnected)
+            let id = pending.add(continuation)
+            if case .terminated = posts.yield(Post(id: id, body: text)) {
+                pending.resolve(id, with: .failure(SignalingSendError.notConnected))
             }
         }
         guard status == 204 else { throw SignalingSendError.rejected(status: status) }
@@ -139,5 +149,37 @@ public final class SSESignalingConnection: SignalingConnection {
         await task.value
     }
 
+    /// Drops the stream as a dying network would: the events end with a failure, not `.byClient`.
+    public func abort() async {
+        task.cancel()
+        await task.value
+    }
+
     private struct SilentStream: Error {}
+}
+
+/// Senders waiting for their POST's status; every one is answered exactly once, also when the
+/// connection ends with POSTs still queued.
+final class PendingReplies: Sendable {
+    private let state = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Int, any Error>])>((0, [:]))
+
+    func add(_ continuation: CheckedContinuation<Int, any Error>) -> Int {
+        state.withLock { state in
+            state.next += 1
+            state.waiting[state.next] = continuation
+            return state.next
+        }
+    }
+
+    func resolve(_ id: Int, with result: Result<Int, any Error>) {
+        state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(with: result)
+    }
+
+    func failAll(_ error: any Error) {
+        let all = state.withLock { state in
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for continuation in all { continuation.resume(throwing: error) }
+    }
 }

@@ -61,7 +61,8 @@ public struct CallEngine: Sendable {
         case engine(EngineCommand)
         case timer(TimerCommand)
         case emit(CallEvent)
-        /// Everything for this call is closed; the runtime answers with `teardownFinished`.
+        /// Close signaling (after what is queued is sent) and the peer connection; the runtime answers
+        /// with `teardownFinished`.
         case teardown
     }
 
@@ -98,6 +99,8 @@ public struct CallEngine: Sendable {
     public var isSignalingUp: Bool { link.transport != nil }
 
     public mutating func handle(_ input: Input) -> [Output] {
+        // WebRTC news that arrives after the call is over (late candidates, the close itself) is dropped.
+        if input.isFromWebRtc, phase.phase != .waiting, phase.phase != .inCall { return [] }
         switch input {
         case .startNewCall: return phaseEvent(.startNewCall)
         case .joinRoom(let id): return phaseEvent(.joinRoom(id))
@@ -410,6 +413,8 @@ public struct CallEngine: Sendable {
             peerEpoch = state.epoch
         }
         var out: [Output] = [.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? ""))]
+        // The peer connection must exist before the first offer or answer is made.
+        if peer != nil { out.append(.engine(.ensurePeerConnection)) }
         out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
         // The peer is back from a suspension and our media is not: renegotiate ICE now.
         if wasSuspended, !peerSuspended, peer != nil, negotiation.iceState != .connected, negotiation.iceState != .completed {
@@ -446,9 +451,9 @@ public struct CallEngine: Sendable {
                 out.append(.httpLeave(LeaveRequest(rid: roomId, cid: cid, reconnectToken: reconnectToken)))
             }
         }
-        out += joinEvent(.cancel) + turnEvent(.stop) + linkEvent(.stop)
+        // `.teardown` closes the transport itself, after the goodbye above has been sent.
+        out += joinEvent(.cancel) + turnEvent(.stop) + linkEvent(.stop).filter { $0 != .closeTransport }
         out += TimerID.allCases.map { .timer(.cancel($0)) }
-        out.append(.engine(.close))
         out.append(.teardown)
         outbox.removeAll()
         reconnectToken = nil
@@ -472,6 +477,18 @@ public struct CallEngine: Sendable {
         case .new, .checking: .pending
         case .disconnected: .disconnected
         case .failed, .closed: .failed
+        }
+    }
+}
+
+extension CallEngine.Input {
+    var isFromWebRtc: Bool {
+        switch self {
+        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .localCandidate, .gatheringComplete,
+            .iceStateChanged, .signalingStateChanged:
+            true
+        default:
+            false
         }
     }
 }

@@ -182,7 +182,9 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func startNegotiation() -> [Action] {
         if isHost {
-            return [.timer(.cancel(.nonHostFallback))] + offer(iceRestart: false)
+            // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
+            let restart = iceState != .new
+            return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
         }
         guard !hasRemoteDescription else { return [] }
         return [.timer(.schedule(.nonHostFallback, afterMs: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS))]

@@ -37,6 +37,7 @@ public actor DuetCall {
     private var connection: (any SignalingConnection)?
     private var connectionGeneration = 0
     private var sendQueue: AsyncStream<Envelope>.Continuation?
+    private var sendTask: Task<Void, Never>?
     private var sseSid = SessionIdFormat.random()
     private var timers: [TimerID: (generation: Int, task: Task<Void, Never>)] = [:]
     private var timerGeneration = 0
@@ -117,6 +118,15 @@ public actor DuetCall {
     /// Timers still scheduled (a finished call has none).
     public var scheduledTimers: Set<TimerID> { Set(timers.keys) }
 
+    /// Kills the signaling transport without a goodbye, as a dying network would (drills and tests).
+    public func dropSignalingConnection() {
+        switch connection {
+        case let ws as WebSocketSignalingConnection: ws.abort()
+        case let sse as SSESignalingConnection: Task { await sse.abort() }
+        default: break
+        }
+    }
+
     // MARK: - The loop
 
     private func feed(_ input: CallEngine.Input) {
@@ -140,6 +150,7 @@ public actor DuetCall {
         case .teardown:
             Task {
                 await dropConnection(afterPendingSends: true)
+                await webRtc.close()
                 feed(.teardownFinished)
             }
         }
@@ -214,7 +225,7 @@ public actor DuetCall {
         connection = newConnection
         let (queue, sink) = AsyncStream<Envelope>.makeStream()
         sendQueue = sink
-        Task {
+        sendTask = Task {
             for await envelope in queue {
                 do { try await newConnection.send(envelope) } catch { break }
             }
@@ -258,12 +269,25 @@ public actor DuetCall {
     private func dropConnection(afterPendingSends: Bool = false) async {
         connectionGeneration += 1
         let current = connection
+        let sending = sendTask
         connection = nil
+        sendTask = nil
         sendQueue?.finish()
         sendQueue = nil
-        if afterPendingSends { try? await clock.sleep(for: .milliseconds(50)) }
+        if afterPendingSends, let sending {
+            // `leave` / `end_room` must reach the server before the socket closes (bounded wait).
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(2))
+                sending.cancel()
+            }
+            await sending.value
+            watchdog.cancel()
+        } else {
+            sending?.cancel()
+        }
         await current?.close()
     }
+
 
     // MARK: - WebRTC
 

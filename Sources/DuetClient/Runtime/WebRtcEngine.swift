@@ -16,6 +16,7 @@ public protocol WebRtcEngine: Sendable {
     func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws
     /// Applies new ICE servers (TURN refresh) to the live connection.
     func setConfiguration(_ configuration: RtcConfiguration) async throws
+    /// Closes the peer connection; calling it again does nothing.
     func close() async
 }
 

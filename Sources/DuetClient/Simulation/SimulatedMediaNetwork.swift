@@ -18,6 +18,7 @@ public actor SimulatedMediaNetwork {
         public var closed: Bool
         public var iceState: NegotiationMachine.IceState
         public var iceRestartsApplied: Int
+        public var offersCreated: Int
     }
 
     struct Peer {
@@ -36,6 +37,7 @@ public actor SimulatedMediaNetwork {
         var localUfrags = 0
         var configuration = RtcConfiguration()
         var failedUfrag: String?
+        var offers = 0
     }
 
     private var peers: [Int: Peer] = [:]
@@ -58,7 +60,7 @@ public actor SimulatedMediaNetwork {
 
     public func stats(of engine: SimulatedWebRtcEngine) -> Stats {
         let peer = peers[engine.id]!
-        return Stats(framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice, iceRestartsApplied: max(0, peer.localUfrags - 1))
+        return Stats(framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice, iceRestartsApplied: max(0, peer.localUfrags - 1), offersCreated: peer.offers)
     }
 
     public func configuration(of engine: SimulatedWebRtcEngine) -> RtcConfiguration { peers[engine.id]!.configuration }
@@ -95,6 +97,7 @@ public actor SimulatedMediaNetwork {
         var peer = try live(id)
         guard peer.signaling == .stable else { throw SimulatedWebRtcError.wrongState("createOffer in \(peer.signaling)") }
         peer.rollbackUfrag = peer.localUfrag
+        peer.offers += 1
         let fresh = iceRestart || peer.localUfrag == nil
         if fresh { peer.localUfrag = newUfrag(); peer.localUfrags += 1 }
         peer.signaling = .haveLocalOffer

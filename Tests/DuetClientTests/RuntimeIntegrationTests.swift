@@ -1,0 +1,179 @@
+import DuetClient
+import DuetProtocol
+import DuetServer
+import DuetTestSupport
+import Testing
+
+/// Two `DuetCall` runtimes on the simulated WebRTC pair against the real `duet serve` on an
+/// ephemeral port, over real WebSocket and SSE transports.
+@Suite struct RuntimeIntegrationTests {
+    @Test func callReachesInCallAndConnected() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        #expect(await alice.call.hostCid == alice.call.cid)
+        #expect(await alice.transports().last == .ws)
+        #expect(await alice.stats().offersCreated == 1, "the host offers")
+        #expect(await bob.stats().offersCreated == 0, "the non-host never needed its fallback offer")
+        try await alice.framesKeepFlowing()
+        try await bob.framesKeepFlowing()
+        #expect(await alice.statuses().isEmpty, "the happy path never leaves connected (seed 001 item 1)")
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test func killedSocketReattachesWithoutTouchingMedia() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        let cid = await bob.call.cid
+
+        await bob.call.dropSignalingConnection()
+        try await bob.waitFor("recovering → connected") { await $0.statuses() == [.recovering, .connected] }
+        #expect(await bob.call.cid == cid, "same seat")
+        #expect(await bob.stats().peerConnectionsCreated == 1, "media never torn down")
+        #expect(await bob.stats().iceRestartsApplied == 0)
+        try await bob.framesKeepFlowing()
+        try await alice.framesKeepFlowing()
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test func serverRestartRecoversTheRoom() async throws {
+        let original = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: original, media: media)
+        let (aliceCid, bobCid) = (await alice.call.cid, await bob.call.cid)
+
+        let server = try await original.restarted()
+        for participant in [alice, bob] {
+            try await participant.waitFor("back to connected after the restart") { participant in
+                let statuses = await participant.statuses()
+                let count = await participant.call.participants.count
+                return statuses.count >= 2 && statuses.last == .connected && count == 2
+            }
+            #expect(await participant.stats().peerConnectionsCreated == 1)
+        }
+        #expect(await alice.call.cid == aliceCid)
+        #expect(await bob.call.cid == bobCid)
+        try await alice.framesKeepFlowing()
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test func refusedWebSocketFallsBackToSSE() async throws {
+        let server = try await TestServer.start { $0.blockWebSocket = true }
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        #expect(await alice.call.transport == .sse)
+        #expect(await bob.call.transport == .sse)
+        try await bob.framesKeepFlowing()
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+}
+
+/// Seed 001's verification list, against the real server (time runs 20× faster for the engine).
+@Suite struct ConnectionStatusVerificationTests {
+    @Test("1 happy path: status stays connected") func happyPath() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let clock = FastClock()
+        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
+        clock.speedUp(20)
+        try await Task.sleep(for: .seconds(1))  // 20 s of engine time: pings, no degradation
+        #expect(await alice.statuses().isEmpty)
+        #expect(await bob.statuses().isEmpty)
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("2 recovering: a brief media cut shows recovering, then connected") func briefCut() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        await media.cut()
+        try await alice.waitFor("recovering") { await $0.call.connectionStatus == .recovering }
+        await media.restore()
+        try await alice.waitFor("connected again") { await $0.statuses() == [.recovering, .connected] }
+        try await bob.waitFor("connected again") { await $0.call.connectionStatus == .connected }
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("3 retrying: more than 10 s without recovery → retrying, escalation running") func retrying() async throws {
+        let server = try await TestServer.start()
+        var timing = SimulatedMediaNetwork.Timing()
+        timing.failAfterCut = .milliseconds(300)
+        let media = SimulatedMediaNetwork(timing: timing)
+        let clock = FastClock()
+        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
+        clock.speedUp(20)
+        await media.cut()
+        try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
+        try await alice.waitFor("escalation") { participant in
+            await participant.events.contains { if case .escalation = $0 { true } else { false } }
+        }
+        await media.restore()
+        try await alice.waitInCallConnected(timeout: .seconds(15))
+        try await bob.waitInCallConnected(timeout: .seconds(15))
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("4 long outage: 2 min without signaling or media, then everything resumes by itself") func longOutage() async throws {
+        let original = try await TestServer.start()
+        var timing = SimulatedMediaNetwork.Timing()
+        timing.failAfterCut = .milliseconds(300)
+        let media = SimulatedMediaNetwork(timing: timing)
+        let clock = FastClock()
+        let (alice, bob) = try await startCall(server: original, media: media, clock: clock)
+        clock.speedUp(20)
+        await media.cut()
+        await original.stop()
+        try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
+        try await Task.sleep(for: .seconds(6))  // 2 minutes of engine time
+        let server = try await TestServer.start(dataDirectory: original.dataDirectory, port: original.port)
+        await media.restore()
+        try await alice.waitInCallConnected(timeout: .seconds(20))
+        try await bob.waitInCallConnected(timeout: .seconds(20))
+        #expect(await alice.call.phase == .inCall)
+        #expect(await alice.stats().peerConnectionsCreated == 1)
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("5 leave from retrying: back to idle, nothing left running") func leaveFromRetrying() async throws {
+        let server = try await TestServer.start()
+        var timing = SimulatedMediaNetwork.Timing()
+        timing.failAfterCut = .milliseconds(300)
+        let media = SimulatedMediaNetwork(timing: timing)
+        let clock = FastClock()
+        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
+        clock.speedUp(20)
+        await media.cut()
+        try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
+        await alice.call.leave()
+        try await alice.waitFor("idle") { await $0.call.phase == .idle }
+        let left = await alice.call.scheduledTimers
+        #expect(left.isEmpty, "\(left)")
+        #expect(await alice.stats().closed)
+        try await bob.waitFor("Bob back to waiting") { await $0.call.phase == .waiting }
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("6 room gone during the outage: the host ended it → on reconnect the call ends by itself") func roomGone() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        // Bob loses signaling and cannot get back for a moment; meanwhile Alice (host) ends the room.
+        await bob.call.dropSignalingConnection()
+        await alice.call.end()
+        try await alice.waitFor("Alice idle") { await $0.call.phase == .idle }
+        try await bob.waitFor("Bob idle: the server confirmed the room is gone") { await $0.call.phase == .idle }
+        #expect(await bob.call.scheduledTimers.isEmpty)
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
+    @Test("6b the other peer leaves during my outage → Waiting, ready for them to come back") func peerLeftDuringOutage() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        await bob.call.dropSignalingConnection()
+        await alice.call.leave()
+        try await bob.waitFor("Bob waiting") { await $0.call.phase == .waiting }
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+}
