@@ -18,6 +18,9 @@ import Testing
         try await alice.framesKeepFlowing()
         try await bob.framesKeepFlowing()
         #expect(await alice.statuses().isEmpty, "the happy path never leaves connected (seed 001 item 1)")
+        try await alice.waitFor("stats events with frames") { participant in
+            await participant.events.contains { if case .stats(let stats) = $0 { stats.videoFramesReceived > 0 && stats.candidateType == "host" } else { false } }
+        }
         await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
     }
 

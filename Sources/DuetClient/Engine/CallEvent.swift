@@ -13,6 +13,8 @@ public enum CallEvent: Sendable, Equatable {
     /// A join or room-creation failure (the phase is `error`), or a server error worth showing.
     case failure(CallFailure)
     case iceRestart(NegotiationMachine.RestartReason)
+    /// Once per `DuetCall.Configuration.statsInterval` while in a call.
+    case stats(CallStats)
     case escalation(EscalationStep)
 }
 

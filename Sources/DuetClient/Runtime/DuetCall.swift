@@ -21,6 +21,8 @@ public actor DuetCall {
         public var fallbackIceServers: [IceServer] = []
         public var relayOnly = false
         public var engine = CallEngine.Options()
+        /// How often `.stats` is emitted while in a call; nil turns it off.
+        public var statsInterval: Duration? = .seconds(1)
         public init(server: String) { self.server = server.hasSuffix("/") ? server : server + "/" }
     }
 
@@ -87,6 +89,15 @@ public actor DuetCall {
         background.append(Task { [weak self] in
             for await event in network.events { await self?.networkEvent(event) }
         })
+        if let interval = configuration.statsInterval {
+            let clock = self.clock
+            background.append(Task { [weak self] in
+                while !Task.isCancelled {
+                    do { try await clock.sleep(for: interval) } catch { return }
+                    await self?.emitStats()
+                }
+            })
+        }
     }
 
     // MARK: - App commands
@@ -320,6 +331,11 @@ public actor DuetCall {
             if case .createOffer = command { feed(.localDescriptionFailed) }
             if case .createAnswer = command { feed(.localDescriptionFailed) }
         }
+    }
+
+    private func emitStats() async {
+        guard phase == .inCall, let stats = await webRtc.stats() else { return }
+        emit(.stats(stats))
     }
 
     private func rtcConfiguration() -> RtcConfiguration {

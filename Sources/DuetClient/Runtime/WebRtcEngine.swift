@@ -18,6 +18,23 @@ public protocol WebRtcEngine: Sendable {
     func setConfiguration(_ configuration: RtcConfiguration) async throws
     /// Closes the peer connection; calling it again does nothing.
     func close() async
+    /// Media statistics of the live connection (nil without one).
+    func stats() async -> CallStats?
+}
+
+/// What an app shows about media: is anything arriving, over which path, how fast.
+public struct CallStats: Sendable, Equatable {
+    public var videoFramesReceived: Int
+    public var audioPacketsReceived: Int
+    /// `host`, `srflx`, `prflx` or `relay` for the selected candidate pair.
+    public var candidateType: String?
+    public var roundTripTimeMs: Double?
+    public init(videoFramesReceived: Int, audioPacketsReceived: Int, candidateType: String?, roundTripTimeMs: Double?) {
+        self.videoFramesReceived = videoFramesReceived
+        self.audioPacketsReceived = audioPacketsReceived
+        self.candidateType = candidateType
+        self.roundTripTimeMs = roundTripTimeMs
+    }
 }
 
 public enum WebRtcEvent: Sendable, Equatable {

@@ -65,6 +65,13 @@ public actor SimulatedMediaNetwork {
 
     public func configuration(of engine: SimulatedWebRtcEngine) -> RtcConfiguration { peers[engine.id]!.configuration }
 
+    func callStats(_ id: Int) -> CallStats? {
+        guard let peer = peers[id], peer.peerConnections > 0, !peer.closed else { return nil }
+        let relayed = peer.configuration.relayOnly
+        return CallStats(videoFramesReceived: peer.frames, audioPacketsReceived: peer.frames * 2,
+                         candidateType: peer.ice == .connected ? (relayed ? "relay" : "host") : nil, roundTripTimeMs: peer.ice == .connected ? 1 : nil)
+    }
+
     /// Cuts the media path (signaling is separate).
     public func cut() {
         linkUp = false
@@ -312,4 +319,5 @@ public final class SimulatedWebRtcEngine: WebRtcEngine {
     public func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws { try await network.addRemoteCandidate(id, candidate) }
     public func setConfiguration(_ configuration: RtcConfiguration) async throws { await network.setConfiguration(id, configuration) }
     public func close() async { await network.close(id) }
+    public func stats() async -> CallStats? { await network.callStats(id) }
 }
