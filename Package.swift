@@ -5,7 +5,7 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "Duet",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "duet", targets: ["duet"]),
         .library(name: "DuetProtocol", targets: ["DuetProtocol"]),

@@ -5,7 +5,7 @@ import Synchronization
 /// `NetworkMonitor` on Apple platforms: `NWPathMonitor` mapped onto the engine's three events.
 /// `.satisfied` after anything else → `.online`; a different set of interfaces while satisfied
 /// (Wi-Fi ↔ cellular) → `.pathChanged`; anything else → `.offline`.
-@available(macOS 14, iOS 17, *)
+@available(macOS 15, iOS 18, *)
 public final class PathNetworkMonitor: NetworkMonitor {
     public let events: AsyncStream<NetworkEvent>
     private let monitor: NWPathMonitor
@@ -15,25 +15,35 @@ public final class PathNetworkMonitor: NetworkMonitor {
         self.events = events
         let monitor = NWPathMonitor()
         self.monitor = monitor
-        let last = Mutex<(satisfied: Bool?, interfaces: [String])>((nil, []))
+        let last = LastPath()
         monitor.pathUpdateHandler = { path in
-            let satisfied = path.status == .satisfied
-            let interfaces = path.availableInterfaces.map(\.name)
-            let event: NetworkEvent? = last.withLock { previous in
-                defer { previous = (satisfied, interfaces) }
-                switch (previous.satisfied, satisfied) {
-                case (nil, _): return nil  // the first report is the starting point
-                case (false?, true): return .online
-                case (true?, false), (false?, false): return previous.satisfied == true ? .offline : nil
-                case (true?, true): return previous.interfaces == interfaces ? nil : .pathChanged
-                }
+            if let event = last.update(satisfied: path.status == .satisfied, interfaces: path.availableInterfaces.map(\.name)) {
+                continuation.yield(event)
             }
-            if let event { continuation.yield(event) }
         }
         continuation.onTermination = { _ in monitor.cancel() }
         monitor.start(queue: queue)
     }
 
     deinit { monitor.cancel() }
+}
+
+/// The previous path report, to turn reports into changes.
+@available(macOS 15, iOS 18, *)
+private final class LastPath: Sendable {
+    private let state = Mutex<(satisfied: Bool?, interfaces: [String])>((nil, []))
+
+    func update(satisfied: Bool, interfaces: [String]) -> NetworkEvent? {
+        state.withLock { previous in
+            defer { previous = (satisfied, interfaces) }
+            switch (previous.satisfied, satisfied) {
+            case (nil, _): return nil  // the first report is the starting point
+            case (false?, true): return .online
+            case (true?, false): return .offline
+            case (false?, false): return nil
+            case (true?, true): return previous.interfaces == interfaces ? nil : .pathChanged
+            }
+        }
+    }
 }
 #endif
