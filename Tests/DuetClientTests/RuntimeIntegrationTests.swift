@@ -61,6 +61,22 @@ import Testing
         await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
     }
 
+    @Test func turnCredentialsAreFetchedAndAppliedToTheLiveConnection() async throws {
+        let server = try await TestServer.start {
+            $0.turnSecret = "s"
+            $0.turnURIs = ["turn:127.0.0.1:3478?transport=udp"]
+        }
+        let media = SimulatedMediaNetwork()
+        let (alice, bob) = try await startCall(server: server, media: media)
+        for participant in [alice, bob] {
+            try await participant.waitFor("TURN servers applied") { participant in
+                let servers = await participant.media.configuration(of: participant.engine).iceServers
+                return servers.first?.urls == ["turn:127.0.0.1:3478?transport=udp"] && servers.first?.username?.hasSuffix(":duet") == true
+            }
+        }
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
     @Test func refusedWebSocketFallsBackToSSE() async throws {
         let server = try await TestServer.start { $0.blockWebSocket = true }
         let media = SimulatedMediaNetwork()

@@ -39,6 +39,8 @@ public struct CallEngine: Sendable {
         case localCandidate(IceCandidateValue)
         case gatheringComplete
         case iceStateChanged(NegotiationMachine.IceState)
+        /// The peer connection's aggregate state; degraded states count like ICE's.
+        case connectionStateChanged(NegotiationMachine.IceState)
         case signalingStateChanged(NegotiationMachine.SignalingState)
         // network
         case networkOnline
@@ -86,8 +88,9 @@ public struct CallEngine: Sendable {
     private var peerSuspended = false
     /// Set after a signaling reconnect until the first `room_state`.
     private var awaitingRoomStateAfterReconnect = false
-    /// Relayed messages written while signaling was down, with the peer they were meant for.
-    private var outbox: [(envelope: Envelope, peer: String?)] = []
+    /// Relayed messages written while signaling was down, stamped with the peer session (its epoch)
+    /// they belong to.
+    private var outbox: [(envelope: Envelope, peerEpoch: Int64)] = []
     /// A rejoin was sent and not yet acknowledged: relays wait for it.
     private var rejoinPending = false
 
@@ -132,6 +135,9 @@ public struct CallEngine: Sendable {
             var out = negotiationEvent(.iceStateChanged(state))
             out += statusEvent(.ice(Self.health(state)))
             return out
+        case .connectionStateChanged(let state):
+            // Seeds 000 §6/§8: "conn-disconnected" schedules the same restart as ICE's own state.
+            return negotiationEvent(.iceStateChanged(state)) + statusEvent(.ice(Self.health(state)))
         case .signalingStateChanged(let state): return negotiationEvent(.signalingStateChanged(state))
         case .networkOnline:
             var out = negotiationEvent(.networkOnline) + statusEvent(.networkChanged)
@@ -325,15 +331,15 @@ public struct CallEngine: Sendable {
     private mutating func relay(_ type: MessageType, _ payload: JSONValue) -> [Output] {
         let envelope = Envelope(type, rid: roomId, payload: payload)
         if isSignalingUp, !rejoinPending { return [.send(envelope)] }
-        outbox.append((envelope, peerCid))
+        outbox.append((envelope, peerEpoch))
         return []
     }
 
     private mutating func flushOutbox() -> [Output] {
         let pending = outbox
         outbox.removeAll()
-        // Stale: written for a peer that is no longer the one in the room.
-        return pending.filter { $0.peer == nil || $0.peer == peerCid }.map { .send($0.envelope) }
+        // Stale: written for an earlier peer session (another peer, or a room recreated since).
+        return pending.filter { $0.peerEpoch == peerEpoch }.map { .send($0.envelope) }
     }
 
     private mutating func message(_ envelope: Envelope) -> [Output] {
@@ -485,7 +491,7 @@ extension CallEngine.Input {
     var isFromWebRtc: Bool {
         switch self {
         case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .localCandidate, .gatheringComplete,
-            .iceStateChanged, .signalingStateChanged:
+            .iceStateChanged, .connectionStateChanged, .signalingStateChanged:
             true
         default:
             false

@@ -347,6 +347,7 @@ public actor DuetCall {
         case .localCandidate(let candidate): feed(.localCandidate(candidate))
         case .gatheringComplete: feed(.gatheringComplete)
         case .iceConnectionState(let state): feed(.iceStateChanged(state))
+        case .connectionState(let state): feed(.connectionStateChanged(state))
         case .signalingState(let state): feed(.signalingStateChanged(state))
         }
     }

@@ -41,6 +41,8 @@ public enum WebRtcEvent: Sendable, Equatable {
     case localCandidate(IceCandidateValue)
     case gatheringComplete
     case iceConnectionState(NegotiationMachine.IceState)
+    /// `RTCPeerConnection.connectionState` (`new/connecting/connected/disconnected/failed/closed` map onto the ICE names).
+    case connectionState(NegotiationMachine.IceState)
     case signalingState(NegotiationMachine.SignalingState)
 }
 

@@ -1,0 +1,131 @@
+import DuetProtocol
+@testable import DuetClient
+import Testing
+
+/// The composed engine as a pure value: auto-rejoin, the outbox, and the server's word on the room.
+@Suite struct CallEngineTests {
+    let rid = "R" + String(repeating: "a", count: 26)
+
+    func joined(cid: String, participants: [String], host: String, epoch: Int64, kind: ReconnectKind = .fresh) throws -> Envelope {
+        let payload = JoinedPayload(
+            hostCid: host, participants: participants.map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) },
+            maxParticipants: 2, reconnect: kind, epoch: epoch, reconnectToken: "token-\(cid)", reconnectTokenTTLMs: 1_200_000,
+            turnToken: "turn", turnTokenExpiresAt: 0, turnTokenTTLMs: 900_000)
+        return Envelope(.joined, rid: rid, cid: cid, epoch: epoch, payload: try JSONValue(encoding: payload))
+    }
+
+    func roomState(_ participants: [(String, ParticipantConnectionStatus)], host: String, epoch: Int64) throws -> Envelope {
+        let payload = RoomStatePayload(hostCid: host, participants: participants.map { ParticipantInfo(cid: $0.0, joinedAt: 0, connectionStatus: $0.1) }, epoch: epoch)
+        return Envelope(.roomState, rid: rid, epoch: epoch, payload: try JSONValue(encoding: payload))
+    }
+
+    func sent(_ outputs: [CallEngine.Output]) -> [Envelope] {
+        outputs.compactMap { if case .send(let envelope) = $0 { envelope } else { nil } }
+    }
+
+    /// Guest in a call with host "C-h": returns the engine.
+    func guestInCall() throws -> CallEngine {
+        var engine = CallEngine()
+        #expect(engine.handle(.joinRoom(rid)).contains(.openTransport(.ws)))
+        let opened = engine.handle(.transportOpened(.ws))
+        #expect(sent(opened).first?.messageType == .join)
+        _ = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        #expect(engine.phase.phase == .inCall)
+        return engine
+    }
+
+    @Test func autoRejoinCarriesReconnectCidAndToken() throws {
+        var engine = try guestInCall()
+        let down = engine.handle(.transportClosed(.networkError))
+        #expect(down.contains(.emit(.transport(nil))))
+        #expect(down.contains(.emit(.connectionStatus(.recovering))))
+        #expect(engine.handle(.timerFired(.reconnectBackoff)).contains(.openTransport(.ws)))
+        let rejoin = try #require(sent(engine.handle(.transportOpened(.ws))).first)
+        let payload = try rejoin.payload.decode(JoinPayload.self)
+        #expect(rejoin.messageType == .join)
+        #expect(payload.reconnectCid == "C-g")
+        #expect(payload.reconnectToken == "token-C-g")
+        let back = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 4, kind: .reattached)))
+        #expect(back.contains(.emit(.connectionStatus(.connected))) == false, "ICE has not reported connected yet")
+        _ = engine.handle(.iceStateChanged(.connected))
+        #expect(engine.status.status == .connected)
+    }
+
+    @Test func relaysWrittenWhileDownAreSentAfterTheRejoin() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        // The engine produces an answer and a candidate while signaling is down.
+        _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": "o", "from": "C-h"])))
+        _ = engine.handle(.remoteDescriptionApplied(.offer))
+        #expect(sent(engine.handle(.localDescriptionReady(.answer, sdp: "a"))).isEmpty, "queued, not lost")
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let flushed = sent(engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 4, kind: .reattached))))
+        #expect(flushed.contains { $0.messageType == .answer && $0.payload["sdp"] == "a" })
+    }
+
+    @Test func relaysForAnEarlierPeerSessionAreDropped() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": "o"])))
+        _ = engine.handle(.remoteDescriptionApplied(.offer))
+        _ = engine.handle(.localDescriptionReady(.answer, sdp: "a"))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        // The server restarted meanwhile: the room was recreated.
+        let flushed = sent(engine.handle(.message(try joined(cid: "C-g", participants: ["C-g"], host: "C-g", epoch: 1, kind: .recovered))))
+        #expect(!flushed.contains { $0.messageType == .answer })
+    }
+
+    @Test func roomEndedOnRejoinEndsTheCall() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let error = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .roomEnded, message: "ended")))
+        let outputs = engine.handle(.message(error))
+        #expect(outputs.contains(.emit(.phase(.ending))))
+        #expect(outputs.contains(.teardown))
+        #expect(engine.handle(.teardownFinished).contains(.emit(.phase(.idle))))
+    }
+
+    @Test func invalidTokenJoinsFresh() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let error = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .invalidReconnectToken, message: "expired")))
+        let fresh = try #require(sent(engine.handle(.message(error))).first)
+        #expect(try fresh.payload.decode(JoinPayload.self).reconnectCid == nil)
+    }
+
+    @Test func escalationStepsReachTheRightMachines() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.iceStateChanged(.connected))
+        _ = engine.handle(.iceStateChanged(.failed))
+        let retrying = engine.handle(.timerFired(.retryingThreshold))
+        #expect(retrying.contains(.emit(.escalation(.iceRestart))))
+        #expect(retrying.contains(.engine(.createOffer(iceRestart: true))), "the guest may restart when escalating")
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: "restart"))
+        #expect(engine.handle(.timerFired(.retryEscalation)).contains(.emit(.escalation(.offerResend))))
+        let rejoin = engine.handle(.timerFired(.retryEscalation))
+        #expect(sent(rejoin).contains { $0.messageType == .join })
+        let fallback = engine.handle(.timerFired(.retryEscalation))
+        #expect(fallback.contains(.openTransport(.sse)))
+    }
+
+    @Test func lateWebRtcNewsAfterTheCallIsIgnored() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.leave)
+        _ = engine.handle(.teardownFinished)
+        #expect(engine.handle(.localCandidate(IceCandidateValue(candidate: "c", sdpMid: "0", sdpMLineIndex: 0))).isEmpty)
+        #expect(engine.handle(.iceStateChanged(.closed)).isEmpty)
+    }
+
+    @Test func leavingWithSignalingDownLeavesOverHTTP() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        let outputs = engine.handle(.leave)
+        #expect(outputs.contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-g", reconnectToken: "token-C-g"))))
+    }
+}
