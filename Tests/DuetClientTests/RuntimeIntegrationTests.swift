@@ -116,13 +116,7 @@ import Testing
 
     @Test("3 retrying: more than 10 s without recovery → retrying, escalation running") func retrying() async throws {
         let server = try await TestServer.start()
-        var timing = SimulatedMediaNetwork.Timing()
-        timing.failAfterCut = .milliseconds(300)
-        let media = SimulatedMediaNetwork(timing: timing)
-        let clock = FastClock()
-        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
-        clock.speedUp(20)
-        await media.cut()
+        let (alice, bob, media) = try await startCallThenCutMedia(server: server)
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await alice.waitFor("escalation") { participant in
             await participant.events.contains { if case .escalation = $0 { true } else { false } }
@@ -135,13 +129,7 @@ import Testing
 
     @Test("4 long outage: 2 min without signaling or media, then everything resumes by itself") func longOutage() async throws {
         let original = try await TestServer.start()
-        var timing = SimulatedMediaNetwork.Timing()
-        timing.failAfterCut = .milliseconds(300)
-        let media = SimulatedMediaNetwork(timing: timing)
-        let clock = FastClock()
-        let (alice, bob) = try await startCall(server: original, media: media, clock: clock)
-        clock.speedUp(20)
-        await media.cut()
+        let (alice, bob, media) = try await startCallThenCutMedia(server: original)
         await original.stop()
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await Task.sleep(for: .seconds(6))  // 2 minutes of engine time
@@ -156,13 +144,7 @@ import Testing
 
     @Test("5 leave from retrying: back to idle, nothing left running") func leaveFromRetrying() async throws {
         let server = try await TestServer.start()
-        var timing = SimulatedMediaNetwork.Timing()
-        timing.failAfterCut = .milliseconds(300)
-        let media = SimulatedMediaNetwork(timing: timing)
-        let clock = FastClock()
-        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
-        clock.speedUp(20)
-        await media.cut()
+        let (alice, bob, media) = try await startCallThenCutMedia(server: server)
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         await alice.call.leave()
         try await alice.waitFor("idle") { await $0.call.phase == .idle }

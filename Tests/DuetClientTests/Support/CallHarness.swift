@@ -119,3 +119,16 @@ func startCall(server: TestServer, media: SimulatedMediaNetwork, clock: any Cloc
     try await bob.waitInCallConnected()
     return (alice, bob)
 }
+
+/// A call set up at normal speed; then engine time runs 20× faster and the media path is cut, with ICE
+/// failing 300 ms (real) after the cut.
+func startCallThenCutMedia(server: TestServer) async throws -> (Participant, Participant, SimulatedMediaNetwork) {
+    var timing = SimulatedMediaNetwork.Timing()
+    timing.failAfterCut = .milliseconds(300)
+    let media = SimulatedMediaNetwork(timing: timing)
+    let clock = FastClock()
+    let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
+    clock.speedUp(20)
+    await media.cut()
+    return (alice, bob, media)
+}
