@@ -41,6 +41,12 @@ public enum ResilienceConstants {
     public static let END_OF_CANDIDATES_TIMEOUT_MS: Int64 = 3_000
     /// Duet: backoff jitter, ± this fraction of the delay.
     public static let BACKOFF_JITTER_RATIO = 0.2
+    /// Duet: an SSE stream silent this long is dead (the server comments every PING_INTERVAL_MS).
+    public static let SSE_SILENCE_TIMEOUT_MS: Int64 = 30_000
+    /// Duet: how long `leave` / `end_room` may take to go out before the transport is closed anyway.
+    public static let GOODBYE_FLUSH_TIMEOUT_MS: Int64 = 2_000
+    /// Duet: room creation and HTTP leave requests.
+    public static let HTTP_REQUEST_TIMEOUT_MS: Int64 = 5_000
 
     /// Every constant by name, for parity checks with other clients.
     public static let table: [(name: String, value: Double)] = [
@@ -69,5 +75,8 @@ public enum ResilienceConstants {
         ("RETRY_ESCALATION_CAP_MS", Double(RETRY_ESCALATION_CAP_MS)),
         ("END_OF_CANDIDATES_TIMEOUT_MS", Double(END_OF_CANDIDATES_TIMEOUT_MS)),
         ("BACKOFF_JITTER_RATIO", BACKOFF_JITTER_RATIO),
+        ("SSE_SILENCE_TIMEOUT_MS", Double(SSE_SILENCE_TIMEOUT_MS)),
+        ("GOODBYE_FLUSH_TIMEOUT_MS", Double(GOODBYE_FLUSH_TIMEOUT_MS)),
+        ("HTTP_REQUEST_TIMEOUT_MS", Double(HTTP_REQUEST_TIMEOUT_MS)),
     ]
 }

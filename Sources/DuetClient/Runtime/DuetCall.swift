@@ -219,7 +219,9 @@ public actor DuetCall {
                     let url = server.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://") + "ws"
                     connection = try await WebSocketSignalingConnection.connect(url: url, timeout: timeout)
                 case .sse:
-                    connection = try await SSESignalingConnection.connect(baseURL: server, sid: sid, timeout: timeout, http: http)
+                    connection = try await SSESignalingConnection.connect(
+                        baseURL: server, sid: sid, timeout: timeout,
+                        silenceTimeout: .milliseconds(ResilienceConstants.SSE_SILENCE_TIMEOUT_MS), http: http)
                 }
                 await opened(connection, kind: kind, generation: generation)
             } catch {
@@ -288,7 +290,7 @@ public actor DuetCall {
         if afterPendingSends, let sending {
             // `leave` / `end_room` must reach the server before the socket closes (bounded wait).
             let watchdog = Task {
-                try await Task.sleep(for: .seconds(2))
+                try await Task.sleep(for: .milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS))
                 sending.cancel()
             }
             await sending.value
@@ -364,7 +366,7 @@ public actor DuetCall {
 
     private func createRoomId() async {
         do {
-            let response = try await http.execute(HTTPClientRequest(url: configuration.server + "api/room-id"), timeout: .seconds(10))
+            let response = try await http.execute(HTTPClientRequest(url: configuration.server + "api/room-id"), timeout: .milliseconds(ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS))
             let body = try await response.body.collect(upTo: 64 * 1024)
             guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
             let id = try JSONDecoder().decode(RoomIdResponse.self, from: Data(body.readableBytesView)).roomId
@@ -395,7 +397,7 @@ public actor DuetCall {
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "application/json")
         post.body = .bytes(ByteBuffer(bytes: (try? JSONEncoder().encode(request)) ?? Data()))
-        _ = try? await http.execute(post, timeout: .seconds(5))
+        _ = try? await http.execute(post, timeout: .milliseconds(ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS))
     }
 }
 
