@@ -118,7 +118,7 @@ import Testing
         var engine = try guestInCall()
         _ = engine.handle(.leave)
         _ = engine.handle(.teardownFinished)
-        #expect(engine.handle(.localCandidate(IceCandidateValue(candidate: "c", sdpMid: "0", sdpMLineIndex: 0))).isEmpty)
+        #expect(engine.handle(.localCandidate(IceCandidate(candidate: "c", sdpMid: "0", sdpMLineIndex: 0))).isEmpty)
         #expect(engine.handle(.iceStateChanged(.closed)).isEmpty)
     }
 

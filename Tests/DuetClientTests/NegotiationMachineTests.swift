@@ -1,3 +1,4 @@
+import DuetProtocol
 @testable import DuetClient
 import Testing
 
@@ -146,7 +147,7 @@ import Testing
     func candidateBuffer() {
         var guest = side(host: false)
         for index in 0..<60 {
-            #expect(guest.send { $0.handle(.remoteCandidate(IceCandidateValue(candidate: "c\(index)", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }.isEmpty)
+            #expect(guest.send { $0.handle(.remoteCandidate(IceCandidate(candidate: "c\(index)", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }.isEmpty)
         }
         #expect(guest.machine.remoteCandidateBuffer.count == 50)
         guest.send { $0.handle(.remoteDescription(.offer, sdp: "o", epoch: 1)) }
@@ -157,9 +158,9 @@ import Testing
 
         var host = side(host: true)
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
-        host.send { $0.handle(.remoteCandidate(IceCandidateValue(candidate: "early", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }
+        host.send { $0.handle(.remoteCandidate(IceCandidate(candidate: "early", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }
         host.send { $0.handle(.remoteDescription(.answer, sdp: "a", epoch: 1)) }
-        #expect(host.send { $0.handle(.remoteDescriptionApplied(.answer)) } == [.addRemoteCandidates([IceCandidateValue(candidate: "early", sdpMid: "0", sdpMLineIndex: 0)])])
+        #expect(host.send { $0.handle(.remoteDescriptionApplied(.answer)) } == [.addRemoteCandidates([IceCandidate(candidate: "early", sdpMid: "0", sdpMLineIndex: 0)])])
         #expect(host.send { $0.handle(.remoteCandidate(nil, epoch: 1)) } == [.addRemoteCandidates([nil])], "after: passed straight through")
     }
 

@@ -1,9 +1,10 @@
+import DuetProtocol
 @testable import DuetClient
 import Testing
 
 @Suite struct TrickleIceMachineTests {
     typealias Machine = TrickleIceMachine
-    let candidate = IceCandidateValue(
+    let candidate = IceCandidate(
         candidate: "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.2 rport 46154 generation 0 ufrag EEtu network-id 3 network-cost 10",
         sdpMid: "0", sdpMLineIndex: 0)
 

@@ -16,13 +16,9 @@ import Testing
             $0.turnCredentialTTLSeconds = 8
         }
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let client = try await TestClient.connect(.ws, to: server)
-        let joined = try await client.join(rid)
-        let response = try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken)
-        #expect(response.status == 200)
-        let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(response.body.utf8))
-        await client.close()
+        let fetched = try await server.joinAndFetchTurnCredentials()
+        #expect(fetched.status == 200)
+        let credentials = try #require(fetched.credentials)
 
         let expiresAt = try #require(credentials.username.split(separator: ":").first.flatMap { Int64($0) })
         let result = try await runCommand(

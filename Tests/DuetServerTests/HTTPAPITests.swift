@@ -40,13 +40,10 @@ import Testing
             $0.turnURIs = ["turn:127.0.0.1:3478?transport=udp", "turn:127.0.0.1:3478?transport=tcp"]
         }
         defer { Task { await server.stop() } }
-        let rid = try await server.roomId()
-        let client = try await TestClient.connect(.ws, to: server)
-        let joined = try await client.join(rid)
-
-        let response = try await server.http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken)
-        #expect(response.status == 200)
-        let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(response.body.utf8))
+        let fetched = try await server.joinAndFetchTurnCredentials()
+        #expect(fetched.status == 200)
+        let credentials = try #require(fetched.credentials)
+        let joined = fetched.joined
         #expect(credentials.uris.count == 2)
         #expect(credentials.ttl == 3600)
         let parts = credentials.username.split(separator: ":")
@@ -59,7 +56,6 @@ import Testing
         #expect(try await server.http(.GET, "api/turn-credentials?token=x.y").status == 401)
         let tampered = "A" + joined.payload.turnToken.dropFirst()
         #expect(try await server.http(.GET, "api/turn-credentials?token=" + tampered).status == 401)
-        await client.close()
     }
 
     @Test func expiredTurnTokenIsRefused() async throws {

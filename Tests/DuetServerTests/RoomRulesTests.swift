@@ -70,8 +70,7 @@ import Testing
         defer { Task { await server.stop() } }
         let pair = try await server.callPair()
         let (rid, host, guestJoined) = (pair.rid, pair.host, pair.guestJoined)
-        await pair.guest.close()
-        try await host.peerSuspended()
+        try await pair.dropGuest()
         try await host.send(.endRoom)
         _ = try await host.expect(.roomEnded)
         let back = try await TestClient.connect(.sse, to: server)
@@ -87,8 +86,7 @@ import Testing
         defer { Task { await server.stop() } }
         let pair = try await server.callPair()
         let (rid, host, guestJoined) = (pair.rid, pair.host, pair.guestJoined)
-        await pair.guest.close()
-        try await host.peerSuspended()
+        try await pair.dropGuest()
 
         let body = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)), as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave", body: body).status == 204)

@@ -36,7 +36,7 @@ public struct CallEngine: Sendable {
         case localDescriptionReady(NegotiationMachine.DescriptionKind, sdp: String)
         case localDescriptionFailed
         case remoteDescriptionApplied(NegotiationMachine.DescriptionKind)
-        case localCandidate(IceCandidateValue)
+        case localCandidate(IceCandidate)
         case gatheringComplete
         case iceStateChanged(NegotiationMachine.IceState)
         /// The peer connection's aggregate state; degraded states count like ICE's.
@@ -261,9 +261,8 @@ public struct CallEngine: Sendable {
         for action in trickle.handle(event) {
             switch action {
             case .sendCandidate(let candidate):
-                out += relay(.ice, ["candidate": ["candidate": .string(candidate.candidate), "sdpMid": candidate.sdpMid.map { .string($0) } ?? .null,
-                                                  "sdpMLineIndex": candidate.sdpMLineIndex.map { .int(Int64($0)) } ?? .null]])
-            case .sendEndOfCandidates: out += relay(.ice, ["candidate": .null])
+                out += relay(.ice, (try? JSONValue(encoding: IcePayload(candidate: candidate))) ?? [:])
+            case .sendEndOfCandidates: out += relay(.ice, (try? JSONValue(encoding: IcePayload(candidate: nil))) ?? [:])
             case .timer(let command): out.append(.timer(command))
             }
         }
@@ -359,13 +358,8 @@ public struct CallEngine: Sendable {
             guard let sdp = envelope.payload["sdp"]?.stringValue else { return [] }
             return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch))
         case .ice?:
-            let raw = envelope.payload["candidate"]
-            let candidate = raw?.objectValue.flatMap { fields in
-                fields["candidate"]?.stringValue.map {
-                    IceCandidateValue(candidate: $0, sdpMid: fields["sdpMid"]?.stringValue, sdpMLineIndex: fields["sdpMLineIndex"]?.intValue.map(Int.init))
-                }
-            }
-            return negotiationEvent(.remoteCandidate(candidate, epoch: envelope.epoch))
+            guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
+            return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
         case .pong?:
             return linkEvent(.pong)
         case .turnRefreshed?:

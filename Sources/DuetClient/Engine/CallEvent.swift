@@ -26,7 +26,7 @@ public enum EngineCommand: Sendable, Equatable {
     case createAnswer
     case setRemoteDescription(NegotiationMachine.DescriptionKind, sdp: String)
     case rollback
-    case addRemoteCandidates([IceCandidateValue?])
+    case addRemoteCandidates([IceCandidate?])
     case applyFetchedIceServers
     case applyFallbackIceServers
     case close

@@ -1,3 +1,5 @@
+import DuetProtocol
+
 /// Offer/answer and ICE restart for one side of the call (000 §3–§8, scenarios 2–6).
 ///
 /// - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
@@ -26,7 +28,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         /// The first `room_state` after a signaling reconnect.
         case roomStateAfterReconnect
         case remoteDescription(DescriptionKind, sdp: String, epoch: Int64?)
-        case remoteCandidate(IceCandidateValue?, epoch: Int64?)
+        case remoteCandidate(IceCandidate?, epoch: Int64?)
         /// The engine created and applied our description.
         case localDescriptionReady(DescriptionKind, sdp: String)
         case localDescriptionFailed
@@ -46,7 +48,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         case createAnswer
         case setRemoteDescription(DescriptionKind, sdp: String)
         case rollback
-        case addRemoteCandidates([IceCandidateValue?])
+        case addRemoteCandidates([IceCandidate?])
         case sendOffer(sdp: String)
         case sendAnswer(sdp: String)
         case iceRestartStarted(RestartReason)
@@ -61,7 +63,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var nonHostFallbackAttempts = 0
     /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
     public private(set) var pendingRestart: RestartReason?
-    public private(set) var remoteCandidateBuffer: [IceCandidateValue?] = []
+    public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
     private var signalingUp = true
     private var makingOffer = false
     private var offerIsRestart = false
@@ -268,17 +270,5 @@ public struct NegotiationMachine: Sendable, Equatable {
         else { return [] }
         nonHostFallbackAttempts += 1
         return offer(iceRestart: false, fromFallback: true)
-    }
-}
-
-/// An ICE candidate as the engine and the wire know it.
-public struct IceCandidateValue: Sendable, Equatable, Hashable {
-    public var candidate: String
-    public var sdpMid: String?
-    public var sdpMLineIndex: Int?
-    public init(candidate: String, sdpMid: String?, sdpMLineIndex: Int?) {
-        self.candidate = candidate
-        self.sdpMid = sdpMid
-        self.sdpMLineIndex = sdpMLineIndex
     }
 }

@@ -1,3 +1,4 @@
+import DuetProtocol
 /// Our own ICE candidates on their way out (seed 004): cleaned of WebRTC-only extensions, held back on
 /// the answering side until the answer is sent, and closed by end-of-candidates (`candidate:null`) when
 /// gathering completes or after 3 s without a new candidate.
@@ -8,19 +9,19 @@ public struct TrickleIceMachine: Sendable, Equatable {
         /// A remote offer arrived: we answer, so candidates wait for our answer.
         case answering
         case answerSent
-        case localCandidate(IceCandidateValue)
+        case localCandidate(IceCandidate)
         case gatheringComplete
         case timerFired(TimerID)
     }
 
     public enum Action: Sendable, Equatable {
-        case sendCandidate(IceCandidateValue)
+        case sendCandidate(IceCandidate)
         case sendEndOfCandidates
         case timer(TimerCommand)
     }
 
     private var holding = false
-    private var queued: [IceCandidateValue] = []
+    private var queued: [IceCandidate] = []
     private var gatheringDone = false
     private var endSent = false
 
@@ -43,7 +44,7 @@ public struct TrickleIceMachine: Sendable, Equatable {
             if gatheringDone { actions += end() }
             return actions
         case .localCandidate(let candidate):
-            let cleaned = IceCandidateValue(candidate: Self.clean(candidate.candidate), sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)
+            let cleaned = IceCandidate(candidate: Self.clean(candidate.candidate), sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)
             if holding {
                 queued.append(cleaned)
                 return []

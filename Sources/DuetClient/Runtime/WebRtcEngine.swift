@@ -1,3 +1,4 @@
+import DuetProtocol
 /// The WebRTC stack the runtime drives: a browser-like peer connection behind a small async API, so
 /// the engine works with GStreamer's webrtcbin on Linux, Google's WebRTC on Apple platforms, or the
 /// simulated pair in tests. Calls are made one at a time, in order.
@@ -13,7 +14,7 @@ public protocol WebRtcEngine: Sendable {
     func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws
     func rollback() async throws
     /// `nil` is end-of-candidates.
-    func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws
+    func addRemoteCandidate(_ candidate: IceCandidate?) async throws
     /// Applies new ICE servers (TURN refresh) to the live connection.
     func setConfiguration(_ configuration: RtcConfiguration) async throws
     /// Closes the peer connection; calling it again does nothing.
@@ -38,7 +39,7 @@ public struct CallStats: Sendable, Equatable {
 }
 
 public enum WebRtcEvent: Sendable, Equatable {
-    case localCandidate(IceCandidateValue)
+    case localCandidate(IceCandidate)
     case gatheringComplete
     case iceConnectionState(NegotiationMachine.IceState)
     /// `RTCPeerConnection.connectionState` (`new/connecting/connected/disconnected/failed/closed` map onto the ICE names).

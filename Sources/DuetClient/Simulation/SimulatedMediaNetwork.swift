@@ -1,3 +1,4 @@
+import DuetProtocol
 /// A simulated media plane for tests and the simulator: peer connections that negotiate with SDP
 /// (an ICE ufrag per description), trickle candidates, connect when both sides hold matching
 /// descriptions and candidates, count "frames" while connected, and lose connectivity when the
@@ -156,7 +157,7 @@ public actor SimulatedMediaNetwork {
         emit(id, .signalingState(.stable))
     }
 
-    func addRemoteCandidate(_ id: Int, _ candidate: IceCandidateValue?) throws {
+    func addRemoteCandidate(_ id: Int, _ candidate: IceCandidate?) throws {
         _ = try live(id)
         guard candidate != nil else { return }
         peers[id]!.remoteCandidates += 1
@@ -218,7 +219,7 @@ public actor SimulatedMediaNetwork {
     private func gather(_ id: Int) {
         guard let ufrag = peers[id]?.localUfrag else { return }
         for index in 0..<2 {
-            let candidate = IceCandidateValue(
+            let candidate = IceCandidate(
                 candidate: "candidate:\(index + 1) 1 udp 2122260223 10.0.\(id).1 \(50_000 + index) typ host generation 0 ufrag \(ufrag) network-id 1",
                 sdpMid: "0", sdpMLineIndex: 0)
             after(.milliseconds(2 + index * 3)) { network in await network.emitCandidate(id, candidate, ufrag: ufrag) }
@@ -226,7 +227,7 @@ public actor SimulatedMediaNetwork {
         after(.milliseconds(12)) { network in await network.emitGatheringComplete(id, ufrag: ufrag) }
     }
 
-    private func emitCandidate(_ id: Int, _ candidate: IceCandidateValue, ufrag: String) {
+    private func emitCandidate(_ id: Int, _ candidate: IceCandidate, ufrag: String) {
         guard peers[id]?.localUfrag == ufrag, peers[id]?.closed == false else { return }
         emit(id, .localCandidate(candidate))
     }
@@ -316,7 +317,7 @@ public final class SimulatedWebRtcEngine: WebRtcEngine {
         try await network.setRemote(id, kind: kind, sdp: sdp)
     }
     public func rollback() async throws { try await network.rollback(id) }
-    public func addRemoteCandidate(_ candidate: IceCandidateValue?) async throws { try await network.addRemoteCandidate(id, candidate) }
+    public func addRemoteCandidate(_ candidate: IceCandidate?) async throws { try await network.addRemoteCandidate(id, candidate) }
     public func setConfiguration(_ configuration: RtcConfiguration) async throws { await network.setConfiguration(id, configuration) }
     public func close() async { await network.close(id) }
     public func stats() async -> CallStats? { await network.callStats(id) }

@@ -31,7 +31,7 @@ public struct SessionDescriptionPayload: Codable, Sendable, Equatable {
     public init(sdp: String) { self.sdp = sdp }
 }
 
-public struct IceCandidate: Codable, Sendable, Equatable {
+public struct IceCandidate: Codable, Sendable, Hashable {
     public var candidate: String
     public var sdpMid: String?
     public var sdpMLineIndex: Int?

@@ -1,6 +1,7 @@
 import DuetTestSupport
 import DuetProtocol
 import DuetTransport
+import Foundation
 
 /// Two participants joined to one fresh room: the starting point of most tests.
 struct CallPair {
@@ -13,6 +14,12 @@ struct CallPair {
     func close() async {
         await host.close()
         await guest.close()
+    }
+
+    /// The guest's transport goes away; returns once the host has seen the suspension.
+    func dropGuest() async throws {
+        await guest.close()
+        try await host.peerSuspended()
     }
 }
 
@@ -32,5 +39,18 @@ extension TestClient {
     @discardableResult
     func peerSuspended() async throws -> RoomStatePayload {
         try await roomState { $0.participants.contains { $0.connectionStatus == .suspended } }
+    }
+}
+
+extension TestServer {
+    /// Joins a fresh room and fetches TURN credentials with the `turnToken` from `joined`.
+    func joinAndFetchTurnCredentials() async throws -> (status: Int, credentials: TurnCredentials?, joined: TestClient.Joined) {
+        let rid = try await roomId()
+        let client = try await TestClient.connect(.ws, to: self)
+        defer { Task { await client.close() } }
+        let joined = try await client.join(rid)
+        let response = try await http(.GET, "api/turn-credentials?token=" + joined.payload.turnToken)
+        let credentials = try? JSONDecoder().decode(TurnCredentials.self, from: Data(response.body.utf8))
+        return (response.status, credentials, joined)
     }
 }
