@@ -25,6 +25,8 @@ public enum ResilienceConstants {
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000
     public static let TURN_REFRESH_TRIGGER_RATIO = 0.8
+    /// Duet: the reconnect token is renewed at this fraction of its TTL, like TURN credentials.
+    public static let RECONNECT_TOKEN_REFRESH_RATIO = 0.8
     // Snapshot
     public static let SNAPSHOT_PREPARE_TIMEOUT_MS: Int64 = 2_000
     // Connection status (seed 001)
@@ -68,6 +70,7 @@ public enum ResilienceConstants {
         ("ICE_DISCONNECTED_RESTART_DELAY_MS", Double(ICE_DISCONNECTED_RESTART_DELAY_MS)),
         ("TURN_FETCH_TIMEOUT_MS", Double(TURN_FETCH_TIMEOUT_MS)),
         ("TURN_REFRESH_TRIGGER_RATIO", TURN_REFRESH_TRIGGER_RATIO),
+        ("RECONNECT_TOKEN_REFRESH_RATIO", RECONNECT_TOKEN_REFRESH_RATIO),
         ("SNAPSHOT_PREPARE_TIMEOUT_MS", Double(SNAPSHOT_PREPARE_TIMEOUT_MS)),
         ("CONNECTION_RETRYING_THRESHOLD_MS", Double(CONNECTION_RETRYING_THRESHOLD_MS)),
         ("RECONNECTING_BADGE_DEBOUNCE_MS", Double(RECONNECTING_BADGE_DEBOUNCE_MS)),

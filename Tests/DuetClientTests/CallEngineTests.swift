@@ -128,4 +128,42 @@ import Testing
         let outputs = engine.handle(.leave)
         #expect(outputs.contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-g", reconnectToken: "token-C-g"))))
     }
+
+    @Test("the reconnect token is renewed at 0.8 × its TTL, so long calls keep their seat") func tokenRefresh() throws {
+        var engine = CallEngine()
+        _ = engine.handle(.joinRoom(rid))
+        _ = engine.handle(.transportOpened(.ws))
+        let outputs = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        #expect(outputs.contains(.timer(.schedule(.reconnectTokenRefresh, afterMs: 960_000))))
+        #expect(sent(engine.handle(.timerFired(.reconnectTokenRefresh))).first?.messageType == .reconnectTokenRefresh)
+        let refreshed = Envelope(.reconnectTokenRefreshed, payload: try JSONValue(encoding: ReconnectTokenRefreshedPayload(reconnectToken: "t2", reconnectTokenTTLMs: 1_200_000)))
+        #expect(engine.handle(.message(refreshed)).contains(.timer(.schedule(.reconnectTokenRefresh, afterMs: 960_000))))
+        #expect(engine.reconnectToken == "t2")
+    }
+
+    @Test("end() from the guest leaves (only the host can end the room)") func guestEndLeaves() throws {
+        var engine = try guestInCall()
+        #expect(sent(engine.handle(.end)).map(\.messageType) == [.leave])
+    }
+
+    @Test("a failed join leaves nothing behind for the next attempt") func failedJoinResets() throws {
+        var engine = CallEngine()
+        _ = engine.handle(.joinRoom(rid))
+        _ = engine.handle(.transportOpened(.ws))
+        _ = engine.handle(.message(Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .roomFull, message: "full")))))
+        #expect(engine.phase.phase == .error)
+        _ = engine.handle(.dismissError)
+        _ = engine.handle(.joinRoom(rid))
+        _ = engine.handle(.transportOpened(.ws))
+        let outputs = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        #expect(outputs.contains(.fetchTurnCredentials(token: "turn")), "TURN works again on the next join")
+    }
+
+    @Test("draining: reconnect after the delay the server asked for") func drainingDelay() throws {
+        var engine = try guestInCall()
+        let draining = Envelope(.draining, payload: try JSONValue(encoding: DrainingPayload(reconnectAfterMs: 3_000)))
+        let outputs = engine.handle(.message(draining))
+        #expect(outputs.contains(.closeTransport))
+        #expect(outputs.contains(.timer(.schedule(.reconnectBackoff, afterMs: 3_000))))
+    }
 }

@@ -184,4 +184,13 @@ import Testing
         #expect(!host.isScheduled(.offerTimeout))
         #expect(host.advance(by: 60_000).isEmpty)
     }
+
+    @Test("alone in the room: no ICE restarts, and an unanswered offer is rolled back for the next peer") func aloneNoRestarts() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
+        #expect(host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 2)) }.first == .rollback)
+        #expect(host.send { $0.handle(.iceStateChanged(.failed)) }.filter { if case .createOffer = $0 { true } else { false } }.isEmpty)
+        #expect(host.send { $0.handle(.networkOnline) }.isEmpty)
+        #expect(host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 3)) }.contains(.createOffer(iceRestart: true)))
+    }
 }

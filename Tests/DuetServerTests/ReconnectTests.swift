@@ -169,6 +169,7 @@ import Testing
         let first = try await client.join(rid)
         let second = try await client.join(rid)
         #expect(second.cid == first.cid)
+        #expect(second.payload.reconnect == .reattached)
         #expect(second.payload.participants.count == 1)
         await client.close()
     }

@@ -128,6 +128,8 @@ public struct CallEngine: Sendable {
         case .remoteDescriptionApplied(let kind):
             var out: [Output] = kind == .offer ? trickleEvent(.answering) : []
             out += negotiationEvent(.remoteDescriptionApplied(kind))
+            // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
+            if kind == .answer { out += statusEvent(.ice(Self.health(negotiation.iceState))) }
             return out
         case .localCandidate(let candidate): return trickleEvent(.localCandidate(candidate))
         case .gatheringComplete: return trickleEvent(.gatheringComplete)
@@ -145,7 +147,8 @@ public struct CallEngine: Sendable {
             return out
         case .networkPathChanged:
             var out = negotiationEvent(.networkPathChanged)
-            if phase.phase == .inCall { out += statusEvent(.networkChanged) }
+            let healthy = isSignalingUp && Self.health(negotiation.iceState) == .connected
+            if phase.phase == .inCall, !healthy { out += statusEvent(.networkChanged) }
             if case .waitingToReconnect = link.state { out += linkEvent(.connect) }
             return out
         case .timerFired(let timer): return timerFired(timer)
@@ -175,7 +178,9 @@ public struct CallEngine: Sendable {
             case .failed(let failure):
                 out.append(.emit(.failure(failure)))
                 out += joinEvent(.cancel) + linkEvent(.stop) + turnEvent(.stop)
+                out += TimerID.allCases.map { .timer(.cancel($0)) }
                 out.append(.engine(.close))
+                resetSession()
             }
         }
         return out
@@ -297,6 +302,12 @@ public struct CallEngine: Sendable {
             return trickleEvent(.timerFired(timer))
         case .turnFetchTimeout, .turnRefresh:
             return turnEvent(.timerFired(timer))
+        case .reconnectTokenRefresh:
+            // Signaling down: try again soon; the token still has a fifth of its life.
+            guard isSignalingUp, !rejoinPending else {
+                return [.timer(.schedule(.reconnectTokenRefresh, afterMs: ResilienceConstants.RECONNECT_BACKOFF_CAP_MS))]
+            }
+            return [.send(Envelope(.reconnectTokenRefresh))]
         }
     }
 
@@ -366,28 +377,39 @@ public struct CallEngine: Sendable {
             guard let refreshed = try? envelope.payload.decode(TurnRefreshedPayload.self) else { return [] }
             return turnEvent(.token(refreshed.turnToken, ttlMs: refreshed.turnTokenTTLMs))
         case .reconnectTokenRefreshed?:
-            reconnectToken = (try? envelope.payload.decode(ReconnectTokenRefreshedPayload.self))?.reconnectToken ?? reconnectToken
-            return []
+            guard let refreshed = try? envelope.payload.decode(ReconnectTokenRefreshedPayload.self) else { return [] }
+            reconnectToken = refreshed.reconnectToken
+            return [scheduleTokenRefresh(ttlMs: refreshed.reconnectTokenTTLMs)]
         case .draining?:
-            // The server is going away: reconnect (the backoff spaces the attempt).
-            return [.closeTransport] + linkEvent(.closed(.closedByServer))
+            // The server is going away: reconnect, but not before the delay it asked for.
+            let after = (try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0
+            return ([.closeTransport] + linkEvent(.closed(.closedByServer))).map { output in
+                guard case .timer(.schedule(.reconnectBackoff, let ms)) = output else { return output }
+                return .timer(.schedule(.reconnectBackoff, afterMs: max(ms, after)))
+            }
         default:
             return []
         }
     }
 
     private mutating func didJoin(_ joined: JoinedPayload, cid newCid: String?) -> [Output] {
+        // Epochs may have restarted (server restart) or this is a new seat: a new peer session base.
+        let newSession = joined.reconnect == .recovered || newCid != cid
         cid = newCid
         reconnectToken = joined.reconnectToken
         rejoinPending = false
-        var out = joinEvent(.acknowledged)
-        out += apply(RoomStatePayload(hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch), fresh: joined.reconnect != .reattached)
+        var out = joinEvent(.acknowledged) + [scheduleTokenRefresh(ttlMs: joined.reconnectTokenTTLMs)]
+        out += apply(RoomStatePayload(hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch), fresh: newSession)
         if phase.phase == .joining { out += phaseEvent(.joined(participants: joined.participants.count)) }
         out += turnEvent(.signaling(up: true)) + negotiationEvent(.signaling(up: true))
         out += statusEvent(.signaling(up: true))
         out += turnEvent(.token(joined.turnToken, ttlMs: joined.turnTokenTTLMs))
         out += flushOutbox()
         return out
+    }
+
+    private func scheduleTokenRefresh(ttlMs: Int64) -> Output {
+        .timer(.schedule(.reconnectTokenRefresh, afterMs: Int64(Double(ttlMs) * ResilienceConstants.RECONNECT_TOKEN_REFRESH_RATIO)))
     }
 
     private mutating func roomState(_ state: RoomStatePayload) -> [Output] {
@@ -446,7 +468,8 @@ public struct CallEngine: Sendable {
         var out: [Output] = []
         if kind != .roomGone {
             if isSignalingUp {
-                out.append(.send(Envelope(kind == .endRoom ? .endRoom : .leave)))
+                // Only the host can end the room; anyone else ending the call leaves it.
+                out.append(.send(Envelope(kind == .endRoom && hostCid == cid ? .endRoom : .leave)))
             } else if let roomId, let cid, let reconnectToken {
                 out.append(.httpLeave(LeaveRequest(rid: roomId, cid: cid, reconnectToken: reconnectToken)))
             }
@@ -455,20 +478,26 @@ public struct CallEngine: Sendable {
         out += joinEvent(.cancel) + turnEvent(.stop) + linkEvent(.stop).filter { $0 != .closeTransport }
         out += TimerID.allCases.map { .timer(.cancel($0)) }
         out.append(.teardown)
+        resetSession()
+        return out
+    }
+
+    /// Fresh machines and no session: the next call starts from nothing.
+    private mutating func resetSession() {
         outbox.removeAll()
         reconnectToken = nil
         cid = nil
-        roomId = nil
+        hostCid = nil
         participants = []
         peerCid = nil
-        // Fresh machines for the next call.
+        rejoinPending = false
+        awaitingRoomStateAfterReconnect = false
         status = ConnectionStatusMachine()
         link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
         join = JoinMachine()
         negotiation = NegotiationMachine()
         trickle = TrickleIceMachine()
         turn = TurnMachine()
-        return out
     }
 
     static func health(_ state: NegotiationMachine.IceState) -> ConnectionStatusMachine.IceHealth {

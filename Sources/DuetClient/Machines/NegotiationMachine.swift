@@ -142,7 +142,7 @@ public struct NegotiationMachine: Sendable, Equatable {
                 pendingRestart = nil
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
-                guard isHost else { return [] }
+                guard isHost, peerPresent else { return [] }
                 return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
             case .failed:
                 guard isHost else { return [] }
@@ -198,7 +198,11 @@ public struct NegotiationMachine: Sendable, Equatable {
         pendingRestart = nil
         hasRemoteDescription = false
         remoteCandidateBuffer.removeAll()
-        return [.offerTimeout, .nonHostFallback, .iceRestartDelay].map { .timer(.cancel($0)) }
+        inCooldown = false
+        // An offer nobody will answer would block the next peer's negotiation.
+        let rollback: [Action] = signalingState == .haveLocalOffer ? [.rollback] : []
+        signalingState = .stable
+        return rollback + [.offerTimeout, .nonHostFallback, .iceRestartDelay, .iceRestartCooldown].map { .timer(.cancel($0)) }
     }
 
     private mutating func offer(iceRestart: Bool, fromFallback: Bool = false) -> [Action] {
@@ -210,6 +214,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func restart(_ reason: RestartReason) -> [Action] {
+        guard peerPresent else { return [] }  // nobody to restart with
         guard signalingUp else {
             pendingRestart = reason
             return []

@@ -13,6 +13,8 @@ public enum TimerID: Hashable, Sendable, CaseIterable {
     case endOfCandidates
     // TURN
     case turnFetchTimeout, turnRefresh
+    // session
+    case reconnectTokenRefresh
 }
 
 public enum TimerCommand: Hashable, Sendable {

@@ -45,6 +45,8 @@ public actor DuetCall {
     private var timerGeneration = 0
     private let webRtcQueue: AsyncStream<EngineCommand>.Continuation
     private var fetchedIceServers: [IceServer] = []
+    /// False from teardown until the next join: queued commands must not revive a closed connection.
+    private var acceptingWebRtcCommands = true
     private var background: [Task<Void, Never>] = []
 
     public private(set) var phase: CallPhase = .idle
@@ -148,7 +150,10 @@ public actor DuetCall {
     private func perform(_ output: CallEngine.Output) {
         switch output {
         case .openTransport(let kind): open(kind)
-        case .closeTransport: Task { await dropConnection() }
+        case .closeTransport:
+            // Detach now, so that an `openTransport` in the same batch is not mistaken for stale.
+            let detached = detachConnection()
+            Task { await detached.connection?.close() }
         case .send(let envelope): sendQueue?.yield(envelope)
         case .createRoomId: Task { await createRoomId() }
         case .fetchTurnCredentials(let token): Task { await fetchTurn(token) }
@@ -159,6 +164,7 @@ public actor DuetCall {
         case .timer(let command): timer(command)
         case .emit(let event): emit(event)
         case .teardown:
+            acceptingWebRtcCommands = false
             Task {
                 await dropConnection(afterPendingSends: true)
                 await webRtc.close()
@@ -169,7 +175,9 @@ public actor DuetCall {
 
     private func emit(_ event: CallEvent) {
         switch event {
-        case .phase(let value): phase = value
+        case .phase(let value):
+            phase = value
+            if value == .joining { acceptingWebRtcCommands = true }
         case .connectionStatus(let value): connectionStatus = value
         case .transport(let value): transport = value
         default: break
@@ -238,9 +246,15 @@ public actor DuetCall {
         connection = newConnection
         let (queue, sink) = AsyncStream<Envelope>.makeStream()
         sendQueue = sink
-        sendTask = Task {
+        sendTask = Task { [weak self] in
             for await envelope in queue {
-                do { try await newConnection.send(envelope) } catch { break }
+                do {
+                    try await newConnection.send(envelope)
+                } catch {
+                    // A lost POST (or 401/410) means the link is not usable: treat it as closed.
+                    await self?.sendFailed(generation: generation, error: error)
+                    return
+                }
             }
         }
         Task { [weak self] in
@@ -249,6 +263,14 @@ public actor DuetCall {
             }
         }
         feed(.transportOpened(kind))
+    }
+
+    private func sendFailed(generation: Int, error: any Error) async {
+        guard generation == connectionGeneration else { return }
+        logger.debug("send failed, dropping the transport", metadata: ["error": "\(error)"])
+        let (current, _) = detachConnection()
+        feed(.transportClosed(.networkError))
+        await current?.close()
     }
 
     private func openFailed(_ kind: SignalingTransport, error: any Error, generation: Int) {
@@ -279,14 +301,18 @@ public actor DuetCall {
         }
     }
 
-    private func dropConnection(afterPendingSends: Bool = false) async {
+    private func detachConnection() -> (connection: (any SignalingConnection)?, sending: Task<Void, Never>?) {
         connectionGeneration += 1
-        let current = connection
-        let sending = sendTask
+        let detached = (connection, sendTask)
         connection = nil
         sendTask = nil
         sendQueue?.finish()
         sendQueue = nil
+        return detached
+    }
+
+    private func dropConnection(afterPendingSends: Bool = false) async {
+        let (current, sending) = detachConnection()
         if afterPendingSends, let sending {
             // `leave` / `end_room` must reach the server before the socket closes (bounded wait).
             let watchdog = Task {
@@ -302,9 +328,11 @@ public actor DuetCall {
     }
 
 
+
     // MARK: - WebRTC
 
     private func perform(_ command: EngineCommand) async {
+        guard acceptingWebRtcCommands || command == .close else { return }
         do {
             switch command {
             case .ensurePeerConnection:

@@ -15,7 +15,10 @@ extension SignalingCore {
         if let seat = connections[connection]?.seat, seat.rid == rid,
             request.reconnectCid == nil || request.reconnectCid == seat.cid
         {
-            sendJoined(cid: seat.cid, rid: rid, kind: .fresh, to: connection, nowMs: nowMs, into: &out)
+            sendJoined(cid: seat.cid, rid: rid, kind: .reattached, to: connection, nowMs: nowMs, into: &out)
+            if let room = rooms[rid] {
+                out.append(.send(connection, Self.envelope(.roomState, rid: rid, cid: seat.cid, ts: nowMs, epoch: room.epoch, room.state)))
+            }
             return
         }
         if let seat = connections[connection]?.seat {
