@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "DuetTestSupport",
             dependencies: [
-                "DuetServer", "DuetProtocol",
+                "DuetServer", "DuetProtocol", "DuetTransport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

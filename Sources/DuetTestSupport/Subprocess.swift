@@ -29,13 +29,8 @@ public func runCommand(_ arguments: [String], environment: [String: String] = [:
         process.terminate()
     }
     defer { watchdog.cancel() }
-    // Waiting stays off the cooperative pool (it has one thread per core).
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        Thread.detachNewThread {
-            process.waitUntilExit()
-            continuation.resume()
-        }
-    }
+    // Polled rather than `waitUntilExit()`, which can miss an exit and block a thread for good.
+    while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
     let stdout = (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? ""
     let stderr = (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? ""
     return CommandResult(status: process.terminationStatus, stdout: stdout, stderr: stderr)

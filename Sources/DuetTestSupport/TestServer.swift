@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DuetProtocol
 import DuetServer
+import DuetTransport
 import Foundation
 import Logging
 import NIOCore
@@ -45,7 +46,10 @@ public final class TestServer: Sendable {
 
     public func stop() async {
         await server.shutdown()
-        _ = await task.result
+        // A connection that never closes must not hang the test run: give up waiting after a while.
+        let task = self.task
+        await awaitAtMost(.seconds(10)) { _ = await task.result }
+        task.cancel()
     }
 
     /// Stops this server and starts a new process-equivalent on the same port and data directory:

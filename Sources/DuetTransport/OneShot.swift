@@ -60,3 +60,14 @@ final class ActivityClock: Sendable {
     func touch() { last.withLock { $0 = .now } }
     var silence: Duration { ContinuousClock.now - last.withLock { $0 } }
 }
+
+/// Waits for `operation` at most `timeout`; past that it is left to finish on its own. For teardown
+/// paths, where a peer or a library that ignores cancellation must not hang the caller.
+public func awaitAtMost(_ timeout: Duration, _ operation: @escaping @Sendable () async -> Void) async {
+    let done = OneShot<Void>()
+    Task {
+        await operation()
+        done.fulfil(())
+    }
+    _ = await done.wait(timeout: timeout)
+}

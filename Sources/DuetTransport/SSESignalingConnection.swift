@@ -146,13 +146,15 @@ public final class SSESignalingConnection: SignalingConnection {
     public func close() async {
         closedByClient.set()
         task.cancel()
-        await task.value
+        let task = self.task
+        await awaitAtMost(.seconds(2)) { await task.value }
     }
 
     /// Drops the stream as a dying network would: the events end with a failure, not `.byClient`.
     public func abort() async {
         task.cancel()
-        await task.value
+        let task = self.task
+        await awaitAtMost(.seconds(2)) { await task.value }
     }
 
     private struct SilentStream: Error {}

@@ -100,12 +100,8 @@ public final class WebSocketSignalingConnection: SignalingConnection {
         commands.yield(.close)
         // A server that never answers the close handshake must not keep us waiting.
         let task = self.task
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(2))
-            task.cancel()
-        }
-        await task.value
-        watchdog.cancel()
+        await awaitAtMost(.seconds(2)) { await task.value }
+        task.cancel()
     }
 
     /// Drops the connection without a close handshake, as a dying network would.

@@ -315,16 +315,10 @@ public actor DuetCall {
         let (current, sending) = detachConnection()
         if afterPendingSends, let sending {
             // `leave` / `end_room` must reach the server before the socket closes (bounded wait).
-            let watchdog = Task {
-                try await Task.sleep(for: .milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS))
-                sending.cancel()
-            }
-            await sending.value
-            watchdog.cancel()
-        } else {
-            sending?.cancel()
+            await awaitAtMost(.milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS)) { await sending.value }
         }
-        await current?.close()
+        sending?.cancel()
+        if let current { await awaitAtMost(.milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS)) { await current.close() } }
     }
 
 
