@@ -55,6 +55,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            // The browser client: plain HTML/CSS/JavaScript modules, served as they are.
+            resources: [.copy("Web")],
             swiftSettings: strict
         ),
         // The call engine: pure state machines and the runtime that drives them.

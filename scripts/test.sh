@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Real parts the tests start: coturn (TURN), iproute2 + util-linux (network namespaces), curl, python3.
+# Real parts the tests start: coturn (TURN), Chromium (the browser client), Node.js (the browser engine's
+# unit tests), iproute2 + util-linux (network namespaces), curl, python3.
 need=()
 command -v turnserver >/dev/null || need+=(coturn)
+command -v chromium >/dev/null || need+=(chromium)
+command -v node >/dev/null || need+=(nodejs)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v curl >/dev/null || need+=(curl)

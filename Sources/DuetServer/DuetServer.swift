@@ -55,6 +55,7 @@ public final class DuetServer: Sendable {
             turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds)
         ).register(on: router)
         OperationsRoutes(hub: hub, metrics: metrics).register(on: router)
+        WebClientRoutes(assets: .bundled()).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.listening = listening

@@ -1,6 +1,6 @@
 import Hummingbird
 
-/// `/healthz`, `/metrics` and the pages a person opens.
+/// `/healthz` and `/metrics`.
 struct OperationsRoutes: Sendable {
     let hub: SessionHub
     let metrics: ServerMetrics
@@ -16,17 +16,5 @@ struct OperationsRoutes: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
-        router.get("/") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: Self.homePage)))
-        }
     }
-
-    static let homePage = """
-        <!doctype html><html lang="en"><meta charset="utf-8"><title>Duet</title>
-        <h1>Duet signaling server</h1>
-        <p>Resilient 1:1 WebRTC calling. Signaling: <code>/ws</code> (WebSocket) and <code>/sse</code> (Server-Sent Events).</p>
-        </html>
-        """
 }

@@ -1,0 +1,677 @@
+// Port of CallEngine.swift (+ CallEvent.swift). The whole call engine as one pure value: it routes
+// every input to the machines that care and turns their actions into outputs for the runtime (open a
+// transport, send an envelope, drive WebRTC, fetch TURN credentials, schedule timers, tell the app).
+// No I/O, clock or task lives here; the only randomness is the default jitter seed, drawn once in the
+// constructor.
+//
+// Inputs, outputs and events are plain objects `{type, ...}` named after the Swift cases, with
+// associated values as named fields (e.g. `{type:'joinRoom', roomId}`, `{type:'engine', command:
+// {type:'createOffer', iceRestart}}`). Enum values are the Swift case names ('inCall', 'recovering').
+// Web addition: `options.resume` and the `{type:'session', roomId, cid, reconnectToken}` event, so a
+// reloaded page can reclaim its seat.
+import { RESILIENCE } from '../constants.js';
+import { CallPhaseMachine } from '../machines/call-phase-machine.js';
+import { ConnectionStatusMachine } from '../machines/connection-status-machine.js';
+import { JoinMachine, joinOptions } from '../machines/join-machine.js';
+import { NegotiationMachine } from '../machines/negotiation-machine.js';
+import { SignalingLinkMachine } from '../machines/signaling-link-machine.js';
+import { TIMER_IDS, cancel, schedule } from '../machines/timers.js';
+import { TrickleIceMachine } from '../machines/trickle-ice-machine.js';
+import { TurnMachine } from '../machines/turn-machine.js';
+
+// MARK: - Outputs
+
+const timer = (command) => ({ type: 'timer', command });
+const engine = (command) => ({ type: 'engine', command });
+const emit = (event) => ({ type: 'emit', event });
+const send = (envelope) => ({ type: 'send', envelope });
+const closeTransport = () => ({ type: 'closeTransport' });
+
+// MARK: - Inputs from WebRTC
+
+/** W3C RTCSignalingState → NegotiationMachine.SignalingState (the Swift names are accepted too). */
+const SIGNALING_STATES = Object.freeze({
+  'stable': 'stable',
+  'have-local-offer': 'haveLocalOffer',
+  'have-remote-offer': 'haveRemoteOffer',
+  'haveLocalOffer': 'haveLocalOffer',
+  'haveRemoteOffer': 'haveRemoteOffer',
+});
+
+const ICE_STATES = new Set(['new', 'checking', 'connected', 'completed', 'disconnected', 'failed', 'closed']);
+
+const WEBRTC_INPUTS = new Set([
+  'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'localCandidate',
+  'gatheringComplete', 'iceStateChanged', 'connectionStateChanged', 'signalingStateChanged',
+]);
+
+/** IceState → ConnectionStatusMachine.IceHealth */
+export function health(state) {
+  switch (state) {
+    case 'connected':
+    case 'completed':
+      return 'connected';
+    case 'disconnected':
+      return 'disconnected';
+    case 'failed':
+    case 'closed':
+      return 'failed';
+    default:
+      return 'pending';
+  }
+}
+
+// MARK: - Wire payloads (what Swift's Codable would accept; anything else is ignored like `try?`)
+
+const ERROR_CODES = new Set([
+  'BAD_REQUEST', 'UNSUPPORTED_VERSION', 'INVALID_ROOM_ID', 'ROOM_FULL', 'NOT_HOST', 'NOT_IN_ROOM',
+  'INVALID_RECONNECT_TOKEN', 'ROOM_ENDED', 'RATE_LIMITED', 'MESSAGE_TOO_LARGE', 'TURN_REFRESH_FAILED', 'INTERNAL',
+]);
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isString = (value) => typeof value === 'string';
+const isInt = (value) => typeof value === 'number' && Number.isInteger(value);
+const isAbsent = (value) => value === undefined || value === null;
+
+function decodeParticipant(value) {
+  if (!isObject(value) || !isString(value.cid) || !isInt(value.joinedAt)) return null;
+  const participant = { cid: value.cid, joinedAt: value.joinedAt };
+  if (!isAbsent(value.connectionStatus)) {
+    if (value.connectionStatus !== 'connected' && value.connectionStatus !== 'suspended') return null;
+    participant.connectionStatus = value.connectionStatus;
+  }
+  return participant;
+}
+
+function decodeParticipants(value) {
+  if (!Array.isArray(value)) return null;
+  const participants = value.map(decodeParticipant);
+  return participants.includes(null) ? null : participants;
+}
+
+function decodeRoomState(p) {
+  const participants = decodeParticipants(p.participants);
+  if (!isString(p.hostCid) || participants == null || !isInt(p.epoch)) return null;
+  return { hostCid: p.hostCid, participants, epoch: p.epoch };
+}
+
+function decodeJoined(p) {
+  const state = decodeRoomState(p);
+  if (state == null || !isInt(p.maxParticipants) || !['fresh', 'reattached', 'recovered'].includes(p.reconnect)
+    || !isString(p.reconnectToken) || !isInt(p.reconnectTokenTTLMs) || !isString(p.turnToken)
+    || !isInt(p.turnTokenExpiresAt) || !isInt(p.turnTokenTTLMs)) return null;
+  return {
+    ...state, reconnect: p.reconnect, reconnectToken: p.reconnectToken, reconnectTokenTTLMs: p.reconnectTokenTTLMs,
+    turnToken: p.turnToken, turnTokenTTLMs: p.turnTokenTTLMs,
+  };
+}
+
+function decodeError(p) {
+  if (!ERROR_CODES.has(p.code) || !isString(p.message) || typeof p.retryable !== 'boolean') return null;
+  return { code: p.code, message: p.message };
+}
+
+/** IceCandidate; `undefined` when malformed (null is end-of-candidates). */
+function decodeCandidate(value) {
+  if (value === null) return null;
+  if (!isObject(value) || !isString(value.candidate)) return undefined;
+  if (!isAbsent(value.sdpMid) && !isString(value.sdpMid)) return undefined;
+  if (!isAbsent(value.sdpMLineIndex) && !isInt(value.sdpMLineIndex)) return undefined;
+  return { candidate: value.candidate, sdpMid: value.sdpMid ?? null, sdpMLineIndex: value.sdpMLineIndex ?? null };
+}
+
+/** `{v:1, type, rid?, payload}` ready for JSON.stringify. */
+function makeEnvelope(type, rid = null, payload = {}) {
+  const envelope = { v: 1, type };
+  if (rid != null) envelope.rid = rid;
+  envelope.payload = payload;
+  return envelope;
+}
+
+/** IcePayload: `{candidate:{candidate, sdpMid?, sdpMLineIndex?}}`, or `{candidate:null}` — null must be written. */
+function icePayload(candidate) {
+  if (candidate == null) return { candidate: null };
+  const wire = { candidate: candidate.candidate };
+  if (candidate.sdpMid != null) wire.sdpMid = candidate.sdpMid;
+  if (candidate.sdpMLineIndex != null) wire.sdpMLineIndex = candidate.sdpMLineIndex;
+  return { candidate: wire };
+}
+
+function randomSeed() {
+  const high = BigInt(Math.floor(Math.random() * 2 ** 32));
+  const low = BigInt(Math.floor(Math.random() * 2 ** 32));
+  return (high << 32n) | low;
+}
+
+// MARK: - Engine
+
+export class CallEngine {
+  #roomId = null;
+  #cid = null;
+  #hostCid = null;
+  #reconnectToken = null;
+  #participants = [];
+  #epoch = 0;
+  #peerCid = null;
+  #peerEpoch = 0;
+  #peerSuspended = false;
+  /** Set after a signaling reconnect until the first `room_state`. */
+  #awaitingRoomStateAfterReconnect = false;
+  /** Relayed messages written while signaling was down, stamped with the peer session (its epoch) they belong to. */
+  #outbox = [];
+  /** A rejoin was sent and not yet acknowledged: relays wait for it. */
+  #rejoinPending = false;
+  /** The seat a reloaded page had: used by the first join, if it is for that room. */
+  #resume = null;
+
+  /**
+   * options: {join: {prepareSnapshot, pushSupported}, sseOnly, jitterSeed, device, resume}.
+   * `jitterSeed` undefined draws a random seed; null turns jitter off (Swift's nil); a number or
+   * bigint seeds SplitMix64. `resume: {roomId, cid, reconnectToken}` reclaims a seat after a reload.
+   */
+  constructor(options = {}) {
+    this.options = Object.freeze({
+      join: joinOptions(options.join),
+      sseOnly: options.sseOnly === true,
+      jitterSeed: options.jitterSeed === undefined ? randomSeed() : options.jitterSeed,
+      device: options.device === undefined ? 'web' : options.device,
+    });
+    const resume = options.resume;
+    if (resume != null && isString(resume.roomId) && isString(resume.cid) && isString(resume.reconnectToken)) {
+      this.#resume = { roomId: resume.roomId, cid: resume.cid, reconnectToken: resume.reconnectToken };
+    }
+    this.phaseMachine = new CallPhaseMachine();
+    this.#resetMachines();
+  }
+
+  get phase() { return this.phaseMachine.phase; }
+  get connectionStatus() { return this.status.status; }
+  get transport() { return this.link.transport; }
+  get roomId() { return this.#roomId; }
+  get cid() { return this.#cid; }
+  get hostCid() { return this.#hostCid; }
+  get reconnectToken() { return this.#reconnectToken; }
+  get participants() { return this.#participants; }
+  get iceState() { return this.negotiation.iceState; }
+  get epoch() { return this.#epoch; }
+  get isSignalingUp() { return this.link.transport != null; }
+
+  /** One input in, every output it causes out. */
+  handle(input) {
+    const cid = this.#cid;
+    const reconnectToken = this.#reconnectToken;
+    const out = this.#route(input);
+    // Duet web: the runtime keeps the seat in sessionStorage so that a reload can reclaim it.
+    if (cid !== this.#cid || reconnectToken !== this.#reconnectToken) {
+      out.push(emit({ type: 'session', roomId: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken }));
+    }
+    return out;
+  }
+
+  #route(input) {
+    // WebRTC news that arrives after the call is over (late candidates, the close itself) is dropped.
+    if (WEBRTC_INPUTS.has(input.type) && this.phase !== 'waiting' && this.phase !== 'inCall') return [];
+    switch (input.type) {
+      case 'startNewCall': return this.#phaseEvent({ type: 'startNewCall' });
+      case 'joinRoom': return this.#phaseEvent({ type: 'joinRoom', roomId: input.roomId });
+      case 'leave': return this.#phaseEvent({ type: 'leaveCall' });
+      case 'end': return this.#phaseEvent({ type: 'endCall' });
+      case 'dismissError': return this.#phaseEvent({ type: 'dismissError' });
+      case 'roomIdCreated': return this.#phaseEvent({ type: 'roomIdReceived', roomId: input.roomId });
+      case 'roomIdFailed': return this.#phaseEvent({ type: 'roomIdFailed', reason: input.reason });
+      case 'turnCredentialsFetched': return this.#turnEvent({ type: 'fetched', ttlSeconds: input.ttlSeconds });
+      case 'turnCredentialsFailed': return this.#turnEvent({ type: 'fetchFailed' });
+      case 'snapshotReady': return this.#joinEvent({ type: 'snapshotReady', snapshotId: input.snapshotId ?? null });
+      case 'pushEndpointReady': return this.#joinEvent({ type: 'pushEndpointReady', endpoint: input.endpoint ?? null });
+      case 'transportOpened': return this.#transportOpened(input.transport);
+      case 'transportOpenFailed':
+        return this.#linkEvent({ type: 'openFailed', transport: input.transport, failure: input.failure });
+      case 'transportClosed': return this.#linkEvent({ type: 'closed', reason: input.reason });
+      case 'message': return isObject(input.envelope) ? this.#message(input.envelope) : [];
+      case 'localDescriptionReady':
+        return [
+          ...this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp }),
+          ...this.#trickleEvent({ type: input.kind === 'offer' ? 'offerSent' : 'answerSent' }),
+        ];
+      case 'localDescriptionFailed': return this.#negotiationEvent({ type: 'localDescriptionFailed' });
+      case 'remoteDescriptionApplied': {
+        const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];
+        out.push(...this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind }));
+        // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
+        if (input.kind === 'answer') out.push(...this.#statusEvent({ type: 'ice', health: health(this.negotiation.iceState) }));
+        return out;
+      }
+      case 'localCandidate': return this.#trickleEvent({ type: 'localCandidate', candidate: input.candidate });
+      case 'gatheringComplete': return this.#trickleEvent({ type: 'gatheringComplete' });
+      case 'iceStateChanged':
+      case 'connectionStateChanged': {
+        // Seeds 000 §6/§8: "conn-disconnected" schedules the same restart as ICE's own state.
+        // RTCPeerConnectionState says 'connecting' where RTCIceConnectionState says 'checking'.
+        const state = input.type === 'connectionStateChanged' && input.state === 'connecting' ? 'checking' : input.state;
+        if (!ICE_STATES.has(state)) return [];
+        return [
+          ...this.#negotiationEvent({ type: 'iceStateChanged', state }),
+          ...this.#statusEvent({ type: 'ice', health: health(state) }),
+        ];
+      }
+      case 'signalingStateChanged': {
+        // `have-*-pranswer` and `closed` have no Swift counterpart: the machine never sees them.
+        const state = SIGNALING_STATES[input.state];
+        return state ? this.#negotiationEvent({ type: 'signalingStateChanged', state }) : [];
+      }
+      case 'networkOnline': {
+        const out = [...this.#negotiationEvent({ type: 'networkOnline' }), ...this.#statusEvent({ type: 'networkChanged' })];
+        if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' })); // don't sit out the backoff
+        return out;
+      }
+      case 'networkPathChanged': {
+        const out = this.#negotiationEvent({ type: 'networkPathChanged' });
+        const healthy = this.isSignalingUp && health(this.negotiation.iceState) === 'connected';
+        if (this.phase === 'inCall' && !healthy) out.push(...this.#statusEvent({ type: 'networkChanged' }));
+        if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' }));
+        return out;
+      }
+      case 'timerFired': return this.#timerFired(input.timer);
+      case 'teardownFinished': return this.#phaseEvent({ type: 'cleanupComplete' });
+      default: return [];
+    }
+  }
+
+  // MARK: - Routing each machine's actions
+
+  #phaseEvent(event) {
+    const out = [];
+    for (const action of this.phaseMachine.handle(event)) {
+      switch (action.type) {
+        case 'requestRoomId':
+          out.push({ type: 'createRoomId' });
+          break;
+        case 'startJoin':
+          this.#roomId = action.roomId;
+          this.#takeResume(action.roomId);
+          out.push(emit({ type: 'room', roomId: action.roomId }));
+          out.push(...this.#joinEvent({ type: 'start', options: this.options.join }));
+          if (this.link.state.type === 'idle') out.push(...this.#linkEvent({ type: 'connect' }));
+          break;
+        case 'phaseChanged':
+          out.push(emit({ type: 'phase', phase: action.phase }));
+          out.push(...this.#statusEvent({ type: 'phaseChanged', phase: action.phase }));
+          if (action.phase === 'inCall') out.push(engine({ type: 'ensurePeerConnection' }));
+          break;
+        case 'teardown':
+          out.push(...this.#teardown(action.kind));
+          break;
+        case 'failed':
+          out.push(emit({ type: 'failure', failure: action.failure }));
+          out.push(...this.#joinEvent({ type: 'cancel' }), ...this.#linkEvent({ type: 'stop' }), ...this.#turnEvent({ type: 'stop' }));
+          out.push(...TIMER_IDS.map((id) => timer(cancel(id))));
+          out.push(engine({ type: 'close' }));
+          this.#resetSession();
+          break;
+      }
+    }
+    return out;
+  }
+
+  /** Duet web: a reloaded page proves its old seat with the stored token (once, and only for that room). */
+  #takeResume(roomId) {
+    const resume = this.#resume;
+    this.#resume = null;
+    if (resume == null || resume.roomId !== roomId || this.#cid != null) return;
+    this.#cid = resume.cid;
+    this.#reconnectToken = resume.reconnectToken;
+  }
+
+  #statusEvent(event) {
+    const out = [];
+    for (const action of this.status.handle(event)) {
+      switch (action.type) {
+        case 'statusChanged':
+          out.push(emit({ type: 'connectionStatus', status: action.status }));
+          break;
+        case 'timer':
+          out.push(timer(action.command));
+          break;
+        case 'escalate':
+          out.push(emit({ type: 'escalation', step: action.step }));
+          switch (action.step) {
+            case 'iceRestart': out.push(...this.#negotiationEvent({ type: 'requestIceRestart' })); break;
+            case 'offerResend': out.push(...this.#negotiationEvent({ type: 'requestOfferResend' })); break;
+            case 'rejoin': out.push(...(this.isSignalingUp ? this.#sendRejoin() : this.#linkEvent({ type: 'connect' }))); break;
+            case 'transportFallback': out.push(...this.#linkEvent({ type: 'forceFallback' })); break;
+          }
+          break;
+      }
+    }
+    return out;
+  }
+
+  #linkEvent(event) {
+    const out = [];
+    for (const action of this.link.handle(event)) {
+      switch (action.type) {
+        case 'open': out.push({ type: 'openTransport', transport: action.transport }); break;
+        case 'close': out.push(closeTransport()); break;
+        case 'sendPing': out.push(send(makeEnvelope('ping', null, { ts: 0 }))); break;
+        case 'up': out.push(emit({ type: 'transport', transport: action.transport })); break;
+        case 'down':
+          this.#rejoinPending = false;
+          out.push(emit({ type: 'transport', transport: null }));
+          out.push(
+            ...this.#joinEvent({ type: 'signalingClosed' }),
+            ...this.#negotiationEvent({ type: 'signaling', up: false }),
+            ...this.#turnEvent({ type: 'signaling', up: false }),
+          );
+          out.push(...this.#statusEvent({ type: 'signaling', up: false }));
+          break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  #joinEvent(event) {
+    const out = [];
+    for (const action of this.join.handle(event)) {
+      switch (action.type) {
+        case 'prepareSnapshot': out.push({ type: 'prepareSnapshot' }); break;
+        case 'requestPushEndpoint': out.push({ type: 'requestPushEndpoint' }); break;
+        case 'ensureSignalingConnection': out.push(...this.#linkEvent({ type: 'connect' })); break;
+        case 'sendJoin': out.push(send(this.#joinEnvelope(action.snapshotId, action.pushEndpoint))); break;
+        case 'promote': out.push(...this.#phaseEvent({ type: 'joined', participants: this.#participants.length })); break;
+        case 'fail': out.push(...this.#phaseEvent({ type: 'joinHardTimeout' })); break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  #negotiationEvent(event) {
+    const out = [];
+    for (const action of this.negotiation.handle(event)) {
+      switch (action.type) {
+        case 'createOffer': out.push(engine({ type: 'createOffer', iceRestart: action.iceRestart })); break;
+        case 'createAnswer': out.push(engine({ type: 'createAnswer' })); break;
+        case 'setRemoteDescription':
+          out.push(engine({ type: 'setRemoteDescription', kind: action.kind, sdp: action.sdp }));
+          break;
+        case 'rollback': out.push(engine({ type: 'rollback' })); break;
+        case 'addRemoteCandidates': out.push(engine({ type: 'addRemoteCandidates', candidates: action.candidates })); break;
+        case 'sendOffer': out.push(...this.#relay('offer', { sdp: action.sdp })); break;
+        case 'sendAnswer': out.push(...this.#relay('answer', { sdp: action.sdp })); break;
+        case 'iceRestartStarted': out.push(emit({ type: 'iceRestart', reason: action.reason })); break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  #trickleEvent(event) {
+    const out = [];
+    for (const action of this.trickle.handle(event)) {
+      switch (action.type) {
+        case 'sendCandidate': out.push(...this.#relay('ice', icePayload(action.candidate))); break;
+        case 'sendEndOfCandidates': out.push(...this.#relay('ice', icePayload(null))); break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  #turnEvent(event) {
+    const out = [];
+    for (const action of this.turn.handle(event)) {
+      switch (action.type) {
+        case 'fetchCredentials': out.push({ type: 'fetchTurnCredentials', token: action.token }); break;
+        case 'applyFetchedServers': out.push(engine({ type: 'applyFetchedIceServers' })); break;
+        case 'applyFallbackServers': out.push(engine({ type: 'applyFallbackIceServers' })); break;
+        case 'sendTurnRefresh': if (this.isSignalingUp) out.push(send(makeEnvelope('turn-refresh'))); break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  #timerFired(id) {
+    switch (id) {
+      case 'pushEndpointWait': case 'snapshotPrepare': case 'joinKickstart': case 'joinRecovery': case 'joinHardTimeout':
+        return this.#joinEvent({ type: 'timerFired', timer: id });
+      case 'connectTimeout': case 'reconnectBackoff': case 'ping':
+        return this.#linkEvent({ type: 'timerFired', timer: id });
+      case 'retryingThreshold': case 'retryEscalation':
+        return this.#statusEvent({ type: 'timerFired', timer: id });
+      case 'offerTimeout': case 'nonHostFallback': case 'iceRestartDelay': case 'iceRestartCooldown':
+        return this.#negotiationEvent({ type: 'timerFired', timer: id });
+      case 'endOfCandidates':
+        return this.#trickleEvent({ type: 'timerFired', timer: id });
+      case 'turnFetchTimeout': case 'turnRefresh':
+        return this.#turnEvent({ type: 'timerFired', timer: id });
+      case 'reconnectTokenRefresh':
+        // Signaling down: try again soon; the token still has a fifth of its life.
+        if (!this.isSignalingUp || this.#rejoinPending) {
+          return [timer(schedule('reconnectTokenRefresh', RESILIENCE.RECONNECT_BACKOFF_CAP_MS))];
+        }
+        return [send(makeEnvelope('reconnect-token-refresh'))];
+      default:
+        return [];
+    }
+  }
+
+  // MARK: - Signaling
+
+  #transportOpened(transport) {
+    const out = this.#linkEvent({ type: 'opened', transport });
+    if (this.phase === 'waiting' || this.phase === 'inCall') {
+      out.push(...this.#sendRejoin()); // auto-rejoin the same seat
+    } else {
+      out.push(...this.#joinEvent({ type: 'signalingOpened' }));
+    }
+    return out;
+  }
+
+  #sendRejoin() {
+    if (this.#roomId == null) return [];
+    this.#rejoinPending = true;
+    this.#awaitingRoomStateAfterReconnect = true;
+    return [send(this.#joinEnvelope(null, null, this.#roomId))];
+  }
+
+  #joinEnvelope(snapshotId, pushEndpoint, rid = null) {
+    const payload = { capabilities: { trickleIce: true } };
+    if (this.#reconnectToken != null && this.#cid != null) payload.reconnectCid = this.#cid;
+    if (this.#reconnectToken != null) payload.reconnectToken = this.#reconnectToken;
+    if (pushEndpoint != null) payload.pushEndpoint = pushEndpoint;
+    if (snapshotId != null) payload.snapshotId = snapshotId;
+    if (this.options.device != null) payload.device = this.options.device;
+    return makeEnvelope('join', rid ?? this.#roomId, payload);
+  }
+
+  /** offer / answer / ice: sent now, or kept for after the rejoin while signaling is down. */
+  #relay(type, payload) {
+    const envelope = makeEnvelope(type, this.#roomId, payload);
+    if (this.isSignalingUp && !this.#rejoinPending) return [send(envelope)];
+    this.#outbox.push({ envelope, peerEpoch: this.#peerEpoch });
+    return [];
+  }
+
+  #flushOutbox() {
+    const pending = this.#outbox;
+    this.#outbox = [];
+    // Stale: written for an earlier peer session (another peer, or a room recreated since).
+    return pending.filter((entry) => entry.peerEpoch === this.#peerEpoch).map((entry) => send(entry.envelope));
+  }
+
+  #message(envelope) {
+    const payload = isObject(envelope.payload) ? envelope.payload : {};
+    const epoch = isInt(envelope.epoch) ? envelope.epoch : null;
+    switch (envelope.type) {
+      case 'joined': {
+        const joined = decodeJoined(payload);
+        return joined ? this.#didJoin(joined, isString(envelope.cid) ? envelope.cid : null) : [];
+      }
+      case 'room_state': {
+        const state = decodeRoomState(payload);
+        return state ? this.#roomState(state) : [];
+      }
+      case 'room_ended':
+        return this.#phaseEvent({ type: 'roomEnded' });
+      case 'error': {
+        const error = decodeError(payload);
+        return error ? this.#serverError(error) : [];
+      }
+      case 'offer':
+      case 'answer':
+        if (!isString(payload.sdp)) return [];
+        return this.#negotiationEvent({ type: 'remoteDescription', kind: envelope.type, sdp: payload.sdp, epoch });
+      case 'ice': {
+        if (payload.candidate === undefined) return [];
+        const candidate = decodeCandidate(payload.candidate);
+        if (candidate === undefined) return [];
+        return this.#negotiationEvent({ type: 'remoteCandidate', candidate, epoch });
+      }
+      case 'pong':
+        return this.#linkEvent({ type: 'pong' });
+      case 'turn-refreshed':
+        if (!isString(payload.turnToken) || !isInt(payload.turnTokenExpiresAt) || !isInt(payload.turnTokenTTLMs)) return [];
+        return this.#turnEvent({ type: 'token', token: payload.turnToken, ttlMs: payload.turnTokenTTLMs });
+      case 'reconnect-token-refreshed':
+        if (!isString(payload.reconnectToken) || !isInt(payload.reconnectTokenTTLMs)) return [];
+        this.#reconnectToken = payload.reconnectToken;
+        return [this.#scheduleTokenRefresh(payload.reconnectTokenTTLMs)];
+      case 'draining': {
+        // The server is going away: reconnect, but not before the delay it asked for.
+        const after = isInt(payload.reconnectAfterMs) ? payload.reconnectAfterMs : 0;
+        return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })].map((output) => {
+          if (output.type !== 'timer' || output.command.type !== 'schedule' || output.command.timer !== 'reconnectBackoff') return output;
+          return timer(schedule('reconnectBackoff', Math.max(output.command.afterMs, after)));
+        });
+      }
+      default:
+        return [];
+    }
+  }
+
+  #didJoin(joined, newCid) {
+    // Epochs may have restarted (server restart) or this is a new seat: a new peer session base.
+    const newSession = joined.reconnect === 'recovered' || newCid !== this.#cid;
+    this.#cid = newCid;
+    this.#reconnectToken = joined.reconnectToken;
+    this.#rejoinPending = false;
+    const out = [...this.#joinEvent({ type: 'acknowledged' }), this.#scheduleTokenRefresh(joined.reconnectTokenTTLMs)];
+    out.push(...this.#apply({ hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch }, newSession));
+    if (this.phase === 'joining') out.push(...this.#phaseEvent({ type: 'joined', participants: joined.participants.length }));
+    out.push(
+      ...this.#turnEvent({ type: 'signaling', up: true }),
+      ...this.#negotiationEvent({ type: 'signaling', up: true }),
+    );
+    out.push(...this.#statusEvent({ type: 'signaling', up: true }));
+    out.push(...this.#turnEvent({ type: 'token', token: joined.turnToken, ttlMs: joined.turnTokenTTLMs }));
+    out.push(...this.#flushOutbox());
+    return out;
+  }
+
+  #scheduleTokenRefresh(ttlMs) {
+    return timer(schedule('reconnectTokenRefresh', Math.trunc(ttlMs * RESILIENCE.RECONNECT_TOKEN_REFRESH_RATIO)));
+  }
+
+  #roomState(state) {
+    const out = this.#apply(state, false);
+    if (this.#awaitingRoomStateAfterReconnect) {
+      this.#awaitingRoomStateAfterReconnect = false;
+      out.push(...this.#negotiationEvent({ type: 'roomStateAfterReconnect' }));
+    }
+    out.push(...this.#phaseEvent({ type: 'roomState', participants: state.participants.length }));
+    return out;
+  }
+
+  /** Takes in a membership view; `fresh` when the server's epochs may have restarted. */
+  #apply(state, fresh) {
+    this.#participants = state.participants;
+    this.#hostCid = state.hostCid;
+    this.#epoch = state.epoch;
+    const peer = state.participants.find((participant) => participant.cid !== this.#cid) ?? null;
+    const wasSuspended = this.#peerSuspended;
+    this.#peerSuspended = peer?.connectionStatus === 'suspended';
+    if ((peer?.cid ?? null) !== this.#peerCid || fresh) {
+      this.#peerCid = peer?.cid ?? null;
+      this.#peerEpoch = state.epoch;
+    }
+    const out = [emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' })];
+    // The peer connection must exist before the first offer or answer is made.
+    if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
+    out.push(...this.#negotiationEvent({
+      type: 'peer', present: peer != null, isHost: state.hostCid === this.#cid, peerEpoch: this.#peerEpoch,
+    }));
+    // The peer is back from a suspension and our media is not: renegotiate ICE now.
+    const ice = this.negotiation.iceState;
+    if (wasSuspended && !this.#peerSuspended && peer != null && ice !== 'connected' && ice !== 'completed') {
+      out.push(...this.#negotiationEvent({ type: 'requestIceRestart' }));
+    }
+    return out;
+  }
+
+  #serverError(error) {
+    const phase = this.phase;
+    const code = error.code;
+    if (phase === 'joining' && (code === 'INVALID_ROOM_ID' || code === 'ROOM_FULL' || code === 'ROOM_ENDED')) {
+      return this.#phaseEvent({ type: 'joinRefused', code, message: error.message });
+    }
+    if ((phase === 'waiting' || phase === 'inCall') && code === 'ROOM_ENDED') {
+      return this.#phaseEvent({ type: 'roomEnded' }); // the server confirms the room is gone
+    }
+    if (code === 'INVALID_RECONNECT_TOKEN') {
+      // The seat cannot be proven any more: join fresh.
+      this.#reconnectToken = null;
+      this.#cid = null;
+      if (!this.isSignalingUp || this.#roomId == null) return [];
+      return [send(this.#joinEnvelope(null, null, this.#roomId))];
+    }
+    if ((phase === 'waiting' || phase === 'inCall') && code === 'ROOM_FULL') {
+      return this.#phaseEvent({ type: 'roomEnded' }); // our seat is gone and someone else took it
+    }
+    return [];
+  }
+
+  #teardown(kind) {
+    const out = [];
+    if (kind !== 'roomGone') {
+      if (this.isSignalingUp) {
+        // Only the host can end the room; anyone else ending the call leaves it.
+        out.push(send(makeEnvelope(kind === 'endRoom' && this.#hostCid === this.#cid ? 'end_room' : 'leave')));
+      } else if (this.#roomId != null && this.#cid != null && this.#reconnectToken != null) {
+        out.push({ type: 'httpLeave', request: { rid: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken } });
+      }
+    }
+    // `teardown` closes the transport itself, after the goodbye above has been sent.
+    out.push(
+      ...this.#joinEvent({ type: 'cancel' }),
+      ...this.#turnEvent({ type: 'stop' }),
+      ...this.#linkEvent({ type: 'stop' }).filter((output) => output.type !== 'closeTransport'),
+    );
+    out.push(...TIMER_IDS.map((id) => timer(cancel(id))));
+    out.push({ type: 'teardown' });
+    this.#resetSession();
+    return out;
+  }
+
+  /** Fresh machines and no session: the next call starts from nothing. */
+  #resetSession() {
+    this.#outbox = [];
+    this.#reconnectToken = null;
+    this.#cid = null;
+    this.#hostCid = null;
+    this.#participants = [];
+    this.#peerCid = null;
+    this.#rejoinPending = false;
+    this.#awaitingRoomStateAfterReconnect = false;
+    this.#resetMachines();
+  }
+
+  #resetMachines() {
+    this.status = new ConnectionStatusMachine();
+    this.link = new SignalingLinkMachine({ webSocketAvailable: !this.options.sseOnly, jitterSeed: this.options.jitterSeed });
+    this.join = new JoinMachine();
+    this.negotiation = new NegotiationMachine();
+    this.trickle = new TrickleIceMachine();
+    this.turn = new TurnMachine();
+  }
+}

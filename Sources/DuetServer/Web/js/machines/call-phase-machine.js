@@ -1,0 +1,112 @@
+// Port of CallPhaseMachine.swift. The phase of a call, as the seeds' diagram (000 §2): it drives what
+// the user sees and which recovery mechanisms run.
+//
+// `idle → creatingRoom → joining → waiting ↔ inCall → ending → idle`, and `error`.
+//
+// Failures (CallFailure) are `{kind, code?, message}`:
+//   {kind:'roomCreationFailed', message: reason}
+//   {kind:'joinTimedOut', message: 'join timed out'}
+//   {kind:'joinRefused', code: 'ROOM_FULL' | 'INVALID_ROOM_ID' | 'ROOM_ENDED' | …, message}
+// Only joining can fail; a call in progress never does.
+
+export const CALL_PHASES = Object.freeze(['idle', 'creatingRoom', 'joining', 'waiting', 'inCall', 'ending', 'error']);
+
+/** Teardown kinds: send `leave`, send `end_room` (host), or the room is already gone: just clean up. */
+export const TEARDOWN = Object.freeze({ leave: 'leave', endRoom: 'endRoom', roomGone: 'roomGone' });
+
+export const CallFailure = Object.freeze({
+  roomCreationFailed: (reason) => ({ kind: 'roomCreationFailed', message: reason }),
+  joinTimedOut: () => ({ kind: 'joinTimedOut', message: 'join timed out' }),
+  joinRefused: (code, message) => ({ kind: 'joinRefused', code, message }),
+});
+
+export class CallPhaseMachine {
+  constructor() {
+    this.phase = 'idle';
+    this.roomId = null;
+    this.failure = null;
+  }
+
+  /**
+   * Events: startNewCall, joinRoom{roomId}, roomIdReceived{roomId}, roomIdFailed{reason},
+   * joined{participants}, joinRefused{code, message}, joinHardTimeout, roomState{participants},
+   * leaveCall, endCall, roomEnded, cleanupComplete, dismissError.
+   * Actions: requestRoomId, startJoin{roomId}, phaseChanged{phase}, teardown{kind}, failed{failure}.
+   */
+  handle(event) {
+    const phase = this.phase;
+    switch (event.type) {
+      case 'startNewCall':
+        if (phase === 'idle') return this.#move('creatingRoom', [{ type: 'requestRoomId' }]);
+        break;
+      case 'joinRoom':
+        if (phase === 'idle') {
+          this.roomId = event.roomId;
+          return this.#move('joining', [{ type: 'startJoin', roomId: event.roomId }]);
+        }
+        break;
+      case 'roomIdReceived':
+        if (phase === 'creatingRoom') {
+          this.roomId = event.roomId;
+          return this.#move('joining', [{ type: 'startJoin', roomId: event.roomId }]);
+        }
+        break;
+      case 'roomIdFailed':
+        if (phase === 'creatingRoom') return this.#fail(CallFailure.roomCreationFailed(event.reason));
+        break;
+      case 'joined':
+        if (phase === 'joining') return this.#move(event.participants >= 2 ? 'inCall' : 'waiting');
+        break;
+      case 'joinHardTimeout':
+        if (phase === 'joining') return this.#fail(CallFailure.joinTimedOut());
+        break;
+      case 'joinRefused':
+        if (phase === 'joining') return this.#fail(CallFailure.joinRefused(event.code, event.message));
+        break;
+      case 'roomState':
+        if (phase === 'waiting' && event.participants >= 2) return this.#move('inCall');
+        if (phase === 'inCall' && event.participants < 2) return this.#move('waiting');
+        break;
+      case 'leaveCall':
+        if (phase === 'joining' || phase === 'waiting' || phase === 'inCall') {
+          return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.leave }]);
+        }
+        break;
+      case 'endCall':
+        if (phase === 'waiting' || phase === 'inCall') {
+          return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.endRoom }]);
+        }
+        break;
+      case 'roomEnded':
+        // `room_ended`, or the server says the room is gone (`ROOM_ENDED` on a rejoin).
+        if (phase === 'waiting' || phase === 'inCall' || phase === 'joining') {
+          return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.roomGone }]);
+        }
+        break;
+      case 'cleanupComplete':
+        if (phase === 'ending') {
+          this.roomId = null;
+          return this.#move('idle');
+        }
+        break;
+      case 'dismissError':
+        if (phase === 'error') {
+          this.failure = null;
+          this.roomId = null;
+          return this.#move('idle');
+        }
+        break;
+    }
+    return [];
+  }
+
+  #move(next, actions = []) {
+    this.phase = next;
+    return [...actions, { type: 'phaseChanged', phase: next }];
+  }
+
+  #fail(failure) {
+    this.failure = failure;
+    return this.#move('error', [{ type: 'failed', failure }]);
+  }
+}

@@ -1,0 +1,291 @@
+// Port of NegotiationMachine.swift. Offer/answer and ICE restart for one side of the call (000 §3–§8,
+// scenarios 2–6).
+//
+// - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
+// - An offer unanswered for 8 s is rolled back and followed by an ICE restart.
+// - ICE restart: 2 s after `disconnected`, at once on `failed`, on network online / path change and on
+//   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
+//   is down and fired after the post-reconnect `room_state`.
+// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
+// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
+//
+// SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
+// IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
+// DescriptionKind: 'offer' | 'answer'. Candidates: {candidate, sdpMid, sdpMLineIndex} or null.
+import { RESILIENCE } from '../constants.js';
+import { cancel, schedule, timerAction } from './timers.js';
+
+export const RESTART_REASONS = Object.freeze([
+  'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
+]);
+
+export class NegotiationMachine {
+  constructor() {
+    this.isHost = false;
+    this.peerPresent = false;
+    this.signalingState = 'stable';
+    this.hasRemoteDescription = false;
+    this.iceState = 'new';
+    this.nonHostFallbackAttempts = 0;
+    /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
+    this.pendingRestart = null;
+    this.remoteCandidateBuffer = [];
+    this.signalingUp = true;
+    this.makingOffer = false;
+    this.offerIsRestart = false;
+    this.offerFromFallback = false;
+    this.lastLocalOffer = null;
+    this.inCooldown = false;
+    this.peerEpoch = 0;
+    this.applyingRemote = false;
+  }
+
+  /**
+   * Events: peer{present, isHost, peerEpoch}, signaling{up}, roomStateAfterReconnect,
+   * remoteDescription{kind, sdp, epoch}, remoteCandidate{candidate, epoch}, localDescriptionReady{kind, sdp},
+   * localDescriptionFailed, remoteDescriptionApplied{kind}, signalingStateChanged{state},
+   * iceStateChanged{state}, networkOnline, networkPathChanged, requestIceRestart, requestOfferResend,
+   * timerFired{timer}.
+   * Actions: createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
+   * addRemoteCandidates{candidates}, sendOffer{sdp}, sendAnswer{sdp}, iceRestartStarted{reason}, timer{command}.
+   */
+  handle(event) {
+    switch (event.type) {
+      case 'peer': {
+        // `peerEpoch` is the epoch at which this peer session began; relayed messages from older
+        // epochs are stale.
+        const arrived = event.present && !this.peerPresent;
+        const roleChanged = event.isHost !== this.isHost;
+        this.isHost = event.isHost;
+        this.peerEpoch = event.peerEpoch;
+        this.peerPresent = event.present;
+        if (!event.present) return this.#leftAlone();
+        if (!arrived && !roleChanged) return [];
+        return this.#startNegotiation();
+      }
+      case 'signaling':
+        this.signalingUp = event.up;
+        return [];
+      case 'roomStateAfterReconnect': {
+        const reason = this.pendingRestart;
+        if (reason == null || !this.peerPresent) return [];
+        this.pendingRestart = null;
+        return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
+      }
+      case 'remoteDescription':
+        if (event.epoch != null && event.epoch < this.peerEpoch) return []; // from an older peer session
+        return this.#remoteDescription(event.kind, event.sdp);
+      case 'remoteCandidate':
+        if (event.epoch != null && event.epoch < this.peerEpoch) return [];
+        if (this.hasRemoteDescription && !this.applyingRemote) {
+          return [{ type: 'addRemoteCandidates', candidates: [event.candidate] }];
+        }
+        this.remoteCandidateBuffer.push(event.candidate);
+        if (this.remoteCandidateBuffer.length > RESILIENCE.ICE_CANDIDATE_BUFFER_MAX) this.remoteCandidateBuffer.shift();
+        return [];
+      case 'localDescriptionReady':
+        if (event.kind === 'offer') {
+          this.makingOffer = false;
+          this.lastLocalOffer = event.sdp;
+          this.signalingState = 'haveLocalOffer';
+          const actions = [
+            { type: 'sendOffer', sdp: event.sdp },
+            timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS)),
+          ];
+          if (this.offerIsRestart) {
+            this.inCooldown = true;
+            actions.push(timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS)));
+          }
+          return actions;
+        }
+        this.signalingState = 'stable';
+        return [{ type: 'sendAnswer', sdp: event.sdp }];
+      case 'localDescriptionFailed':
+        this.makingOffer = false;
+        return [];
+      case 'remoteDescriptionApplied': {
+        this.applyingRemote = false;
+        this.hasRemoteDescription = true;
+        const flushed = this.remoteCandidateBuffer;
+        this.remoteCandidateBuffer = [];
+        const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
+        if (event.kind === 'offer') {
+          this.signalingState = 'haveRemoteOffer';
+          actions.push({ type: 'createAnswer' });
+        } else {
+          this.signalingState = 'stable';
+        }
+        return actions;
+      }
+      case 'signalingStateChanged':
+        this.signalingState = event.state;
+        return [];
+      case 'iceStateChanged':
+        this.iceState = event.state;
+        switch (event.state) {
+          case 'connected':
+          case 'completed':
+            // Media came back by itself: a remembered restart is no longer needed.
+            this.pendingRestart = null;
+            return [timerAction(cancel('iceRestartDelay'))];
+          case 'disconnected':
+            if (!this.isHost || !this.peerPresent) return [];
+            return [timerAction(schedule('iceRestartDelay', RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS))];
+          case 'failed':
+            if (!this.isHost) return [];
+            return [timerAction(cancel('iceRestartDelay')), ...this.#restart('iceFailed')];
+          default:
+            return [];
+        }
+      case 'networkOnline':
+        return this.peerPresent ? this.#restart('networkOnline') : [];
+      case 'networkPathChanged':
+        if (!this.peerPresent || !(this.iceState === 'disconnected' || this.iceState === 'failed')) return [];
+        return this.#restart('networkChange');
+      case 'requestIceRestart':
+        return this.peerPresent ? this.#restart('escalation') : [];
+      case 'requestOfferResend':
+        if (!this.peerPresent || !this.signalingUp) return [];
+        if (this.signalingState === 'haveLocalOffer' && this.lastLocalOffer != null) {
+          return [
+            { type: 'sendOffer', sdp: this.lastLocalOffer },
+            timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS)),
+          ];
+        }
+        return this.#offer(false);
+      case 'timerFired':
+        return this.#timerFired(event.timer);
+      default:
+        return [];
+    }
+  }
+
+  #timerFired(timer) {
+    switch (timer) {
+      case 'offerTimeout':
+        return this.#offerTimedOut();
+      case 'nonHostFallback':
+        return this.#nonHostFallback();
+      case 'iceRestartDelay':
+        if (!(this.iceState === 'disconnected' || this.iceState === 'failed')) return [];
+        return this.#restart('iceDisconnected');
+      case 'iceRestartCooldown': {
+        this.inCooldown = false;
+        const reason = this.pendingRestart;
+        if (reason == null || !this.signalingUp || this.iceState === 'connected' || this.iceState === 'completed') return [];
+        this.pendingRestart = null;
+        return this.#restart(reason);
+      }
+      default:
+        return [];
+    }
+  }
+
+  // Steps
+
+  #startNegotiation() {
+    if (this.isHost) {
+      // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
+      const restart = this.iceState !== 'new';
+      return [
+        timerAction(cancel('nonHostFallback')),
+        ...(restart ? [{ type: 'iceRestartStarted', reason: 'signalingReconnect' }] : []),
+        ...this.#offer(restart),
+      ];
+    }
+    if (this.hasRemoteDescription) return [];
+    return [timerAction(schedule('nonHostFallback', RESILIENCE.NON_HOST_FALLBACK_DELAY_MS))];
+  }
+
+  #leftAlone() {
+    this.makingOffer = false;
+    this.nonHostFallbackAttempts = 0;
+    this.pendingRestart = null;
+    this.hasRemoteDescription = false;
+    this.remoteCandidateBuffer = [];
+    this.inCooldown = false;
+    // An offer nobody will answer would block the next peer's negotiation.
+    const rollback = this.signalingState === 'haveLocalOffer' ? [{ type: 'rollback' }] : [];
+    this.signalingState = 'stable';
+    return [
+      ...rollback,
+      ...['offerTimeout', 'nonHostFallback', 'iceRestartDelay', 'iceRestartCooldown'].map((id) => timerAction(cancel(id))),
+    ];
+  }
+
+  #offer(iceRestart, fromFallback = false) {
+    if (this.makingOffer || this.signalingState !== 'stable') return [];
+    this.makingOffer = true;
+    this.offerIsRestart = iceRestart;
+    this.offerFromFallback = fromFallback;
+    return [{ type: 'createOffer', iceRestart }];
+  }
+
+  #restart(reason) {
+    if (!this.peerPresent) return []; // nobody to restart with
+    if (!this.signalingUp) {
+      this.pendingRestart = reason;
+      return [];
+    }
+    if (this.inCooldown || this.makingOffer || this.signalingState === 'haveRemoteOffer') {
+      this.pendingRestart = this.pendingRestart ?? reason;
+      return [];
+    }
+    const actions = [];
+    if (this.signalingState === 'haveLocalOffer') {
+      actions.push({ type: 'rollback' }, timerAction(cancel('offerTimeout')));
+      this.signalingState = 'stable';
+    }
+    return [...actions, { type: 'iceRestartStarted', reason }, ...this.#offer(true)];
+  }
+
+  #remoteDescription(kind, sdp) {
+    if (kind === 'offer') {
+      if (this.signalingState === 'haveLocalOffer' || this.makingOffer) {
+        // Glare. The host keeps its offer; the non-host yields.
+        if (this.isHost) return [];
+        this.makingOffer = false;
+        this.signalingState = 'stable';
+        this.applyingRemote = true;
+        return [
+          { type: 'rollback' },
+          timerAction(cancel('offerTimeout')),
+          timerAction(cancel('nonHostFallback')),
+          { type: 'setRemoteDescription', kind: 'offer', sdp },
+        ];
+      }
+      this.applyingRemote = true;
+      return [timerAction(cancel('nonHostFallback')), { type: 'setRemoteDescription', kind: 'offer', sdp }];
+    }
+    if (this.signalingState !== 'haveLocalOffer') return []; // late or duplicate answer
+    this.applyingRemote = true;
+    return [timerAction(cancel('offerTimeout')), { type: 'setRemoteDescription', kind: 'answer', sdp }];
+  }
+
+  #offerTimedOut() {
+    if (this.signalingState !== 'haveLocalOffer') {
+      return this.offerFromFallback ? [] : this.#restart('offerTimeout');
+    }
+    this.signalingState = 'stable';
+    const actions = [{ type: 'rollback' }];
+    if (this.offerFromFallback) {
+      // A non-host fallback offer is not an ICE problem: try the fallback once more instead.
+      if (this.nonHostFallbackAttempts < RESILIENCE.NON_HOST_FALLBACK_MAX_ATTEMPTS && !this.hasRemoteDescription) {
+        actions.push(timerAction(schedule('nonHostFallback', RESILIENCE.NON_HOST_FALLBACK_DELAY_MS)));
+      }
+      return actions;
+    }
+    this.inCooldown = false; // the timed-out restart did not happen: do not hold the next one back
+    actions.push(timerAction(cancel('iceRestartCooldown')));
+    return [...actions, ...this.#restart('offerTimeout')];
+  }
+
+  #nonHostFallback() {
+    if (this.isHost || !this.peerPresent || this.hasRemoteDescription || this.signalingState !== 'stable'
+      || this.makingOffer || this.nonHostFallbackAttempts >= RESILIENCE.NON_HOST_FALLBACK_MAX_ATTEMPTS) {
+      return [];
+    }
+    this.nonHostFallbackAttempts += 1;
+    return this.#offer(false, true);
+  }
+}

@@ -1,0 +1,243 @@
+// The thin runtime around the pure CallEngine: it performs the engine's outputs (transports, sends,
+// HTTP, WebRTC, timers) and feeds every result back as an input. All decisions stay in the engine.
+import { RESILIENCE } from '../constants.js';
+import { CallEngine } from '../engine/call-engine.js';
+import { openWebSocketLink } from './websocket-link.js';
+import { openSseLink, newSseSid } from './sse-link.js';
+import { PeerConnection } from './peer-connection.js';
+import { TimerTable } from './timers.js';
+import { watchNetwork } from './network-watch.js';
+import { sessionStore } from './session-store.js';
+
+export class DuetCall extends EventTarget {
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null }) {
+    super();
+    this.baseUrl = baseUrl;
+    this.relayOnly = relayOnly;
+    this.fallbackIceServers = fallbackIceServers;
+    this.fetchedIceServers = [];
+    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined });
+    this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
+    this.peer = new PeerConnection({
+      localMedia,
+      onEvent: (input) => this.feed(input),
+      onRemoteStream: (stream) => this.emit('remotestream', stream),
+    });
+    this.sid = sessionStore.sid(newSseSid);
+    this.link = null;
+    this.linkGeneration = 0;
+    this.rtcChain = Promise.resolve();
+    this.acceptingRtc = false;
+    this.turnFetch = null;
+    // What the page shows: every field is set from an engine event, never guessed.
+    this.state = {
+      phase: 'idle', connectionStatus: 'connected', transport: null, roomId: null, cid: null, hostCid: null,
+      participants: [], failure: null, endReason: null, escalation: null, iceRestarts: 0,
+    };
+    this.unwatchNetwork = watchNetwork((input) => this.feed(input));
+  }
+
+  // MARK: the app's commands
+  startNewCall() { this.feed({ type: 'startNewCall' }); }
+  join(roomId) { this.state.endReason = null; this.feed({ type: 'joinRoom', roomId }); }
+  leave() { this.state.endReason = 'left'; this.feed({ type: 'leave' }); }
+  end() { this.state.endReason = this.state.hostCid === this.state.cid ? 'ended' : 'left'; this.feed({ type: 'end' }); }
+  dismissError() { this.feed({ type: 'dismissError' }); }
+  stats() { return this.peer.stats(); }
+  get iceConnectionState() { return this.peer.iceConnectionState; }
+  get scheduledTimers() { return this.timers.scheduled; }
+
+  // MARK: the loop
+  feed(input) {
+    if (input.type === 'message') this.observe(input.envelope);
+    for (const output of this.engine.handle(input)) this.perform(output);
+  }
+
+  perform(output) {
+    switch (output.type) {
+      case 'openTransport': return this.open(output.transport);
+      case 'closeTransport': { const link = this.detach(); link?.close(); return; }
+      case 'send': return this.send(output.envelope);
+      case 'createRoomId': return void this.createRoomId();
+      case 'fetchTurnCredentials': this.turnFetch = this.fetchTurn(output.token); return;
+      case 'prepareSnapshot': return this.feed({ type: 'snapshotReady', snapshotId: null });
+      case 'requestPushEndpoint': return this.feed({ type: 'pushEndpointReady', endpoint: null });
+      case 'httpLeave': return void this.httpLeave(output.request);
+      case 'engine': return this.queueRtc(output.command);
+      case 'timer':
+        return output.command.type === 'schedule'
+          ? this.timers.schedule(output.command.timer, output.command.afterMs)
+          : this.timers.cancel(output.command.timer);
+      case 'emit': return this.apply(output.event);
+      case 'teardown': return void this.teardown();
+    }
+  }
+
+  apply(event) {
+    const s = this.state;
+    switch (event.type) {
+      case 'phase':
+        s.phase = event.phase;
+        if (event.phase === 'joining') { this.acceptingRtc = true; s.failure = null; }
+        break;
+      case 'connectionStatus': s.connectionStatus = event.status; break;
+      case 'transport': s.transport = event.transport; break;
+      case 'room': s.roomId = event.roomId; break;
+      case 'participants': s.participants = event.participants; s.hostCid = event.hostCid; s.cid = event.myCid || s.cid; break;
+      case 'failure': s.failure = event.failure; break;
+      case 'session': s.cid = event.cid ?? s.cid; sessionStore.save(event); break;
+      case 'escalation': s.escalation = event.step; break;
+      case 'iceRestart': s.iceRestarts += 1; break;
+    }
+    this.emit('change', event);
+  }
+
+  // Why a call ended is the page's business (ended screen), not the engine's.
+  observe(envelope) {
+    if (envelope?.type === 'room_ended') this.state.endReason ??= 'roomEnded';
+    if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_ENDED') this.state.endReason ??= 'roomEnded';
+    if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_FULL' && this.state.phase !== 'joining') this.state.endReason ??= 'seatTaken';
+  }
+
+  emit(type, detail) { this.dispatchEvent(new CustomEvent(type, { detail })); }
+
+  // MARK: signaling
+  open(kind) {
+    const generation = ++this.linkGeneration;
+    const handlers = {
+      onMessage: (envelope) => { if (generation === this.linkGeneration) this.feed({ type: 'message', envelope }); },
+      onClose: (reason) => {
+        if (generation !== this.linkGeneration) return;
+        this.detach();
+        this.feed({ type: 'transportClosed', reason });
+      },
+    };
+    const opening = kind === 'ws' ? openWebSocketLink(this.baseUrl, handlers) : openSseLink(this.baseUrl, this.sid, handlers);
+    opening.then(
+      (link) => {
+        if (generation !== this.linkGeneration) { link.close(); return; }  // the engine gave up on this attempt
+        this.link = link;
+        this.feed({ type: 'transportOpened', transport: kind });
+      },
+      () => {
+        if (generation !== this.linkGeneration) return;
+        this.feed({ type: 'transportOpenFailed', transport: kind, failure: 'error' });
+      });
+  }
+
+  detach() {
+    this.linkGeneration += 1;
+    const link = this.link;
+    this.link = null;
+    return link;
+  }
+
+  send(envelope) {
+    try {
+      if (!this.link) throw new Error('no transport');
+      this.link.send(envelope);
+    } catch {
+      // A send that cannot go out means the link is unusable: report it closed so the engine reconnects.
+      if (!this.link) return;
+      this.detach()?.close();
+      this.feed({ type: 'transportClosed', reason: 'networkError' });
+    }
+  }
+
+  async teardown() {
+    this.acceptingRtc = false;
+    const link = this.detach();
+    if (link) {
+      await link.flush(RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS);  // leave / end_room must reach the server first
+      link.close();
+    }
+    this.timers.cancelAll();
+    this.peer.close();
+    this.feed({ type: 'teardownFinished' });
+  }
+
+  // MARK: WebRTC, one command at a time in the engine's order
+  queueRtc(command) {
+    this.rtcChain = this.rtcChain.then(() => this.performRtc(command));
+  }
+
+  async performRtc(command) {
+    if (!this.acceptingRtc && command.type !== 'close') return;
+    try {
+      switch (command.type) {
+        case 'ensurePeerConnection':
+          // Gather with the TURN servers that are on their way (bounded by the fetch's own timeout).
+          if (!this.peer.pc && this.turnFetch) await this.turnFetch;
+          return this.peer.ensure(this.rtcConfiguration());
+        case 'createOffer': {
+          const sdp = await this.peer.createOffer(command.iceRestart);
+          return this.feed({ type: 'localDescriptionReady', kind: 'offer', sdp });
+        }
+        case 'createAnswer': {
+          const sdp = await this.peer.createAnswer();
+          return this.feed({ type: 'localDescriptionReady', kind: 'answer', sdp });
+        }
+        case 'setRemoteDescription':
+          await this.peer.setRemoteDescription(command.kind, command.sdp);
+          return this.feed({ type: 'remoteDescriptionApplied', kind: command.kind });
+        case 'rollback': return await this.peer.rollback();
+        case 'addRemoteCandidates':
+          for (const candidate of command.candidates) {
+            // One bad or late candidate must not stop the others.
+            try { await this.peer.addRemoteCandidate(candidate); } catch (error) { console.debug('candidate refused', error); }
+          }
+          return;
+        case 'applyFetchedIceServers':
+        case 'applyFallbackIceServers':
+          if (command.type === 'applyFallbackIceServers') this.fetchedIceServers = [];
+          return this.peer.setConfiguration(this.rtcConfiguration());
+        case 'close': return this.peer.close();
+      }
+    } catch (error) {
+      console.warn('WebRTC command failed', command.type, error);
+      if (command.type === 'createOffer' || command.type === 'createAnswer') this.feed({ type: 'localDescriptionFailed' });
+    }
+  }
+
+  rtcConfiguration() {
+    return {
+      iceServers: this.fetchedIceServers.length ? this.fetchedIceServers : this.fallbackIceServers,
+      iceTransportPolicy: this.relayOnly ? 'relay' : 'all',
+    };
+  }
+
+  // MARK: HTTP
+  async createRoomId() {
+    try {
+      const response = await fetch(new URL('api/room-id', this.baseUrl), {
+        method: 'POST', signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS) });
+      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      const { roomId } = await response.json();
+      this.feed({ type: 'roomIdCreated', roomId });
+    } catch (error) {
+      this.feed({ type: 'roomIdFailed', reason: String(error?.message ?? error) });
+    }
+  }
+
+  async fetchTurn(token) {
+    try {
+      const url = new URL('api/turn-credentials', this.baseUrl);
+      url.searchParams.set('token', token);
+      const response = await fetch(url, { signal: AbortSignal.timeout(RESILIENCE.TURN_FETCH_TIMEOUT_MS) });
+      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      const credentials = await response.json();
+      this.fetchedIceServers = [{ urls: credentials.uris, username: credentials.username, credential: credentials.password }];
+      this.feed({ type: 'turnCredentialsFetched', ttlSeconds: credentials.ttl });
+    } catch {
+      this.feed({ type: 'turnCredentialsFailed' });
+    }
+  }
+
+  async httpLeave(request) {
+    try {
+      await fetch(new URL('api/leave', this.baseUrl), {
+        method: 'POST', body: JSON.stringify(request), headers: { 'Content-Type': 'application/json' },
+        keepalive: true, signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS) });
+    } catch { /* the seat is evicted by the server in time anyway */ }
+  }
+}

@@ -1,0 +1,103 @@
+// The browser's RTCPeerConnection behind the engine's WebRTC commands. It makes no decisions: offers,
+// restarts and rollbacks happen when the engine says so, and every state change goes back to it.
+
+export class PeerConnection {
+  constructor({ localMedia, onEvent, onRemoteStream }) {
+    this.localMedia = localMedia;
+    this.onEvent = onEvent;
+    this.onRemoteStream = onRemoteStream;
+    this.pc = null;
+  }
+
+  ensure(configuration) {
+    if (this.pc) return;
+    const pc = new RTCPeerConnection(configuration);
+    this.pc = pc;
+    const stream = this.localMedia.stream;
+    if (stream) for (const track of stream.getTracks()) pc.addTrack(track, stream);
+    // Audio-only calls still receive the other side's video.
+    if (stream && !this.localMedia.videoTrack) pc.addTransceiver('video', { direction: 'recvonly' });
+    pc.onicecandidate = ({ candidate }) => {
+      if (pc !== this.pc) return;
+      if (candidate && candidate.candidate) {
+        this.onEvent({ type: 'localCandidate', candidate: {
+          candidate: candidate.candidate, sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex,
+          usernameFragment: candidate.usernameFragment ?? undefined } });
+      } else {
+        this.onEvent({ type: 'gatheringComplete' });
+      }
+    };
+    pc.oniceconnectionstatechange = () => pc === this.pc && this.onEvent({ type: 'iceStateChanged', state: pc.iceConnectionState });
+    pc.onconnectionstatechange = () => {
+      if (pc !== this.pc) return;
+      // 'connecting' is the aggregate's name for ICE's 'checking'.
+      const state = pc.connectionState === 'connecting' ? 'checking' : pc.connectionState;
+      this.onEvent({ type: 'connectionStateChanged', state });
+    };
+    pc.onsignalingstatechange = () => pc === this.pc && this.onEvent({ type: 'signalingStateChanged', state: pc.signalingState });
+    pc.ontrack = (event) => {
+      const remote = event.streams[0] ?? new MediaStream([event.track]);
+      this.onRemoteStream(remote);
+    };
+  }
+
+  async createOffer(iceRestart) {
+    const offer = await this.pc.createOffer({ iceRestart });
+    await this.pc.setLocalDescription(offer);
+    return this.pc.localDescription.sdp;
+  }
+
+  async createAnswer() {
+    const answer = await this.pc.createAnswer();
+    await this.pc.setLocalDescription(answer);
+    return this.pc.localDescription.sdp;
+  }
+
+  async setRemoteDescription(kind, sdp) {
+    await this.pc.setRemoteDescription({ type: kind, sdp });
+  }
+
+  async rollback() {
+    if (this.pc && this.pc.signalingState !== 'stable') await this.pc.setLocalDescription({ type: 'rollback' });
+  }
+
+  async addRemoteCandidate(candidate) {
+    // null: the peer has no more candidates for this generation.
+    await this.pc.addIceCandidate(candidate ?? null);
+  }
+
+  setConfiguration(configuration) {
+    this.pc?.setConfiguration(configuration);
+  }
+
+  async replaceVideoTrack(track) {
+    const sender = this.pc?.getSenders().find((s) => s.track?.kind === 'video');
+    await sender?.replaceTrack(track);
+  }
+
+  get iceConnectionState() { return this.pc?.iceConnectionState ?? 'new'; }
+
+  async stats() {
+    if (!this.pc) return null;
+    const report = await this.pc.getStats();
+    const result = { videoFramesDecoded: 0, audioPacketsReceived: 0, candidateType: null, rttMs: null };
+    let pair = null;
+    report.forEach((s) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') result.videoFramesDecoded += s.framesDecoded ?? 0;
+      if (s.type === 'inbound-rtp' && s.kind === 'audio') result.audioPacketsReceived += s.packetsReceived ?? 0;
+      if (s.type === 'transport' && s.selectedCandidatePairId) pair = report.get(s.selectedCandidatePairId);
+    });
+    if (!pair) report.forEach((s) => { if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s; });
+    if (pair) {
+      result.candidateType = report.get(pair.localCandidateId)?.candidateType ?? null;
+      if (pair.currentRoundTripTime !== undefined) result.rttMs = Math.round(pair.currentRoundTripTime * 1000);
+    }
+    return result;
+  }
+
+  close() {
+    const pc = this.pc;
+    this.pc = null;
+    pc?.close();
+  }
+}

@@ -1,0 +1,45 @@
+// One WebSocket signaling connection. It only reports what happened; when to retry or fall back
+// to SSE is the engine's decision (SignalingLinkMachine), so nothing here reconnects by itself.
+
+export function openWebSocketLink(baseUrl, { onMessage, onClose }) {
+  const url = new URL('ws', baseUrl);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  return new Promise((resolve, reject) => {
+    let opened = false;
+    let closed = false;
+    const socket = new WebSocket(url);
+    const link = {
+      kind: 'ws',
+      send(envelope) {
+        if (socket.readyState !== WebSocket.OPEN) throw new Error('websocket is not open');
+        socket.send(JSON.stringify(envelope));
+      },
+      // Resolves once what was queued has left (bufferedAmount drained) or the bound passes.
+      async flush(timeoutMs) {
+        const until = performance.now() + timeoutMs;
+        while (socket.readyState === WebSocket.OPEN && socket.bufferedAmount > 0 && performance.now() < until) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      },
+      close() {
+        closed = true;
+        try { socket.close(1000); } catch { /* already closing */ }
+      },
+    };
+    socket.onopen = () => { opened = true; resolve(link); };
+    socket.onmessage = (event) => {
+      if (closed) return;
+      let envelope;
+      try { envelope = JSON.parse(event.data); } catch { return; }  // not ours to crash on
+      onMessage(envelope);
+    };
+    socket.onclose = (event) => {
+      if (!opened) { reject(new Error(`websocket refused (${event.code})`)); return; }
+      if (closed) return;
+      closed = true;
+      // 1001/1012 (going away / restart) and 4001 (replaced) are the server's decision; the rest is the network.
+      const byServer = [1000, 1001, 1008, 1009, 1012, 4001].includes(event.code);
+      onClose(byServer ? 'closedByServer' : 'networkError');
+    };
+  });
+}

@@ -1,0 +1,172 @@
+// The call page: binds the DuetCall runtime and the status badge machine to the screen. What is
+// shown comes only from engine events, so the page never claims more than the engine knows.
+import { DuetCall } from '../runtime/duet-call.js';
+import { LocalMedia } from '../runtime/media.js';
+import { sessionStore } from '../runtime/session-store.js';
+import { TimerTable } from '../runtime/timers.js';
+import { StatusBadgeMachine } from './status-badge-machine.js';
+import { recentRooms } from './recent-rooms.js';
+import { $, setScreen, showError, describeFailure, describeEnd } from './call-view.js';
+
+const ROOM_ID = /^[A-Za-z0-9_-]{27}$/;
+const roomId = decodeURIComponent(location.pathname.split('/').pop() ?? '');
+const options = new URLSearchParams(location.search);
+const media = new LocalMedia();
+const badge = new StatusBadgeMachine();
+const badgeTimers = new TimerTable(() => runBadge({ type: 'timerFired' }));
+let call = null;
+let micOn = true;
+let cameraOn = true;
+
+window.duet = {
+  page: 'call',
+  get phase() { return call?.state.phase ?? 'idle'; },
+  get connectionStatus() { return call?.state.connectionStatus ?? 'connected'; },
+  get iceConnectionState() { return call?.iceConnectionState ?? 'new'; },
+  get transport() { return call?.state.transport ?? null; },
+  get cid() { return call?.state.cid ?? null; },
+  get hostCid() { return call?.state.hostCid ?? null; },
+  get roomId() { return roomId; },
+  get participants() { return call?.state.participants ?? []; },
+  get badge() { return badge.badge; },
+  get screen() { return document.body.dataset.screen; },
+  get failure() { return call?.state.failure ?? null; },
+  get endReason() { return call?.state.endReason ?? null; },
+  get timers() { return call?.scheduledTimers ?? []; },
+  stats: async () => (await call?.stats()) ?? { videoFramesDecoded: 0, audioPacketsReceived: 0, candidateType: null, rttMs: null },
+  leave: () => call?.leave(),
+  end: () => call?.end(),
+};
+
+$('share-link').value = `${location.origin}/call/${roomId}`;
+
+if (!ROOM_ID.test(roomId)) {
+  showError({ title: 'This link is not a Duet call', text: 'Check that the whole link was copied, or start a new call.', retry: false });
+} else {
+  start();
+}
+
+async function start({ audioOnly = false } = {}) {
+  setScreen('starting');
+  try {
+    await media.start({ audioOnly });
+  } catch (error) {
+    const permission = error.kind === 'permission' || error.kind === 'notFound' || error.kind === 'inUse';
+    showError({
+      title: error.kind === 'permission' ? 'Camera and microphone are blocked' : 'Camera or microphone unavailable',
+      text: `${error.message} ${error.kind === 'permission' ? 'Allow access in the browser’s site settings, then try again — or join with audio only.' : ''}`,
+      audioOnly: permission && !audioOnly,
+      retry: true,
+    });
+    return;
+  }
+  $('local-video').srcObject = media.stream;
+  $('camera').hidden = !media.videoTrack;
+  $('switch-camera').hidden = (await media.cameraCount()) < 2;
+  recentRooms.remember(roomId);
+  joinCall();
+}
+
+function joinCall() {
+  call?.removeEventListener('change', onChange);
+  call = new DuetCall({
+    baseUrl: new URL('/', location.href),
+    localMedia: media,
+    sseOnly: options.get('transports') === 'sse',
+    relayOnly: options.get('relay') === '1',
+    resume: sessionStore.load(roomId),
+  });
+  call.addEventListener('change', onChange);
+  call.addEventListener('remotestream', ({ detail }) => { $('remote-video').srcObject = detail; });
+  call.join(roomId);
+}
+
+function onChange({ detail: event }) {
+  const state = call.state;
+  document.body.dataset.phase = state.phase;
+  document.body.dataset.connectionStatus = state.connectionStatus;
+  document.body.dataset.transport = state.transport ?? 'none';
+  if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
+  if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
+  if (event.type === 'participants') {
+    const peer = event.participants.find((p) => p.cid !== event.myCid);
+    runBadge({ type: 'peer', suspended: peer?.connectionStatus === 'suspended' });
+    $('end').hidden = !(event.hostCid && event.hostCid === event.myCid);
+  }
+  renderScreen(event);
+}
+
+function renderScreen(event) {
+  const { phase, failure, endReason } = call.state;
+  switch (phase) {
+    case 'creatingRoom':
+    case 'joining': return setScreen('starting');
+    case 'waiting': return setScreen('waiting');
+    case 'inCall': return setScreen('in-call');
+    case 'error': return showError({ ...describeFailure(failure), retry: true });
+    case 'idle':
+      if (event.type === 'phase') {
+        media.stop();
+        $('local-video').srcObject = null;
+        $('remote-video').srcObject = null;
+        sessionStore.clear();
+        $('ended-text').textContent = describeEnd(endReason);
+        setScreen('ended');
+      }
+  }
+}
+
+function runBadge(event) {
+  for (const action of badge.handle(event)) {
+    if (action.type === 'scheduleTimer') badgeTimers.schedule(action.timer, action.afterMs);
+    if (action.type === 'cancelTimer') badgeTimers.cancel(action.timer);
+    if (action.type === 'show') renderBadge(action.badge);
+  }
+}
+
+function renderBadge(view) {
+  const element = $('badge');
+  element.hidden = view.kind === 'hidden' || view.kind === 'pending';
+  element.dataset.kind = view.kind;
+  document.body.dataset.badge = view.kind;
+  const peer = view.kind === 'peerReconnecting' ? 'The other person ' : '';
+  $('badge-text').textContent = peer + view.text;
+  $('badge-detail').textContent = view.detail ?? '';
+  $('badge-leave').hidden = !view.offerLeave;
+}
+
+// MARK: controls
+$('mute').addEventListener('click', () => {
+  micOn = !micOn;
+  media.setMicrophoneEnabled(micOn);
+  $('mute').setAttribute('aria-pressed', String(!micOn));
+  $('mute').textContent = micOn ? 'Mute' : 'Unmute';
+});
+$('camera').addEventListener('click', () => {
+  cameraOn = !cameraOn;
+  media.setCameraEnabled(cameraOn);
+  $('camera').setAttribute('aria-pressed', String(!cameraOn));
+  $('camera').textContent = cameraOn ? 'Camera off' : 'Camera on';
+});
+$('switch-camera').addEventListener('click', async () => {
+  const track = await media.switchCamera();
+  await call?.peer.replaceVideoTrack(track);
+});
+$('leave').addEventListener('click', () => call?.leave());
+$('badge-leave').addEventListener('click', () => call?.leave());
+$('end').addEventListener('click', () => call?.end());
+$('rejoin').addEventListener('click', () => start({ audioOnly: media.audioOnly }));
+$('error-retry').addEventListener('click', () => {
+  if (call?.state.phase === 'error') call.dismissError();
+  start({ audioOnly: media.audioOnly });
+});
+$('error-audio-only').addEventListener('click', () => start({ audioOnly: true }));
+$('copy-link').addEventListener('click', async () => {
+  try {
+    await navigator.clipboard.writeText($('share-link').value);
+    $('copy-status').textContent = 'Copied';
+  } catch {
+    $('share-link').select();
+    $('copy-status').textContent = 'Press Ctrl+C (or ⌘C) to copy';
+  }
+});

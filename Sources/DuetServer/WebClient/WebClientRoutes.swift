@@ -1,0 +1,39 @@
+import HTTPTypes
+import Hummingbird
+
+/// `/` (home), `/call/{roomId}` (the call page) and the client's static files.
+struct WebClientRoutes: Sendable {
+    let assets: WebAssets
+
+    func register(on router: Router<DuetRequestContext>) {
+        router.get("/") { _, _ in page("/index.html") }
+        // Any id gets the page: the page itself explains an invalid or ended link, with a way home.
+        router.get("/call/{roomId}") { _, _ in page("/call.html") }
+        for folder in ["js", "css", "img"] {
+            router.get("/\(folder)/**") { request, _ in file(request.uri.path) }
+        }
+    }
+
+    private func page(_ path: String) -> Response {
+        guard let asset = assets[path] else {
+            return .text(.internalServerError, "the browser client is missing from this build")
+        }
+        return response(asset)
+    }
+
+    private func file(_ path: String) -> Response {
+        guard let asset = assets[path] else { return .text(.notFound, "no such file") }
+        return response(asset)
+    }
+
+    private func response(_ asset: WebAssets.Asset) -> Response {
+        var headers: HTTPFields = [
+            .contentType: asset.contentType,
+            // Revalidate every load: a deployed fix must reach the next reload, and the files are tiny.
+            .cacheControl: "no-cache",
+            .init("X-Content-Type-Options")!: "nosniff",
+        ]
+        headers[.init("Referrer-Policy")!] = "no-referrer"  // room links must not leak to other sites
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: asset.body))
+    }
+}

@@ -1,0 +1,349 @@
+"""Browser end-to-end scenarios: real `duet serve`, real Chromium (and real coturn for `relay`).
+
+Run by BrowserCallTests inside a fresh network namespace:
+    unshare -n sh -c 'ip link set lo up && exec python3 scenarios.py call'
+Each scenario asserts what its name says and prints `scenario <name>: ok` at the end.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cdp import Browser  # noqa: E402
+
+DUET = os.environ.get("DUET_BINARY", ".build/debug/duet")
+SHOTS = os.environ.get("DUET_SCREENSHOTS")
+HARD_LIMIT_S = 140
+
+
+def log(*parts):
+    print(f"[{time.strftime('%H:%M:%S')}]", *parts, flush=True)
+
+
+class Server:
+    """`duet serve` on a free port; restartable on the same port and data dir (a server restart)."""
+
+    def __init__(self, *args):
+        self.args, self.data = list(args), tempfile.mkdtemp(prefix="duet-e2e-data-")
+        self.port, self.proc = 0, None
+        self.start()
+
+    def start(self):
+        self.log = open(os.path.join(self.data, "serve.log"), "ab")
+        self.proc = subprocess.Popen(
+            [DUET, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data,
+             "--log-level", "info", *self.args],
+            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("http://"):
+            raise AssertionError(f"duet serve did not print its URL (got {line!r}); log: {self.log_tail()}")
+        self.url = line if line.endswith("/") else line + "/"
+        self.port = int(self.url.rsplit(":", 1)[1].strip("/"))
+        log("server at", self.url)
+
+    def new_room(self):
+        with urllib.request.urlopen(urllib.request.Request(self.url + "api/room-id", method="POST"), timeout=5) as r:
+            return json.load(r)["roomId"]
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(5)
+        log("server killed")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def log_tail(self, n=30):
+        try:
+            with open(os.path.join(self.data, "serve.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+class Coturn:
+    def __init__(self, secret):
+        self.dir = tempfile.mkdtemp(prefix="duet-e2e-turn-")
+        self.proc = subprocess.Popen(
+            ["turnserver", "-n", "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", "--listening-port=3478",
+             "--use-auth-secret", f"--static-auth-secret={secret}", "--realm=duet.test", "--allow-loopback-peers",
+             "--no-tls", "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log"],
+            stdout=open(os.path.join(self.dir, "turn.log"), "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def stop(self):
+        self.proc.kill()  # turnserver takes its time over SIGTERM
+        self.proc.wait(5)
+
+
+def expect(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def shot(page, name, width=None, height=None):
+    if not SHOTS:
+        return
+    os.makedirs(SHOTS, exist_ok=True)
+    if width:
+        page.set_viewport(width, height, mobile=width < 600)
+        time.sleep(0.4)  # let layout and a few video frames settle
+    page.screenshot(os.path.join(SHOTS, f"{name}.png"))
+    log("screenshot", name)
+
+
+STATE = "({phase: duet.phase, status: duet.connectionStatus, transport: duet.transport, cid: duet.cid, " \
+        "screen: duet.screen, badge: duet.badge.kind})"
+
+
+def state(page):
+    return page.evaluate(STATE)
+
+
+def stats(page):
+    return page.evaluate("duet.stats()")
+
+
+def open_call(browser, url):
+    page = browser.new_page(url)
+    page.wait_for("window.duet && duet.page === 'call'", 10, message="call page loads")
+    return page
+
+
+def in_call(page, timeout=20, what="in call"):
+    page.wait_for("duet.phase === 'inCall' && duet.connectionStatus === 'connected' && "
+                  "document.body.dataset.connectionStatus === 'connected'", timeout, message=what)
+
+
+def media_flows(page, frames_over=0, packets_over=0, timeout=20, what="media flows"):
+    """Waits until decoded video frames and received audio packets pass the given marks; returns stats."""
+    return page.wait_for(
+        f"duet.stats().then(s => s.videoFramesDecoded > {frames_over} + 10 && s.audioPacketsReceived > {packets_over} + 10 && s)",
+        timeout, message=what)
+
+
+def start_call(browser, server, query="", shots=False):
+    """Page A starts a call from the home page, page B opens the link; both end up in the call."""
+    home = browser.new_page(server.url + query)
+    home.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
+    home.evaluate("document.getElementById('start').click()")
+    home.wait_for("location.pathname.startsWith('/call/') && window.duet && duet.page === 'call'", 10,
+                  message="Start a call opens the call page")
+    home.wait_for("duet.screen === 'waiting' && duet.phase === 'waiting'", 15, message="A waits for the other person")
+    if shots:
+        shot(home, "waiting", 1280, 800)
+    link = home.evaluate("document.getElementById('share-link').value")
+    expect(link.endswith(home.evaluate("duet.roomId")), f"share link {link} names the room")
+    b = open_call(browser, link + query)
+    in_call(home, what="A in call")
+    in_call(b, what="B in call")
+    return home, b, link
+
+
+# MARK: scenarios
+
+def scenario_call(browser):
+    server = Server()
+    try:
+        a, b, link = start_call(browser, server, shots=True)
+        for name, page in (("A", a), ("B", b)):
+            s = media_flows(page, what=f"{name} decodes video and receives audio")
+            log(name, "stats", s)
+            expect(state(page)["transport"] == "ws", f"{name} signals over WebSocket")
+        # The other side's pictures keep coming: frames increase over time on both pages.
+        first = [stats(a)["videoFramesDecoded"], stats(b)["videoFramesDecoded"]]
+        media_flows(a, frames_over=first[0], what="A keeps decoding")
+        media_flows(b, frames_over=first[1], what="B keeps decoding")
+        expect(a.evaluate("duet.hostCid") == b.evaluate("duet.hostCid") == a.evaluate("duet.cid"), "A hosts; both agree")
+        expect(a.evaluate("duet.badge.kind") == "connected", "the badge says connected only when it is")
+        shot(a, "in-call", 1280, 800)
+        shot(b, "in-call-phone", 390, 844)
+        # Home lists the room among recent calls, with live occupancy from watch_rooms.
+        room = a.evaluate("duet.roomId")
+        home = browser.new_page(server.url)
+        home.wait_for(f"duet.page === 'home' && duet.occupancy()['{room}'] === 2", 10, message="home shows 2 people in the call")
+        expect("2 people in the call" in home.evaluate("document.getElementById('recent-list').textContent"), "occupancy is written out")
+        shot(home, "home", 1280, 800)
+        b.evaluate("duet.leave()")
+        home.wait_for(f"duet.occupancy()['{room}'] === 1", 10, message="occupancy follows a leave live")
+        # Controls: mute and camera off change the local tracks, and the buttons say so.
+        a.evaluate("document.getElementById('mute').click(); document.getElementById('camera').click()")
+        expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "mute is pressed")
+        expect(a.evaluate("document.getElementById('local-video').srcObject.getAudioTracks()[0].enabled") is False, "mic off")
+        expect(a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].enabled") is False, "camera off")
+    finally:
+        server.stop()
+
+
+def scenario_sse_fallback(browser):
+    server = Server("--block-websocket", "on")
+    try:
+        a, b, _ = start_call(browser, server)
+        for name, page in (("A", a), ("B", b)):
+            s = media_flows(page, what=f"{name} has media with signaling over SSE")
+            expect(state(page)["transport"] == "sse", f"{name} fell back to SSE: {state(page)}")
+            log(name, "over SSE", s)
+    finally:
+        server.stop()
+
+
+def scenario_relay(browser):
+    secret = "e2e-" + os.urandom(8).hex()
+    turn = Coturn(secret)
+    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
+    try:
+        a, b, _ = start_call(browser, server, "?relay=1")
+        for name, page in (("A", a), ("B", b)):
+            s = media_flows(page, what=f"{name} has media through coturn")
+            expect(s["candidateType"] == "relay", f"{name} uses a relay candidate: {s}")
+            log(name, "relayed", s)
+    finally:
+        server.stop()
+        turn.stop()
+
+
+def scenario_server_restart(browser):
+    server = Server()
+    try:
+        a, b, _ = start_call(browser, server)
+        media_flows(a)
+        media_flows(b)
+        cids = (a.evaluate("duet.cid"), b.evaluate("duet.cid"))
+        server.kill()
+        # Media is peer to peer: it keeps flowing while signaling is gone.
+        before = stats(a)["videoFramesDecoded"]
+        a.wait_for("duet.connectionStatus !== 'connected'", 35, message="A notices signaling is gone")
+        a.wait_for("duet.badge.kind === 'reconnecting'", 5, message="A shows Reconnecting… after the debounce")
+        shot(a, "recovering", 1280, 800)
+        media_flows(a, frames_over=before, what="frames keep increasing while the server is down")
+        a.wait_for("duet.connectionStatus === 'retrying' && duet.badge.kind === 'retrying'", 15, message="A goes to retrying")
+        expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "retrying offers Leave call")
+        shot(a, "retrying", 1280, 800)
+        server.start()
+        for name, page in (("A", a), ("B", b)):
+            in_call(page, 30, what=f"{name} back to connected with no user action")
+        expect((a.evaluate("duet.cid"), b.evaluate("duet.cid")) == cids, "both kept their seats (recovered)")
+        after = stats(b)["videoFramesDecoded"]
+        media_flows(b, frames_over=after, what="B still decodes after the restart")
+        expect(a.evaluate("duet.badge.kind") == "connected", "badge back to connected")
+    finally:
+        server.stop()
+
+
+def scenario_reload(browser):
+    server = Server()
+    try:
+        a, b, _ = start_call(browser, server)
+        media_flows(b)
+        cid = b.evaluate("duet.cid")
+        b.reload()
+        b.wait_for("window.duet && duet.page === 'call'", 10)
+        in_call(b, 20, what="B rejoins after reload")
+        expect(b.evaluate("duet.cid") == cid, "B has the same cid after reload")
+        media_flows(b, what="B's call resumes after reload")
+        a_frames = stats(a)["videoFramesDecoded"]
+        media_flows(a, frames_over=a_frames, what="A sees B again")
+        expect(len(a.evaluate("duet.participants")) == 2, "still two participants")
+    finally:
+        server.stop()
+
+
+def scenario_leave_end(browser):
+    server = Server()
+    try:
+        a, b, link = start_call(browser, server)
+        b.evaluate("document.getElementById('leave').click()")
+        b.wait_for("duet.screen === 'ended' && duet.phase === 'idle'", 10, message="B's call ended screen")
+        a.wait_for("duet.screen === 'waiting' && duet.phase === 'waiting'", 10, message="A returns to Waiting")
+        b.evaluate("document.getElementById('rejoin').click()")
+        in_call(b, 20, what="B rejoins")
+        in_call(a, 20, what="A back in call")
+        expect(a.evaluate("!document.getElementById('end').hidden"), "the host sees End for both")
+        a.evaluate("document.getElementById('end').click()")
+        for name, page, reason in (("A", a, "ended"), ("B", b, "roomEnded")):
+            page.wait_for("duet.screen === 'ended'", 10, message=f"{name} sees the call ended")
+            expect(page.evaluate("duet.endReason") == reason, f"{name} knows why: {page.evaluate('duet.endReason')}")
+        c = open_call(browser, link)
+        c.wait_for("duet.screen === 'error'", 15, message="an ended room's link explains itself")
+        expect("ended" in c.evaluate("document.getElementById('error-title').textContent"), "room ended screen")
+    finally:
+        server.stop()
+
+
+def scenario_permission_denied(browser):
+    """No camera permission: the page explains it and offers audio only; the call then works one-way video."""
+    server = Server()
+    try:
+        origin = server.url.rstrip("/")
+        for permission, setting in (("camera", "denied"), ("microphone", "granted")):
+            browser.send("Browser.setPermission", {"permission": {"name": permission}, "setting": setting, "origin": origin})
+        link = server.url + "call/" + server.new_room()
+        a = open_call(browser, link)
+        a.wait_for("duet.screen === 'error'", 10, message="blocked camera shows its screen")
+        expect("blocked" in a.evaluate("document.getElementById('error-title').textContent"), "the title names the problem")
+        expect(a.evaluate("!document.getElementById('error-audio-only').hidden"), "audio-only is offered")
+        expect(a.evaluate("!document.getElementById('error-retry').hidden"), "try again is offered")
+        shot(a, "no-camera-permission", 1280, 800)
+        a.evaluate("document.getElementById('error-retry').click()")
+        a.wait_for("duet.screen === 'error'", 10, message="try again while still blocked explains again")
+        a.evaluate("document.getElementById('error-audio-only').click()")
+        a.wait_for("duet.screen === 'waiting'", 15, message="audio only joins the call")
+        browser.send("Browser.setPermission", {"permission": {"name": "camera"}, "setting": "granted", "origin": origin})
+        b = open_call(browser, link)
+        in_call(a, what="A (audio only) in call")
+        in_call(b, what="B in call")
+        media_flows(a, what="A receives B's video and audio")
+        b.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10)", 15, message="B hears A")
+    finally:
+        server.stop()
+
+
+def scenario_error_screens(browser):
+    server = Server()
+    try:
+        bad = open_call(browser, server.url + "call/not-a-room")
+        bad.wait_for("duet.screen === 'error'", 5, message="invalid link screen")
+        expect("not a Duet call" in bad.evaluate("document.getElementById('error-title').textContent"), "invalid link says so")
+        a, b, link = start_call(browser, server)
+        c = open_call(browser, link)
+        c.wait_for("duet.screen === 'error'", 15, message="a third person sees the room is full")
+        expect("full" in c.evaluate("document.getElementById('error-title').textContent"), "room full screen")
+        shot(c, "room-full", 390, 844)
+        in_call(a, 5, what="the full-room refusal does not disturb the call")
+    finally:
+        server.stop()
+
+
+SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+def main():
+    name = sys.argv[1]
+    # A runaway scenario must end by itself, and SIGTERM must still clean up (Chromium, servers).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
+    signal.alarm(HARD_LIMIT_S)
+    started = time.monotonic()
+    # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
+    without = ("--use-fake-ui-for-media-stream",) if name == "permission-denied" else ()
+    with Browser.launch(without_flags=without) as browser:
+        try:
+            SCENARIOS[name](browser)
+        except BaseException:
+            log("chromium log tail:\n" + browser.log_tail())
+            raise
+    print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+// Mirrors CallEngineTests.swift: auto-rejoin, the outbox, the server's word on the room; plus the web
+// additions (session events, resume) and the wire shapes the runtime sends verbatim.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CallEngine } from '../../Sources/DuetServer/Web/js/engine/call-engine.js';
+import { TIMER_IDS } from '../../Sources/DuetServer/Web/js/machines/timers.js';
+import { has } from './support/driven.mjs';
+
+const rid = 'R' + 'a'.repeat(26);
+
+function joined(cid, participants, host, epoch, kind = 'fresh') {
+  return {
+    type: 'message',
+    envelope: {
+      v: 1, type: 'joined', rid, cid, epoch,
+      payload: {
+        hostCid: host, participants: participants.map((p) => ({ cid: p, joinedAt: 0, connectionStatus: 'connected' })),
+        maxParticipants: 2, reconnect: kind, epoch, reconnectToken: `token-${cid}`, reconnectTokenTTLMs: 1200000,
+        turnToken: 'turn', turnTokenExpiresAt: 0, turnTokenTTLMs: 900000,
+      },
+    },
+  };
+}
+const message = (type, payload, extra = {}) => ({ type: 'message', envelope: { v: 1, type, ...extra, payload } });
+const serverError = (code, text = 'x') => message('error', { code, message: text, retryable: false });
+const sent = (outputs) => outputs.filter((o) => o.type === 'send').map((o) => o.envelope);
+const emitted = (outputs, type) => outputs.filter((o) => o.type === 'emit' && o.event.type === type).map((o) => o.event);
+
+/** Guest in a call with host "C-h". */
+function guestInCall(options = {}) {
+  const engine = new CallEngine({ jitterSeed: null, ...options });
+  assert.ok(has(engine.handle({ type: 'joinRoom', roomId: rid }), { type: 'openTransport', transport: 'ws' }));
+  assert.equal(sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0].type, 'join');
+  engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2));
+  assert.equal(engine.phase, 'inCall');
+  return engine;
+}
+
+function dropAndReopen(engine) {
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  return engine.handle({ type: 'transportOpened', transport: 'ws' });
+}
+
+test('the join envelope has the wire shape of JoinPayload', () => {
+  const engine = new CallEngine({ jitterSeed: null });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  assert.deepEqual(sent(engine.handle({ type: 'transportOpened', transport: 'ws' })), [
+    { v: 1, type: 'join', rid, payload: { capabilities: { trickleIce: true }, device: 'web' } },
+  ]);
+});
+
+test('auto-rejoin carries reconnectCid and reconnectToken; connected only once ICE says so', () => {
+  const engine = guestInCall();
+  const down = engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.ok(has(down, { type: 'emit', event: { type: 'transport', transport: null } }));
+  assert.ok(has(down, { type: 'emit', event: { type: 'connectionStatus', status: 'recovering' } }));
+  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws' }));
+  const rejoin = sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0];
+  assert.equal(rejoin.type, 'join');
+  assert.equal(rejoin.rid, rid);
+  assert.equal(rejoin.payload.reconnectCid, 'C-g');
+  assert.equal(rejoin.payload.reconnectToken, 'token-C-g');
+  const back = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 4, 'reattached'));
+  assert.deepEqual(emitted(back, 'connectionStatus'), [], 'ICE has not reported connected yet');
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  assert.equal(engine.connectionStatus, 'connected');
+});
+
+test('relays written while down are sent after the rejoin', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle(message('offer', { sdp: 'o', from: 'C-h' }, { rid, epoch: 2 }));
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(sent(engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a' })), [], 'queued, not lost');
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  const flushed = sent(engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 4, 'reattached')));
+  assert.ok(flushed.some((e) => e.type === 'answer' && e.payload.sdp === 'a' && e.rid === rid));
+});
+
+test('relays for an earlier peer session are dropped', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle(message('offer', { sdp: 'o' }, { rid, epoch: 2 }));
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a' });
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  // The server restarted meanwhile: the room was recreated.
+  const flushed = sent(engine.handle(joined('C-g', ['C-g'], 'C-g', 1, 'recovered')));
+  assert.ok(!flushed.some((e) => e.type === 'answer'));
+});
+
+test('ROOM_ENDED on a rejoin ends the call', () => {
+  const engine = guestInCall();
+  dropAndReopen(engine);
+  const outputs = engine.handle(serverError('ROOM_ENDED', 'ended'));
+  assert.ok(has(outputs, { type: 'emit', event: { type: 'phase', phase: 'ending' } }));
+  assert.ok(has(outputs, { type: 'teardown' }));
+  assert.ok(has(engine.handle({ type: 'teardownFinished' }), { type: 'emit', event: { type: 'phase', phase: 'idle' } }));
+});
+
+test('INVALID_RECONNECT_TOKEN joins fresh and clears the stored session', () => {
+  const engine = guestInCall();
+  dropAndReopen(engine);
+  const outputs = engine.handle(serverError('INVALID_RECONNECT_TOKEN', 'expired'));
+  const fresh = sent(outputs)[0];
+  assert.equal(fresh.type, 'join');
+  assert.equal(fresh.payload.reconnectCid, undefined);
+  assert.equal(fresh.payload.reconnectToken, undefined);
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: null, reconnectToken: null }]);
+});
+
+test('escalation steps reach the right machines: ICE restart, offer resend, rejoin, transport fallback', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  engine.handle({ type: 'iceStateChanged', state: 'failed' });
+  const retrying = engine.handle({ type: 'timerFired', timer: 'retryingThreshold' });
+  assert.ok(has(retrying, { type: 'emit', event: { type: 'escalation', step: 'iceRestart' } }));
+  assert.ok(has(retrying, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }), 'the guest may restart when escalating');
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'restart' });
+  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'retryEscalation' }), { type: 'emit', event: { type: 'escalation', step: 'offerResend' } }));
+  assert.ok(sent(engine.handle({ type: 'timerFired', timer: 'retryEscalation' })).some((e) => e.type === 'join'));
+  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'retryEscalation' }), { type: 'openTransport', transport: 'sse' }));
+});
+
+test('late WebRTC news after the call is ignored', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'leave' });
+  engine.handle({ type: 'teardownFinished' });
+  assert.deepEqual(engine.handle({ type: 'localCandidate', candidate: { candidate: 'c', sdpMid: '0', sdpMLineIndex: 0 } }), []);
+  assert.deepEqual(engine.handle({ type: 'iceStateChanged', state: 'closed' }), []);
+});
+
+test('leaving with signaling down leaves over HTTP', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  const outputs = engine.handle({ type: 'leave' });
+  assert.ok(has(outputs, { type: 'httpLeave', request: { rid, cid: 'C-g', reconnectToken: 'token-C-g' } }));
+  assert.ok(!outputs.some((o) => o.type === 'send'));
+});
+
+test('teardown says goodbye (leave has no rid), cancels every timer, and clears the session', () => {
+  const engine = guestInCall();
+  const outputs = engine.handle({ type: 'leave' });
+  assert.deepEqual(sent(outputs), [{ v: 1, type: 'leave', payload: {} }]);
+  assert.ok(!outputs.some((o) => o.type === 'closeTransport'), 'teardown closes the transport after the goodbye');
+  const cancelled = outputs.filter((o) => o.type === 'timer' && o.command.type === 'cancel').map((o) => o.command.timer);
+  for (const id of TIMER_IDS) assert.ok(cancelled.includes(id), id);
+  assert.deepEqual(outputs.filter((o) => o.type === 'teardown').length, 1);
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: null, reconnectToken: null }]);
+  assert.equal(engine.cid, null);
+  assert.deepEqual(engine.participants, []);
+});
+
+test('the reconnect token is renewed at RECONNECT_TOKEN_REFRESH_RATIO × its TTL', () => {
+  const engine = new CallEngine({ jitterSeed: null });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  const outputs = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2));
+  assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 960000 } }));
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 'token-C-g' }]);
+  assert.deepEqual(sent(engine.handle({ type: 'timerFired', timer: 'reconnectTokenRefresh' })),
+    [{ v: 1, type: 'reconnect-token-refresh', payload: {} }]);
+  const refreshed = engine.handle(message('reconnect-token-refreshed', { reconnectToken: 't2', reconnectTokenTTLMs: 1200000 }));
+  assert.ok(has(refreshed, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 960000 } }));
+  assert.deepEqual(emitted(refreshed, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 't2' }]);
+  assert.equal(engine.reconnectToken, 't2');
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.deepEqual(engine.handle({ type: 'timerFired', timer: 'reconnectTokenRefresh' }),
+    [{ type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 5000 } }], 'signaling down: try again soon');
+});
+
+test("end() from the guest leaves (only the host can end the room); the host's end() ends it", () => {
+  assert.deepEqual(sent(guestInCall().handle({ type: 'end' })).map((e) => e.type), ['leave']);
+  const host = new CallEngine({ jitterSeed: null });
+  host.handle({ type: 'joinRoom', roomId: rid });
+  host.handle({ type: 'transportOpened', transport: 'ws' });
+  host.handle(joined('C-h', ['C-h', 'C-g'], 'C-h', 2));
+  assert.deepEqual(sent(host.handle({ type: 'end' })).map((e) => e.type), ['end_room']);
+});
+
+test('a refused join fails with the server code, and leaves nothing behind for the next attempt', () => {
+  const engine = new CallEngine({ jitterSeed: null });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  const refused = engine.handle(serverError('ROOM_FULL', 'full'));
+  assert.deepEqual(emitted(refused, 'failure'), [{ type: 'failure', failure: { kind: 'joinRefused', code: 'ROOM_FULL', message: 'full' } }]);
+  assert.ok(has(refused, { type: 'closeTransport' }));
+  assert.ok(has(refused, { type: 'engine', command: { type: 'close' } }));
+  assert.equal(engine.phase, 'error');
+  engine.handle({ type: 'dismissError' });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  const outputs = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2));
+  assert.ok(has(outputs, { type: 'fetchTurnCredentials', token: 'turn' }), 'TURN works again on the next join');
+});
+
+test('the join hard timeout fails the call with joinTimedOut', () => {
+  const engine = new CallEngine({ jitterSeed: null });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  const outputs = engine.handle({ type: 'timerFired', timer: 'joinHardTimeout' });
+  assert.deepEqual(emitted(outputs, 'failure')[0].failure.kind, 'joinTimedOut');
+  assert.equal(engine.phase, 'error');
+});
+
+test('draining: reconnect after the delay the server asked for', () => {
+  const engine = guestInCall();
+  const outputs = engine.handle(message('draining', { reconnectAfterMs: 3000 }));
+  assert.deepEqual(outputs[0], { type: 'closeTransport' });
+  assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 3000 } }));
+});
+
+test('ping and end-of-candidates have their wire shapes', () => {
+  const engine = guestInCall();
+  assert.deepEqual(sent(engine.handle({ type: 'timerFired', timer: 'ping' })), [{ v: 1, type: 'ping', payload: { ts: 0 } }]);
+  engine.handle(message('offer', { sdp: 'o' }, { epoch: 2 }));
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  engine.handle({ type: 'localCandidate', candidate: { candidate: 'candidate:1 1 udp 1 10.0.0.1 9 typ host generation 0', sdpMid: null, sdpMLineIndex: 0, usernameFragment: 'u' } });
+  engine.handle({ type: 'gatheringComplete' });
+  const answer = sent(engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a' }));
+  assert.deepEqual(answer, [
+    { v: 1, type: 'answer', rid, payload: { sdp: 'a' } },
+    { v: 1, type: 'ice', rid, payload: { candidate: { candidate: 'candidate:1 1 udp 1 10.0.0.1 9 typ host', sdpMLineIndex: 0 } } },
+    { v: 1, type: 'ice', rid, payload: { candidate: null } },
+  ]);
+});
+
+test('remote ICE: malformed payloads are ignored, end-of-candidates passes through as null', () => {
+  const engine = guestInCall();
+  engine.handle(message('offer', { sdp: 'o' }, { epoch: 2 }));
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(engine.handle(message('ice', { from: 'C-h' }, { epoch: 2 })), []);
+  assert.deepEqual(engine.handle(message('ice', { candidate: { sdpMid: '0' } }, { epoch: 2 })), []);
+  assert.deepEqual(engine.handle(message('ice', { candidate: null }, { epoch: 2 })),
+    [{ type: 'engine', command: { type: 'addRemoteCandidates', candidates: [null] } }]);
+});
+
+test('W3C signaling states map onto the Swift SignalingState; others are ignored', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'signalingStateChanged', state: 'have-local-offer' });
+  assert.equal(engine.negotiation.signalingState, 'haveLocalOffer');
+  engine.handle({ type: 'signalingStateChanged', state: 'have-remote-pranswer' });
+  assert.equal(engine.negotiation.signalingState, 'haveLocalOffer');
+  engine.handle({ type: 'signalingStateChanged', state: 'stable' });
+  assert.equal(engine.negotiation.signalingState, 'stable');
+});
+
+test('connection states count like ICE states; unknown states are ignored', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'connectionStateChanged', state: 'connected' });
+  assert.equal(engine.iceState, 'connected');
+  const degraded = engine.handle({ type: 'connectionStateChanged', state: 'disconnected' });
+  assert.ok(has(degraded, { type: 'emit', event: { type: 'connectionStatus', status: 'recovering' } }));
+  engine.handle({ type: 'connectionStateChanged', state: 'connecting' });
+  assert.equal(engine.iceState, 'checking');
+  assert.deepEqual(engine.handle({ type: 'iceStateChanged', state: 'bogus' }), []);
+  assert.equal(engine.iceState, 'checking');
+});
+
+test('resume: the first join of that room proves the old seat; another room does not', () => {
+  const resume = { roomId: rid, cid: 'C-old', reconnectToken: 'tok-old' };
+  const engine = new CallEngine({ jitterSeed: null, resume });
+  const start = engine.handle({ type: 'joinRoom', roomId: rid });
+  assert.deepEqual(emitted(start, 'session'), [{ type: 'session', ...resume }]);
+  const join = sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0];
+  assert.deepEqual(join.payload, { capabilities: { trickleIce: true }, reconnectCid: 'C-old', reconnectToken: 'tok-old', device: 'web' });
+  const back = engine.handle(joined('C-old', ['C-h', 'C-old'], 'C-h', 7, 'reattached'));
+  assert.equal(engine.phase, 'inCall');
+  assert.deepEqual(emitted(back, 'session'), [{ type: 'session', roomId: rid, cid: 'C-old', reconnectToken: 'token-C-old' }]);
+
+  const other = new CallEngine({ jitterSeed: null, resume: { ...resume, roomId: 'R' + 'b'.repeat(26) } });
+  other.handle({ type: 'joinRoom', roomId: rid });
+  assert.equal(sent(other.handle({ type: 'transportOpened', transport: 'ws' }))[0].payload.reconnectCid, undefined);
+});
+
+test('jitter: a given seed reproduces the Swift draw, null turns it off, no seed still stays in range', () => {
+  const delay = (options) => {
+    const engine = new CallEngine(options);
+    engine.handle({ type: 'joinRoom', roomId: rid });
+    engine.handle({ type: 'transportOpened', transport: 'ws' });
+    engine.handle(joined('C-g', ['C-g'], 'C-g', 1));
+    const outputs = engine.handle({ type: 'transportClosed', reason: 'networkError' });
+    return outputs.find((o) => o.type === 'timer' && o.command.timer === 'reconnectBackoff').command.afterMs;
+  };
+  assert.equal(delay({ jitterSeed: 42 }), 548);
+  assert.equal(delay({ jitterSeed: 42n }), 548);
+  assert.equal(delay({ jitterSeed: null }), 500);
+  const random = delay({});
+  assert.ok(random >= 400 && random <= 600, `${random}`);
+});
+
+test('the peer returning from suspension with our media down triggers an ICE restart', () => {
+  const host = new CallEngine({ jitterSeed: null });
+  host.handle({ type: 'joinRoom', roomId: rid });
+  host.handle({ type: 'transportOpened', transport: 'ws' });
+  host.handle(joined('C-h', ['C-h', 'C-g'], 'C-h', 2));
+  host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  host.handle(message('answer', { sdp: 'a' }, { epoch: 2 }));
+  host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.handle({ type: 'iceStateChanged', state: 'connected' });
+  const roomState = (status, epoch) => message('room_state', {
+    hostCid: 'C-h', epoch,
+    participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
+  }, { epoch });
+  host.handle(roomState('suspended', 3));
+  host.handle({ type: 'iceStateChanged', state: 'disconnected' });
+  const back = host.handle(roomState('connected', 4));
+  assert.ok(has(back, { type: 'emit', event: { type: 'iceRestart', reason: 'escalation' } }));
+  assert.ok(has(back, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
+});

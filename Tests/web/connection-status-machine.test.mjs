@@ -1,0 +1,102 @@
+// Mirrors ConnectionStatusMachineTests.swift: connected / recovering / retrying, the 10 s threshold,
+// and escalation without end (seed 001).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
+import { ConnectionStatusMachine, ESCALATION_STEPS } from '../../Sources/DuetServer/Web/js/machines/connection-status-machine.js';
+import { Driven, has, sched } from './support/driven.mjs';
+
+function inCall() {
+  const driven = new Driven(new ConnectionStatusMachine());
+  driven.send({ type: 'phaseChanged', phase: 'inCall' });
+  driven.send({ type: 'ice', health: 'connected' });
+  return driven;
+}
+const status = (value) => ({ type: 'statusChanged', status: value });
+
+test('connected → recovering on ICE disconnected, failed, signaling drop or network change', () => {
+  for (const event of [
+    { type: 'ice', health: 'disconnected' }, { type: 'ice', health: 'failed' },
+    { type: 'signaling', up: false }, { type: 'networkChanged' },
+  ]) {
+    const call = inCall();
+    const actions = call.send(event);
+    assert.deepEqual(actions, [status('recovering'), sched('retryingThreshold', RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS)]);
+    assert.equal(call.machine.status, 'recovering');
+  }
+});
+
+test('recovering → retrying at CONNECTION_RETRYING_THRESHOLD_MS, not 1 ms before', () => {
+  const call = inCall();
+  call.send({ type: 'ice', health: 'disconnected' });
+  assert.deepEqual(call.advance(RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS - 1), []);
+  assert.equal(call.machine.status, 'recovering');
+  const actions = call.advance(1);
+  assert.equal(call.machine.status, 'retrying');
+  assert.deepEqual(actions[0], status('retrying'));
+  assert.ok(has(actions, { type: 'escalate', step: 'iceRestart' }));
+});
+
+test('recovering → connected only when ICE and signaling are both back', () => {
+  const call = inCall();
+  call.send({ type: 'signaling', up: false });
+  call.send({ type: 'ice', health: 'disconnected' });
+  assert.deepEqual(call.send({ type: 'signaling', up: true }), [], 'ICE still down: not connected');
+  assert.ok(has(call.send({ type: 'ice', health: 'connected' }), status('connected')));
+  assert.ok(!call.isScheduled('retryingThreshold'));
+  call.advance(60000);
+  assert.equal(call.machine.status, 'connected');
+});
+
+test('retrying → connected when any attempt succeeds', () => {
+  const call = inCall();
+  call.send({ type: 'ice', health: 'failed' });
+  call.advance(10000);
+  assert.equal(call.machine.status, 'retrying');
+  assert.ok(has(call.send({ type: 'ice', health: 'connected' }), status('connected')));
+  assert.ok(!call.isScheduled('retryEscalation'));
+});
+
+test('retrying escalates forever in order, with pauses 1 s, 2 s, 4 s, 8 s, 16 s (cap)', () => {
+  assert.deepEqual([...ESCALATION_STEPS], ['iceRestart', 'offerResend', 'rejoin', 'transportFallback']);
+  const call = inCall();
+  call.send({ type: 'ice', health: 'failed' });
+  const steps = [];
+  const times = [];
+  let elapsed = 0;
+  for (let i = 0; i < 4000; i += 1) { // well past an hour, 1 s at a time
+    const actions = call.advance(1000);
+    elapsed += 1000;
+    for (const action of actions) {
+      if (action.type === 'escalate') {
+        steps.push(action.step);
+        times.push(elapsed);
+      }
+    }
+  }
+  assert.deepEqual(steps.slice(0, 8), [
+    'iceRestart', 'offerResend', 'rejoin', 'transportFallback', 'iceRestart', 'offerResend', 'rejoin', 'transportFallback',
+  ]);
+  assert.deepEqual(times.slice(0, 7), [10000, 11000, 13000, 17000, 25000, 41000, 57000]);
+  assert.ok(times.at(-1) > 3900000, 'still escalating after an hour: there is no failed state');
+  assert.equal(call.machine.status, 'retrying');
+});
+
+test('leaving the call from retrying stops everything', () => {
+  const call = inCall();
+  call.send({ type: 'ice', health: 'failed' });
+  call.advance(12000);
+  const actions = call.send({ type: 'phaseChanged', phase: 'ending' });
+  assert.ok(has(actions, status('connected')));
+  assert.equal(call.deadlines.size, 0);
+  assert.deepEqual(call.advance(100000), []);
+});
+
+test('only an inCall phase drives the status', () => {
+  const waiting = new Driven(new ConnectionStatusMachine());
+  waiting.send({ type: 'phaseChanged', phase: 'waiting' });
+  assert.deepEqual(waiting.send({ type: 'ice', health: 'failed' }), []);
+  assert.deepEqual(waiting.send({ type: 'signaling', up: false }), []);
+  assert.deepEqual(waiting.send({ type: 'networkChanged' }), []);
+  assert.equal(waiting.machine.status, 'connected');
+});

@@ -1,0 +1,189 @@
+// Mirrors NegotiationMachineTests.swift: offer/answer, offer timeout, non-host fallback, ICE restart
+// triggers and cooldown, glare, candidate buffer, stale epochs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
+import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
+import { Driven, canc, has } from './support/driven.mjs';
+
+function side(host) {
+  const driven = new Driven(new NegotiationMachine());
+  driven.send({ type: 'peer', present: true, isHost: host, peerEpoch: 1 });
+  return driven;
+}
+/** Host with an answered offer and ICE connected. */
+function connectedHost() {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'a1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'iceStateChanged', state: 'connected' });
+  return host;
+}
+const offer = (iceRestart) => ({ type: 'createOffer', iceRestart });
+const restarted = (reason) => ({ type: 'iceRestartStarted', reason });
+const candidate = (name) => ({ candidate: name, sdpMid: '0', sdpMLineIndex: 0 });
+
+test('the host offers when the peer arrives; the offer times out after OFFER_TIMEOUT_MS', () => {
+  const driven = new Driven(new NegotiationMachine());
+  assert.deepEqual(driven.send({ type: 'peer', present: true, isHost: true, peerEpoch: 1 }), [canc('nonHostFallback'), offer(false)]);
+  const sent = driven.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  assert.deepEqual(sent[0], { type: 'sendOffer', sdp: 'o' });
+  assert.equal(driven.remaining('offerTimeout'), RESILIENCE.OFFER_TIMEOUT_MS);
+});
+
+test('offer timeout: no answer in 8 s → rollback + ICE restart; nothing 1 ms before', () => {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  assert.deepEqual(host.advance(RESILIENCE.OFFER_TIMEOUT_MS - 1), []);
+  const actions = host.advance(1);
+  assert.ok(has(actions, { type: 'rollback' }));
+  assert.ok(has(actions, restarted('offerTimeout')));
+  assert.ok(has(actions, offer(true)));
+});
+
+test('an answer in time cancels the offer timeout', () => {
+  const host = connectedHost();
+  assert.ok(!host.isScheduled('offerTimeout'));
+  assert.deepEqual(host.advance(60000), []);
+});
+
+test('non-host fallback: no offer after NON_HOST_FALLBACK_DELAY_MS → the non-host offers; at most 2 attempts', () => {
+  const guest = side(false);
+  assert.deepEqual(guest.advance(RESILIENCE.NON_HOST_FALLBACK_DELAY_MS - 1), []);
+  assert.deepEqual(guest.advance(1), [offer(false)]);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'f1' });
+  // Unanswered: rolled back after 8 s, second attempt 4 s later.
+  const timedOut = guest.advance(8000);
+  assert.ok(has(timedOut, { type: 'rollback' }));
+  assert.ok(!timedOut.some((a) => a.type === 'iceRestartStarted'), 'a fallback offer timing out is not an ICE problem');
+  assert.deepEqual(guest.advance(4000), [offer(false)]);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'f2' });
+  guest.advance(8000);
+  assert.equal(guest.machine.nonHostFallbackAttempts, RESILIENCE.NON_HOST_FALLBACK_MAX_ATTEMPTS);
+  assert.ok(!has(guest.advance(60000), offer(false)), 'no third attempt');
+});
+
+test("the non-host fallback is cancelled by the host's offer", () => {
+  const guest = side(false);
+  const actions = guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o', epoch: 1 });
+  assert.ok(has(actions, { type: 'setRemoteDescription', kind: 'offer', sdp: 'o' }));
+  assert.ok(!guest.isScheduled('nonHostFallback'));
+  assert.ok(has(guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), { type: 'createAnswer' }));
+  assert.deepEqual(guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a' }), [{ type: 'sendAnswer', sdp: 'a' }]);
+});
+
+test('ICE restart after disconnected: at ICE_DISCONNECTED_RESTART_DELAY_MS, not 1 ms before; cancelled if ICE recovers', () => {
+  const host = connectedHost();
+  host.send({ type: 'iceStateChanged', state: 'disconnected' });
+  assert.deepEqual(host.advance(RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS - 1), []);
+  assert.ok(has(host.advance(1), restarted('iceDisconnected')));
+
+  const recovering = connectedHost();
+  recovering.send({ type: 'iceStateChanged', state: 'disconnected' });
+  recovering.advance(1500);
+  recovering.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.deepEqual(recovering.advance(10000), []);
+});
+
+test('ICE restart on failed is immediate (host only)', () => {
+  const actions = connectedHost().send({ type: 'iceStateChanged', state: 'failed' });
+  assert.ok(has(actions, restarted('iceFailed')));
+  assert.ok(has(actions, offer(true)));
+  const guest = side(false);
+  assert.deepEqual(guest.send({ type: 'iceStateChanged', state: 'failed' }), []);
+});
+
+test('network: online restarts at once; a path change only when ICE is degraded', () => {
+  const host = connectedHost();
+  assert.deepEqual(host.send({ type: 'networkPathChanged' }), []);
+  assert.ok(has(host.send({ type: 'networkOnline' }), restarted('networkOnline')));
+});
+
+test('ICE restart cooldown: a second request within ICE_RESTART_COOLDOWN_MS waits, then runs', () => {
+  const host = connectedHost();
+  host.send({ type: 'iceStateChanged', state: 'failed' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  assert.equal(host.remaining('iceRestartCooldown'), RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  // Still failing: a new trigger at 1 s must not restart before 10 s.
+  host.advance(1000);
+  assert.deepEqual(host.send({ type: 'networkOnline' }), []);
+  assert.equal(host.machine.pendingRestart, 'networkOnline');
+  assert.ok(!has(host.advance(8999), offer(true)));
+  assert.ok(has(host.advance(1), offer(true)));
+});
+
+test('a restart wanted while signaling is down fires after the post-reconnect room_state', () => {
+  const host = connectedHost();
+  host.send({ type: 'signaling', up: false });
+  assert.ok(!has(host.send({ type: 'iceStateChanged', state: 'failed' }), offer(true)));
+  assert.equal(host.machine.pendingRestart, 'iceFailed');
+  host.send({ type: 'signaling', up: true });
+  assert.ok(has(host.send({ type: 'roomStateAfterReconnect' }), restarted('signalingReconnect')));
+});
+
+test('glare: the non-host yields, the host keeps its offer, both end stable', () => {
+  const host = side(true);
+  const guest = side(false);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'host-offer' });
+  guest.advance(4000);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'guest-offer' });
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'offer', sdp: 'guest-offer', epoch: 1 }), []);
+  const yielded = guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'host-offer', epoch: 1 });
+  assert.deepEqual(yielded[0], { type: 'rollback' });
+  assert.ok(has(yielded, { type: 'setRemoteDescription', kind: 'offer', sdp: 'host-offer' }));
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'guest-answer' });
+  assert.ok(has(host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'guest-answer', epoch: 1 }),
+    { type: 'setRemoteDescription', kind: 'answer', sdp: 'guest-answer' }));
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.equal(host.machine.signalingState, 'stable');
+  assert.equal(guest.machine.signalingState, 'stable');
+});
+
+test('remote candidates wait for a remote description (≤ ICE_CANDIDATE_BUFFER_MAX, oldest dropped)', () => {
+  const guest = side(false);
+  for (let i = 0; i < 60; i += 1) {
+    assert.deepEqual(guest.send({ type: 'remoteCandidate', candidate: candidate(`c${i}`), epoch: 1 }), []);
+  }
+  assert.equal(guest.machine.remoteCandidateBuffer.length, RESILIENCE.ICE_CANDIDATE_BUFFER_MAX);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o', epoch: 1 });
+  const flushed = guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.equal(flushed[0].type, 'addRemoteCandidates');
+  assert.equal(flushed[0].candidates.length, 50);
+  assert.equal(flushed[0].candidates[0].candidate, 'c10');
+
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  host.send({ type: 'remoteCandidate', candidate: candidate('early'), epoch: 1 });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'a', epoch: 1 });
+  assert.deepEqual(host.send({ type: 'remoteDescriptionApplied', kind: 'answer' }), [{ type: 'addRemoteCandidates', candidates: [candidate('early')] }]);
+  assert.deepEqual(host.send({ type: 'remoteCandidate', candidate: null, epoch: 1 }), [{ type: 'addRemoteCandidates', candidates: [null] }],
+    'after: passed straight through');
+});
+
+test('negotiation from an older peer session is dropped', () => {
+  const guest = new Driven(new NegotiationMachine());
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 5 });
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'old', epoch: 4 }), []);
+  assert.notDeepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'new', epoch: 6 }), []);
+});
+
+test('offer resend (escalation) re-sends an unanswered offer', () => {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  assert.deepEqual(host.send({ type: 'requestOfferResend' })[0], { type: 'sendOffer', sdp: 'o' });
+});
+
+test('alone in the room: timers stop, no ICE restarts, the unanswered offer is rolled back; the next peer gets a restart offer', () => {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  assert.deepEqual(host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 2 })[0], { type: 'rollback' });
+  assert.ok(!host.isScheduled('offerTimeout'));
+  assert.deepEqual(host.advance(60000), []);
+  assert.ok(!host.send({ type: 'iceStateChanged', state: 'failed' }).some((a) => a.type === 'createOffer'));
+  assert.deepEqual(host.send({ type: 'networkOnline' }), []);
+  assert.ok(has(host.send({ type: 'peer', present: true, isHost: true, peerEpoch: 3 }), offer(true)));
+});

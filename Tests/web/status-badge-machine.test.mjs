@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StatusBadgeMachine, BADGE_TIMER } from '../../Sources/DuetServer/Web/js/ui/status-badge-machine.js';
+import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
+
+function inCall() {
+  const machine = new StatusBadgeMachine();
+  machine.handle({ type: 'phase', phase: 'inCall' });
+  return machine;
+}
+const shown = (actions) => actions.filter((a) => a.type === 'show').map((a) => a.badge.kind);
+
+test('recovering schedules the debounce and shows no "Reconnecting…" until it fires', () => {
+  const machine = inCall();
+  const actions = machine.handle({ type: 'status', status: 'recovering' });
+  assert.deepEqual(actions.find((a) => a.type === 'scheduleTimer'),
+    { type: 'scheduleTimer', timer: BADGE_TIMER, afterMs: RESILIENCE.RECONNECTING_BADGE_DEBOUNCE_MS });
+  assert.equal(machine.badge.kind, 'pending');
+  assert.deepEqual(shown(machine.handle({ type: 'timerFired' })), ['reconnecting']);
+  assert.equal(machine.badge.text, 'Reconnecting…');
+});
+
+test('a blip shorter than the debounce never shows the badge', () => {
+  const machine = inCall();
+  machine.handle({ type: 'status', status: 'recovering' });
+  const back = machine.handle({ type: 'status', status: 'connected' });
+  assert.ok(back.some((a) => a.type === 'cancelTimer' && a.timer === BADGE_TIMER));
+  assert.deepEqual(shown(machine.handle({ type: 'timerFired' })), []);  // a late firing changes nothing
+  assert.equal(machine.badge.kind, 'connected');
+});
+
+test('retrying shows the sub-text and the inline Leave call at once', () => {
+  const machine = inCall();
+  machine.handle({ type: 'status', status: 'recovering' });
+  machine.handle({ type: 'status', status: 'retrying' });
+  assert.equal(machine.badge.kind, 'retrying');
+  assert.equal(machine.badge.detail, 'Taking longer than usual…');
+  assert.equal(machine.badge.offerLeave, true);
+});
+
+test('a suspended peer is shown as reconnecting, and our own recovery takes precedence', () => {
+  const machine = inCall();
+  machine.handle({ type: 'peer', suspended: true });
+  assert.equal(machine.badge.kind, 'peerReconnecting');
+  machine.handle({ type: 'status', status: 'retrying' });
+  assert.equal(machine.badge.kind, 'retrying');
+  machine.handle({ type: 'status', status: 'connected' });
+  assert.equal(machine.badge.kind, 'peerReconnecting');
+  machine.handle({ type: 'peer', suspended: false });
+  assert.equal(machine.badge.kind, 'connected');
+});
+
+test('outside a call there is no badge', () => {
+  const machine = new StatusBadgeMachine();
+  machine.handle({ type: 'status', status: 'recovering' });
+  machine.handle({ type: 'timerFired' });
+  assert.equal(machine.badge.kind, 'hidden');
+  machine.handle({ type: 'phase', phase: 'inCall' });
+  machine.handle({ type: 'phase', phase: 'idle' });
+  assert.equal(machine.badge.kind, 'hidden');
+});
