@@ -14,6 +14,8 @@ import Testing
     @Test func reloadRejoinsTheSameSeat() async throws { try await run("reload") }
     @Test func leaveReturnsPeerToWaitingAndEndEndsTheRoomForBoth() async throws { try await run("leave-end") }
     @Test func invalidLinkAndFullRoomShowTheirScreens() async throws { try await run("error-screens") }
+    @Test func comingBackOnlineRestartsICE() async throws { try await run("network-online") }
+    @Test func turnServerDiesAndReturnsICERestartsThroughIt() async throws { try await run("relay-restart") }
     @Test func blockedCameraOffersAudioOnlyAndRetry() async throws { try await run("permission-denied") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {

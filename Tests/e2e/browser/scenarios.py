@@ -150,6 +150,13 @@ def start_call(browser, server, query="", shots=False):
     return home, b, link
 
 
+def accessible_names(page):
+    """Names the browser's accessibility tree gives to what is on screen (what a screen reader reads)."""
+    page.send("Accessibility.enable")
+    nodes = page.send("Accessibility.getFullAXTree")["nodes"]
+    return {n.get("name", {}).get("value") for n in nodes if not n.get("ignored")} - {None, ""}
+
+
 # MARK: scenarios
 
 def scenario_call(browser):
@@ -168,6 +175,15 @@ def scenario_call(browser):
         expect(a.evaluate("duet.badge.kind") == "connected", "the badge says connected only when it is")
         shot(a, "in-call", 1280, 800)
         shot(b, "in-call-phone", 390, 844)
+        expect(b.evaluate("document.documentElement.scrollWidth <= 390"), "nothing overflows at phone width")
+        unnamed = b.evaluate("""[...document.querySelectorAll('button, input, a, video')]
+            .filter(e => e.offsetParent !== null || e.tagName === 'VIDEO')
+            .filter(e => !(e.getAttribute('aria-label') || e.labels?.length || e.textContent.trim()))
+            .map(e => e.id || e.tagName)""")
+        expect(unnamed == [], f"every control has an accessible name: {unnamed}")
+        names = accessible_names(b)
+        for label in ("Mute", "Camera off", "Leave", "The other person's video", "Your camera preview"):
+            expect(label in names, f"the accessibility tree names {label!r}: {sorted(names)}")
         # Home lists the room among recent calls, with live occupancy from watch_rooms.
         room = a.evaluate("duet.roomId")
         home = browser.new_page(server.url)
@@ -232,7 +248,9 @@ def scenario_server_restart(browser):
         server.start()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 30, what=f"{name} back to connected with no user action")
-        expect((a.evaluate("duet.cid"), b.evaluate("duet.cid")) == cids, "both kept their seats (recovered)")
+        expect((a.evaluate("duet.cid"), b.evaluate("duet.cid")) == cids, "both kept their seats")
+        for name, page in (("A", a), ("B", b)):
+            expect(page.evaluate("duet.reconnects").count("recovered") >= 1, f"{name} was recovered: {page.evaluate('duet.reconnects')}")
         after = stats(b)["videoFramesDecoded"]
         media_flows(b, frames_over=after, what="B still decodes after the restart")
         expect(a.evaluate("duet.badge.kind") == "connected", "badge back to connected")
@@ -250,10 +268,23 @@ def scenario_reload(browser):
         b.wait_for("window.duet && duet.page === 'call'", 10)
         in_call(b, 20, what="B rejoins after reload")
         expect(b.evaluate("duet.cid") == cid, "B has the same cid after reload")
+        expect(b.evaluate("duet.reconnects") == ["reattached"], f"the reloaded page reattached: {b.evaluate('duet.reconnects')}")
         media_flows(b, what="B's call resumes after reload")
         a_frames = stats(a)["videoFramesDecoded"]
         media_flows(a, frames_over=a_frames, what="A sees B again")
         expect(len(a.evaluate("duet.participants")) == 2, "still two participants")
+        # B goes away without leaving (tab navigated off): A is told the other person is reconnecting.
+        b.navigate("about:blank")
+        a.wait_for("duet.badge.kind === 'peerReconnecting'", 15, message="A sees B suspended")
+        expect(a.evaluate("document.getElementById('badge-text').textContent") == "The other person is reconnecting…",
+               "the badge names the peer")
+        expect(a.evaluate("duet.phase") == "inCall" and a.evaluate("duet.connectionStatus") == "connected",
+               "A's own call is not degraded by B's absence")
+        shot(a, "peer-reconnecting", 1280, 800)
+        b.navigate(server.url + "call/" + a.evaluate("duet.roomId"))
+        in_call(b, 20, what="B comes back to the same seat")
+        expect(b.evaluate("duet.cid") == cid, "B still has its cid after coming back")
+        a.wait_for("duet.badge.kind === 'connected'", 15, message="A's badge clears when B is back")
     finally:
         server.stop()
 
@@ -306,6 +337,62 @@ def scenario_permission_denied(browser):
         b.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10)", 15, message="B hears A")
     finally:
         server.stop()
+
+
+def sh(command):
+    subprocess.run(command, shell=True, check=True)
+
+
+def scenario_network_online(browser):
+    """A real network interface of the namespace goes down and up: the browser fires `offline`, then
+    `online` (and Network Information changes), the engine restarts ICE, and the call carries on."""
+    # A loopback-only namespace looks offline to Chromium; a veth pair makes it a machine with a network.
+    sh("ip link add duet0 type veth peer name duet1 && ip addr add 10.77.0.1/24 dev duet0 && "
+       "ip addr add 10.77.0.2/24 dev duet1 && ip link set duet0 up && ip link set duet1 up")
+    server = Server()
+    try:
+        a, b, _ = start_call(browser, server)
+        media_flows(b)
+        b.wait_for("navigator.onLine", 5, message="B is online")
+        sh("ip link set duet0 down && ip link set duet1 down")
+        b.wait_for("navigator.onLine === false", 10, message="B sees the network go away")
+        sh("ip link set duet0 up && ip link set duet1 up")
+        b.wait_for("duet.iceRestarts.includes('networkOnline')", 15, message="back online restarts ICE")
+        for name, page in (("A", a), ("B", b)):
+            in_call(page, 30, what=f"{name} connected after coming back online")
+        before = stats(a)["videoFramesDecoded"]
+        media_flows(a, frames_over=before, what="media flows after the restart")
+    finally:
+        server.stop()
+
+
+def scenario_relay_restart(browser):
+    """Relay-only call and the TURN server dies: ICE degrades, the badge shows, ICE restarts, and when
+    coturn is back the call is relayed again with no user action."""
+    secret = "e2e-" + os.urandom(8).hex()
+    turn = Coturn(secret)
+    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
+    try:
+        a, b, _ = start_call(browser, server, "?relay=1")
+        media_flows(a)
+        media_flows(b)
+        turn.stop()
+        log("coturn killed")
+        for name, page in (("A", a), ("B", b)):
+            page.wait_for("duet.connectionStatus !== 'connected'", 30, message=f"{name} notices media is gone")
+        a.wait_for("duet.badge.kind === 'reconnecting' || duet.badge.kind === 'retrying'", 10, message="A shows the badge")
+        a.wait_for("duet.iceRestarts.length > 0", 20, message="A restarts ICE")
+        turn = Coturn(secret)
+        log("coturn restarted")
+        for name, page in (("A", a), ("B", b)):
+            in_call(page, 60, what=f"{name} relayed again")
+        before = stats(a)["videoFramesDecoded"]
+        s = media_flows(a, frames_over=before, what="A decodes again through the new relay")
+        expect(s["candidateType"] == "relay", f"still relay-only: {s}")
+        log("ICE restarts", a.evaluate("duet.iceRestarts"), b.evaluate("duet.iceRestarts"))
+    finally:
+        server.stop()
+        turn.stop()
 
 
 def scenario_error_screens(browser):

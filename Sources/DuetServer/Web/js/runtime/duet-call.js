@@ -32,7 +32,7 @@ export class DuetCall extends EventTarget {
     // What the page shows: every field is set from an engine event, never guessed.
     this.state = {
       phase: 'idle', connectionStatus: 'connected', transport: null, roomId: null, cid: null, hostCid: null,
-      participants: [], failure: null, endReason: null, escalation: null, iceRestarts: 0,
+      participants: [], failure: null, endReason: null, escalation: null, iceRestarts: [], reconnects: [],
     };
     this.unwatchNetwork = watchNetwork((input) => this.feed(input));
   }
@@ -87,13 +87,15 @@ export class DuetCall extends EventTarget {
       case 'failure': s.failure = event.failure; break;
       case 'session': s.cid = event.cid ?? s.cid; sessionStore.save(event); break;
       case 'escalation': s.escalation = event.step; break;
-      case 'iceRestart': s.iceRestarts += 1; break;
+      case 'iceRestart': s.iceRestarts.push(event.reason); break;
     }
     this.emit('change', event);
   }
 
   // Why a call ended is the page's business (ended screen), not the engine's.
   observe(envelope) {
+    // How each join was answered (fresh / reattached / recovered), for operators and tests.
+    if (envelope?.type === 'joined') this.state.reconnects.push(envelope.payload?.reconnect ?? 'fresh');
     if (envelope?.type === 'room_ended') this.state.endReason ??= 'roomEnded';
     if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_ENDED') this.state.endReason ??= 'roomEnded';
     if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_FULL' && this.state.phase !== 'joining') this.state.endReason ??= 'seatTaken';

@@ -33,6 +33,10 @@ window.duet = {
   get failure() { return call?.state.failure ?? null; },
   get endReason() { return call?.state.endReason ?? null; },
   get timers() { return call?.scheduledTimers ?? []; },
+  // Why each ICE restart of this call happened, oldest first.
+  get iceRestarts() { return call?.state.iceRestarts ?? []; },
+  // How the server answered each join of this page: 'fresh', 'reattached' or 'recovered'.
+  get reconnects() { return call?.state.reconnects ?? []; },
   stats: async () => (await call?.stats()) ?? { videoFramesDecoded: 0, audioPacketsReceived: 0, candidateType: null, rttMs: null },
   leave: () => call?.leave(),
   end: () => call?.end(),
