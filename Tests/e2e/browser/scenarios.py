@@ -184,6 +184,24 @@ def scenario_call(browser):
         names = accessible_names(b)
         for label in ("Mute", "Camera off", "Leave", "The other person's video", "Your camera preview"):
             expect(label in names, f"the accessibility tree names {label!r}: {sorted(names)}")
+        # Switch camera: offered with two cameras; it swaps the sent track without renegotiating. (Chromium's
+        # second fake camera never reaches the encoder in our runs, so frames are checked after switching back.)
+        camera = "document.getElementById('local-video').srcObject.getVideoTracks()[0].label"
+        expect(a.evaluate("!document.getElementById('switch-camera').hidden"), "switch camera is offered with two cameras")
+        expect(a.evaluate(camera) == "fake_device_0", "the first camera to start with")
+        a.evaluate("document.getElementById('switch-camera').click()")
+        a.wait_for(f"{camera} === 'fake_device_1'", 5, message="the other camera is in use")
+        a.evaluate("document.getElementById('switch-camera').click()")
+        a.wait_for(f"{camera} === 'fake_device_0'", 5, message="and back")
+        frames = stats(b)["videoFramesDecoded"]
+        media_flows(b, frames_over=frames, what="B keeps decoding A's video after the switches")
+        expect(a.evaluate("duet.phase") == "inCall" and a.evaluate("duet.connectionStatus") == "connected", "still connected")
+        expect(a.evaluate("duet.iceRestarts") == [], "switching cameras needs no ICE restart")
+        # Controls: mute and camera off change the local tracks, and the buttons say so.
+        a.evaluate("document.getElementById('mute').click(); document.getElementById('camera').click()")
+        expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "mute is pressed")
+        expect(a.evaluate("document.getElementById('local-video').srcObject.getAudioTracks()[0].enabled") is False, "mic off")
+        expect(a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].enabled") is False, "camera off")
         # Home lists the room among recent calls, with live occupancy from watch_rooms.
         room = a.evaluate("duet.roomId")
         home = browser.new_page(server.url)
@@ -192,11 +210,6 @@ def scenario_call(browser):
         shot(home, "home", 1280, 800)
         b.evaluate("duet.leave()")
         home.wait_for(f"duet.occupancy()['{room}'] === 1", 10, message="occupancy follows a leave live")
-        # Controls: mute and camera off change the local tracks, and the buttons say so.
-        a.evaluate("document.getElementById('mute').click(); document.getElementById('camera').click()")
-        expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "mute is pressed")
-        expect(a.evaluate("document.getElementById('local-video').srcObject.getAudioTracks()[0].enabled") is False, "mic off")
-        expect(a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].enabled") is False, "camera off")
     finally:
         server.stop()
 
@@ -423,7 +436,10 @@ def main():
     started = time.monotonic()
     # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
     without = ("--use-fake-ui-for-media-stream",) if name == "permission-denied" else ()
-    with Browser.launch(without_flags=without) as browser:
+    extra = ()
+    if name == "call":  # two fake cameras, so "Switch camera" has somewhere to go
+        without, extra = ("--use-fake-device-for-media-stream",), ("--use-fake-device-for-media-stream=device-count=2",)
+    with Browser.launch(without_flags=without, extra_flags=extra) as browser:
         try:
             SCENARIOS[name](browser)
         except BaseException:

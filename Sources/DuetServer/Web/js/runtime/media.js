@@ -5,7 +5,6 @@ export class LocalMedia {
   constructor() {
     this.stream = null;
     this.audioOnly = false;
-    this.facing = 'user';
   }
 
   async start({ audioOnly = false } = {}) {
@@ -13,7 +12,7 @@ export class LocalMedia {
     try {
       this.stream = await navigator.mediaDevices.getUserMedia({
         audio: true,
-        video: audioOnly ? false : { facingMode: this.facing, width: { ideal: 1280 }, height: { ideal: 720 } },
+        video: audioOnly ? false : { facingMode: 'user', width: { ideal: 1280 }, height: { ideal: 720 } },
       });
       return this.stream;
     } catch (error) {
@@ -36,15 +35,24 @@ export class LocalMedia {
     }
   }
 
-  // A new track from the other camera; the caller swaps it into the peer connection with replaceTrack.
-  async switchCamera() {
-    this.facing = this.facing === 'user' ? 'environment' : 'user';
-    const fresh = await navigator.mediaDevices.getUserMedia({ video: { facingMode: this.facing } });
+  // The next camera's track (front ↔ back on a phone, the next webcam on a desktop), or null with one camera.
+  // The caller sends it (replaceTrack, no renegotiation) and then adopts it: the old track is stopped only
+  // after the sender has moved on, or the encoder stalls.
+  async nextCameraTrack() {
+    const cameras = (await navigator.mediaDevices.enumerateDevices()).filter((d) => d.kind === 'videoinput');
+    const current = this.videoTrack?.getSettings().deviceId;
+    const next = cameras[(cameras.findIndex((c) => c.deviceId === current) + 1) % cameras.length];
+    if (!next || next.deviceId === current) return null;
+    const fresh = await navigator.mediaDevices.getUserMedia({ video: { deviceId: { exact: next.deviceId } } });
     const track = fresh.getVideoTracks()[0];
-    const old = this.videoTrack;
-    if (old) { track.enabled = old.enabled; this.stream.removeTrack(old); old.stop(); }
-    this.stream.addTrack(track);
+    track.enabled = this.videoTrack?.enabled ?? true;
     return track;
+  }
+
+  adoptVideoTrack(track) {
+    const old = this.videoTrack;
+    this.stream.addTrack(track);
+    if (old) { this.stream.removeTrack(old); old.stop(); }
   }
 
   stop() {

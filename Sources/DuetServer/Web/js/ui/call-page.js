@@ -153,8 +153,10 @@ $('camera').addEventListener('click', () => {
   $('camera').textContent = cameraOn ? 'Camera off' : 'Camera on';
 });
 $('switch-camera').addEventListener('click', async () => {
-  const track = await media.switchCamera();
+  const track = await media.nextCameraTrack();
+  if (!track) return;
   await call?.peer.replaceVideoTrack(track);
+  media.adoptVideoTrack(track);
 });
 $('leave').addEventListener('click', () => call?.leave());
 $('badge-leave').addEventListener('click', () => call?.leave());
