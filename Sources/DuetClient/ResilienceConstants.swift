@@ -25,8 +25,9 @@ public enum ResilienceConstants {
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000
     public static let TURN_REFRESH_TRIGGER_RATIO = 0.8
-    /// Duet: the reconnect token is renewed at this fraction of its TTL, like TURN credentials.
-    public static let RECONNECT_TOKEN_REFRESH_RATIO = 0.8
+    /// Duet: the reconnect token is renewed at this fraction of its TTL (20 min), so that whenever signaling
+    /// drops the token still outlives the server's 10 min hold on a suspended seat.
+    public static let RECONNECT_TOKEN_REFRESH_RATIO = 0.5
     // Snapshot
     public static let SNAPSHOT_PREPARE_TIMEOUT_MS: Int64 = 2_000
     // Connection status (seed 001)

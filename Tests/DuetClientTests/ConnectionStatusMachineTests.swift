@@ -33,6 +33,30 @@ import Testing
         #expect(actions.contains(.escalate(.iceRestart)))
     }
 
+    @Test("a call whose media never connects escalates at 10 s, not at 9.999 s") func mediaThatNeverConnects() {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        let entering = driven.send { $0.handle(.phaseChanged(.inCall)) }
+        #expect(entering.contains(.timer(.schedule(.retryingThreshold, afterMs: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS))))
+        #expect(driven.machine.status == .connected, "nothing was lost: not recovering")
+        driven.send { $0.handle(.ice(.pending)) }
+        driven.advance(by: 9_999)
+        #expect(driven.machine.status == .connected)
+        let actions = driven.advance(by: 1)
+        #expect(driven.machine.status == .retrying)
+        #expect(actions.contains(.escalate(.iceRestart)))
+        driven.send { $0.handle(.ice(.connected)) }
+        #expect(driven.machine.status == .connected)
+    }
+
+    @Test("media that connects in time cancels the first-media deadline") func mediaConnectsInTime() {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        driven.send { $0.handle(.phaseChanged(.inCall)) }
+        driven.advance(by: 3_000)
+        #expect(driven.send { $0.handle(.ice(.connected)) } == [.timer(.cancel(.retryingThreshold))])
+        #expect(driven.advance(by: 60_000) == [])
+        #expect(driven.machine.status == .connected)
+    }
+
     @Test("recovering → connected when ICE and signaling are both back") func recoveringToConnected() {
         var call = inCall()
         call.send { $0.handle(.signaling(up: false)) }

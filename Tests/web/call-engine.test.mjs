@@ -154,17 +154,17 @@ test('teardown says goodbye (leave has no rid), cancels every timer, and clears 
   assert.deepEqual(engine.participants, []);
 });
 
-test('the reconnect token is renewed at RECONNECT_TOKEN_REFRESH_RATIO × its TTL', () => {
+test('the reconnect token is renewed at half its TTL, so it outlives the server seat hold', () => {
   const engine = new CallEngine({ jitterSeed: null });
   engine.handle({ type: 'joinRoom', roomId: rid });
   engine.handle({ type: 'transportOpened', transport: 'ws' });
   const outputs = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2));
-  assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 960000 } }));
+  assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 600000 } }));
   assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 'token-C-g' }]);
   assert.deepEqual(sent(engine.handle({ type: 'timerFired', timer: 'reconnectTokenRefresh' })),
     [{ v: 1, type: 'reconnect-token-refresh', payload: {} }]);
   const refreshed = engine.handle(message('reconnect-token-refreshed', { reconnectToken: 't2', reconnectTokenTTLMs: 1200000 }));
-  assert.ok(has(refreshed, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 960000 } }));
+  assert.ok(has(refreshed, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 600000 } }));
   assert.deepEqual(emitted(refreshed, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 't2' }]);
   assert.equal(engine.reconnectToken, 't2');
   engine.handle({ type: 'transportClosed', reason: 'networkError' });

@@ -26,6 +26,26 @@ test('connected → recovering on ICE disconnected, failed, signaling drop or ne
   }
 });
 
+test('a call whose media never connects escalates at the threshold, not 1 ms before', () => {
+  const call = new Driven(new ConnectionStatusMachine());
+  const entering = call.send({ type: 'phaseChanged', phase: 'inCall' });
+  assert.ok(has(entering, sched('retryingThreshold', RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS)));
+  assert.equal(call.machine.status, 'connected');
+  assert.deepEqual(call.advance(RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS - 1), []);
+  const actions = call.advance(1);
+  assert.equal(call.machine.status, 'retrying');
+  assert.ok(has(actions, { type: 'escalate', step: 'iceRestart' }));
+});
+
+test('media that connects in time cancels the first-media deadline', () => {
+  const call = new Driven(new ConnectionStatusMachine());
+  call.send({ type: 'phaseChanged', phase: 'inCall' });
+  call.advance(3000);
+  call.send({ type: 'ice', health: 'connected' });
+  assert.deepEqual(call.advance(60000), []);
+  assert.equal(call.machine.status, 'connected');
+});
+
 test('recovering → retrying at CONNECTION_RETRYING_THRESHOLD_MS, not 1 ms before', () => {
   const call = inCall();
   call.send({ type: 'ice', health: 'disconnected' });

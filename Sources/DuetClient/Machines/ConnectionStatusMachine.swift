@@ -38,6 +38,9 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
     private var ice: IceHealth = .pending
     private var signalingUp = true
     private var escalationCount = 0
+    /// In a call whose media has not connected yet. Not `recovering` (nothing was lost), but a call whose
+    /// ICE never connects (a dead TURN server, no usable candidates) must escalate like one that dropped.
+    private var awaitingFirstMedia = false
 
     public init() {}
 
@@ -47,14 +50,25 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             let active = phase == .inCall
             guard active != isActive else { return [] }
             isActive = active
-            // Entering or leaving a call starts from `connected` with no timer running.
-            return reset()
+            // Entering or leaving a call starts from `connected`; entering one whose media is not up yet gives
+            // it until the retrying threshold to come up.
+            var actions = reset()
+            if active, ice != .connected {
+                awaitingFirstMedia = true
+                actions.append(.timer(.schedule(.retryingThreshold, afterMs: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS)))
+            }
+            return actions
         case .ice(let health):
             ice = health
             guard isActive else { return [] }
             switch health {
             case .disconnected, .failed: return degrade()
-            case .connected: return signalingUp ? restore() : []
+            case .connected:
+                if awaitingFirstMedia, status == .connected {
+                    awaitingFirstMedia = false
+                    return [.timer(.cancel(.retryingThreshold))]
+                }
+                return signalingUp ? restore() : []
             case .pending: return []
             }
         case .signaling(let up):
@@ -66,7 +80,8 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             guard isActive else { return [] }
             return degrade()
         case .timerFired(.retryingThreshold):
-            guard isActive, status == .recovering else { return [] }
+            guard isActive, status == .recovering || awaitingFirstMedia else { return [] }
+            awaitingFirstMedia = false
             status = .retrying
             escalationCount = 0
             return [.statusChanged(.retrying)] + escalate()
@@ -96,6 +111,7 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
         let changed = status != .connected
         status = .connected
         escalationCount = 0
+        awaitingFirstMedia = false
         return (changed ? [.statusChanged(.connected)] : []) + [.timer(.cancel(.retryingThreshold)), .timer(.cancel(.retryEscalation))]
     }
 

@@ -122,7 +122,9 @@ def open_call(browser, url):
 
 def in_call(page, timeout=20, what="in call"):
     page.wait_for("duet.phase === 'inCall' && duet.connectionStatus === 'connected' && "
-                  "document.body.dataset.connectionStatus === 'connected'", timeout, message=what)
+                  "document.body.dataset.connectionStatus === 'connected' && "
+                  "['connected', 'completed'].includes(duet.iceConnectionState) && duet.badge.kind === 'connected'",
+                  timeout, message=what)
 
 
 def media_flows(page, frames_over=0, packets_over=0, timeout=20, what="media flows"):
@@ -182,7 +184,7 @@ def scenario_call(browser):
             .map(e => e.id || e.tagName)""")
         expect(unnamed == [], f"every control has an accessible name: {unnamed}")
         names = accessible_names(b)
-        for label in ("Mute", "Camera off", "Leave", "The other person's video", "Your camera preview"):
+        for label in ("Mute", "Stop camera", "Leave", "The other person's video", "Your camera preview"):
             expect(label in names, f"the accessibility tree names {label!r}: {sorted(names)}")
         # Switch camera: offered with two cameras; it swaps the sent track without renegotiating. (Chromium's
         # second fake camera never reaches the encoder in our runs, so frames are checked after switching back.)
@@ -298,6 +300,18 @@ def scenario_reload(browser):
         in_call(b, 20, what="B comes back to the same seat")
         expect(b.evaluate("duet.cid") == cid, "B still has its cid after coming back")
         a.wait_for("duet.badge.kind === 'connected'", 15, message="A's badge clears when B is back")
+        # A duplicated tab carries B's seat (sessionStorage is copied): the newer tab takes the seat over,
+        # and B stops instead of fighting for it, offering "Use here".
+        seat = b.evaluate("sessionStorage.getItem('duet.session')")
+        c = browser.new_page(server.url)
+        c.evaluate(f"sessionStorage.setItem('duet.session', {json.dumps(seat)}); true")
+        c.navigate(server.url + "call/" + a.evaluate("duet.roomId"))
+        in_call(c, 20, what="the duplicated tab holds the seat")
+        expect(c.evaluate("duet.cid") == cid and c.evaluate("duet.reconnects") == ["reattached"], "same seat, reattached")
+        b.wait_for("duet.screen === 'ended' && duet.endReason === 'replaced'", 10, message="B steps aside")
+        expect(b.evaluate("document.getElementById('rejoin').textContent") == "Use here", "B offers Use here")
+        time.sleep(2)
+        expect(c.evaluate("duet.phase") == "inCall" and c.evaluate("duet.cid") == cid, "and nobody fights back")
     finally:
         server.stop()
 
@@ -317,6 +331,11 @@ def scenario_leave_end(browser):
         for name, page, reason in (("A", a, "ended"), ("B", b, "roomEnded")):
             page.wait_for("duet.screen === 'ended'", 10, message=f"{name} sees the call ended")
             expect(page.evaluate("duet.endReason") == reason, f"{name} knows why: {page.evaluate('duet.endReason')}")
+            expect(page.evaluate("document.getElementById('rejoin').hidden"), f"{name} is not offered to rejoin an ended room")
+        # Reloading the "Call ended" page stays there instead of walking back into the room.
+        b.reload()
+        b.wait_for("window.duet && duet.screen === 'ended'", 10, message="reloaded ended page stays ended")
+        expect(b.evaluate("duet.phase") == "idle", "no join after reloading the ended page")
         c = open_call(browser, link)
         c.wait_for("duet.screen === 'error'", 15, message="an ended room's link explains itself")
         expect("ended" in c.evaluate("document.getElementById('error-title').textContent"), "room ended screen")

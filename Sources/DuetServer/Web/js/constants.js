@@ -25,8 +25,8 @@ export const RESILIENCE = Object.freeze({
   // TURN
   TURN_FETCH_TIMEOUT_MS: 2000,
   TURN_REFRESH_TRIGGER_RATIO: 0.8,
-  // Duet: the reconnect token is renewed at this fraction of its TTL, like TURN credentials.
-  RECONNECT_TOKEN_REFRESH_RATIO: 0.8,
+  // Duet: renewed at this fraction of its TTL (20 min), so the token outlives the server's 10 min seat hold.
+  RECONNECT_TOKEN_REFRESH_RATIO: 0.5,
   // Snapshot
   SNAPSHOT_PREPARE_TIMEOUT_MS: 2000,
   // Connection status (seed 001): "10s in recovering without recovery" → retrying.

@@ -20,6 +20,9 @@ export class ConnectionStatusMachine {
     this.ice = 'pending';
     this.signalingUp = true;
     this.escalationCount = 0;
+    /** In a call whose media has not connected yet: nothing was lost, but a call whose ICE never connects
+     *  (a dead TURN server, no usable candidates) must escalate like one that dropped. */
+    this.awaitingFirstMedia = false;
   }
 
   /**
@@ -32,8 +35,14 @@ export class ConnectionStatusMachine {
         const active = event.phase === 'inCall';
         if (active === this.isActive) return [];
         this.isActive = active;
-        // Entering or leaving a call starts from `connected` with no timer running.
-        return this.#reset();
+        // Entering or leaving a call starts from `connected`; entering one whose media is not up yet gives
+        // it until the retrying threshold to come up.
+        const actions = this.#reset();
+        if (active && this.ice !== 'connected') {
+          this.awaitingFirstMedia = true;
+          actions.push(timerAction(schedule('retryingThreshold', RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS)));
+        }
+        return actions;
       }
       case 'ice':
         this.ice = event.health;
@@ -43,6 +52,10 @@ export class ConnectionStatusMachine {
           case 'failed':
             return this.#degrade();
           case 'connected':
+            if (this.awaitingFirstMedia && this.status === 'connected') {
+              this.awaitingFirstMedia = false;
+              return [timerAction(cancel('retryingThreshold'))];
+            }
             return this.signalingUp ? this.#restore() : [];
           default:
             return [];
@@ -57,7 +70,8 @@ export class ConnectionStatusMachine {
         return this.#degrade();
       case 'timerFired':
         if (event.timer === 'retryingThreshold') {
-          if (!this.isActive || this.status !== 'recovering') return [];
+          if (!this.isActive || !(this.status === 'recovering' || this.awaitingFirstMedia)) return [];
+          this.awaitingFirstMedia = false;
           this.status = 'retrying';
           this.escalationCount = 0;
           return [{ type: 'statusChanged', status: 'retrying' }, ...this.#escalate()];
@@ -90,6 +104,7 @@ export class ConnectionStatusMachine {
     const changed = this.status !== 'connected';
     this.status = 'connected';
     this.escalationCount = 0;
+    this.awaitingFirstMedia = false;
     return [
       ...(changed ? [{ type: 'statusChanged', status: 'connected' }] : []),
       timerAction(cancel('retryingThreshold')),

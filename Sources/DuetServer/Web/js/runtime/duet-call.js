@@ -24,6 +24,7 @@ export class DuetCall extends EventTarget {
       onRemoteStream: (stream) => this.emit('remotestream', stream),
     });
     this.sid = sessionStore.sid(newSseSid);
+    this.pendingOpen = null;
     this.link = null;
     this.linkGeneration = 0;
     this.rtcChain = Promise.resolve();
@@ -40,8 +41,30 @@ export class DuetCall extends EventTarget {
   // MARK: the app's commands
   startNewCall() { this.feed({ type: 'startNewCall' }); }
   join(roomId) { this.state.endReason = null; this.feed({ type: 'joinRoom', roomId }); }
-  leave() { this.state.endReason = 'left'; this.feed({ type: 'leave' }); }
-  end() { this.state.endReason = this.state.hostCid === this.state.cid ? 'ended' : 'left'; this.feed({ type: 'end' }); }
+  leave() { this.state.endReason = 'left'; this.goodbye(); this.feed({ type: 'leave' }); }
+  end() { this.state.endReason = this.state.hostCid === this.state.cid ? 'ended' : 'left'; this.goodbye(); this.feed({ type: 'end' }); }
+
+  // The seat this page holds, kept for an HTTP leave after the in-band goodbye (which can be lost on a
+  // half-open socket or a dropped POST); the server treats a second leave as done.
+  goodbye() {
+    const { roomId, cid, reconnectToken } = this.engine;
+    this.farewell = roomId && cid && reconnectToken ? { rid: roomId, cid, reconnectToken } : null;
+  }
+
+  // Another tab (or device) took over this seat with its token (close 4001): stop here without a goodbye,
+  // which would remove the seat from under the other tab.
+  abandon(reason) {
+    this.state.endReason = reason;
+    this.acceptingRtc = false;
+    this.detach()?.close();
+    this.timers.cancelAll();
+    this.peer.close();
+    this.unwatchNetwork();
+    this.state.phase = 'idle';
+    this.state.connectionStatus = 'connected';
+    this.state.transport = null;
+    this.emit('change', { type: 'phase', phase: 'idle' });
+  }
   dismissError() { this.feed({ type: 'dismissError' }); }
   stats() { return this.peer.stats(); }
   get iceConnectionState() { return this.peer.iceConnectionState; }
@@ -50,6 +73,7 @@ export class DuetCall extends EventTarget {
   // MARK: the loop
   feed(input) {
     if (input.type === 'message') this.observe(input.envelope);
+    if (input.type === 'iceStateChanged') this.emit('ice', input.state);
     for (const output of this.engine.handle(input)) this.perform(output);
   }
 
@@ -85,7 +109,12 @@ export class DuetCall extends EventTarget {
       case 'room': s.roomId = event.roomId; break;
       case 'participants': s.participants = event.participants; s.hostCid = event.hostCid; s.cid = event.myCid || s.cid; break;
       case 'failure': s.failure = event.failure; break;
-      case 'session': s.cid = event.cid ?? s.cid; sessionStore.save(event); break;
+      case 'session':
+        s.cid = event.cid;
+        // A seat cleared by a failed join is still ours on the server (suspended): keep it for Try again.
+        // Leave, end and a refused or ended room clear it (see teardown and observe).
+        if (event.cid && event.reconnectToken) sessionStore.save(event);
+        break;
       case 'escalation': s.escalation = event.step; break;
       case 'iceRestart': s.iceRestarts.push(event.reason); break;
     }
@@ -97,7 +126,10 @@ export class DuetCall extends EventTarget {
     // How each join was answered (fresh / reattached / recovered), for operators and tests.
     if (envelope?.type === 'joined') this.state.reconnects.push(envelope.payload?.reconnect ?? 'fresh');
     if (envelope?.type === 'room_ended') this.state.endReason ??= 'roomEnded';
+    if (envelope?.type === 'room_ended' && envelope.payload?.reason === 'expired') this.state.endReason = 'expired';
     if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_ENDED') this.state.endReason ??= 'roomEnded';
+    // The stored seat cannot come back: forget it so the next join is a fresh one.
+    if (envelope?.type === 'error' && ['ROOM_ENDED', 'ROOM_FULL', 'INVALID_RECONNECT_TOKEN', 'INVALID_ROOM_ID'].includes(envelope.payload?.code)) sessionStore.clear();
     if (envelope?.type === 'error' && envelope.payload?.code === 'ROOM_FULL' && this.state.phase !== 'joining') this.state.endReason ??= 'seatTaken';
   }
 
@@ -108,15 +140,24 @@ export class DuetCall extends EventTarget {
     const generation = ++this.linkGeneration;
     const handlers = {
       onMessage: (envelope) => { if (generation === this.linkGeneration) this.feed({ type: 'message', envelope }); },
-      onClose: (reason) => {
+      onClose: (reason, detail) => {
         if (generation !== this.linkGeneration) return;
+        if (detail === 'replaced') return this.abandon('replaced');
+        // 401: this sid's stream is not ours to resume; 410: the server forgot it. Either way, a new sid.
+        if (detail === 'sidRejected') this.sid = sessionStore.renewSid(newSseSid);
         this.detach();
         this.feed({ type: 'transportClosed', reason });
       },
     };
-    const opening = kind === 'ws' ? openWebSocketLink(this.baseUrl, handlers) : openSseLink(this.baseUrl, this.sid, handlers);
+    const abort = new AbortController();
+    this.pendingOpen?.abort();
+    this.pendingOpen = abort;
+    const opening = kind === 'ws'
+      ? openWebSocketLink(this.baseUrl, handlers, abort.signal)
+      : openSseLink(this.baseUrl, this.sid, handlers, abort.signal);
     opening.then(
       (link) => {
+        if (this.pendingOpen === abort) this.pendingOpen = null;
         if (generation !== this.linkGeneration) { link.close(); return; }  // the engine gave up on this attempt
         this.link = link;
         this.feed({ type: 'transportOpened', transport: kind });
@@ -129,6 +170,9 @@ export class DuetCall extends EventTarget {
 
   detach() {
     this.linkGeneration += 1;
+    // An attempt still opening is abandoned too: a late SSE stream with our sid would displace the next one.
+    this.pendingOpen?.abort();
+    this.pendingOpen = null;
     const link = this.link;
     this.link = null;
     return link;
@@ -148,13 +192,18 @@ export class DuetCall extends EventTarget {
 
   async teardown() {
     this.acceptingRtc = false;
+    // Media stops the moment the user leaves, not after the goodbye has been flushed.
+    this.peer.close();
+    this.timers.cancelAll();
     const link = this.detach();
     if (link) {
       await link.flush(RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS);  // leave / end_room must reach the server first
       link.close();
     }
-    this.timers.cancelAll();
-    this.peer.close();
+    if (this.farewell) void this.httpLeave(this.farewell);
+    this.farewell = null;
+    sessionStore.clear();
+    this.unwatchNetwork();
     this.feed({ type: 'teardownFinished' });
   }
 
@@ -170,6 +219,7 @@ export class DuetCall extends EventTarget {
         case 'ensurePeerConnection':
           // Gather with the TURN servers that are on their way (bounded by the fetch's own timeout).
           if (!this.peer.pc && this.turnFetch) await this.turnFetch;
+          if (!this.acceptingRtc) return;  // the call ended while the TURN fetch was out
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);

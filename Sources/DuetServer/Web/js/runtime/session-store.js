@@ -18,6 +18,15 @@ export const sessionStore = {
     else sessionStorage.removeItem(KEY);
   },
   clear() { sessionStorage.removeItem(KEY); },
+  // Rooms this tab saw end: reloading their "Call ended" page must not walk back into the call.
+  markEnded(roomId, reason) { sessionStorage.setItem(`duet.ended.${roomId}`, reason); },
+  wasEnded(roomId) { return sessionStorage.getItem(`duet.ended.${roomId}`); },
+  forgetEnded(roomId) { sessionStorage.removeItem(`duet.ended.${roomId}`); },
+  renewSid(make) {
+    const sid = make();
+    sessionStorage.setItem(SID_KEY, sid);
+    return sid;
+  },
   sid(make) {
     let sid = sessionStorage.getItem(SID_KEY);
     if (!sid) { sid = make(); sessionStorage.setItem(SID_KEY, sid); }

@@ -7,20 +7,21 @@ export function newSseSid() {
   return 'S-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-export function openSseLink(baseUrl, sid, { onMessage, onClose }) {
+export function openSseLink(baseUrl, sid, { onMessage, onClose }, signal) {
   const url = new URL(`sse?sid=${encodeURIComponent(sid)}`, baseUrl);
   const abort = new AbortController();
   let closed = false;
   let silenceTimer;
   let postChain = Promise.resolve();
 
-  const finish = (reason) => {
+  const finish = (reason, detail) => {
     if (closed) return;
     closed = true;
     clearTimeout(silenceTimer);
     abort.abort();
-    onClose(reason);
+    onClose(reason, detail);
   };
+  signal?.addEventListener('abort', () => abort.abort());
   const heard = () => {
     clearTimeout(silenceTimer);
     silenceTimer = setTimeout(() => finish('networkError'), RESILIENCE.SSE_SILENCE_TIMEOUT_MS);
@@ -39,8 +40,9 @@ export function openSseLink(baseUrl, sid, { onMessage, onClose }) {
             method: 'POST', body, headers: { 'Content-Type': 'application/json' },
             signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS),
           });
-          // 401/410: this stream is not (or no longer) ours; anything else unexpected: the link is unusable.
-          if (response.status !== 204 && response.status !== 200) finish('closedByServer');
+          // 401/410: this sid's stream is not (or no longer) ours; anything else unexpected: the link is unusable.
+          if (response.status === 401 || response.status === 410) finish('closedByServer', 'sidRejected');
+          else if (response.status !== 204 && response.status !== 200) finish('closedByServer');
         } catch {
           finish('networkError');
         }

@@ -1,7 +1,7 @@
 // One WebSocket signaling connection. It only reports what happened; when to retry or fall back
 // to SSE is the engine's decision (SignalingLinkMachine), so nothing here reconnects by itself.
 
-export function openWebSocketLink(baseUrl, { onMessage, onClose }) {
+export function openWebSocketLink(baseUrl, { onMessage, onClose }, signal) {
   const url = new URL('ws', baseUrl);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   return new Promise((resolve, reject) => {
@@ -26,6 +26,7 @@ export function openWebSocketLink(baseUrl, { onMessage, onClose }) {
         try { socket.close(1000); } catch { /* already closing */ }
       },
     };
+    signal?.addEventListener('abort', () => { if (!opened) { closed = true; socket.close(); reject(new Error('abandoned')); } });
     socket.onopen = () => { opened = true; resolve(link); };
     socket.onmessage = (event) => {
       if (closed) return;
@@ -37,8 +38,10 @@ export function openWebSocketLink(baseUrl, { onMessage, onClose }) {
       if (!opened) { reject(new Error(`websocket refused (${event.code})`)); return; }
       if (closed) return;
       closed = true;
-      // 1001/1012 (going away / restart) and 4001 (replaced) are the server's decision; the rest is the network.
-      const byServer = [1000, 1001, 1008, 1009, 1012, 4001].includes(event.code);
+      // 1001/1012 (going away / restart) are the server's decision; the rest is the network. 4001: our seat
+      // was taken over with our own token, by another tab or device — reconnecting would only take it back.
+      if (event.code === 4001) { onClose('closedByServer', 'replaced'); return; }
+      const byServer = [1000, 1001, 1008, 1009, 1012].includes(event.code);
       onClose(byServer ? 'closedByServer' : 'networkError');
     };
   });

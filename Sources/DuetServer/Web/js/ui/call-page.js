@@ -9,7 +9,7 @@ import { recentRooms } from './recent-rooms.js';
 import { $, setScreen, showError, describeFailure, describeEnd } from './call-view.js';
 
 const ROOM_ID = /^[A-Za-z0-9_-]{27}$/;
-const roomId = decodeURIComponent(location.pathname.split('/').pop() ?? '');
+const roomId = safeDecode(location.pathname.split('/').pop() ?? '');
 const options = new URLSearchParams(location.search);
 const media = new LocalMedia();
 const badge = new StatusBadgeMachine();
@@ -46,11 +46,19 @@ $('share-link').value = `${location.origin}/call/${roomId}`;
 
 if (!ROOM_ID.test(roomId)) {
   showError({ title: 'This link is not a Duet call', text: 'Check that the whole link was copied, or start a new call.', retry: false });
+} else if (sessionStore.wasEnded(roomId)) {
+  // Reloading the "Call ended" page must not walk back into the call.
+  showEnded(sessionStore.wasEnded(roomId));
 } else {
   start();
 }
 
+function safeDecode(text) {
+  try { return decodeURIComponent(text); } catch { return ''; }
+}
+
 async function start({ audioOnly = false } = {}) {
+  sessionStore.forgetEnded(roomId);
   setScreen('starting');
   try {
     await media.start({ audioOnly });
@@ -64,6 +72,9 @@ async function start({ audioOnly = false } = {}) {
     });
     return;
   }
+  // A rejoin keeps what the user chose: a muted mic stays muted.
+  media.setMicrophoneEnabled(micOn);
+  media.setCameraEnabled(cameraOn);
   $('local-video').srcObject = media.stream;
   $('camera').hidden = !media.videoTrack;
   $('switch-camera').hidden = (await media.cameraCount()) < 2;
@@ -73,6 +84,7 @@ async function start({ audioOnly = false } = {}) {
 
 function joinCall() {
   call?.removeEventListener('change', onChange);
+  call?.removeEventListener('ice', onIce);
   call = new DuetCall({
     baseUrl: new URL('/', location.href),
     localMedia: media,
@@ -81,6 +93,7 @@ function joinCall() {
     resume: sessionStore.load(roomId),
   });
   call.addEventListener('change', onChange);
+  call.addEventListener('ice', onIce);
   call.addEventListener('remotestream', ({ detail }) => { $('remote-video').srcObject = detail; });
   call.join(roomId);
 }
@@ -91,6 +104,7 @@ function onChange({ detail: event }) {
   document.body.dataset.connectionStatus = state.connectionStatus;
   document.body.dataset.transport = state.transport ?? 'none';
   if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
+  if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
   if (event.type === 'participants') {
     const peer = event.participants.find((p) => p.cid !== event.myCid);
@@ -100,6 +114,10 @@ function onChange({ detail: event }) {
   renderScreen(event);
 }
 
+function onIce({ detail: state }) {
+  runBadge({ type: 'media', connected: state === 'connected' || state === 'completed' });
+}
+
 function renderScreen(event) {
   const { phase, failure, endReason } = call.state;
   switch (phase) {
@@ -107,17 +125,35 @@ function renderScreen(event) {
     case 'joining': return setScreen('starting');
     case 'waiting': return setScreen('waiting');
     case 'inCall': return setScreen('in-call');
-    case 'error': return showError({ ...describeFailure(failure), retry: true });
+    case 'error': {
+      if (event.type !== 'phase') return;
+      stopMedia();  // no live camera behind an error screen
+      const gone = failure?.code === 'ROOM_ENDED' || failure?.code === 'INVALID_ROOM_ID';
+      return showError({ ...describeFailure(failure), retry: !gone });
+    }
     case 'idle':
       if (event.type === 'phase') {
-        media.stop();
-        $('local-video').srcObject = null;
-        $('remote-video').srcObject = null;
-        sessionStore.clear();
-        $('ended-text').textContent = describeEnd(endReason);
-        setScreen('ended');
+        stopMedia();
+        const final = endReason === 'ended' || endReason === 'roomEnded' || endReason === 'expired';
+        if (final) sessionStore.markEnded(roomId, endReason);
+        showEnded(final ? endReason : endReason ?? 'left');
       }
   }
+}
+
+function stopMedia() {
+  media.stop();
+  $('local-video').srcObject = null;
+  $('remote-video').srcObject = null;
+}
+
+// A room that ended for good offers no Rejoin: there is nothing to go back to.
+function showEnded(reason) {
+  $('ended-text').textContent = describeEnd(reason);
+  $('rejoin').hidden = reason === 'ended' || reason === 'roomEnded' || reason === 'expired';
+  $('rejoin').textContent = reason === 'replaced' ? 'Use here' : 'Rejoin';
+  document.body.dataset.endReason = reason;
+  setScreen('ended');
 }
 
 function runBadge(event) {
@@ -129,12 +165,12 @@ function runBadge(event) {
 }
 
 function renderBadge(view) {
+  // The live region stays in the document and only its text changes, so screen readers announce it.
   const element = $('badge');
-  element.hidden = view.kind === 'hidden' || view.kind === 'pending';
   element.dataset.kind = view.kind;
+  element.classList.toggle('empty', view.kind === 'hidden' || view.kind === 'pending');
   document.body.dataset.badge = view.kind;
-  const peer = view.kind === 'peerReconnecting' ? 'The other person ' : '';
-  $('badge-text').textContent = peer + view.text;
+  $('badge-text').textContent = view.text;
   $('badge-detail').textContent = view.detail ?? '';
   $('badge-leave').hidden = !view.offerLeave;
 }
@@ -143,25 +179,31 @@ function renderBadge(view) {
 $('mute').addEventListener('click', () => {
   micOn = !micOn;
   media.setMicrophoneEnabled(micOn);
+  // A toggle keeps its name and says its state with aria-pressed ("Mute, pressed" = muted).
   $('mute').setAttribute('aria-pressed', String(!micOn));
-  $('mute').textContent = micOn ? 'Mute' : 'Unmute';
 });
 $('camera').addEventListener('click', () => {
   cameraOn = !cameraOn;
   media.setCameraEnabled(cameraOn);
   $('camera').setAttribute('aria-pressed', String(!cameraOn));
-  $('camera').textContent = cameraOn ? 'Camera off' : 'Camera on';
 });
 $('switch-camera').addEventListener('click', async () => {
-  const track = await media.nextCameraTrack();
-  if (!track) return;
-  await call?.peer.replaceVideoTrack(track);
-  media.adoptVideoTrack(track);
+  try {
+    const track = await media.nextCameraTrack();
+    if (!track) return;
+    await call?.peer.replaceVideoTrack(track);
+    media.adoptVideoTrack(track);
+  } catch (error) {
+    // The call goes on with the camera it had; say why the switch did not happen.
+    $('copy-status').textContent = '';
+    announce(`Could not switch camera: ${error?.message ?? error}`);
+  }
 });
 $('leave').addEventListener('click', () => call?.leave());
+$('starting-leave').addEventListener('click', () => { call?.leave(); if (!call) location.assign('/'); });
 $('badge-leave').addEventListener('click', () => call?.leave());
 $('end').addEventListener('click', () => call?.end());
-$('rejoin').addEventListener('click', () => start({ audioOnly: media.audioOnly }));
+$('rejoin').addEventListener('click', () => (call?.state.endReason === 'replaced' ? location.reload() : start({ audioOnly: media.audioOnly })));
 $('error-retry').addEventListener('click', () => {
   if (call?.state.phase === 'error') call.dismissError();
   start({ audioOnly: media.audioOnly });
@@ -176,3 +218,7 @@ $('copy-link').addEventListener('click', async () => {
     $('copy-status').textContent = 'Press Ctrl+C (or ⌘C) to copy';
   }
 });
+
+function announce(text) {
+  $('announcer').textContent = text;
+}

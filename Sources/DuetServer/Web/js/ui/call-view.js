@@ -2,11 +2,13 @@
 export const $ = (id) => document.getElementById(id);
 
 export function setScreen(name) {
+  if (document.body.dataset.screen === name) return;
   document.body.dataset.screen = name;
   const panel = document.querySelector(`[data-screen-panel="${name}"]`);
-  // Move focus to the new screen's heading so keyboard and screen-reader users follow along.
-  panel?.querySelector('h1')?.setAttribute('tabindex', '-1');
-  panel?.querySelector('h1')?.focus({ preventScroll: true });
+  // Only on a real change of screen, focus moves to its heading so keyboard and screen-reader users follow.
+  const heading = panel?.querySelector('h1') ?? $('call-title');
+  heading?.setAttribute('tabindex', '-1');
+  heading?.focus({ preventScroll: true });
 }
 
 export function showError({ title, text, audioOnly = false, retry = true }) {
@@ -14,6 +16,7 @@ export function showError({ title, text, audioOnly = false, retry = true }) {
   $('error-text').textContent = text;
   $('error-audio-only').hidden = !audioOnly;
   $('error-retry').hidden = !retry;
+  document.body.dataset.screen = '';  // an error replacing another error still takes focus
   setScreen('error');
 }
 
@@ -33,6 +36,8 @@ export function describeEnd(reason) {
   switch (reason) {
     case 'ended': return 'You ended the call for both of you.';
     case 'roomEnded': return 'The call was ended by the host.';
+    case 'expired': return 'The call ended after everyone had been away for too long.';
+    case 'replaced': return 'This call continued in another tab or window. Use it there, or take it back here.';
     case 'seatTaken': return 'Someone else took your place in this call while you were away.';
     default: return 'You left the call. You can rejoin while the other person is still there.';
   }

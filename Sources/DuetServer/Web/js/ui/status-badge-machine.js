@@ -1,44 +1,56 @@
-// Seed 001's status badge as a pure value: "Reconnecting…" only after RECONNECTING_BADGE_DEBOUNCE_MS
-// in recovering (a blip stays invisible), "Taking longer than usual…" plus "Leave call" in retrying,
-// "<peer> is reconnecting…" while the other side is suspended. The debounce is a timer action, so the
-// page's runtime owns the clock and tests own time.
+// Seed 001's status badge as a pure value: "Reconnecting…" only after RECONNECTING_BADGE_DEBOUNCE_MS of
+// trouble (a blip stays invisible), "Taking longer than usual…" plus "Leave call" in retrying, "The other
+// person is reconnecting…" while the peer is suspended and our own signaling is fine (their trouble, not
+// ours), "Connecting…" until media has connected — never "Connected" before it is. Trouble also counts on
+// the waiting screen (signaling down). The debounce is a timer action: the page owns the clock, tests own
+// time. The Swift engine's StatusBadgeMachine is the same machine.
 import { RESILIENCE } from '../constants.js';
 
 export const BADGE_TIMER = 'reconnectingBadge';
 
 export class StatusBadgeMachine {
   constructor() {
-    this.inCall = false;
+    this.phase = 'idle';
     this.status = 'connected';
     this.peerSuspended = false;
-    this.debounced = false;  // recovering has lasted long enough to be shown
+    this.signalingUp = false;
+    this.mediaConnected = false;
+    this.everConnected = false;
+    this.troubled = false;
+    this.debounced = false;  // the current trouble has lasted long enough to be shown
     this.badge = hidden();
   }
 
-  // event: {type:'phase', phase} | {type:'status', status} | {type:'peer', suspended} | {type:'timerFired'}
+  // event: {type:'phase', phase} | {type:'status', status} | {type:'peer', suspended} |
+  //        {type:'signaling', up} | {type:'media', connected} | {type:'timerFired'}
   handle(event) {
-    const actions = [];
     switch (event.type) {
       case 'phase':
-        this.inCall = event.phase === 'inCall';
-        if (!this.inCall) { this.debounced = false; actions.push({ type: 'cancelTimer', timer: BADGE_TIMER }); }
+        if (event.phase !== this.phase && (event.phase === 'inCall' || this.phase === 'inCall')) this.everConnected = false;
+        this.phase = event.phase;
         break;
-      case 'status':
-        if (event.status === this.status) break;
-        if (event.status === 'recovering' && this.status === 'connected') {
-          this.debounced = false;
-          actions.push({ type: 'scheduleTimer', timer: BADGE_TIMER, afterMs: RESILIENCE.RECONNECTING_BADGE_DEBOUNCE_MS });
-        }
-        if (event.status === 'connected') { this.debounced = false; actions.push({ type: 'cancelTimer', timer: BADGE_TIMER }); }
-        this.status = event.status;
-        break;
-      case 'peer':
-        this.peerSuspended = event.suspended;
+      case 'status': this.status = event.status; break;
+      case 'peer': this.peerSuspended = event.suspended; break;
+      case 'signaling': this.signalingUp = event.up; break;
+      case 'media':
+        this.mediaConnected = event.connected;
+        if (event.connected && this.phase === 'inCall') this.everConnected = true;
         break;
       case 'timerFired':
-        if (this.status === 'recovering') this.debounced = true;
+        if (this.troubled) this.debounced = true;
         break;
     }
+    const actions = [];
+    const troubled = this.isTroubled();
+    if (troubled && !this.troubled) {
+      this.debounced = false;
+      actions.push({ type: 'scheduleTimer', timer: BADGE_TIMER, afterMs: RESILIENCE.RECONNECTING_BADGE_DEBOUNCE_MS });
+    }
+    if (!troubled && this.troubled) {
+      this.debounced = false;
+      actions.push({ type: 'cancelTimer', timer: BADGE_TIMER });
+    }
+    this.troubled = troubled;
     const next = this.derive();
     if (!sameBadge(next, this.badge)) {
       this.badge = next;
@@ -47,19 +59,27 @@ export class StatusBadgeMachine {
     return actions;
   }
 
+  isTroubled() {
+    if (this.phase === 'inCall') return this.status === 'recovering';
+    return this.phase === 'waiting' && !this.signalingUp;
+  }
+
   derive() {
-    if (!this.inCall) return hidden();
+    const theirs = this.signalingUp && this.peerSuspended;
+    if (this.phase === 'waiting') return this.troubled && this.debounced ? reconnecting() : hidden();
+    if (this.phase !== 'inCall') return hidden();
+    if (theirs && this.status !== 'connected') return peerReconnecting();
     if (this.status === 'retrying') {
-      return { kind: 'retrying', text: 'Reconnecting…', detail: 'Taking longer than usual…', offerLeave: true };
+      return { kind: 'retrying', text: this.everConnected ? 'Reconnecting…' : 'Connecting…', detail: 'Taking longer than usual…', offerLeave: true };
     }
-    if (this.status === 'recovering') {
-      // Never claim "connected" while recovering, even before the badge is allowed to show.
-      return this.debounced ? { kind: 'reconnecting', text: 'Reconnecting…', detail: null, offerLeave: false } : { kind: 'pending', text: '', detail: null, offerLeave: false };
-    }
-    if (this.peerSuspended) return { kind: 'peerReconnecting', text: 'is reconnecting…', detail: null, offerLeave: false };
+    if (this.status === 'recovering') return this.debounced ? reconnecting() : { kind: 'pending', text: '', detail: null, offerLeave: false };
+    if (this.peerSuspended) return peerReconnecting();
+    if (!this.mediaConnected) return { kind: 'connecting', text: 'Connecting…', detail: null, offerLeave: false };
     return { kind: 'connected', text: 'Connected', detail: null, offerLeave: false };
   }
 }
 
 function hidden() { return { kind: 'hidden', text: '', detail: null, offerLeave: false }; }
+function reconnecting() { return { kind: 'reconnecting', text: 'Reconnecting…', detail: null, offerLeave: false }; }
+function peerReconnecting() { return { kind: 'peerReconnecting', text: 'The other person is reconnecting…', detail: null, offerLeave: false }; }
 function sameBadge(a, b) { return a.kind === b.kind && a.text === b.text && a.detail === b.detail; }
