@@ -15,6 +15,7 @@ import Testing
     @Test func leaveReturnsPeerToWaitingAndEndEndsTheRoomForBoth() async throws { try await run("leave-end") }
     @Test func invalidLinkAndFullRoomShowTheirScreens() async throws { try await run("error-screens") }
     @Test func comingBackOnlineRestartsICE() async throws { try await run("network-online") }
+    @Test func unreachableRelayEscalatesAndConnectsWhenItAppears() async throws { try await run("relay-unreachable") }
     @Test func turnServerDiesAndReturnsICERestartsThroughIt() async throws { try await run("relay-restart") }
     @Test func blockedCameraOffersAudioOnlyAndRetry() async throws { try await run("permission-denied") }
 

@@ -398,6 +398,34 @@ def scenario_network_online(browser):
         server.stop()
 
 
+def scenario_relay_unreachable(browser):
+    """Relay-only and the TURN server is not there yet: the call never claims "Connected", escalates after
+    the threshold ("Taking longer than usual…" with Leave call), and connects once coturn comes up."""
+    secret = "e2e-" + os.urandom(8).hex()
+    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
+    turn = None
+    try:
+        link = server.url + "call/" + server.new_room() + "?relay=1"
+        a = open_call(browser, link)
+        b = open_call(browser, link)
+        for name, page in (("A", a), ("B", b)):
+            page.wait_for("duet.phase === 'inCall'", 15, message=f"{name} is in the call (signaling works)")
+            expect(page.evaluate("duet.badge.kind") == "connecting", f"{name} says Connecting…, not Connected")
+        a.wait_for("duet.badge.kind === 'retrying'", 15, message="A escalates when media never connects")
+        expect(a.evaluate("document.getElementById('badge-text').textContent") == "Connecting…", "never connected: Connecting…")
+        expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "Leave call is offered")
+        turn = Coturn(secret)
+        log("coturn started")
+        for name, page in (("A", a), ("B", b)):
+            in_call(page, 60, what=f"{name} connects through the late relay")
+        s = media_flows(a, what="media through the late relay")
+        expect(s["candidateType"] == "relay", f"relayed: {s}")
+    finally:
+        server.stop()
+        if turn:
+            turn.stop()
+
+
 def scenario_relay_restart(browser):
     """Relay-only call and the TURN server dies: ICE degrades, the badge shows, ICE restarts, and when
     coturn is back the call is relayed again with no user action."""

@@ -35,7 +35,7 @@ function render() {
   list.replaceChildren(...rooms.map(({ roomId, at }) => {
     const item = document.createElement('li');
     const link = document.createElement('a');
-    link.href = `/call/${roomId}`;
+    link.href = `/call/${roomId}${location.search}`;  // ?transports / ?relay carry over
     link.textContent = `Call from ${new Date(at).toLocaleString()}`;
     const count = document.createElement('span');
     count.className = 'occupancy';
@@ -63,6 +63,7 @@ async function watch(attempt = 0) {
     const useSse = forceSse || attempt >= RESILIENCE.WS_FALLBACK_CONSECUTIVE_FAILURES;
     const link = await (useSse ? openSseLink(base, newSseSid(), handlers) : openWebSocketLink(base, handlers));
     link.send({ v: 1, type: 'watch_rooms', payload: { rids } });
+    attempt = 0;  // a working link starts the backoff (and the WebSocket preference) afresh
   } catch {
     retry(attempt);
   }
