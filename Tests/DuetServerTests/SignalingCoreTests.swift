@@ -65,6 +65,25 @@ import Testing
         #expect(joined.reconnect == .fresh)
     }
 
+    @Test func aSeatOfAnEndedRoomNeverComesBackAfterTheTombstone() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2), later = ConnectionID(3)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        let guest = try join(&core, b, rid: rid, now: 0)
+        let guestCid = try #require(core.connections[b]?.seat?.cid)
+        _ = core.handle(.closed(b), nowMs: 500)  // the guest is away (suspended) when the host ends the room
+        _ = core.handle(.message(a, Envelope(.endRoom)), nowMs: 1_000)
+        _ = core.handle(.tick, nowMs: 400_000)  // the tombstone is gone; the guest's token is still valid
+        _ = core.handle(.opened(later, .ws, sid: nil), nowMs: 400_000)
+        let recover = JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken)
+        let refused = core.handle(.message(later, Envelope(.join, rid: rid, payload: try JSONValue(encoding: recover))), nowMs: 400_000)
+        #expect(refused.contains { if case .send(_, let e) = $0 { e.payload["code"] == "ROOM_ENDED" } else { false } })
+        #expect(core.occupancy(of: rid) == 0, "no ghost room")
+    }
+
     @Test func reconnectTokenExpiresAtItsExpiry() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()

@@ -47,6 +47,9 @@ extension SignalingCore {
         }
         switch authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) {
         case .valid:
+            if seatsRoomEnded(cid: cid, rid: rid, nowMs: nowMs) {
+                throw ProtocolError(.roomEnded, "this room was ended by its host")
+            }
             if isRevoked(cid: cid, rid: rid, nowMs: nowMs) {
                 throw ProtocolError(.invalidReconnectToken, "this participant left the room; join without reconnectCid")
             }

@@ -35,6 +35,9 @@ extension SignalingCore {
         }
         let payload = RoomEndedPayload(by: seat.cid, reason: "host_ended")
         for participant in room.participants {
+            // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost
+            // room recreated by recovery), however long its owner was away.
+            endedSeats["\(participant.cid)|\(room.rid)"] = nowMs + authorities.reconnectTokens.ttlMs + 1_000
             if let target = participant.connection {
                 connections[target]?.seat = nil
                 out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
@@ -59,10 +62,15 @@ extension SignalingCore {
         }
         tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
         revokedSeats = revokedSeats.filter { $0.value > nowMs }
+        endedSeats = endedSeats.filter { $0.value > nowMs }
     }
 
     mutating func revoke(cid: String, rid: String, nowMs: Int64) {
         revokedSeats["\(cid)|\(rid)"] = nowMs + authorities.reconnectTokens.ttlMs + 1_000
+    }
+
+    func seatsRoomEnded(cid: String, rid: String, nowMs: Int64) -> Bool {
+        (endedSeats["\(cid)|\(rid)"] ?? 0) > nowMs
     }
 
     func isRevoked(cid: String, rid: String, nowMs: Int64) -> Bool {

@@ -65,6 +65,8 @@ public struct SignalingCore: Sendable {
     var sseSeats: [String: String] = [:]
     /// "cid|rid" → unix ms after which the revocation no longer matters (the token expired anyway).
     var revokedSeats: [String: Int64] = [:]
+    /// "cid|rid" of seats whose room was ended by its host → unix ms when their tokens have surely expired.
+    var endedSeats: [String: Int64] = [:]
     var watchers: [String: Set<ConnectionID>] = [:]
     var rng: SplitMix64
     public private(set) var isDraining = false
