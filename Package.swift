@@ -8,6 +8,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "duet", targets: ["duet"]),
+        // The headless peer with real media (GStreamer webrtcbin); the only product that needs GStreamer.
+        .executable(name: "duet-call", targets: ["duet-call"]),
         .library(name: "DuetProtocol", targets: ["DuetProtocol"]),
         .library(name: "DuetServer", targets: ["DuetServer"]),
         .library(name: "DuetTransport", targets: ["DuetTransport"]),
@@ -74,6 +76,31 @@ let package = Package(
             dependencies: [
                 "DuetServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // GStreamer (webrtcbin) and libnice from the system; only `duet-call` and its tests depend on them, so
+        // `swift run duet serve` builds on a machine without GStreamer.
+        .systemLibrary(
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-webrtc-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-bad1.0-dev", "libgstreamer-plugins-base1.0-dev", "libnice-dev"])]),
+        // The C side of the GStreamer engine: variadic GObject calls, casts and callbacks Swift cannot make.
+        .target(
+            name: "GStreamerShim", dependencies: ["CGStreamer"], cSettings: [.define("GST_USE_UNSTABLE_API")],
+            linkerSettings: ["gstwebrtc-1.0", "gstsdp-1.0", "gstreamer-1.0", "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
+        // `WebRtcEngine` on webrtcbin: test-pattern VP8 video and an Opus tone out, decoded media counted in.
+        .target(
+            name: "DuetGStreamer",
+            dependencies: ["DuetClient", "DuetProtocol", "GStreamerShim", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "duet-call",
+            dependencies: [
+                "DuetGStreamer", "DuetClient", "DuetProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

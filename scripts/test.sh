@@ -5,11 +5,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real parts the tests start: coturn (TURN), Chromium (the browser client), Node.js (the browser engine's
-# unit tests), iproute2 + util-linux (network namespaces), curl, python3.
+# unit tests), GStreamer (duet-call), iproute2 + util-linux (network namespaces), curl, python3.
 need=()
 command -v turnserver >/dev/null || need+=(coturn)
 command -v chromium >/dev/null || need+=(chromium)
 command -v node >/dev/null || need+=(nodejs)
+# GStreamer (webrtcbin, libnice) for duet-call and its tests, with the headers it builds against.
+pkg-config --exists gstreamer-webrtc-1.0 nice 2>/dev/null || need+=(pkg-config gstreamer1.0-plugins-bad gstreamer1.0-nice \
+  gstreamer1.0-plugins-good gstreamer1.0-plugins-base libgstreamer1.0-dev libgstreamer-plugins-bad1.0-dev \
+  libgstreamer-plugins-base1.0-dev libnice-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v curl >/dev/null || need+=(curl)

@@ -5,5 +5,5 @@ struct DuetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "duet",
         abstract: "Duet: resilient 1:1 WebRTC calling.",
-        subcommands: [ServeCommand.self])
+        subcommands: [ServeCommand.self, CallCommand.self])
 }

@@ -1,0 +1,348 @@
+import DuetClient
+import DuetProtocol
+import Foundation
+import GStreamerShim
+import Logging
+
+/// `WebRtcEngine` on GStreamer's webrtcbin: sends a test-pattern VP8 video and an Opus tone (or audio only),
+/// decodes what the peer sends and counts it. webrtcbin 1.22 has neither ICE restart nor rollback, so both
+/// start a fresh session (a new webrtcbin, new ICE credentials and DTLS certificate) that the peer negotiates
+/// like any new offer; and since libnice sends no consent checks, a media watchdog reports a path that went
+/// silent as `disconnected`, as a browser would.
+public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
+    public struct Options: Sendable {
+        public var audioOnly: Bool
+        /// Addresses the ICE agent gathers on; empty lets libnice use every interface but loopback.
+        public var iceAddresses: [String]
+        /// Inbound media silent this long while connected counts as `disconnected`.
+        public var silenceTimeout: Duration
+        public init(audioOnly: Bool = false, iceAddresses: [String] = [], silenceTimeout: Duration = .seconds(3)) {
+            self.audioOnly = audioOnly
+            self.iceAddresses = iceAddresses
+            self.silenceTimeout = silenceTimeout
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let events: AsyncStream<WebRtcEvent>
+    private let sink: AsyncStream<WebRtcEvent>.Continuation
+    private let options: Options
+    private let logger = Logger(label: "duet.gstreamer")
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var peer: OpaquePointer?
+    private var requests: [UInt64: CheckedContinuation<String?, any Error>] = [:]
+    private var nextRequest: UInt64 = 1
+    private var appliedTurn: Set<String> = []
+    private var configuration = RtcConfiguration()
+    private var watchdog: Task<Void, Never>?
+    private var reportedIce: NegotiationMachine.IceState = .new
+    private var mediaSilent = false
+
+    public init(options: Options = Options()) throws {
+        var error = [CChar](repeating: 0, count: 512)
+        guard duet_gst_init(&error, error.count) != 0 else { throw Failure(description: String(cString: error)) }
+        self.options = options
+        (events, sink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    deinit {
+        if let peer { duet_peer_free(peer) }
+        sink.finish()
+    }
+
+    // MARK: - WebRtcEngine
+
+    public func ensurePeerConnection(_ configuration: RtcConfiguration) async throws {
+        try lock.withLock {
+            self.configuration = configuration
+            if peer == nil { try createPeerLocked() }
+        }
+    }
+
+    public func createOffer(iceRestart: Bool) async throws -> String {
+        if iceRestart { try restartSession() }
+        return try await request { duet_peer_create_offer($0, $1) } ?? ""
+    }
+
+    public func createAnswer() async throws -> String {
+        try await request { duet_peer_create_answer($0, $1) } ?? ""
+    }
+
+    public func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws {
+        // A new offer for a connection that already negotiated ICE with other credentials is the peer's ICE
+        // restart (or its fresh session): webrtcbin can follow it only with a fresh session of its own.
+        if kind == .offer, lock.withLock({ peer != nil && hasRemoteDescription }), Self.iceCredentials(sdp) != lock.withLock({ remoteCredentials }) {
+            try restartSession()
+        }
+        if kind == .offer || kind == .answer { lock.withLock { remoteCredentials = Self.iceCredentials(sdp); hasRemoteDescription = true } }
+        _ = try await request { peer, id in
+            sdp.withCString { duet_peer_set_remote(peer, kind == .offer ? 1 : 0, $0, id) }
+        }
+    }
+
+    public func rollback() async throws {
+        // No rollback in webrtcbin 1.22: drop the unanswered offer with the whole session.
+        try restartSession()
+    }
+
+    public func addRemoteCandidate(_ candidate: IceCandidate?) async throws {
+        guard let peer = lock.withLock({ peer }) else { return }
+        guard let candidate else {
+            duet_peer_add_candidate(peer, 0, nil)
+            return
+        }
+        let mline = candidate.sdpMLineIndex ?? 0
+        candidate.candidate.withCString { duet_peer_add_candidate(peer, UInt32(mline), $0) }
+    }
+
+    public func setConfiguration(_ configuration: RtcConfiguration) async throws {
+        lock.withLock {
+            self.configuration = configuration
+            // New TURN credentials reach the live session; webrtcbin cannot forget the old ones (harmless).
+            if let peer { applyTurnLocked(peer) }
+        }
+    }
+
+    public func close() async {
+        let (closing, waiting) = lock.withLock { () -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) in
+            let closing = peer
+            peer = nil
+            hasRemoteDescription = false
+            remoteCredentials = nil
+            watchdog?.cancel()
+            watchdog = nil
+            defer { requests.removeAll() }
+            return (closing, Array(requests.values))
+        }
+        if let closing { duet_peer_free(closing) }
+        for continuation in waiting { continuation.resume(throwing: Failure(description: "the peer connection was closed")) }
+    }
+
+    public func stats() async -> CallStats? {
+        guard let peer = lock.withLock({ peer.map(PeerHandle.init) }) else { return nil }
+        // `duet_peer_stats` blocks until webrtcbin answers: keep it off the cooperative pool.
+        let stats = await withCheckedContinuation { (done: CheckedContinuation<DuetStats, Never>) in
+            DispatchQueue.global().async {
+                var stats = DuetStats()
+                duet_peer_stats(peer.pointer, &stats)
+                done.resume(returning: stats)
+            }
+        }
+        let type = withUnsafeBytes(of: stats.candidate_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return CallStats(
+            videoFramesReceived: Int(stats.video_frames), audioPacketsReceived: Int(stats.audio_packets),
+            candidateType: type.isEmpty ? nil : type, roundTripTimeMs: stats.has_rtt != 0 ? stats.rtt_ms : nil)
+    }
+
+    // MARK: - Sessions
+
+    private var hasRemoteDescription = false
+    private var remoteCredentials: String?
+
+    /// A fresh webrtcbin: new ICE credentials, new candidates, new DTLS certificate.
+    private func restartSession() throws {
+        let (old, waiting) = lock.withLock { () -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) in
+            let old = peer
+            peer = nil
+            hasRemoteDescription = false
+            remoteCredentials = nil
+            defer { requests.removeAll() }
+            return (old, Array(requests.values))
+        }
+        if let old { duet_peer_free(old) }
+        for continuation in waiting { continuation.resume(throwing: Failure(description: "superseded by a fresh session")) }
+        logger.info("fresh webrtcbin session (ICE restart or rollback)")
+        try lock.withLock { try createPeerLocked() }
+    }
+
+    private func createPeerLocked() throws {
+        var error = [CChar](repeating: 0, count: 512)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let callbacks = DuetPeerCallbacks(ctx: context, on_candidate: onCandidate, on_state: onState, on_reply: onReply)
+        let addresses = options.iceAddresses.map { strdup($0) }
+        defer { addresses.forEach { free($0) } }
+        let created = addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { list in
+            duet_peer_new(callbacks, options.audioOnly ? 1 : 0, list.baseAddress, Int32(list.count), configuration.relayOnly ? 1 : 0, &error, error.count)
+        }
+        guard let created else { throw Failure(description: String(cString: error)) }
+        peer = created
+        appliedTurn = []
+        reportedIce = .new
+        mediaSilent = false
+        applyTurnLocked(created)
+        startWatchdogLocked(created)
+    }
+
+    private func applyTurnLocked(_ peer: OpaquePointer) {
+        for url in Self.turnURLs(configuration.iceServers) where !appliedTurn.contains(url) {
+            if url.withCString({ duet_peer_add_turn(peer, $0) }) != 0 { appliedTurn.insert(url) } else {
+                logger.warning("webrtcbin refused a TURN server", metadata: ["url": "\(url.prefix(12))…"])
+            }
+        }
+    }
+
+    /// `turn:host:port?transport=udp` + credentials → `turn://user:pass@host:port?transport=udp`, escaped.
+    static func turnURLs(_ servers: [IceServer]) -> [String] {
+        var allowed = CharacterSet.urlUserAllowed
+        allowed.remove(charactersIn: ":@/?#%+=")
+        return servers.flatMap { server -> [String] in
+            guard let user = server.username?.addingPercentEncoding(withAllowedCharacters: allowed),
+                let password = server.credential?.addingPercentEncoding(withAllowedCharacters: allowed)
+            else { return [] }
+            return server.urls.compactMap { url in
+                for scheme in ["turn:", "turns:"] where url.hasPrefix(scheme) {
+                    let rest = url.dropFirst(scheme.count).drop { $0 == "/" }
+                    return "\(scheme)//\(user):\(password)@\(rest)"
+                }
+                return nil
+            }
+        }
+    }
+
+    static func iceCredentials(_ sdp: String) -> String? {
+        sdp.split(whereSeparator: \.isNewline).first { $0.hasPrefix("a=ice-ufrag:") }.map(String.init)
+    }
+
+    private func request(_ start: @escaping (OpaquePointer, UInt64) -> Void) async throws -> String? {
+        try await withCheckedThrowingContinuation { continuation in
+            let started: (OpaquePointer, UInt64)? = lock.withLock {
+                guard let peer else { return nil }
+                let id = nextRequest
+                nextRequest += 1
+                requests[id] = continuation
+                return (peer, id)
+            }
+            guard let (peer, id) = started else {
+                continuation.resume(throwing: Failure(description: "there is no peer connection"))
+                return
+            }
+            start(peer, id)
+        }
+    }
+
+    // MARK: - From GStreamer threads
+
+    fileprivate func replied(_ id: UInt64, sdp: String?, error: String?) {
+        guard let continuation = lock.withLock({ requests.removeValue(forKey: id) }) else { return }
+        if let error { continuation.resume(throwing: Failure(description: error)) } else { continuation.resume(returning: sdp) }
+    }
+
+    fileprivate func candidate(mline: UInt32, mid: String?, candidate: String) {
+        sink.yield(.localCandidate(IceCandidate(candidate: candidate, sdpMid: mid, sdpMLineIndex: Int(mline))))
+    }
+
+    fileprivate func state(kind: Int32, value: Int32) {
+        switch Int(kind) {
+        case DUET_STATE_ICE_CONNECTION:
+            let mapped: NegotiationMachine.IceState = switch value {
+            case 0: .new
+            case 1: .checking
+            case 2: .connected
+            case 3: .completed
+            case 4: .failed
+            case 5: .disconnected
+            default: .closed
+            }
+            lock.withLock { reportedIce = mapped }
+            sink.yield(.iceConnectionState(mapped))
+        case DUET_STATE_CONNECTION:
+            let mapped: NegotiationMachine.IceState = switch value {
+            case 0: .new
+            case 1: .checking
+            case 2: .connected
+            case 3: .disconnected
+            case 4: .failed
+            default: .closed
+            }
+            sink.yield(.connectionState(mapped))
+        case DUET_STATE_SIGNALING:
+            switch value {
+            case 0: sink.yield(.signalingState(.stable))
+            case 2: sink.yield(.signalingState(.haveLocalOffer))
+            case 3: sink.yield(.signalingState(.haveRemoteOffer))
+            default: break
+            }
+        case DUET_STATE_GATHERING:
+            if value == 2 { sink.yield(.gatheringComplete) }
+        default:
+            break
+        }
+    }
+
+    // MARK: - Media watchdog
+
+    /// libnice 0.1.21 never notices a dead path (no consent freshness): inbound media that stops while ICE
+    /// says connected is reported as `disconnected`, and its return as `connected`.
+    private func startWatchdogLocked(_ pointer: OpaquePointer) {
+        watchdog?.cancel()
+        let silence = options.silenceTimeout
+        let handle = PeerHandle(pointer: pointer)
+        watchdog = Task.detached { [weak self] in
+            let peer = handle.pointer
+            var last: Int64 = -1
+            var quietSince = ContinuousClock.now
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                guard let self, !Task.isCancelled, self.lock.withLock({ self.peer == peer }) else { return }
+                let counted = self.inboundCount(peer)
+                let now = ContinuousClock.now
+                if counted != last {
+                    last = counted
+                    quietSince = now
+                    self.mediaHeard()
+                } else if now - quietSince >= silence {
+                    self.mediaSilentNow()
+                }
+            }
+        }
+    }
+
+    private func inboundCount(_ peer: OpaquePointer) -> Int64 {
+        var stats = DuetStats()
+        duet_peer_stats(peer, &stats)
+        return stats.audio_packets + stats.video_frames
+    }
+
+    private func mediaHeard() {
+        let recovered = lock.withLock { () -> Bool in
+            defer { mediaSilent = false }
+            return mediaSilent && (reportedIce == .connected || reportedIce == .completed)
+        }
+        if recovered { sink.yield(.iceConnectionState(.connected)) }
+    }
+
+    private func mediaSilentNow() {
+        let report = lock.withLock { () -> Bool in
+            guard !mediaSilent, reportedIce == .connected || reportedIce == .completed else { return false }
+            mediaSilent = true
+            return true
+        }
+        if report { sink.yield(.iceConnectionState(.disconnected)) }
+    }
+}
+
+/// The C peer, carried across threads; every use is under the engine's lock or on a peer it still owns.
+private struct PeerHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+private func onCandidate(_ context: UnsafeMutableRawPointer?, _ mline: UInt32, _ mid: UnsafePointer<CChar>?, _ candidate: UnsafePointer<CChar>?) {
+    guard let context, let candidate else { return }
+    let engine = Unmanaged<GStreamerWebRtcEngine>.fromOpaque(context).takeUnretainedValue()
+    engine.candidate(mline: mline, mid: mid.map { String(cString: $0) }, candidate: String(cString: candidate))
+}
+
+private func onState(_ context: UnsafeMutableRawPointer?, _ kind: Int32, _ value: Int32) {
+    guard let context else { return }
+    Unmanaged<GStreamerWebRtcEngine>.fromOpaque(context).takeUnretainedValue().state(kind: kind, value: value)
+}
+
+private func onReply(_ context: UnsafeMutableRawPointer?, _ request: UInt64, _ sdp: UnsafePointer<CChar>?, _ error: UnsafePointer<CChar>?) {
+    guard let context else { return }
+    Unmanaged<GStreamerWebRtcEngine>.fromOpaque(context).takeUnretainedValue()
+        .replied(request, sdp: sdp.map { String(cString: $0) }, error: error.map { String(cString: $0) })
+}

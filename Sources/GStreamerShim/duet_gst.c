@@ -1,0 +1,382 @@
+#define GST_USE_UNSTABLE_API 1
+#include "duet_gst.h"
+
+#include <gst/gst.h>
+#include <gst/sdp/sdp.h>
+#include <gst/webrtc/webrtc.h>
+#include <stdio.h>
+#include <string.h>
+
+struct DuetPeer {
+    DuetPeerCallbacks cb;
+    GstElement *pipeline;
+    GstElement *webrtc;
+    gint refs;    // the owner + every promise in flight (a late promise must not touch freed memory)
+    gint closed;  // set before teardown: callbacks stop reaching Swift
+    gint video_frames;
+    gint audio_packets;
+};
+
+typedef struct {
+    DuetPeer *peer;
+    uint64_t request;
+} Pending;
+
+static void peer_unref(DuetPeer *peer) {
+    if (g_atomic_int_dec_and_test(&peer->refs)) g_free(peer);
+}
+
+static Pending *pending_new(DuetPeer *peer, uint64_t request) {
+    g_atomic_int_inc(&peer->refs);
+    Pending *pending = g_new0(Pending, 1);
+    pending->peer = peer;
+    pending->request = request;
+    return pending;
+}
+
+static void pending_free(gpointer data) {
+    Pending *pending = data;
+    peer_unref(pending->peer);
+    g_free(pending);
+}
+
+static int is_open(DuetPeer *peer) { return !g_atomic_int_get(&peer->closed); }
+
+static void reply(DuetPeer *peer, uint64_t request, const char *sdp, const char *error) {
+    if (is_open(peer)) peer->cb.on_reply(peer->cb.ctx, request, sdp, error);
+}
+
+int duet_gst_init(char *error, size_t error_len) {
+    GError *err = NULL;
+    if (!gst_init_check(NULL, NULL, &err)) {
+        snprintf(error, error_len, "GStreamer did not initialise: %s", err ? err->message : "unknown error");
+        g_clear_error(&err);
+        return 0;
+    }
+    const char *needed[] = {"webrtcbin", "nicesrc", "videotestsrc", "audiotestsrc", "vp8enc", "vp8dec", "rtpvp8pay",
+                            "opusenc", "opusdec", "rtpopuspay", "decodebin", "videoconvert", "audioconvert", "fakesink"};
+    for (size_t i = 0; i < G_N_ELEMENTS(needed); i++) {
+        GstElementFactory *factory = gst_element_factory_find(needed[i]);
+        if (!factory) {
+            snprintf(error, error_len,
+                     "GStreamer element '%s' is missing (install gstreamer1.0-plugins-bad, -good, -base and gstreamer1.0-nice)",
+                     needed[i]);
+            return 0;
+        }
+        gst_object_unref(factory);
+    }
+    return 1;
+}
+
+// MARK: - events from webrtcbin
+
+static void on_ice_candidate(GstElement *webrtc, guint mline, gchar *candidate, gpointer data) {
+    DuetPeer *peer = data;
+    if (!is_open(peer)) return;
+    // webrtcbin gives only the m-line index; the mid comes from our local description.
+    GstWebRTCSessionDescription *local = NULL;
+    g_object_get(webrtc, "local-description", &local, NULL);
+    const gchar *mid = NULL;
+    if (local && mline < gst_sdp_message_medias_len(local->sdp))
+        mid = gst_sdp_media_get_attribute_val(gst_sdp_message_get_media(local->sdp, mline), "mid");
+    peer->cb.on_candidate(peer->cb.ctx, mline, mid, candidate);
+    if (local) gst_webrtc_session_description_free(local);
+}
+
+static void on_notify_state(GObject *object, GParamSpec *spec, gpointer data) {
+    DuetPeer *peer = data;
+    if (!is_open(peer)) return;
+    int value = 0;
+    g_object_get(object, spec->name, &value, NULL);
+    int kind = -1;
+    if (!strcmp(spec->name, "ice-connection-state")) kind = DUET_STATE_ICE_CONNECTION;
+    else if (!strcmp(spec->name, "connection-state")) kind = DUET_STATE_CONNECTION;
+    else if (!strcmp(spec->name, "signaling-state")) kind = DUET_STATE_SIGNALING;
+    else if (!strcmp(spec->name, "ice-gathering-state")) kind = DUET_STATE_GATHERING;
+    if (kind >= 0) peer->cb.on_state(peer->cb.ctx, kind, value);
+}
+
+static GstPadProbeReturn count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer counter) {
+    (void)pad;
+    (void)info;
+    g_atomic_int_inc((gint *)counter);
+    return GST_PAD_PROBE_OK;
+}
+
+static void on_decoded_pad(GstElement *decodebin, GstPad *pad, gpointer data) {
+    DuetPeer *peer = data;
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    if (!caps) return;
+    const gchar *name = gst_structure_get_name(gst_caps_get_structure(caps, 0));
+    gboolean video = g_str_has_prefix(name, "video/");
+    gst_caps_unref(caps);
+    // Decoded media ends in a fakesink: counting is all a headless peer does with it.
+    GstElement *bin = gst_parse_bin_from_description(
+        video ? "queue ! videoconvert ! fakesink sync=false async=false" : "queue ! audioconvert ! fakesink sync=false async=false",
+        TRUE, NULL);
+    if (!bin) return;
+    GstElement *pipeline = GST_ELEMENT(gst_element_get_parent(decodebin));
+    gst_bin_add(GST_BIN(pipeline), bin);
+    gst_element_sync_state_with_parent(bin);
+    GstPad *sink = gst_element_get_static_pad(bin, "sink");
+    gst_pad_link(pad, sink);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+    if (video) gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &peer->video_frames, NULL);
+}
+
+static void on_incoming_pad(GstElement *webrtc, GstPad *pad, gpointer data) {
+    DuetPeer *peer = data;
+    if (GST_PAD_DIRECTION(pad) != GST_PAD_SRC) return;
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    gboolean audio = FALSE;
+    if (caps) {
+        const gchar *media = gst_structure_get_string(gst_caps_get_structure(caps, 0), "media");
+        audio = media && !strcmp(media, "audio");
+        gst_caps_unref(caps);
+    }
+    if (audio) gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &peer->audio_packets, NULL);
+    GstElement *decodebin = gst_element_factory_make("decodebin", NULL);
+    g_signal_connect(decodebin, "pad-added", G_CALLBACK(on_decoded_pad), peer);
+    GstElement *pipeline = GST_ELEMENT(gst_element_get_parent(webrtc));
+    gst_bin_add(GST_BIN(pipeline), decodebin);
+    gst_element_sync_state_with_parent(decodebin);
+    GstPad *sink = gst_element_get_static_pad(decodebin, "sink");
+    gst_pad_link(pad, sink);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+}
+
+// MARK: - creating the peer
+
+static const char *SEND_VIDEO =
+    "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! queue ! "
+    "vp8enc deadline=1 keyframe-max-dist=30 ! rtpvp8pay ! application/x-rtp,media=video,encoding-name=VP8,payload=96 ! w. ";
+static const char *SEND_AUDIO =
+    "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 ! audioconvert ! audioresample ! queue ! opusenc ! rtpopuspay ! "
+    "application/x-rtp,media=audio,encoding-name=OPUS,payload=111 ! w. ";
+
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, const char *const *ice_addresses, int n_ice_addresses,
+                        int relay_only, char *error, size_t error_len) {
+    gchar *description = g_strconcat("webrtcbin name=w bundle-policy=max-bundle ", audio_only ? "" : SEND_VIDEO, SEND_AUDIO, NULL);
+    GError *err = NULL;
+    GstElement *pipeline = gst_parse_launch(description, &err);
+    g_free(description);
+    if (!pipeline || err) {
+        snprintf(error, error_len, "the media pipeline could not be built: %s", err ? err->message : "unknown error");
+        g_clear_error(&err);
+        if (pipeline) gst_object_unref(pipeline);
+        return NULL;
+    }
+    DuetPeer *peer = g_new0(DuetPeer, 1);
+    peer->cb = callbacks;
+    peer->refs = 1;
+    peer->pipeline = pipeline;
+    peer->webrtc = gst_bin_get_by_name(GST_BIN(pipeline), "w");
+
+    if (audio_only) {
+        // Nothing to send, but the other side's video is still received.
+        GstCaps *caps = gst_caps_from_string("application/x-rtp,media=video,encoding-name=VP8,payload=96,clock-rate=90000");
+        GstWebRTCRTPTransceiver *transceiver = NULL;
+        g_signal_emit_by_name(peer->webrtc, "add-transceiver", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, caps, &transceiver);
+        gst_caps_unref(caps);
+        if (transceiver) gst_object_unref(transceiver);
+    }
+    if (relay_only) g_object_set(peer->webrtc, "ice-transport-policy", GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
+    if (n_ice_addresses > 0) {
+        // libnice skips loopback unless told to use it; once pinned it gathers only on these addresses. Must
+        // happen before the first description is applied, when gathering starts.
+        GstWebRTCICE *ice = NULL;
+        g_object_get(peer->webrtc, "ice-agent", &ice, NULL);
+        if (ice) {
+            for (int i = 0; i < n_ice_addresses; i++) {
+                gboolean added = FALSE;
+                g_signal_emit_by_name(ice, "add-local-ip-address", ice_addresses[i], &added);
+            }
+            gst_object_unref(ice);
+        }
+    }
+    g_signal_connect(peer->webrtc, "on-ice-candidate", G_CALLBACK(on_ice_candidate), peer);
+    g_signal_connect(peer->webrtc, "pad-added", G_CALLBACK(on_incoming_pad), peer);
+    const char *states[] = {"notify::ice-connection-state", "notify::connection-state", "notify::signaling-state",
+                            "notify::ice-gathering-state"};
+    for (size_t i = 0; i < G_N_ELEMENTS(states); i++) g_signal_connect(peer->webrtc, states[i], G_CALLBACK(on_notify_state), peer);
+
+    if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+        snprintf(error, error_len, "the media pipeline refused to start");
+        duet_peer_free(peer);
+        return NULL;
+    }
+    return peer;
+}
+
+int duet_peer_add_turn(DuetPeer *peer, const char *url) {
+    gboolean added = FALSE;
+    g_signal_emit_by_name(peer->webrtc, "add-turn-server", url, &added);
+    return added;
+}
+
+// MARK: - negotiation
+
+static void on_local_applied(GstPromise *promise, gpointer data) {
+    Pending *pending = data;
+    const GstStructure *result = gst_promise_get_reply(promise);
+    GError *err = NULL;
+    if (result) gst_structure_get(result, "error", G_TYPE_ERROR, &err, NULL);
+    if (err) {
+        reply(pending->peer, pending->request, NULL, err->message);
+        g_clear_error(&err);
+        return;
+    }
+    GstWebRTCSessionDescription *local = NULL;
+    g_object_get(pending->peer->webrtc, "local-description", &local, NULL);
+    if (!local) {
+        reply(pending->peer, pending->request, NULL, "no local description after applying it");
+        return;
+    }
+    gchar *text = gst_sdp_message_as_text(local->sdp);
+    reply(pending->peer, pending->request, text, NULL);
+    g_free(text);
+    gst_webrtc_session_description_free(local);
+}
+
+static void on_description_created(GstPromise *promise, gpointer data) {
+    Pending *pending = data;
+    const GstStructure *result = gst_promise_get_reply(promise);
+    GstWebRTCSessionDescription *description = NULL;
+    GError *err = NULL;
+    if (result) {
+        gst_structure_get(result, "error", G_TYPE_ERROR, &err, NULL);
+        if (!err && gst_structure_has_field(result, "offer"))
+            gst_structure_get(result, "offer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
+        if (!err && gst_structure_has_field(result, "answer"))
+            gst_structure_get(result, "answer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
+    }
+    if (!description) {
+        reply(pending->peer, pending->request, NULL, err ? err->message : "webrtcbin created no description");
+        g_clear_error(&err);
+        return;
+    }
+    // Like the browser's createOffer + setLocalDescription: the caller gets the SDP once it is applied.
+    GstPromise *applied = gst_promise_new_with_change_func(on_local_applied, pending_new(pending->peer, pending->request), pending_free);
+    g_signal_emit_by_name(pending->peer->webrtc, "set-local-description", description, applied);
+    gst_webrtc_session_description_free(description);
+}
+
+static void create(DuetPeer *peer, const char *signal, uint64_t request) {
+    GstPromise *promise = gst_promise_new_with_change_func(on_description_created, pending_new(peer, request), pending_free);
+    g_signal_emit_by_name(peer->webrtc, signal, NULL, promise);
+}
+
+void duet_peer_create_offer(DuetPeer *peer, uint64_t request) { create(peer, "create-offer", request); }
+void duet_peer_create_answer(DuetPeer *peer, uint64_t request) { create(peer, "create-answer", request); }
+
+static void on_remote_applied(GstPromise *promise, gpointer data) {
+    Pending *pending = data;
+    const GstStructure *result = gst_promise_get_reply(promise);
+    GError *err = NULL;
+    if (result) gst_structure_get(result, "error", G_TYPE_ERROR, &err, NULL);
+    reply(pending->peer, pending->request, NULL, err ? err->message : NULL);
+    g_clear_error(&err);
+}
+
+void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_t request) {
+    GstSDPMessage *message = NULL;
+    if (gst_sdp_message_new_from_text(sdp, &message) != GST_SDP_OK || !message) {
+        reply(peer, request, NULL, "the remote SDP could not be parsed");
+        return;
+    }
+    GstWebRTCSessionDescription *description =
+        gst_webrtc_session_description_new(is_offer ? GST_WEBRTC_SDP_TYPE_OFFER : GST_WEBRTC_SDP_TYPE_ANSWER, message);
+    GstPromise *promise = gst_promise_new_with_change_func(on_remote_applied, pending_new(peer, request), pending_free);
+    g_signal_emit_by_name(peer->webrtc, "set-remote-description", description, promise);
+    gst_webrtc_session_description_free(description);
+}
+
+void duet_peer_add_candidate(DuetPeer *peer, unsigned mline, const char *candidate) {
+    // An empty candidate is webrtcbin's end-of-candidates.
+    g_signal_emit_by_name(peer->webrtc, "add-ice-candidate", mline, candidate ? candidate : "");
+}
+
+// MARK: - stats
+
+typedef struct {
+    const gchar *selected_pair;
+    const gchar *local_candidate;
+    char candidate_type[16];
+    double rtt;
+    int has_rtt;
+} StatsScan;
+
+static gboolean scan_pair(GQuark field, const GValue *value, gpointer data) {
+    (void)field;
+    StatsScan *scan = data;
+    if (!GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    const GstStructure *s = gst_value_get_structure(value);
+    const gchar *name = gst_structure_get_name(s);
+    if (!strcmp(name, "transport") && !scan->selected_pair)
+        scan->selected_pair = gst_structure_get_string(s, "selected-candidate-pair-id");
+    if (!strcmp(name, "remote-inbound-rtp")) {
+        double rtt = 0;
+        if (gst_structure_get_double(s, "round-trip-time", &rtt) && rtt > 0) {
+            scan->rtt = rtt * 1000.0;
+            scan->has_rtt = 1;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean scan_local(GQuark field, const GValue *value, gpointer data) {
+    (void)field;
+    StatsScan *scan = data;
+    if (!GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    const GstStructure *s = gst_value_get_structure(value);
+    const gchar *id = gst_structure_get_string(s, "id");
+    if (scan->selected_pair && id && !strcmp(id, scan->selected_pair))
+        scan->local_candidate = gst_structure_get_string(s, "local-candidate-id");
+    return TRUE;
+}
+
+static gboolean scan_type(GQuark field, const GValue *value, gpointer data) {
+    (void)field;
+    StatsScan *scan = data;
+    if (!GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    const GstStructure *s = gst_value_get_structure(value);
+    const gchar *id = gst_structure_get_string(s, "id");
+    // (1.22 labels its own candidates "remote-candidate": the id is what to trust.)
+    if (scan->local_candidate && id && !strcmp(id, scan->local_candidate)) {
+        const gchar *type = gst_structure_get_string(s, "candidate-type");
+        if (type) g_strlcpy(scan->candidate_type, type, sizeof scan->candidate_type);
+    }
+    return TRUE;
+}
+
+void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
+    memset(out, 0, sizeof *out);
+    out->video_frames = g_atomic_int_get(&peer->video_frames);
+    out->audio_packets = g_atomic_int_get(&peer->audio_packets);
+    GstPromise *promise = gst_promise_new();
+    g_signal_emit_by_name(peer->webrtc, "get-stats", NULL, promise);
+    if (gst_promise_wait(promise) == GST_PROMISE_RESULT_REPLIED) {
+        const GstStructure *stats = gst_promise_get_reply(promise);
+        StatsScan scan = {0};
+        if (stats) {
+            gst_structure_foreach(stats, scan_pair, &scan);
+            gst_structure_foreach(stats, scan_local, &scan);
+            gst_structure_foreach(stats, scan_type, &scan);
+        }
+        g_strlcpy(out->candidate_type, scan.candidate_type, sizeof out->candidate_type);
+        out->rtt_ms = scan.rtt;
+        out->has_rtt = scan.has_rtt;
+    }
+    gst_promise_unref(promise);
+}
+
+void duet_peer_free(DuetPeer *peer) {
+    g_atomic_int_set(&peer->closed, 1);
+    g_signal_handlers_disconnect_by_data(peer->webrtc, peer);
+    gst_element_set_state(peer->pipeline, GST_STATE_NULL);
+    gst_object_unref(peer->webrtc);
+    gst_object_unref(peer->pipeline);
+    peer_unref(peer);
+}

@@ -1,0 +1,53 @@
+// The C side of Duet's GStreamer WebRTC engine: one webrtcbin peer with test-pattern media, behind calls
+// Swift can make (no variadic GObject calls, no cast macros). Callbacks arrive on GStreamer threads.
+#ifndef DUET_GST_H
+#define DUET_GST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct DuetPeer DuetPeer;
+
+enum {
+    DUET_STATE_ICE_CONNECTION = 0,  // GstWebRTCICEConnectionState
+    DUET_STATE_CONNECTION = 1,      // GstWebRTCPeerConnectionState
+    DUET_STATE_SIGNALING = 2,       // GstWebRTCSignalingState
+    DUET_STATE_GATHERING = 3,       // GstWebRTCICEGatheringState
+};
+
+typedef struct {
+    void *ctx;
+    /// A local candidate (`candidate:…`, no `a=`) for m-line `mline` whose mid is `mid` (may be NULL).
+    void (*on_candidate)(void *ctx, unsigned mline, const char *mid, const char *candidate);
+    void (*on_state)(void *ctx, int kind, int value);
+    /// The answer to request `request`: an SDP for create-offer/answer (already applied locally), NULL for
+    /// set-remote; `error` is NULL on success.
+    void (*on_reply)(void *ctx, uint64_t request, const char *sdp, const char *error);
+} DuetPeerCallbacks;
+
+typedef struct {
+    int64_t video_frames;   // decoded video frames
+    int64_t audio_packets;  // received audio RTP packets
+    char candidate_type[16];  // of the selected pair's local candidate, "" when unknown
+    double rtt_ms;
+    int has_rtt;
+} DuetStats;
+
+/// Initialises GStreamer once and checks that every element the peer needs exists.
+int duet_gst_init(char *error, size_t error_len);
+
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, const char *const *ice_addresses, int n_ice_addresses,
+                        int relay_only, char *error, size_t error_len);
+/// `turn(s)://user:pass@host:port?transport=udp|tcp`, user and password percent-escaped. Applies to the live peer.
+int duet_peer_add_turn(DuetPeer *peer, const char *url);
+void duet_peer_create_offer(DuetPeer *peer, uint64_t request);
+void duet_peer_create_answer(DuetPeer *peer, uint64_t request);
+void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_t request);
+/// NULL `candidate`: end of candidates.
+void duet_peer_add_candidate(DuetPeer *peer, unsigned mline, const char *candidate);
+/// Blocks until webrtcbin answers (never call from a GStreamer callback).
+void duet_peer_stats(DuetPeer *peer, DuetStats *out);
+/// Stops media and releases the peer; no callback runs after this returns.
+void duet_peer_free(DuetPeer *peer);
+
+#endif

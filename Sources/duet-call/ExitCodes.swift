@@ -1,0 +1,13 @@
+/// `duet call`'s exit codes (also in the README).
+enum ExitCodes {
+    /// Left: Ctrl-C, SIGTERM, or `--duration` elapsed.
+    static let left: Int32 = 0
+    /// The media engine could not start (GStreamer plugins missing, pipeline refused).
+    static let mediaFailed: Int32 = 1
+    /// The call could not be joined: invalid room, room full, room already ended, join timed out.
+    static let joinFailed: Int32 = 3
+    /// The room ended during the call (the host ended it, or it expired).
+    static let roomEnded: Int32 = 4
+    /// Bad arguments (ArgumentParser's usage code).
+    static let usage: Int32 = 64
+}
