@@ -117,6 +117,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "DuetProtocolTests", dependencies: ["DuetProtocol"], swiftSettings: strict),
+        .testTarget(name: "DuetCallTests", dependencies: ["DuetGStreamer", "DuetClient", "DuetTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DuetClientTests",
             dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer"],

@@ -65,7 +65,13 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     public func createOffer(iceRestart: Bool) async throws -> String {
         if iceRestart { try restartSession() }
-        return try await request { duet_peer_create_offer($0, $1) } ?? ""
+        let sdp = try await request { duet_peer_create_offer($0, $1) } ?? ""
+        lock.withLock {
+            audioFirst = Self.audioFirst(sdp)
+            negotiatedMids = Self.mids(sdp)
+        }
+        logger.debug("offer", metadata: ["sdp": "\(sdp)", "restart": "\(iceRestart)"])
+        return sdp
     }
 
     public func createAnswer() async throws -> String {
@@ -78,7 +84,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         if kind == .offer, lock.withLock({ peer != nil && hasRemoteDescription }), Self.iceCredentials(sdp) != lock.withLock({ remoteCredentials }) {
             try restartSession()
         }
-        if kind == .offer || kind == .answer { lock.withLock { remoteCredentials = Self.iceCredentials(sdp); hasRemoteDescription = true } }
+        lock.withLock {
+            remoteCredentials = Self.iceCredentials(sdp)
+            hasRemoteDescription = true
+            if kind == .offer {
+                audioFirst = Self.audioFirst(sdp)
+                negotiatedMids = Self.mids(sdp)
+            }
+        }
         _ = try await request { peer, id in
             sdp.withCString { duet_peer_set_remote(peer, kind == .offer ? 1 : 0, $0, id) }
         }
@@ -142,6 +155,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     private var hasRemoteDescription = false
     private var remoteCredentials: String?
+    /// The m-line order and mids the call was negotiated with (audio first, `0`/`1` when a browser offered
+    /// first): a fresh session's offer must keep both.
+    private var audioFirst = false
+    private var negotiatedMids: [String] = []
 
     /// A fresh webrtcbin: new ICE credentials, new candidates, new DTLS certificate.
     private func restartSession() throws {
@@ -166,9 +183,12 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         let addresses = options.iceAddresses.map { strdup($0) }
         defer { addresses.forEach { free($0) } }
         let created = addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { list in
-            duet_peer_new(callbacks, options.audioOnly ? 1 : 0, list.baseAddress, Int32(list.count), configuration.relayOnly ? 1 : 0, &error, error.count)
+            duet_peer_new(
+                callbacks, options.audioOnly ? 1 : 0, audioFirst ? 1 : 0, list.baseAddress, Int32(list.count),
+                configuration.relayOnly ? 1 : 0, &error, error.count)
         }
         guard let created else { throw Failure(description: String(cString: error)) }
+        negotiatedMids.joined(separator: ",").withCString { duet_peer_set_offer_mids(created, $0) }
         peer = created
         appliedTurn = []
         reportedIce = .new
@@ -201,6 +221,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 return nil
             }
         }
+    }
+
+    static func mids(_ sdp: String) -> [String] {
+        sdp.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("a=mid:") }.map { String($0.dropFirst(6)) }
+    }
+
+    static func audioFirst(_ sdp: String) -> Bool {
+        sdp.split(whereSeparator: \.isNewline).first { $0.hasPrefix("m=") }?.hasPrefix("m=audio") ?? false
     }
 
     static func iceCredentials(_ sdp: String) -> String? {

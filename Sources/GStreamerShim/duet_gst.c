@@ -15,6 +15,7 @@ struct DuetPeer {
     gint closed;  // set before teardown: callbacks stop reaching Swift
     gint video_frames;
     gint audio_packets;
+    gchar **offer_mids;  // set before the first offer, read on webrtcbin's thread afterwards
 };
 
 typedef struct {
@@ -156,9 +157,12 @@ static const char *SEND_AUDIO =
     "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 ! audioconvert ! audioresample ! queue ! opusenc ! rtpopuspay ! "
     "application/x-rtp,media=audio,encoding-name=OPUS,payload=111 ! w. ";
 
-DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, const char *const *ice_addresses, int n_ice_addresses,
-                        int relay_only, char *error, size_t error_len) {
-    gchar *description = g_strconcat("webrtcbin name=w bundle-policy=max-bundle ", audio_only ? "" : SEND_VIDEO, SEND_AUDIO, NULL);
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, const char *const *ice_addresses,
+                        int n_ice_addresses, int relay_only, char *error, size_t error_len) {
+    // Sink pads (and so m-lines) are requested in the order the branches are written.
+    const char *video = audio_only ? "" : SEND_VIDEO;
+    gchar *description = g_strconcat("webrtcbin name=w bundle-policy=max-bundle ", audio_first ? SEND_AUDIO : video,
+                                     audio_first ? video : SEND_AUDIO, NULL);
     GError *err = NULL;
     GstElement *pipeline = gst_parse_launch(description, &err);
     g_free(description);
@@ -210,6 +214,62 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, const char 
     return peer;
 }
 
+void duet_peer_set_offer_mids(DuetPeer *peer, const char *mids) {
+    g_strfreev(peer->offer_mids);
+    peer->offer_mids = mids && *mids ? g_strsplit(mids, ",", -1) : NULL;
+}
+
+// Rewrites the offer's mids (and its BUNDLE group) to the ones the call was negotiated with.
+static void remap_mids(GstSDPMessage *sdp, gchar **mids) {
+    guint count = gst_sdp_message_medias_len(sdp);
+    if (!mids || g_strv_length(mids) != count) return;
+    GString *group = g_string_new("BUNDLE");
+    for (guint i = 0; i < count; i++) {
+        GstSDPMedia *media = (GstSDPMedia *)gst_sdp_message_get_media(sdp, i);
+        for (guint j = 0; j < gst_sdp_media_attributes_len(media); j++) {
+            const GstSDPAttribute *attribute = gst_sdp_media_get_attribute(media, j);
+            if (!g_strcmp0(attribute->key, "mid")) {
+                GstSDPAttribute replacement;
+                gst_sdp_attribute_set(&replacement, "mid", mids[i]);
+                gst_sdp_media_replace_attribute(media, j, &replacement);
+                break;
+            }
+        }
+        g_string_append_printf(group, " %s", mids[i]);
+    }
+    for (guint j = 0; j < gst_sdp_message_attributes_len(sdp); j++) {
+        const GstSDPAttribute *attribute = gst_sdp_message_get_attribute(sdp, j);
+        if (!g_strcmp0(attribute->key, "group") && g_str_has_prefix(attribute->value, "BUNDLE")) {
+            GstSDPAttribute replacement;
+            gst_sdp_attribute_set(&replacement, "group", group->str);
+            gst_sdp_message_replace_attribute(sdp, j, &replacement);
+            break;
+        }
+    }
+    g_string_free(group, TRUE);
+}
+
+// webrtcbin's max-bundle offers mark every m-line but the first `port 0` + `a=bundle-only` without
+// `a=rtcp-mux`; browsers read port 0 as a rejected section and require rtcp-mux. Offer them as plain bundled
+// sections instead (the BUNDLE group still puts everything on one transport).
+static void make_browser_compatible(GstSDPMessage *sdp) {
+    for (guint i = 0; i < gst_sdp_message_medias_len(sdp); i++) {
+        GstSDPMedia *media = (GstSDPMedia *)gst_sdp_message_get_media(sdp, i);
+        gboolean has_mux = FALSE;
+        for (guint j = 0; j < gst_sdp_media_attributes_len(media);) {
+            const GstSDPAttribute *attribute = gst_sdp_media_get_attribute(media, j);
+            if (!g_strcmp0(attribute->key, "bundle-only") || !g_strcmp0(attribute->key, "rtcp-mux-only")) {
+                gst_sdp_media_remove_attribute(media, j);
+                continue;
+            }
+            if (!g_strcmp0(attribute->key, "rtcp-mux")) has_mux = TRUE;
+            j++;
+        }
+        if (gst_sdp_media_get_port(media) == 0) gst_sdp_media_set_port_info(media, 9, 1);
+        if (!has_mux) gst_sdp_media_add_attribute(media, "rtcp-mux", "");
+    }
+}
+
 int duet_peer_add_turn(DuetPeer *peer, const char *url) {
     gboolean added = FALSE;
     g_signal_emit_by_name(peer->webrtc, "add-turn-server", url, &added);
@@ -257,6 +317,8 @@ static void on_description_created(GstPromise *promise, gpointer data) {
         g_clear_error(&err);
         return;
     }
+    if (description->type == GST_WEBRTC_SDP_TYPE_OFFER) remap_mids(description->sdp, pending->peer->offer_mids);
+    make_browser_compatible(description->sdp);
     // Like the browser's createOffer + setLocalDescription: the caller gets the SDP once it is applied.
     GstPromise *applied = gst_promise_new_with_change_func(on_local_applied, pending_new(pending->peer, pending->request), pending_free);
     g_signal_emit_by_name(pending->peer->webrtc, "set-local-description", description, applied);
@@ -378,5 +440,7 @@ void duet_peer_free(DuetPeer *peer) {
     gst_element_set_state(peer->pipeline, GST_STATE_NULL);
     gst_object_unref(peer->webrtc);
     gst_object_unref(peer->pipeline);
+    g_strfreev(peer->offer_mids);
+    peer->offer_mids = NULL;
     peer_unref(peer);
 }

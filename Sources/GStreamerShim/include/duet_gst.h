@@ -36,8 +36,13 @@ typedef struct {
 /// Initialises GStreamer once and checks that every element the peer needs exists.
 int duet_gst_init(char *error, size_t error_len);
 
-DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, const char *const *ice_addresses, int n_ice_addresses,
-                        int relay_only, char *error, size_t error_len);
+/// `audio_first`: m-line order of the offers this peer makes; a fresh session must keep the order the call
+/// was first negotiated in, or browsers refuse its offer.
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, const char *const *ice_addresses,
+                        int n_ice_addresses, int relay_only, char *error, size_t error_len);
+/// Mids (comma-separated, in m-line order) this peer's offers must carry: a fresh session keeps the mids the
+/// call was negotiated with, or browsers refuse its offer. NULL or empty: webrtcbin's own.
+void duet_peer_set_offer_mids(DuetPeer *peer, const char *mids);
 /// `turn(s)://user:pass@host:port?transport=udp|tcp`, user and password percent-escaped. Applies to the live peer.
 int duet_peer_add_turn(DuetPeer *peer, const char *url);
 void duet_peer_create_offer(DuetPeer *peer, uint64_t request);

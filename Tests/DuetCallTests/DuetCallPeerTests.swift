@@ -1,0 +1,37 @@
+import DuetTestSupport
+import Foundation
+import Testing
+
+/// `duet call` (the GStreamer peer) end to end, each scenario in a network namespace of its own with its own
+/// `duet serve` (and Chromium or coturn where the scenario needs them): `Tests/e2e/peer/peer_scenarios.py`
+/// asserts and prints what it checked.
+@Suite(.serialized) struct DuetCallPeerTests {
+    @Test func mediaBothWaysWithChromium() async throws { try await run("chromium") }
+    @Test func chromiumAcceptsDuetCallsOfferWhenItHosts() async throws { try await run("chromium-joins-second") }
+    @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }
+    @Test func relayOnlyThroughRealCoturn() async throws { try await run("relay") }
+    @Test func refusedWebSocketRunsOverSSE() async throws { try await run("sse") }
+    @Test func linkCutForFiveSecondsRecoversWithoutUserAction() async throws {
+        let output = try await run("link-cut")
+        // The scenario reports how long recovery took after the link came back.
+        let line = output.split(separator: "\n").first { $0.hasPrefix("time to recover:") }
+        #expect(line != nil, "the scenario reports the time to recover")
+        if let line { print("duet call link cut: \(line)") }
+    }
+
+    @discardableResult
+    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
+        try #require(commandExists("unshare") && commandExists("ip") && commandExists("nsenter"), "unshare, nsenter and ip are required")
+        let peer = packageRoot + "/.build/debug/duet-call"
+        let duet = packageRoot + "/.build/debug/duet"
+        try #require(FileManager.default.fileExists(atPath: peer) && FileManager.default.fileExists(atPath: duet),
+                     "build the package first (swift build --build-tests builds duet and duet-call)")
+        let script = packageRoot + "/Tests/e2e/peer/peer_scenarios.py"
+        let result = try await runCommand(
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
+            environment: ["DUET_BINARY": duet, "DUET_CALL_BINARY": peer], timeout: .seconds(150))
+        #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
+        return result.stdout
+    }
+}

@@ -1,0 +1,33 @@
+import DuetClient
+@testable import DuetGStreamer
+import Testing
+
+/// The pure parts of the GStreamer engine: what it hands webrtcbin, and what it reads from SDP.
+@Suite struct GStreamerEngineTests {
+    @Test func turnURLsCarryEscapedRESTCredentials() {
+        // coturn REST credentials: `expiry:label` and a base64 HMAC, both full of characters URLs reserve.
+        let server = IceServer(urls: ["turn:127.0.0.1:3478?transport=udp", "stun:127.0.0.1:3478", "turns:turn.example:5349"],
+                               username: "1795397000:duet", credential: "a+b/c=")
+        #expect(GStreamerWebRtcEngine.turnURLs([server]) == [
+            "turn://1795397000%3Aduet:a%2Bb%2Fc%3D@127.0.0.1:3478?transport=udp",
+            "turns://1795397000%3Aduet:a%2Bb%2Fc%3D@turn.example:5349",
+        ])
+        #expect(GStreamerWebRtcEngine.turnURLs([IceServer(urls: ["turn:h:3478"])]).isEmpty, "no credentials, no TURN")
+    }
+
+    @Test func aFreshSessionKeepsTheNegotiatedOrderAndMids() {
+        let browserOffer = "v=0\r\na=group:BUNDLE 0 1\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:1\r\n"
+        #expect(GStreamerWebRtcEngine.audioFirst(browserOffer))
+        #expect(GStreamerWebRtcEngine.mids(browserOffer) == ["0", "1"])
+        let ownOffer = "v=0\nm=video 9 UDP/TLS/RTP/SAVPF 96\na=mid:video0\nm=audio 0 UDP/TLS/RTP/SAVPF 111\na=mid:audio1\n"
+        #expect(!GStreamerWebRtcEngine.audioFirst(ownOffer))
+        #expect(GStreamerWebRtcEngine.mids(ownOffer) == ["video0", "audio1"])
+    }
+
+    @Test func iceCredentialsTellARestartOfferApart() {
+        let first = "v=0\na=ice-ufrag:abcd\na=ice-pwd:x\n"
+        let restart = "v=0\na=ice-ufrag:efgh\na=ice-pwd:y\n"
+        #expect(GStreamerWebRtcEngine.iceCredentials(first) == "a=ice-ufrag:abcd")
+        #expect(GStreamerWebRtcEngine.iceCredentials(first) != GStreamerWebRtcEngine.iceCredentials(restart))
+    }
+}

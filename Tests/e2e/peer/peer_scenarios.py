@@ -1,0 +1,258 @@
+"""`duet call` end-to-end scenarios: the GStreamer peer against headless Chromium, against itself, through
+coturn, over SSE, and across a cut link. Run by DuetCallPeerTests, each scenario in a fresh network namespace:
+    unshare -n sh -c 'ip link set lo up && exec python3 peer_scenarios.py <name>'
+Each scenario asserts what its name says and prints `scenario <name>: ok` at the end.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "browser"))
+from cdp import Browser  # noqa: E402
+from scenarios import Coturn, Server, expect, in_call, log, media_flows, open_call, sh, stats  # noqa: E402
+
+PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
+HARD_LIMIT_S = 140
+
+
+class Peer:
+    """A running `duet-call --events jsonl`, its events collected as they arrive."""
+
+    def __init__(self, link, *args, netns_pid=None):
+        command = [PEER, link, "--events", "jsonl", "--log-level", os.environ.get("PEER_LOG", "info"), *args]
+        if netns_pid:  # run inside another network namespace (the far side of a veth pair)
+            command = ["nsenter", "-t", str(netns_pid), "-n", *command]
+        self.err = open(f"/tmp/duet-call-{os.getpid()}-{id(self)}.err", "wb")
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)
+        self.events, self.lock = [], threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.lock:
+                self.events.append(event)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.events)
+
+    def last(self, kind):
+        return next((e for e in reversed(self.snapshot()) if e.get("event") == kind), None)
+
+    def value(self, kind):
+        event = self.last(kind)
+        return event and event.get("value")
+
+    def wait(self, predicate, timeout, message):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate(self):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = self.snapshot()[-8:]
+        raise AssertionError(f"{message}: not true after {timeout}s (exit {self.proc.poll()}); last events: {tail}")
+
+    def media(self):
+        return self.last("media") or {"videoFramesReceived": 0, "audioPacketsReceived": 0, "candidateType": None}
+
+    def wait_media(self, frames_over=0, packets_over=0, timeout=20, what="duet-call receives media"):
+        self.wait(lambda p: p.media()["videoFramesReceived"] > frames_over + 10 and p.media()["audioPacketsReceived"] > packets_over + 10,
+                  timeout, what)
+        return self.media()
+
+    def in_call(self, timeout=20, what="duet-call in call"):
+        self.wait(lambda p: p.value("phase") == "InCall" and p.value("connectionStatus") in (None, "connected"), timeout, what)
+
+    def stop(self, sig=signal.SIGTERM, timeout=5):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def scenario_chromium(browser):
+    """duet call ↔ headless Chromium: media both ways; Ctrl-C leaves cleanly (Chromium back to Waiting)."""
+    server = Server()
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        page = open_call(browser, link)
+        page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+        peer = Peer(link)
+        in_call(page, 20, what="Chromium in call with duet call")
+        s = media_flows(page, what="Chromium decodes duet call's video and receives its audio")
+        log("chromium stats", s)
+        m = peer.wait_media(what="duet call decodes Chromium's video and receives its audio")
+        log("duet-call media", m)
+        expect(peer.value("phase") == "InCall" and peer.value("transport") == "ws", f"duet call state: {peer.snapshot()[-3:]}")
+        code = peer.stop(signal.SIGINT)
+        expect(code == 0, f"Ctrl-C leaves with exit 0 (got {code})")
+        page.wait_for("duet.phase === 'waiting'", 10, message="Chromium returns to Waiting after duet call left")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+
+
+def scenario_peer_to_peer(_browser):
+    """duet call ↔ duet call; the second leaves after --duration, the first is told and waits."""
+    server = Server()
+    a = b = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        a = Peer(link)
+        a.wait(lambda p: p.value("phase") == "Waiting", 15, "A waits")
+        b = Peer(link, "--duration", "8")
+        for name, peer in (("A", a), ("B", b)):
+            peer.in_call(what=f"{name} in call")
+            log(name, peer.wait_media(what=f"{name} receives media"))
+        b.wait(lambda p: p.proc.poll() is not None, 15, "B leaves after --duration")
+        expect(b.proc.returncode == 0, f"B exits 0 after --duration (got {b.proc.returncode})")
+        a.wait(lambda p: p.value("phase") == "Waiting", 10, "A back to Waiting")
+    finally:
+        for peer in (a, b):
+            if peer:
+                peer.stop()
+        server.stop()
+
+
+def scenario_relay(browser):
+    """Relay-only through real coturn: duet call --relay ↔ Chromium ?relay=1, both on relay candidates."""
+    secret = "e2e-" + os.urandom(8).hex()
+    turn = Coturn(secret)
+    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        page = open_call(browser, link + "?relay=1")
+        page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+        peer = Peer(link, "--relay")
+        s = media_flows(page, timeout=30, what="Chromium receives duet call's media through coturn")
+        expect(s["candidateType"] == "relay", f"Chromium relayed: {s}")
+        m = peer.wait_media(timeout=30, what="duet call receives media through coturn")
+        peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call's selected candidate is a relay")
+        log("relayed", s, peer.media())
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+        turn.stop()
+
+
+def scenario_sse(browser):
+    """/ws refused: duet call falls back to SSE and the call with Chromium works."""
+    server = Server("--block-websocket", "on")
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        page = open_call(browser, link)
+        page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits (over SSE)")
+        peer = Peer(link)
+        peer.in_call(what="duet call in call over SSE")
+        expect(peer.value("transport") == "sse", f"duet call signals over SSE: {peer.value('transport')}")
+        media_flows(page, what="Chromium receives media")
+        peer.wait_media(what="duet call receives media")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+
+
+def scenario_link_cut(_browser):
+    """The link between two namespaces is cut for 5 s and restored: both duet calls recover with no user
+    action (a fresh ICE session), and the time to recover is reported."""
+    # The far side lives in a namespace of its own, joined to ours by a veth pair we can cut.
+    far = subprocess.Popen(["unshare", "-n", "sleep", "300"])
+    try:
+        time.sleep(0.3)
+        sh(f"ip link add duetA type veth peer name duetB && ip link set duetB netns {far.pid} && "
+           "ip addr add 10.78.0.1/24 dev duetA && ip link set duetA up")
+        sh(f"nsenter -t {far.pid} -n sh -c 'ip link set lo up && ip addr add 10.78.0.2/24 dev duetB && ip link set duetB up'")
+        server = Server("--host", "10.78.0.1")
+        a = b = None
+        try:
+            link = server.url + "call/" + server.new_room()
+            a = Peer(link, "--ice-address", "10.78.0.1")
+            a.wait(lambda p: p.value("phase") == "Waiting", 15, "A waits")
+            b = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
+            for name, peer in (("A", a), ("B", b)):
+                peer.in_call(what=f"{name} in call")
+                peer.wait_media(what=f"{name} receives media")
+            sh("ip link set duetA down")
+            log("link cut")
+            time.sleep(5)
+            cut_frames = [a.media()["videoFramesReceived"], b.media()["videoFramesReceived"]]
+            sh("ip link set duetA up")
+            restored = time.monotonic()
+            log("link restored")
+            for name, peer, frames in (("A", a, cut_frames[0]), ("B", b, cut_frames[1])):
+                peer.wait_media(frames_over=frames, timeout=60, what=f"{name} receives media again")
+            recovered = time.monotonic() - restored
+            for name, peer in (("A", a), ("B", b)):
+                peer.in_call(30, what=f"{name} back to connected")
+            restarts = [e.get("value") for e in a.snapshot() + b.snapshot() if e.get("event") == "iceRestart"]
+            log(f"recovered {recovered:.1f}s after the link came back; ICE restarts: {restarts}")
+            print(f"time to recover: {recovered:.1f}s", flush=True)
+            expect(restarts, "recovery went through an ICE restart")
+        finally:
+            for peer in (a, b):
+                if peer:
+                    peer.stop()
+            server.stop()
+    finally:
+        far.kill()
+
+
+def scenario_chromium_joins_second(browser):
+    """duet call hosts (offers first) and Chromium joins: Chromium accepts webrtcbin's offer, media both ways."""
+    server = Server()
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        peer = Peer(link)
+        peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
+        page = open_call(browser, link)
+        in_call(page, 20, what="Chromium in call with duet call hosting")
+        media_flows(page, what="Chromium decodes duet call's offer-side media")
+        peer.wait_media(what="duet call receives Chromium's media")
+        expect(page.evaluate("duet.hostCid") != page.evaluate("duet.cid"), "duet call is the host")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+
+
+SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+def main():
+    name = sys.argv[1]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
+    signal.alarm(HARD_LIMIT_S)
+    started = time.monotonic()
+    if name in ("peer-to-peer", "link-cut"):
+        SCENARIOS[name](None)
+    else:
+        with Browser.launch() as browser:
+            SCENARIOS[name](browser)
+    print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
