@@ -154,6 +154,30 @@ def scenario_relay(browser):
         turn.stop()
 
 
+def scenario_relay_tcp_audio_only(browser):
+    """TURN over TCP and --audio-only: duet call sends only its tone (Chromium gets audio, no video) and still
+    receives Chromium's video, everything relayed over TCP."""
+    secret = "e2e-" + os.urandom(8).hex()
+    turn = Coturn(secret)
+    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=tcp")
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room()
+        page = open_call(browser, link + "?relay=1")
+        page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+        peer = Peer(link, "--relay", "--audio-only")
+        page.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10 && s.candidateType === 'relay' && s)", 30,
+                      message="Chromium hears duet call's tone through TURN/TCP")
+        peer.wait_media(timeout=30, what="duet call receives Chromium's video and audio through TURN/TCP")
+        peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call relayed")
+        expect(stats(page)["videoFramesDecoded"] == 0, f"audio only: no video reaches Chromium ({stats(page)})")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+        turn.stop()
+
+
 def scenario_sse(browser):
     """/ws refused: duet call falls back to SSE and the call with Chromium works."""
     server = Server("--block-websocket", "on")
