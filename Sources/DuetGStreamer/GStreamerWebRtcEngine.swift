@@ -44,7 +44,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     public init(options: Options = Options()) throws {
         var error = [CChar](repeating: 0, count: 512)
-        guard duet_gst_init(&error, error.count) != 0 else { throw Failure(description: String(cString: error)) }
+        guard duet_gst_init(&error, error.count) != 0 else { throw Failure(description: Self.text(error)) }
         self.options = options
         (events, sink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
@@ -122,14 +122,9 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     public func close() async {
         let (closing, waiting) = lock.withLock { () -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) in
-            let closing = peer
-            peer = nil
-            hasRemoteDescription = false
-            remoteCredentials = nil
             watchdog?.cancel()
             watchdog = nil
-            defer { requests.removeAll() }
-            return (closing, Array(requests.values))
+            return detachLocked()
         }
         if let closing { duet_peer_free(closing) }
         for continuation in waiting { continuation.resume(throwing: Failure(description: "the peer connection was closed")) }
@@ -162,18 +157,22 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     /// A fresh webrtcbin: new ICE credentials, new candidates, new DTLS certificate.
     private func restartSession() throws {
-        let (old, waiting) = lock.withLock { () -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) in
-            let old = peer
-            peer = nil
-            hasRemoteDescription = false
-            remoteCredentials = nil
-            defer { requests.removeAll() }
-            return (old, Array(requests.values))
-        }
+        let (old, waiting) = lock.withLock { detachLocked() }
         if let old { duet_peer_free(old) }
         for continuation in waiting { continuation.resume(throwing: Failure(description: "superseded by a fresh session")) }
         logger.info("fresh webrtcbin session (ICE restart or rollback)")
         try lock.withLock { try createPeerLocked() }
+    }
+
+    /// Takes the peer and the requests waiting on it out of the engine; the caller frees and fails them
+    /// outside the lock (freeing waits for GStreamer threads that may be calling back into us).
+    private func detachLocked() -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) {
+        let detached = peer
+        peer = nil
+        hasRemoteDescription = false
+        remoteCredentials = nil
+        defer { requests.removeAll() }
+        return (detached, Array(requests.values))
     }
 
     private func createPeerLocked() throws {
@@ -187,7 +186,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 callbacks, options.audioOnly ? 1 : 0, audioFirst ? 1 : 0, list.baseAddress, Int32(list.count),
                 configuration.relayOnly ? 1 : 0, &error, error.count)
         }
-        guard let created else { throw Failure(description: String(cString: error)) }
+        guard let created else { throw Failure(description: Self.text(error)) }
         negotiatedMids.joined(separator: ",").withCString { duet_peer_set_offer_mids(created, $0) }
         peer = created
         appliedTurn = []
@@ -221,6 +220,11 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 return nil
             }
         }
+    }
+
+    /// A NUL-terminated C message buffer as text.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     static func mids(_ sdp: String) -> [String] {

@@ -86,6 +86,26 @@ class Coturn:
         self.proc.wait(5)
 
 
+class TurnDeployment:
+    """coturn plus a `duet serve` that hands out its credentials; `with TurnDeployment() as (server, turn):`."""
+
+    def __init__(self, transport="udp", start_turn=True, *server_args):
+        self.secret = "e2e-" + os.urandom(8).hex()
+        self.turn = Coturn(self.secret) if start_turn else None
+        self.server = Server("--turn-secret", self.secret, "--turn-uri", f"turn:127.0.0.1:3478?transport={transport}", *server_args)
+
+    def start_turn(self):
+        self.turn = Coturn(self.secret)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop()
+        if self.turn:
+            self.turn.stop()
+
+
 def expect(condition, message):
     if not condition:
         raise AssertionError(message)
@@ -229,18 +249,12 @@ def scenario_sse_fallback(browser):
 
 
 def scenario_relay(browser):
-    secret = "e2e-" + os.urandom(8).hex()
-    turn = Coturn(secret)
-    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
-    try:
-        a, b, _ = start_call(browser, server, "?relay=1")
+    with TurnDeployment() as deployment:
+        a, b, _ = start_call(browser, deployment.server, "?relay=1")
         for name, page in (("A", a), ("B", b)):
             s = media_flows(page, what=f"{name} has media through coturn")
             expect(s["candidateType"] == "relay", f"{name} uses a relay candidate: {s}")
             log(name, "relayed", s)
-    finally:
-        server.stop()
-        turn.stop()
 
 
 def scenario_server_restart(browser):
@@ -401,11 +415,8 @@ def scenario_network_online(browser):
 def scenario_relay_unreachable(browser):
     """Relay-only and the TURN server is not there yet: the call never claims "Connected", escalates after
     the threshold ("Taking longer than usual…" with Leave call), and connects once coturn comes up."""
-    secret = "e2e-" + os.urandom(8).hex()
-    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
-    turn = None
-    try:
-        link = server.url + "call/" + server.new_room() + "?relay=1"
+    with TurnDeployment(start_turn=False) as deployment:
+        link = deployment.server.url + "call/" + deployment.server.new_room() + "?relay=1"
         a = open_call(browser, link)
         b = open_call(browser, link)
         for name, page in (("A", a), ("B", b)):
@@ -414,35 +425,28 @@ def scenario_relay_unreachable(browser):
         a.wait_for("duet.badge.kind === 'retrying'", 15, message="A escalates when media never connects")
         expect(a.evaluate("document.getElementById('badge-text').textContent") == "Connecting…", "never connected: Connecting…")
         expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "Leave call is offered")
-        turn = Coturn(secret)
+        deployment.start_turn()
         log("coturn started")
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} connects through the late relay")
         s = media_flows(a, what="media through the late relay")
         expect(s["candidateType"] == "relay", f"relayed: {s}")
-    finally:
-        server.stop()
-        if turn:
-            turn.stop()
 
 
 def scenario_relay_restart(browser):
     """Relay-only call and the TURN server dies: ICE degrades, the badge shows, ICE restarts, and when
     coturn is back the call is relayed again with no user action."""
-    secret = "e2e-" + os.urandom(8).hex()
-    turn = Coturn(secret)
-    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
-    try:
-        a, b, _ = start_call(browser, server, "?relay=1")
+    with TurnDeployment() as deployment:
+        a, b, _ = start_call(browser, deployment.server, "?relay=1")
         media_flows(a)
         media_flows(b)
-        turn.stop()
+        deployment.turn.stop()
         log("coturn killed")
         for name, page in (("A", a), ("B", b)):
             page.wait_for("duet.connectionStatus !== 'connected'", 30, message=f"{name} notices media is gone")
         a.wait_for("duet.badge.kind === 'reconnecting' || duet.badge.kind === 'retrying'", 10, message="A shows the badge")
         a.wait_for("duet.iceRestarts.length > 0", 20, message="A restarts ICE")
-        turn = Coturn(secret)
+        deployment.start_turn()
         log("coturn restarted")
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} relayed again")
@@ -450,9 +454,6 @@ def scenario_relay_restart(browser):
         s = media_flows(a, frames_over=before, what="A decodes again through the new relay")
         expect(s["candidateType"] == "relay", f"still relay-only: {s}")
         log("ICE restarts", a.evaluate("duet.iceRestarts"), b.evaluate("duet.iceRestarts"))
-    finally:
-        server.stop()
-        turn.stop()
 
 
 def scenario_error_screens(browser):
@@ -471,29 +472,38 @@ def scenario_error_screens(browser):
         server.stop()
 
 
-SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")}
-
-
-def main():
+def run(scenarios, browser_options=lambda name: {}):
+    """Runs `sys.argv[1]` of `scenarios` with a Chromium (unless its options are None), bounded in time, and
+    prints `scenario <name>: ok` when it passed."""
     name = sys.argv[1]
     # A runaway scenario must end by itself, and SIGTERM must still clean up (Chromium, servers).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
     signal.alarm(HARD_LIMIT_S)
     started = time.monotonic()
-    # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
-    without = ("--use-fake-ui-for-media-stream",) if name == "permission-denied" else ()
-    extra = ()
-    if name == "call":  # two fake cameras, so "Switch camera" has somewhere to go
-        without, extra = ("--use-fake-device-for-media-stream",), ("--use-fake-device-for-media-stream=device-count=2",)
-    with Browser.launch(without_flags=without, extra_flags=extra) as browser:
-        try:
-            SCENARIOS[name](browser)
-        except BaseException:
-            log("chromium log tail:\n" + browser.log_tail())
-            raise
+    options = browser_options(name)
+    if options is None:
+        scenarios[name](None)
+    else:
+        with Browser.launch(**options) as browser:
+            try:
+                scenarios[name](browser)
+            except BaseException:
+                log("chromium log tail:\n" + browser.log_tail())
+                raise
     print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
 
 
+def browser_options(name):
+    # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
+    if name == "permission-denied":
+        return {"without_flags": ("--use-fake-ui-for-media-stream",)}
+    if name == "call":  # two fake cameras, so "Switch camera" has somewhere to go
+        return {"without_flags": ("--use-fake-device-for-media-stream",),
+                "extra_flags": ("--use-fake-device-for-media-stream=device-count=2",)}
+    return {}
+
+
 if __name__ == "__main__":
-    main()
+    run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
+        browser_options)

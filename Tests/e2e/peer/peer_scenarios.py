@@ -13,11 +13,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "browser"))
-from cdp import Browser  # noqa: E402
-from scenarios import Coturn, Server, expect, in_call, log, media_flows, open_call, sh, stats  # noqa: E402
+from scenarios import Server, TurnDeployment, expect, in_call, log, media_flows, open_call, run, sh, stats  # noqa: E402
 
 PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
-HARD_LIMIT_S = 140
 
 
 class Peer:
@@ -133,12 +131,9 @@ def scenario_peer_to_peer(_browser):
 
 def scenario_relay(browser):
     """Relay-only through real coturn: duet call --relay ↔ Chromium ?relay=1, both on relay candidates."""
-    secret = "e2e-" + os.urandom(8).hex()
-    turn = Coturn(secret)
-    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=udp")
-    peer = None
+    deployment, peer = TurnDeployment(), None
     try:
-        link = server.url + "call/" + server.new_room()
+        link = deployment.server.url + "call/" + deployment.server.new_room()
         page = open_call(browser, link + "?relay=1")
         page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
         peer = Peer(link, "--relay")
@@ -150,19 +145,15 @@ def scenario_relay(browser):
     finally:
         if peer:
             peer.stop()
-        server.stop()
-        turn.stop()
+        deployment.__exit__()
 
 
 def scenario_relay_tcp_audio_only(browser):
     """TURN over TCP and --audio-only: duet call sends only its tone (Chromium gets audio, no video) and still
     receives Chromium's video, everything relayed over TCP."""
-    secret = "e2e-" + os.urandom(8).hex()
-    turn = Coturn(secret)
-    server = Server("--turn-secret", secret, "--turn-uri", "turn:127.0.0.1:3478?transport=tcp")
-    peer = None
+    deployment, peer = TurnDeployment(transport="tcp"), None
     try:
-        link = server.url + "call/" + server.new_room()
+        link = deployment.server.url + "call/" + deployment.server.new_room()
         page = open_call(browser, link + "?relay=1")
         page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
         peer = Peer(link, "--relay", "--audio-only")
@@ -174,8 +165,7 @@ def scenario_relay_tcp_audio_only(browser):
     finally:
         if peer:
             peer.stop()
-        server.stop()
-        turn.stop()
+        deployment.__exit__()
 
 
 def scenario_sse(browser):
@@ -261,22 +251,6 @@ def scenario_chromium_joins_second(browser):
         server.stop()
 
 
-SCENARIOS = {name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")}
-
-
-def main():
-    name = sys.argv[1]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
-    signal.alarm(HARD_LIMIT_S)
-    started = time.monotonic()
-    if name in ("peer-to-peer", "link-cut"):
-        SCENARIOS[name](None)
-    else:
-        with Browser.launch() as browser:
-            SCENARIOS[name](browser)
-    print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
+        lambda name: None if name in ("peer-to-peer", "link-cut") else {})
