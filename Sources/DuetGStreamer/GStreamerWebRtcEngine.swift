@@ -16,10 +16,15 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         public var iceAddresses: [String]
         /// Inbound media silent this long while connected counts as `disconnected`.
         public var silenceTimeout: Duration
-        public init(audioOnly: Bool = false, iceAddresses: [String] = [], silenceTimeout: Duration = .seconds(3)) {
+        /// An ICE restart (ours or the peer's) replaces the session only after media has been silent this long:
+        /// a short cut heals on the path the session already has (browsers cannot follow a fresh DTLS
+        /// session), a long one — a new network — needs new candidates.
+        public var freshSessionAfter: Duration
+        public init(audioOnly: Bool = false, iceAddresses: [String] = [], silenceTimeout: Duration = .seconds(3), freshSessionAfter: Duration = .seconds(30)) {
             self.audioOnly = audioOnly
             self.iceAddresses = iceAddresses
             self.silenceTimeout = silenceTimeout
+            self.freshSessionAfter = freshSessionAfter
         }
     }
 
@@ -41,6 +46,18 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private var watchdog: Task<Void, Never>?
     private var reportedIce: NegotiationMachine.IceState = .new
     private var mediaSilent = false
+    /// When inbound media last stopped (nil while it flows, or before it ever did).
+    private var silentSince: ContinuousClock.Instant?
+
+    /// The current session has been given up on: media silent for `freshSessionAfter`, or ICE failed.
+    private var needsFreshSession: Bool {
+        lock.withLock {
+            guard peer != nil else { return false }
+            if reportedIce == .failed { return true }
+            guard let silentSince else { return false }
+            return ContinuousClock.now - silentSince >= options.freshSessionAfter
+        }
+    }
 
     public init(options: Options = Options()) throws {
         var error = [CChar](repeating: 0, count: 512)
@@ -64,7 +81,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     public func createOffer(iceRestart: Bool) async throws -> String {
-        if iceRestart { try restartSession() }
+        if iceRestart, needsFreshSession { try restartSession() }
         let sdp = try await request { duet_peer_create_offer($0, $1) } ?? ""
         lock.withLock {
             audioFirst = Self.audioFirst(sdp)
@@ -81,7 +98,9 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws {
         // A new offer for a connection that already negotiated ICE with other credentials is the peer's ICE
         // restart (or its fresh session): webrtcbin can follow it only with a fresh session of its own.
-        if kind == .offer, lock.withLock({ peer != nil && hasRemoteDescription }), Self.iceCredentials(sdp) != lock.withLock({ remoteCredentials }) {
+        if kind == .offer, lock.withLock({ peer != nil && hasRemoteDescription }),
+            Self.iceCredentials(sdp) != lock.withLock({ remoteCredentials }), needsFreshSession
+        {
             try restartSession()
         }
         lock.withLock {
@@ -192,6 +211,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         appliedTurn = []
         reportedIce = .new
         mediaSilent = false
+        silentSince = nil
         applyTurnLocked(created)
         startWatchdogLocked(created)
     }
@@ -341,7 +361,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     private func mediaHeard() {
         let recovered = lock.withLock { () -> Bool in
-            defer { mediaSilent = false }
+            defer {
+                mediaSilent = false
+                silentSince = nil
+            }
             return mediaSilent && (reportedIce == .connected || reportedIce == .completed)
         }
         if recovered { sink.yield(.iceConnectionState(.connected)) }
@@ -351,6 +374,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         let report = lock.withLock { () -> Bool in
             guard !mediaSilent, reportedIce == .connected || reportedIce == .completed else { return false }
             mediaSilent = true
+            silentSince = ContinuousClock.now - options.silenceTimeout
             return true
         }
         if report { sink.yield(.iceConnectionState(.disconnected)) }

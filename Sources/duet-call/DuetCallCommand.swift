@@ -62,6 +62,8 @@ struct DuetCallCommand: AsyncParsableCommand {
         configuration.relayOnly = relay
         configuration.engine.sseOnly = sseOnly
         configuration.engine.device = "duet-call"
+        // webrtcbin cannot restart ICE in place: the host restarts, this side answers on its session.
+        configuration.engine.restartsOnlyAsHost = true
         let call = DuetCall(configuration: configuration, engine: media)
 
         let leaving = LeaveRequest()

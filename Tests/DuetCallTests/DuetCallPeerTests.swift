@@ -20,6 +20,11 @@ import Testing
         if let line { print("duet call link cut: \(line)") }
     }
 
+    @Test func linkCutBetweenChromiumAndDuetCallRecovers() async throws {
+        let output = try await run("link-cut-chromium")
+        #expect(output.contains("time to recover:"), "the scenario reports the time to recover")
+    }
+
     @discardableResult
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
         try #require(commandExists("unshare") && commandExists("ip") && commandExists("nsenter"), "unshare, nsenter and ip are required")

@@ -92,6 +92,29 @@ import Testing
         #expect(actions.contains(.createOffer(iceRestart: true)))
     }
 
+    @Test("restartsOnlyAsHost: the non-host never makes a restart offer; the host still does, and the non-host answers it")
+    func restartsOnlyAsHost() {
+        var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+        guest.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(guest.send { $0.handle(.iceStateChanged(.failed)) }.allSatisfy { if case .createOffer = $0 { false } else { true } })
+        #expect(guest.send { $0.handle(.networkOnline) }.isEmpty)
+        #expect(guest.advance(by: 60_000).allSatisfy { if case .createOffer = $0 { false } else { true } }, "no crossing offers, ever")
+        let restartOffer = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2-restart", epoch: 1)) }
+        #expect(restartOffer.contains(.setRemoteDescription(.offer, sdp: "o2-restart")), "the host's restart is answered")
+
+        var host = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(host.send { $0.handle(.iceStateChanged(.failed)) }.contains(.createOffer(iceRestart: true)))
+    }
+
     @Test("ICE restart (network): online at once; path change only when ICE is degraded") func networkTriggers() {
         var host = connectedHost()
         #expect(host.send { $0.handle(.networkPathChanged) }.isEmpty)

@@ -187,3 +187,19 @@ test('alone in the room: timers stop, no ICE restarts, the unanswered offer is r
   assert.deepEqual(host.send({ type: 'networkOnline' }), []);
   assert.ok(has(host.send({ type: 'peer', present: true, isHost: true, peerEpoch: 3 }), offer(true)));
 });
+
+test('restartsOnlyAsHost: the non-host makes no restart offers, the host still does', () => {
+  const guest = new NegotiationMachine({ restartsOnlyAsHost: true });
+  guest.handle({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.handle({ type: 'iceStateChanged', state: 'connected' });
+  const failed = guest.handle({ type: 'iceStateChanged', state: 'failed' });
+  assert.ok(!failed.some((a) => a.type === 'createOffer'));
+  assert.deepEqual(guest.handle({ type: 'networkOnline' }), []);
+  const host = new NegotiationMachine({ restartsOnlyAsHost: true });
+  host.handle({ type: 'peer', present: true, isHost: true, peerEpoch: 1 });
+  host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o1' });
+  host.handle({ type: 'remoteDescription', kind: 'answer', sdp: 'a1', epoch: 1 });
+  host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.handle({ type: 'iceStateChanged', state: 'connected' });
+  assert.ok(host.handle({ type: 'iceStateChanged', state: 'failed' }).some((a) => a.type === 'createOffer' && a.iceRestart));
+});

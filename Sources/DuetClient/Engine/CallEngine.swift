@@ -10,6 +10,8 @@ public struct CallEngine: Sendable {
         public var sseOnly = false
         public var jitterSeed: UInt64?
         public var device = "swift"
+        /// See `NegotiationMachine.restartsOnlyAsHost`.
+        public var restartsOnlyAsHost = false
         public init() {}
     }
 
@@ -72,7 +74,7 @@ public struct CallEngine: Sendable {
     public private(set) var status = ConnectionStatusMachine()
     public private(set) var link: SignalingLinkMachine
     public private(set) var join = JoinMachine()
-    public private(set) var negotiation = NegotiationMachine()
+    public private(set) var negotiation: NegotiationMachine
     public private(set) var trickle = TrickleIceMachine()
     public private(set) var turn = TurnMachine()
     let options: Options
@@ -97,6 +99,7 @@ public struct CallEngine: Sendable {
     public init(options: Options = Options()) {
         self.options = options
         self.link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
+        self.negotiation = NegotiationMachine(restartsOnlyAsHost: options.restartsOnlyAsHost)
     }
 
     public var isSignalingUp: Bool { link.transport != nil }
@@ -495,7 +498,7 @@ public struct CallEngine: Sendable {
         status = ConnectionStatusMachine()
         link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
         join = JoinMachine()
-        negotiation = NegotiationMachine()
+        negotiation = NegotiationMachine(restartsOnlyAsHost: options.restartsOnlyAsHost)
         trickle = TrickleIceMachine()
         turn = TurnMachine()
     }

@@ -73,7 +73,14 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
 
-    public init() {}
+    /// For a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22 answers a restart only
+    /// with a whole new session, which browsers cannot follow): leave restarts to the host, whose offers this
+    /// side can answer on its existing session, and never make crossing restart offers.
+    public let restartsOnlyAsHost: Bool
+
+    public init(restartsOnlyAsHost: Bool = false) {
+        self.restartsOnlyAsHost = restartsOnlyAsHost
+    }
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
@@ -162,6 +169,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
                 return [.sendOffer(sdp: offer), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
             }
+            guard isHost || !restartsOnlyAsHost else { return [] }  // no offer to cross the host's restart
             return offer(iceRestart: false)
         case .timerFired(.offerTimeout):
             return offerTimedOut()
@@ -215,6 +223,7 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func restart(_ reason: RestartReason) -> [Action] {
         guard peerPresent else { return [] }  // nobody to restart with
+        guard isHost || !restartsOnlyAsHost else { return [] }
         guard signalingUp else {
             pendingRestart = reason
             return []

@@ -174,6 +174,7 @@ export class CallEngine {
       sseOnly: options.sseOnly === true,
       jitterSeed: options.jitterSeed === undefined ? randomSeed() : options.jitterSeed,
       device: options.device === undefined ? 'web' : options.device,
+      restartsOnlyAsHost: options.restartsOnlyAsHost === true,
     });
     const resume = options.resume;
     if (resume != null && isString(resume.roomId) && isString(resume.cid) && isString(resume.reconnectToken)) {
@@ -670,7 +671,7 @@ export class CallEngine {
     this.status = new ConnectionStatusMachine();
     this.link = new SignalingLinkMachine({ webSocketAvailable: !this.options.sseOnly, jitterSeed: this.options.jitterSeed });
     this.join = new JoinMachine();
-    this.negotiation = new NegotiationMachine();
+    this.negotiation = new NegotiationMachine({ restartsOnlyAsHost: this.options.restartsOnlyAsHost });
     this.trickle = new TrickleIceMachine();
     this.turn = new TurnMachine();
   }

@@ -20,7 +20,12 @@ export const RESTART_REASONS = Object.freeze([
 ]);
 
 export class NegotiationMachine {
-  constructor() {
+  /**
+   * `restartsOnlyAsHost`: for a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22):
+   * leave restarts to the host and never make crossing restart offers. Browsers keep the default.
+   */
+  constructor({ restartsOnlyAsHost = false } = {}) {
+    this.restartsOnlyAsHost = restartsOnlyAsHost;
     this.isHost = false;
     this.peerPresent = false;
     this.signalingState = 'stable';
@@ -152,6 +157,7 @@ export class NegotiationMachine {
             timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS)),
           ];
         }
+        if (!this.isHost && this.restartsOnlyAsHost) return []; // no offer to cross the host's restart
         return this.#offer(false);
       case 'timerFired':
         return this.#timerFired(event.timer);
@@ -223,6 +229,7 @@ export class NegotiationMachine {
 
   #restart(reason) {
     if (!this.peerPresent) return []; // nobody to restart with
+    if (!this.isHost && this.restartsOnlyAsHost) return [];
     if (!this.signalingUp) {
       this.pendingRestart = reason;
       return [];
