@@ -135,7 +135,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         lock.withLock {
             self.configuration = configuration
             // New TURN credentials reach the live session; webrtcbin cannot forget the old ones (harmless).
-            if let peer { applyTurnLocked(peer) }
+            if let peer { applyTurnLocked(peer, live: true) }
         }
     }
 
@@ -216,9 +216,12 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         startWatchdogLocked(created)
     }
 
-    private func applyTurnLocked(_ peer: OpaquePointer) {
+    private func applyTurnLocked(_ peer: OpaquePointer, live: Bool = false) {
         for url in Self.turnURLs(configuration.iceServers) where !appliedTurn.contains(url) {
-            if url.withCString({ duet_peer_add_turn(peer, $0) }) != 0 { appliedTurn.insert(url) } else {
+            if url.withCString({ duet_peer_add_turn(peer, $0) }) != 0 {
+                appliedTurn.insert(url)
+                if live { logger.info("TURN server added to the live session") }
+            } else {
                 logger.warning("webrtcbin refused a TURN server", metadata: ["url": "\(url.prefix(12))…"])
             }
         }
@@ -284,6 +287,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     fileprivate func candidate(mline: UInt32, mid: String?, candidate: String) {
+        logger.debug("local candidate", metadata: ["candidate": "\(candidate)"])
         sink.yield(.localCandidate(IceCandidate(candidate: candidate, sdpMid: mid, sdpMLineIndex: Int(mline))))
     }
 

@@ -10,6 +10,7 @@ import Testing
     @Test func chromiumAcceptsDuetCallsOfferWhenItHosts() async throws { try await run("chromium-joins-second") }
     @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }
     @Test func relayOnlyThroughRealCoturn() async throws { try await run("relay") }
+    @Test func refreshedTURNCredentialsReachTheLiveSession() async throws { try await run("turn-refresh") }
     @Test func audioOnlyThroughTURNOverTCP() async throws { try await run("relay-tcp-audio-only") }
     @Test func refusedWebSocketRunsOverSSE() async throws { try await run("sse") }
     @Test func linkCutForFiveSecondsRecoversWithoutUserAction() async throws {

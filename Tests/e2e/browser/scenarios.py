@@ -90,6 +90,7 @@ class TurnDeployment:
     """coturn plus a `duet serve` that hands out its credentials; `with TurnDeployment() as (server, turn):`."""
 
     def __init__(self, transport="udp", start_turn=True, *server_args):
+        # server_args: extra `duet serve` flags, e.g. a short --turn-ttl
         self.secret = "e2e-" + os.urandom(8).hex()
         self.turn = Coturn(self.secret) if start_turn else None
         self.server = Server("--turn-secret", self.secret, "--turn-uri", f"turn:127.0.0.1:3478?transport={transport}", *server_args)

@@ -22,11 +22,12 @@ PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
 class Peer:
     """A running `duet-call --events jsonl`, its events collected as they arrive."""
 
-    def __init__(self, link, *args, netns_pid=None):
-        command = [PEER, link, "--events", "jsonl", "--log-level", os.environ.get("PEER_LOG", "info"), *args]
+    def __init__(self, link, *args, netns_pid=None, log_level=None):
+        command = [PEER, link, "--events", "jsonl", "--log-level", log_level or os.environ.get("PEER_LOG", "info"), *args]
         if netns_pid:  # run inside another network namespace (the far side of a veth pair)
             command = ["nsenter", "-t", str(netns_pid), "-n", *command]
-        self.err = open(f"/tmp/duet-call-{os.getpid()}-{id(self)}.err", "wb")
+        self.err_path = f"/tmp/duet-call-{os.getpid()}-{id(self)}.err"
+        self.err = open(self.err_path, "wb")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)
         self.events, self.lock = [], threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -61,6 +62,10 @@ class Peer:
             time.sleep(0.1)
         tail = self.snapshot()[-8:]
         raise AssertionError(f"{message}: not true after {timeout}s (exit {self.proc.poll()}); last events: {tail}")
+
+    def log_text(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
 
     def media(self):
         return self.last("media") or {"videoFramesReceived": 0, "audioPacketsReceived": 0, "candidateType": None}
@@ -167,6 +172,31 @@ def scenario_relay_tcp_audio_only(browser):
         if peer:
             peer.stop()
         deployment.__exit__()
+
+
+def scenario_turn_refresh(_browser):
+    """Short-lived TURN credentials (10 s): refreshed ones keep reaching the live webrtcbin (add-turn-server, no
+    renegotiation) and the relayed call carries on past the first credentials' expiry."""
+    with TurnDeployment("udp", True, "--turn-ttl", "10") as deployment:
+        link = deployment.server.url + "call/" + deployment.server.new_room()
+        a = Peer(link, "--relay", log_level="debug")
+        a.wait(lambda p: p.value("phase") == "Waiting", 15, "A waits")
+        b = Peer(link, "--relay")
+        try:
+            for name, peer in (("A", a), ("B", b)):
+                peer.in_call(what=f"{name} in call")
+                peer.wait_media(timeout=30, what=f"{name} relayed")
+            added = "TURN server added to the live session"
+            a.wait(lambda p: p.log_text().count(added) >= 2, 20, "refreshed credentials reach the live session (0.8 × TTL)")
+            time.sleep(4)  # past the first credentials' 10 s lifetime
+            frames = a.media()["videoFramesReceived"]
+            a.wait_media(frames_over=frames, timeout=20, what="media still relayed after the first credentials expired")
+            expect(a.media()["candidateType"] == "relay", f"relayed: {a.media()}")
+            restarts = [e for e in a.snapshot() + b.snapshot() if e.get("event") == "iceRestart"]
+            expect(not restarts, f"no renegotiation was needed: {restarts}")
+        finally:
+            a.stop()
+            b.stop()
 
 
 def scenario_sse(browser):
@@ -305,4 +335,4 @@ def scenario_chromium_joins_second(browser):
 
 if __name__ == "__main__":
     run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
-        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium") else {})
+        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "turn-refresh") else {})
