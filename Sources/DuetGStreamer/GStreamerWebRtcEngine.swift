@@ -86,6 +86,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         lock.withLock {
             audioFirst = Self.audioFirst(sdp)
             negotiatedMids = Self.mids(sdp)
+            localOfferPending = true
         }
         logger.debug("offer", metadata: ["sdp": "\(sdp)", "restart": "\(iceRestart)"])
         return sdp
@@ -98,14 +99,15 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws {
         // A new offer for a connection that already negotiated ICE with other credentials is the peer's ICE
         // restart (or its fresh session): webrtcbin can follow it only with a fresh session of its own.
-        if kind == .offer, lock.withLock({ peer != nil && hasRemoteDescription }),
-            Self.iceCredentials(sdp) != lock.withLock({ remoteCredentials }), needsFreshSession
-        {
+        let restartedRemotely = lock.withLock { peer != nil && hasRemoteDescription && Self.iceCredentials(sdp) != remoteCredentials }
+        // webrtcbin takes a remote offer only when stable: with our offer still applied, only a fresh session can.
+        if kind == .offer, lock.withLock({ localOfferPending }) || (restartedRemotely && needsFreshSession) {
             try restartSession()
         }
         lock.withLock {
             remoteCredentials = Self.iceCredentials(sdp)
             hasRemoteDescription = true
+            if kind == .answer { localOfferPending = false }
             if kind == .offer {
                 audioFirst = Self.audioFirst(sdp)
                 negotiatedMids = Self.mids(sdp)
@@ -117,8 +119,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     public func rollback() async throws {
-        // No rollback in webrtcbin 1.22: drop the unanswered offer with the whole session.
-        try restartSession()
+        // No rollback in webrtcbin 1.22. The unanswered offer may stay applied: our next offer replaces it, and
+        // a remote offer meets `localOfferPending` and gets a fresh session then. Only a session given up on is
+        // replaced now.
+        if needsFreshSession { try restartSession() }
     }
 
     public func addRemoteCandidate(_ candidate: IceCandidate?) async throws {
@@ -169,6 +173,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     private var hasRemoteDescription = false
     private var remoteCredentials: String?
+    /// Our offer is applied and unanswered (webrtcbin is in have-local-offer).
+    private var localOfferPending = false
     /// The m-line order and mids the call was negotiated with (audio first, `0`/`1` when a browser offered
     /// first): a fresh session's offer must keep both.
     private var audioFirst = false
@@ -190,6 +196,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         peer = nil
         hasRemoteDescription = false
         remoteCredentials = nil
+        localOfferPending = false
         defer { requests.removeAll() }
         return (detached, Array(requests.values))
     }

@@ -26,6 +26,11 @@ import Testing
         #expect(output.contains("time to recover:"), "the scenario reports the time to recover")
     }
 
+    @Test func linkCutWhileDuetCallHostsRecovers() async throws {
+        let output = try await run("link-cut-duet-call-hosts")
+        #expect(output.contains("time to recover:"), "the scenario reports the time to recover")
+    }
+
     @discardableResult
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
         try #require(commandExists("unshare") && commandExists("ip") && commandExists("nsenter"), "unshare, nsenter and ip are required")

@@ -282,7 +282,16 @@ def scenario_link_cut(_browser):
 
 
 def scenario_link_cut_chromium(_browser):
-    """As link-cut, with Chromium on this side and duet call on the far side."""
+    """As link-cut, with Chromium (hosting) on this side and duet call on the far side."""
+    link_cut_with_chromium(chromium_hosts=True)
+
+
+def scenario_link_cut_duet_call_hosts(_browser):
+    """As link-cut-chromium, with duet call hosting: its restart offers must keep the session Chromium knows."""
+    link_cut_with_chromium(chromium_hosts=False)
+
+
+def link_cut_with_chromium(chromium_hosts):
     with FarSide() as far:
         server = Server("--host", "10.78.0.1")
         # Not localhost: Chromium allows the camera on this origin only when told it is a secure one.
@@ -290,10 +299,16 @@ def scenario_link_cut_chromium(_browser):
         peer = None
         try:
             link = server.url + "call/" + server.new_room()
-            page = open_call(browser, link)
-            page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
-            peer = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
+            if chromium_hosts:
+                page = open_call(browser, link)
+                page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+                peer = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
+            else:
+                peer = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
+                peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
+                page = open_call(browser, link)
             in_call(page, 20, what="Chromium in call")
+            expect((page.evaluate("duet.hostCid") == page.evaluate("duet.cid")) == chromium_hosts, "the intended side hosts")
             media_flows(page)
             peer.wait_media()
             far.cut_for(float(os.environ.get("CUT_SECONDS", "5")))
@@ -335,4 +350,4 @@ def scenario_chromium_joins_second(browser):
 
 if __name__ == "__main__":
     run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
-        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "turn-refresh") else {})
+        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh") else {})
