@@ -200,7 +200,8 @@ def scenario_turn_refresh(_browser):
 
 
 def scenario_sse(browser):
-    """/ws refused: duet call falls back to SSE and the call with Chromium works."""
+    """/ws refused: duet call falls back to SSE and the call with Chromium works; the host ending the room
+    ends duet call with exit code 4."""
     server = Server("--block-websocket", "on")
     peer = None
     try:
@@ -212,6 +213,10 @@ def scenario_sse(browser):
         expect(peer.value("transport") == "sse", f"duet call signals over SSE: {peer.value('transport')}")
         media_flows(page, what="Chromium receives media")
         peer.wait_media(what="duet call receives media")
+        # The host (Chromium) ends the room: duet call reports it and exits with 4.
+        page.evaluate("duet.end()")
+        peer.wait(lambda p: p.proc.poll() is not None, 10, "duet call exits when the room ends")
+        expect(peer.proc.returncode == 4, f"exit code 4 for a room ended during the call (got {peer.proc.returncode})")
     finally:
         if peer:
             peer.stop()
