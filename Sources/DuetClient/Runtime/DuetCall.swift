@@ -58,7 +58,11 @@ public actor DuetCall {
         clock: any Clock<Duration> = ContinuousClock(), http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.call")
     ) {
         self.configuration = configuration
-        self.engine = CallEngine(options: configuration.engine)
+        var options = configuration.engine
+        // Clients reconnecting after a server restart must spread out: backoff jitter is on unless the caller
+        // pinned a seed (the pure machines default to none, so tests stay exact).
+        if options.jitterSeed == nil { options.jitterSeed = UInt64.random(in: .min ... .max) }
+        self.engine = CallEngine(options: options)
         self.webRtc = webRtc
         self.clock = clock
         self.http = http
