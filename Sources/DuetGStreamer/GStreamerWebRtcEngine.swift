@@ -154,12 +154,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     public func stats() async -> CallStats? {
-        guard let peer = lock.withLock({ peer.map(PeerHandle.init) }) else { return nil }
+        // Retained under the lock: a close meanwhile cannot free the peer under the stats call.
+        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return nil }
         // `duet_peer_stats` blocks until webrtcbin answers: keep it off the cooperative pool.
         let stats = await withCheckedContinuation { (done: CheckedContinuation<DuetStats, Never>) in
             DispatchQueue.global().async {
                 var stats = DuetStats()
                 duet_peer_stats(peer.pointer, &stats)
+                duet_peer_release(peer.pointer)
                 done.resume(returning: stats)
             }
         }
@@ -350,8 +352,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
             var quietSince = ContinuousClock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
-                guard let self, !Task.isCancelled, self.lock.withLock({ self.peer == peer }) else { return }
-                let counted = self.inboundCount(peer)
+                // Read under the lock, while the peer is surely still ours (and not freed).
+                guard let self, !Task.isCancelled,
+                    let counted = self.lock.withLock({ self.peer == peer ? duet_peer_inbound(peer) : nil })
+                else { return }
                 let now = ContinuousClock.now
                 if counted != last {
                     last = counted
@@ -362,12 +366,6 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 }
             }
         }
-    }
-
-    private func inboundCount(_ peer: OpaquePointer) -> Int64 {
-        var stats = DuetStats()
-        duet_peer_stats(peer, &stats)
-        return stats.audio_packets + stats.video_frames
     }
 
     private func mediaHeard() {

@@ -24,7 +24,19 @@ typedef struct {
 } Pending;
 
 static void peer_unref(DuetPeer *peer) {
-    if (g_atomic_int_dec_and_test(&peer->refs)) g_free(peer);
+    if (!g_atomic_int_dec_and_test(&peer->refs)) return;
+    // The last holder (owner, promise or stats reader) releases the elements.
+    gst_object_unref(peer->webrtc);
+    gst_object_unref(peer->pipeline);
+    g_strfreev(peer->offer_mids);
+    g_free(peer);
+}
+
+void duet_peer_retain(DuetPeer *peer) { g_atomic_int_inc(&peer->refs); }
+void duet_peer_release(DuetPeer *peer) { peer_unref(peer); }
+
+int64_t duet_peer_inbound(DuetPeer *peer) {
+    return (int64_t)g_atomic_int_get(&peer->video_frames) + (int64_t)g_atomic_int_get(&peer->audio_packets);
 }
 
 static Pending *pending_new(DuetPeer *peer, uint64_t request) {
@@ -417,6 +429,7 @@ void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
     memset(out, 0, sizeof *out);
     out->video_frames = g_atomic_int_get(&peer->video_frames);
     out->audio_packets = g_atomic_int_get(&peer->audio_packets);
+    if (!is_open(peer)) return;  // a stopped webrtcbin would never answer
     GstPromise *promise = gst_promise_new();
     g_signal_emit_by_name(peer->webrtc, "get-stats", NULL, promise);
     if (gst_promise_wait(promise) == GST_PROMISE_RESULT_REPLIED) {
@@ -438,9 +451,5 @@ void duet_peer_free(DuetPeer *peer) {
     g_atomic_int_set(&peer->closed, 1);
     g_signal_handlers_disconnect_by_data(peer->webrtc, peer);
     gst_element_set_state(peer->pipeline, GST_STATE_NULL);
-    gst_object_unref(peer->webrtc);
-    gst_object_unref(peer->pipeline);
-    g_strfreev(peer->offer_mids);
-    peer->offer_mids = NULL;
     peer_unref(peer);
 }

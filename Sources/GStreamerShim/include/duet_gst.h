@@ -50,8 +50,14 @@ void duet_peer_create_answer(DuetPeer *peer, uint64_t request);
 void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_t request);
 /// NULL `candidate`: end of candidates.
 void duet_peer_add_candidate(DuetPeer *peer, unsigned mline, const char *candidate);
-/// Blocks until webrtcbin answers (never call from a GStreamer callback).
+/// Blocks until webrtcbin answers (never call from a GStreamer callback). Hold a retain across it when the
+/// peer may be freed meanwhile.
 void duet_peer_stats(DuetPeer *peer, DuetStats *out);
+/// Decoded video frames + received audio packets so far: two atomic reads, never blocks.
+int64_t duet_peer_inbound(DuetPeer *peer);
+/// Keeps the peer's memory and elements alive past `duet_peer_free` until the matching release.
+void duet_peer_retain(DuetPeer *peer);
+void duet_peer_release(DuetPeer *peer);
 /// Stops media and releases the peer; no callback runs after this returns.
 void duet_peer_free(DuetPeer *peer);
 

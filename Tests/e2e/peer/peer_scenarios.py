@@ -137,41 +137,37 @@ def scenario_peer_to_peer(_browser):
 
 def scenario_relay(browser):
     """Relay-only through real coturn: duet call --relay ↔ Chromium ?relay=1, both on relay candidates."""
-    deployment, peer = TurnDeployment(), None
-    try:
+    with TurnDeployment() as deployment:
         link = deployment.server.url + "call/" + deployment.server.new_room()
         page = open_call(browser, link + "?relay=1")
         page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
         peer = Peer(link, "--relay")
-        s = media_flows(page, timeout=30, what="Chromium receives duet call's media through coturn")
-        expect(s["candidateType"] == "relay", f"Chromium relayed: {s}")
-        m = peer.wait_media(timeout=30, what="duet call receives media through coturn")
-        peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call's selected candidate is a relay")
-        log("relayed", s, peer.media())
-    finally:
-        if peer:
+        try:
+            s = media_flows(page, timeout=30, what="Chromium receives duet call's media through coturn")
+            expect(s["candidateType"] == "relay", f"Chromium relayed: {s}")
+            peer.wait_media(timeout=30, what="duet call receives media through coturn")
+            peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call's selected candidate is a relay")
+            log("relayed", s, peer.media())
+        finally:
             peer.stop()
-        deployment.__exit__()
 
 
 def scenario_relay_tcp_audio_only(browser):
     """TURN over TCP and --audio-only: duet call sends only its tone (Chromium gets audio, no video) and still
     receives Chromium's video, everything relayed over TCP."""
-    deployment, peer = TurnDeployment(transport="tcp"), None
-    try:
+    with TurnDeployment(transport="tcp") as deployment:
         link = deployment.server.url + "call/" + deployment.server.new_room()
         page = open_call(browser, link + "?relay=1")
         page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
         peer = Peer(link, "--relay", "--audio-only")
-        page.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10 && s.candidateType === 'relay' && s)", 30,
-                      message="Chromium hears duet call's tone through TURN/TCP")
-        peer.wait_media(timeout=30, what="duet call receives Chromium's video and audio through TURN/TCP")
-        peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call relayed")
-        expect(stats(page)["videoFramesDecoded"] == 0, f"audio only: no video reaches Chromium ({stats(page)})")
-    finally:
-        if peer:
+        try:
+            page.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10 && s.candidateType === 'relay' && s)", 30,
+                          message="Chromium hears duet call's tone through TURN/TCP")
+            peer.wait_media(timeout=30, what="duet call receives Chromium's video and audio through TURN/TCP")
+            peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call relayed")
+            expect(stats(page)["videoFramesDecoded"] == 0, f"audio only: no video reaches Chromium ({stats(page)})")
+        finally:
             peer.stop()
-        deployment.__exit__()
 
 
 def scenario_turn_refresh(_browser):

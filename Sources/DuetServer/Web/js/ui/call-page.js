@@ -195,7 +195,6 @@ $('switch-camera').addEventListener('click', async () => {
     media.adoptVideoTrack(track);
   } catch (error) {
     // The call goes on with the camera it had; say why the switch did not happen.
-    $('copy-status').textContent = '';
     announce(`Could not switch camera: ${error?.message ?? error}`);
   }
 });
