@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "DuetServer", targets: ["DuetServer"]),
         .library(name: "DuetTransport", targets: ["DuetTransport"]),
         .library(name: "DuetClient", targets: ["DuetClient"]),
+        // Thousands of fault schedules, deterministically: `swift run -c release duet-sim --seeds 10000`.
+        .executable(name: "duet-sim", targets: ["duet-sim"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -104,6 +106,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The deterministic simulator: the server's room logic, two call engines, simulated WebRTC and network,
+        // one virtual clock, faults drawn from a seed, invariants checked at every step.
+        .target(
+            name: "DuetSimulation",
+            dependencies: [
+                "DuetClient", "DuetServer", "DuetProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "duet-sim",
+            dependencies: ["DuetSimulation", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient"], swiftSettings: strict),
         // Test support shared by the test targets: the real server on an ephemeral port, subprocesses.
         .target(
             name: "DuetTestSupport",

@@ -56,6 +56,8 @@ final class EventLog: @unchecked Sendable {
             write(["event": "room", "value": id])
         case .participants(let list, let host, let me):
             write(["event": "participants", "count": list.count, "hostCid": host, "cid": me])
+        case .session:
+            break  // a headless peer does not outlive its process
         }
     }
 

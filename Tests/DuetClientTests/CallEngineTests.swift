@@ -166,4 +166,29 @@ import Testing
         #expect(outputs.contains(.closeTransport))
         #expect(outputs.contains(.timer(.schedule(.reconnectBackoff, afterMs: 3_000))))
     }
+
+    @Test("a kept seat is reclaimed after a process death, and such a join never times out (B5)") func resumeKeptSeat() throws {
+        var options = CallEngine.Options()
+        options.resume = Seat(roomId: rid, cid: "C-g", reconnectToken: "token-C-g")
+        var engine = CallEngine(options: options)
+        _ = engine.handle(.joinRoom(rid))
+        let join = try #require(sent(engine.handle(.transportOpened(.ws))).first)
+        let payload = try join.payload.decode(JoinPayload.self)
+        #expect(payload.reconnectCid == "C-g" && payload.reconnectToken == "token-C-g")
+        _ = engine.handle(.transportClosed(.networkError))
+        let timedOut = engine.handle(.timerFired(.joinHardTimeout))
+        #expect(engine.phase.phase == .joining, "still trying: \(timedOut)")
+        _ = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 5, kind: .reattached)))
+        #expect(engine.cid == "C-g")
+        #expect(engine.phase.phase == .inCall)
+    }
+
+    @Test("a fresh join still fails after the hard timeout; the seat is announced and cleared") func freshJoinTimesOut() throws {
+        var engine = CallEngine()
+        _ = engine.handle(.joinRoom(rid))
+        _ = engine.handle(.timerFired(.joinHardTimeout))
+        #expect(engine.phase.phase == .error)
+        var guest = try guestInCall()
+        #expect(guest.handle(.leave).contains(.emit(.session(nil))))
+    }
 }

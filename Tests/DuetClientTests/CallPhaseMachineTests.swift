@@ -119,4 +119,11 @@ import Testing
             if phase != .ending { #expect(m == before) }
         }
     }
+
+    @Test("Ending → Idle → Joining : a join asked for during cleanup starts right after it (B10)") func joinDuringCleanup() {
+        var m = machine(at: .ending)
+        #expect(m.handle(.joinRoom("next")).isEmpty)
+        #expect(m.handle(.cleanupComplete) == [.phaseChanged(.idle), .startJoin(roomId: "next"), .phaseChanged(.joining)])
+        #expect(m.roomId == "next")
+    }
 }

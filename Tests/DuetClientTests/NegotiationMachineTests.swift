@@ -216,4 +216,38 @@ import Testing
         #expect(host.send { $0.handle(.networkOnline) }.isEmpty)
         #expect(host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 3)) }.contains(.createOffer(iceRestart: true)))
     }
+
+    // Found by the simulator (duet-sim): WebRTC runs commands later than the machine decides them.
+
+    @Test("a burst of remote offers gets one answer, and no offer of ours starts before it is out") func offerBurst() {
+        var guest = side(host: false)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o1")))
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
+        #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }.contains(.createAnswer))
+        #expect(!guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }.contains(.createAnswer))
+        #expect(guest.send { $0.handle(.requestIceRestart) }.isEmpty, "no restart offer while answering")
+        #expect(guest.machine.pendingRestart == .escalation)
+        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a2")) } == [.sendAnswer(sdp: "a2")])
+    }
+
+    @Test("the same offer again is answered with the same answer, not renegotiated") func repeatedOffer() {
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }.isEmpty, "the answer is on its way")
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) } == [.sendAnswer(sdp: "a1")])
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
+    }
+
+    @Test("an answer arriving while the previous one is being applied is a duplicate; an offer then is no glare") func answerBeingApplied() {
+        var guest = side(host: false)
+        guest.advance(by: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS)
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "g1")) }
+        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: "a1")))
+        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }.isEmpty)
+        let offer = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }
+        #expect(!offer.contains(.rollback), "our offer is answered: nothing to roll back")
+        #expect(offer.contains(.setRemoteDescription(.offer, sdp: "o2")))
+    }
 }

@@ -310,3 +310,11 @@ test('the peer returning from suspension with our media down triggers an ICE res
   assert.ok(has(back, { type: 'emit', event: { type: 'iceRestart', reason: 'escalation' } }));
   assert.ok(has(back, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
 });
+
+test('a join with a kept seat never times out: a call coming back keeps trying (B5)', () => {
+  const engine = new CallEngine({ jitterSeed: null, resume: { roomId: rid, cid: 'C-old', reconnectToken: 'tok-old' } });
+  engine.handle({ type: 'joinRoom', roomId: rid });
+  const outputs = engine.handle({ type: 'timerFired', timer: 'joinHardTimeout' });
+  assert.equal(emitted(outputs, 'failure').length, 0);
+  assert.equal(engine.phase, 'joining');
+});

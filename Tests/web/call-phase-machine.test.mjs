@@ -99,3 +99,10 @@ test('events that do not apply change nothing', () => {
     if (phase !== 'ending') assert.deepEqual({ ...m }, before);
   }
 });
+
+test('Ending → Idle → Joining : a join asked for during cleanup starts right after it (B10)', () => {
+  const m = machineAt('ending');
+  assert.deepEqual(m.handle({ type: 'joinRoom', roomId: 'next' }), []);
+  assert.deepEqual(m.handle({ type: 'cleanupComplete' }), [changed('idle'), { type: 'startJoin', roomId: 'next' }, changed('joining')]);
+  assert.equal(m.roomId, 'next');
+});

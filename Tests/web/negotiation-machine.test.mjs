@@ -203,3 +203,35 @@ test('restartsOnlyAsHost: the non-host makes no restart offers, the host still d
   host.handle({ type: 'iceStateChanged', state: 'connected' });
   assert.ok(host.handle({ type: 'iceStateChanged', state: 'failed' }).some((a) => a.type === 'createOffer' && a.iceRestart));
 });
+
+// Found by the simulator (duet-sim): WebRTC runs commands later than the machine decides them.
+test('a burst of remote offers gets one answer, and no offer of ours starts before it is out', () => {
+  const guest = side(false);
+  assert.ok(has(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 }), { type: 'setRemoteDescription', kind: 'offer', sdp: 'o1' }));
+  assert.ok(has(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o2', epoch: 1 }), { type: 'setRemoteDescription', kind: 'offer', sdp: 'o2' }));
+  assert.ok(has(guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), { type: 'createAnswer' }));
+  assert.ok(!has(guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), { type: 'createAnswer' }));
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), []);
+  assert.equal(guest.machine.pendingRestart, 'escalation');
+  assert.deepEqual(guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a2' }), [{ type: 'sendAnswer', sdp: 'a2' }]);
+});
+
+test('the same offer again is answered with the same answer, not renegotiated', () => {
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 }), []);
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a1' });
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 }), [{ type: 'sendAnswer', sdp: 'a1' }]);
+});
+
+test('an answer arriving while the previous one is being applied is a duplicate; an offer then is no glare', () => {
+  const guest = side(false);
+  guest.advance(RESILIENCE.NON_HOST_FALLBACK_DELAY_MS);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'g1' });
+  assert.ok(has(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: 'a1', epoch: 1 }), { type: 'setRemoteDescription', kind: 'answer', sdp: 'a1' }));
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: 'a1', epoch: 1 }), []);
+  const offered = guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o2', epoch: 1 });
+  assert.ok(!has(offered, { type: 'rollback' }));
+  assert.ok(has(offered, { type: 'setRemoteDescription', kind: 'offer', sdp: 'o2' }));
+});

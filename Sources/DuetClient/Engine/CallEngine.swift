@@ -12,6 +12,8 @@ public struct CallEngine: Sendable {
         public var device = "swift"
         /// See `NegotiationMachine.restartsOnlyAsHost`.
         public var restartsOnlyAsHost = false
+        /// A seat kept from before the process died (`CallEvent.session`): joining that room proves it once.
+        public var resume: Seat?
         public init() {}
     }
 
@@ -95,16 +97,33 @@ public struct CallEngine: Sendable {
     private var outbox: [(envelope: Envelope, peerEpoch: Int64)] = []
     /// A rejoin was sent and not yet acknowledged: relays wait for it.
     private var rejoinPending = false
+    private var resume: Seat?
+    /// Joining with a kept seat is a call in progress coming back, not a new join: it never times out.
+    private var joiningWithKeptSeat = false
 
     public init(options: Options = Options()) {
         self.options = options
         self.link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
         self.negotiation = NegotiationMachine(restartsOnlyAsHost: options.restartsOnlyAsHost)
+        self.resume = options.resume
     }
 
     public var isSignalingUp: Bool { link.transport != nil }
 
     public mutating func handle(_ input: Input) -> [Output] {
+        let seatBefore = seat
+        var out = route(input)
+        // The app keeps the seat (on disk, in session storage) so that a new process can reclaim it.
+        if seat != seatBefore { out.append(.emit(.session(seat))) }
+        return out
+    }
+
+    private var seat: Seat? {
+        guard let roomId, let cid, let reconnectToken else { return nil }
+        return Seat(roomId: roomId, cid: cid, reconnectToken: reconnectToken)
+    }
+
+    private mutating func route(_ input: Input) -> [Output] {
         // WebRTC news that arrives after the call is over (late candidates, the close itself) is dropped.
         if input.isFromWebRtc, phase.phase != .waiting, phase.phase != .inCall { return [] }
         switch input {
@@ -169,6 +188,12 @@ public struct CallEngine: Sendable {
                 out.append(.createRoomId)
             case .startJoin(let id):
                 roomId = id
+                if let kept = resume, kept.roomId == id, cid == nil {
+                    cid = kept.cid
+                    reconnectToken = kept.reconnectToken
+                    joiningWithKeptSeat = true
+                }
+                resume = nil
                 out.append(.emit(.room(id)))
                 out += joinEvent(.start(options.join))
                 if link.state == .idle { out += linkEvent(.connect) }
@@ -239,7 +264,7 @@ public struct CallEngine: Sendable {
                 out.append(.send(joinEnvelope(snapshotId: snapshotId, pushEndpoint: pushEndpoint)))
             case .promote:
                 out += phaseEvent(.joined(participants: participants.count))
-            case .fail: out += phaseEvent(.joinHardTimeout)
+            case .fail: out += joiningWithKeptSeat ? joinEvent(.start(options.join)) : phaseEvent(.joinHardTimeout)
             case .timer(let command): out.append(.timer(command))
             }
         }
@@ -400,6 +425,7 @@ public struct CallEngine: Sendable {
         let newSession = joined.reconnect == .recovered || newCid != cid
         cid = newCid
         reconnectToken = joined.reconnectToken
+        joiningWithKeptSeat = false
         rejoinPending = false
         var out = joinEvent(.acknowledged) + [scheduleTokenRefresh(ttlMs: joined.reconnectTokenTTLMs)]
         out += apply(RoomStatePayload(hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch), fresh: newSession)
@@ -488,6 +514,7 @@ public struct CallEngine: Sendable {
     /// Fresh machines and no session: the next call starts from nothing.
     private mutating func resetSession() {
         outbox.removeAll()
+        joiningWithKeptSeat = false
         reconnectToken = nil
         cid = nil
         hostCid = nil

@@ -16,6 +16,21 @@ public enum CallEvent: Sendable, Equatable {
     /// Once per `DuetCall.Configuration.statsInterval` while in a call.
     case stats(CallStats)
     case escalation(EscalationStep)
+    /// The seat to keep across a process death (nil once the call is over): pass it back as
+    /// `CallEngine.Options.resume` to reclaim the seat instead of finding the room full.
+    case session(Seat?)
+}
+
+/// A seat in a room, proven by its reconnect token.
+public struct Seat: Sendable, Equatable, Codable {
+    public var roomId: String
+    public var cid: String
+    public var reconnectToken: String
+    public init(roomId: String, cid: String, reconnectToken: String) {
+        self.roomId = roomId
+        self.cid = cid
+        self.reconnectToken = reconnectToken
+    }
 }
 
 /// Commands for the WebRTC engine, produced by `CallEngine` and performed by the runtime.

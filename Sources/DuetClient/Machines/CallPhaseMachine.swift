@@ -52,6 +52,9 @@ public struct CallPhaseMachine: Sendable, Equatable {
     public private(set) var phase: CallPhase = .idle
     public private(set) var roomId: String?
     public private(set) var failure: CallFailure?
+    /// A join asked for while the previous call is still being cleaned up: started right after (B10, "rejoin
+    /// races local cleanup" — never dropped).
+    public private(set) var joinAfterCleanup: String?
 
     public init() {}
 
@@ -83,9 +86,15 @@ public struct CallPhaseMachine: Sendable, Equatable {
             return move(to: .ending, [.teardown(.endRoom)])
         case (.waiting, .roomEnded), (.inCall, .roomEnded), (.joining, .roomEnded):
             return move(to: .ending, [.teardown(.roomGone)])
+        case (.ending, .joinRoom(let id)):
+            joinAfterCleanup = id
+            return []
         case (.ending, .cleanupComplete):
             roomId = nil
-            return move(to: .idle)
+            let idle = move(to: .idle)
+            guard let next = joinAfterCleanup else { return idle }
+            joinAfterCleanup = nil
+            return idle + handle(.joinRoom(next))
         case (.error, .dismissError):
             failure = nil
             roomId = nil

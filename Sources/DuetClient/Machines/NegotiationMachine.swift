@@ -69,9 +69,16 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var offerIsRestart = false
     private var offerFromFallback = false
     private var lastLocalOffer: String?
+    /// The remote offer last taken in, and our answer to it: the same offer again (resent because our answer
+    /// was lost, or duplicated) gets the same answer again, not a second negotiation.
+    private var lastRemoteOffer: String?
+    private var lastLocalAnswer: String?
     private var inCooldown = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
+    /// An answer is being made: a burst of remote offers (say, after the app was suspended) gets one answer,
+    /// and no offer of ours may start before it is out.
+    private var answering = false
 
     /// For a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22 answers a restart only
     /// with a whole new session, which browsers cannot follow): leave restarts to the host, whose offers this
@@ -120,10 +127,13 @@ public struct NegotiationMachine: Sendable, Equatable {
             }
             return actions
         case .localDescriptionReady(.answer, let sdp):
+            answering = false
+            lastLocalAnswer = sdp
             signalingState = .stable
             return [.sendAnswer(sdp: sdp)]
         case .localDescriptionFailed:
             makingOffer = false
+            answering = false
             return []
         case .remoteDescriptionApplied(let kind):
             applyingRemote = false
@@ -133,7 +143,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
             if kind == .offer {
                 signalingState = .haveRemoteOffer
-                actions.append(.createAnswer)
+                if !answering { actions.append(.createAnswer) }
+                answering = true
             } else {
                 signalingState = .stable
             }
@@ -202,6 +213,8 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func leftAlone() -> [Action] {
         makingOffer = false
+        answering = false
+        applyingRemote = false
         nonHostFallbackAttempts = 0
         pendingRestart = nil
         hasRemoteDescription = false
@@ -214,7 +227,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func offer(iceRestart: Bool, fromFallback: Bool = false) -> [Action] {
-        guard !makingOffer, signalingState == .stable else { return [] }
+        guard !makingOffer, !answering, !applyingRemote, signalingState == .stable else { return [] }
         makingOffer = true
         offerIsRestart = iceRestart
         offerFromFallback = fromFallback
@@ -228,7 +241,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             pendingRestart = reason
             return []
         }
-        guard !inCooldown, !makingOffer, signalingState != .haveRemoteOffer else {
+        guard !inCooldown, !makingOffer, !answering, !applyingRemote, signalingState != .haveRemoteOffer else {
             pendingRestart = pendingRestart ?? reason
             return []
         }
@@ -243,7 +256,12 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
         switch kind {
         case .offer:
-            if signalingState == .haveLocalOffer || makingOffer {
+            if sdp == lastRemoteOffer, answering || applyingRemote { return [] }  // the answer is on its way
+            if sdp == lastRemoteOffer, signalingState == .stable, let answer = lastLocalAnswer { return [.sendAnswer(sdp: answer)] }
+            lastRemoteOffer = sdp
+            lastLocalAnswer = nil
+            // Glare — unless our offer is already answered (the answer is being applied): then we will be stable.
+            if (signalingState == .haveLocalOffer || makingOffer), !applyingRemote {
                 // Glare. The host keeps its offer; the non-host yields.
                 if isHost { return [] }
                 makingOffer = false
@@ -254,7 +272,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             applyingRemote = true
             return [.timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
         case .answer:
-            guard signalingState == .haveLocalOffer else { return [] }  // late or duplicate answer
+            guard signalingState == .haveLocalOffer, !applyingRemote else { return [] }  // late or duplicate answer
             applyingRemote = true
             return [.timer(.cancel(.offerTimeout)), .setRemoteDescription(.answer, sdp: sdp)]
         }

@@ -272,6 +272,9 @@ public actor DuetCall {
     private func sendFailed(generation: Int, error: any Error) async {
         guard generation == connectionGeneration else { return }
         logger.debug("send failed, dropping the transport", metadata: ["error": "\(error)"])
+        // 401: this sid's stream is not ours to resume (someone else's seat is bound to it); 410: the server
+        // forgot it. Either way the next SSE stream needs a new sid, or every reconnect fails the same way.
+        if case .rejected(let status)? = error as? SignalingSendError, status == 401 || status == 410 { sseSid = SessionIdFormat.random() }
         let (current, _) = detachConnection()
         feed(.transportClosed(.networkError))
         await current?.close()

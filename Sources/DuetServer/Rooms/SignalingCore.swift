@@ -121,6 +121,10 @@ public struct SignalingCore: Sendable {
         rooms.values.reduce(0) { $0 + $1.participants.filter { $0.status == status }.count }
     }
     public func occupancy(of rid: String) -> Int { rooms[rid]?.participants.count ?? 0 }
+    /// Who sits in a room (join order) and who hosts it.
+    public func roomView(_ rid: String) -> (cids: [String], host: String)? {
+        rooms[rid].map { ($0.participants.map(\.cid), $0.hostCid) }
+    }
 
     // MARK: - Connections
 

@@ -11,7 +11,13 @@ public struct RoomIdAuthority: Sendable {
     public init(key: SymmetricKey) { self.key = key }
 
     public func issue() -> String {
-        let random = (0..<12).map { _ in UInt8.random(in: 0...255) }
+        var generator = SystemRandomNumberGenerator()
+        return issue(using: &generator)
+    }
+
+    /// With a seeded generator, the simulator's room ids are part of its replay.
+    public func issue(using generator: inout some RandomNumberGenerator) -> String {
+        let random = (0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) }
         return Base64URL.encode(random + tag(for: random))
     }
 

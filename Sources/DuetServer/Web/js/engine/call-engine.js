@@ -162,6 +162,7 @@ export class CallEngine {
   #rejoinPending = false;
   /** The seat a reloaded page had: used by the first join, if it is for that room. */
   #resume = null;
+  #joiningWithKeptSeat = false;
 
   /**
    * options: {join: {prepareSnapshot, pushSupported}, sseOnly, jitterSeed, device, resume}.
@@ -320,6 +321,7 @@ export class CallEngine {
     if (resume == null || resume.roomId !== roomId || this.#cid != null) return;
     this.#cid = resume.cid;
     this.#reconnectToken = resume.reconnectToken;
+    this.#joiningWithKeptSeat = true;
   }
 
   #statusEvent(event) {
@@ -379,7 +381,11 @@ export class CallEngine {
         case 'ensureSignalingConnection': out.push(...this.#linkEvent({ type: 'connect' })); break;
         case 'sendJoin': out.push(send(this.#joinEnvelope(action.snapshotId, action.pushEndpoint))); break;
         case 'promote': out.push(...this.#phaseEvent({ type: 'joined', participants: this.#participants.length })); break;
-        case 'fail': out.push(...this.#phaseEvent({ type: 'joinHardTimeout' })); break;
+        case 'fail':
+          // Joining with a kept seat is a call in progress coming back, not a new join: it never times out.
+          if (this.#joiningWithKeptSeat) out.push(...this.#joinEvent({ type: 'start', options: this.options.join }));
+          else out.push(...this.#phaseEvent({ type: 'joinHardTimeout' }));
+          break;
         case 'timer': out.push(timer(action.command)); break;
       }
     }
@@ -556,6 +562,7 @@ export class CallEngine {
     const newSession = joined.reconnect === 'recovered' || newCid !== this.#cid;
     this.#cid = newCid;
     this.#reconnectToken = joined.reconnectToken;
+    this.#joiningWithKeptSeat = false;
     this.#rejoinPending = false;
     const out = [...this.#joinEvent({ type: 'acknowledged' }), this.#scheduleTokenRefresh(joined.reconnectTokenTTLMs)];
     out.push(...this.#apply({ hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch }, newSession));
@@ -657,6 +664,7 @@ export class CallEngine {
   /** Fresh machines and no session: the next call starts from nothing. */
   #resetSession() {
     this.#outbox = [];
+    this.#joiningWithKeptSeat = false;
     this.#reconnectToken = null;
     this.#cid = null;
     this.#hostCid = null;

@@ -25,6 +25,9 @@ export class CallPhaseMachine {
     this.phase = 'idle';
     this.roomId = null;
     this.failure = null;
+    // A join asked for while the previous call is still being cleaned up: started right after (B10, "rejoin
+    // races local cleanup" — never dropped).
+    this.joinAfterCleanup = null;
   }
 
   /**
@@ -44,6 +47,7 @@ export class CallPhaseMachine {
           this.roomId = event.roomId;
           return this.#move('joining', [{ type: 'startJoin', roomId: event.roomId }]);
         }
+        if (phase === 'ending') this.joinAfterCleanup = event.roomId;
         break;
       case 'roomIdReceived':
         if (phase === 'creatingRoom') {
@@ -86,7 +90,11 @@ export class CallPhaseMachine {
       case 'cleanupComplete':
         if (phase === 'ending') {
           this.roomId = null;
-          return this.#move('idle');
+          const idle = this.#move('idle');
+          const next = this.joinAfterCleanup;
+          if (next == null) return idle;
+          this.joinAfterCleanup = null;
+          return [...idle, ...this.handle({ type: 'joinRoom', roomId: next })];
         }
         break;
       case 'dismissError':

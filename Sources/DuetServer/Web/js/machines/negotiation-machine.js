@@ -40,9 +40,15 @@ export class NegotiationMachine {
     this.offerIsRestart = false;
     this.offerFromFallback = false;
     this.lastLocalOffer = null;
+    // The remote offer last taken in, and our answer to it: the same offer again (resent because our answer
+    // was lost, or duplicated) gets the same answer again, not a second negotiation.
+    this.lastRemoteOffer = null;
+    this.lastLocalAnswer = null;
     this.inCooldown = false;
     this.peerEpoch = 0;
     this.applyingRemote = false;
+    // An answer is being made: a burst of remote offers gets one answer, and no offer of ours starts before it is out.
+    this.answering = false;
   }
 
   /**
@@ -103,10 +109,13 @@ export class NegotiationMachine {
           }
           return actions;
         }
+        this.answering = false;
+        this.lastLocalAnswer = event.sdp;
         this.signalingState = 'stable';
         return [{ type: 'sendAnswer', sdp: event.sdp }];
       case 'localDescriptionFailed':
         this.makingOffer = false;
+        this.answering = false;
         return [];
       case 'remoteDescriptionApplied': {
         this.applyingRemote = false;
@@ -116,7 +125,8 @@ export class NegotiationMachine {
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
         if (event.kind === 'offer') {
           this.signalingState = 'haveRemoteOffer';
-          actions.push({ type: 'createAnswer' });
+          if (!this.answering) actions.push({ type: 'createAnswer' });
+          this.answering = true;
         } else {
           this.signalingState = 'stable';
         }
@@ -205,6 +215,8 @@ export class NegotiationMachine {
 
   #leftAlone() {
     this.makingOffer = false;
+    this.answering = false;
+    this.applyingRemote = false;
     this.nonHostFallbackAttempts = 0;
     this.pendingRestart = null;
     this.hasRemoteDescription = false;
@@ -220,7 +232,7 @@ export class NegotiationMachine {
   }
 
   #offer(iceRestart, fromFallback = false) {
-    if (this.makingOffer || this.signalingState !== 'stable') return [];
+    if (this.makingOffer || this.answering || this.applyingRemote || this.signalingState !== 'stable') return [];
     this.makingOffer = true;
     this.offerIsRestart = iceRestart;
     this.offerFromFallback = fromFallback;
@@ -234,7 +246,7 @@ export class NegotiationMachine {
       this.pendingRestart = reason;
       return [];
     }
-    if (this.inCooldown || this.makingOffer || this.signalingState === 'haveRemoteOffer') {
+    if (this.inCooldown || this.makingOffer || this.answering || this.applyingRemote || this.signalingState === 'haveRemoteOffer') {
       this.pendingRestart = this.pendingRestart ?? reason;
       return [];
     }
@@ -248,7 +260,14 @@ export class NegotiationMachine {
 
   #remoteDescription(kind, sdp) {
     if (kind === 'offer') {
-      if (this.signalingState === 'haveLocalOffer' || this.makingOffer) {
+      if (sdp === this.lastRemoteOffer && (this.answering || this.applyingRemote)) return []; // the answer is on its way
+      if (sdp === this.lastRemoteOffer && this.signalingState === 'stable' && this.lastLocalAnswer != null) {
+        return [{ type: 'sendAnswer', sdp: this.lastLocalAnswer }];
+      }
+      this.lastRemoteOffer = sdp;
+      this.lastLocalAnswer = null;
+      // Glare — unless our offer is already answered (the answer is being applied): then we will be stable.
+      if ((this.signalingState === 'haveLocalOffer' || this.makingOffer) && !this.applyingRemote) {
         // Glare. The host keeps its offer; the non-host yields.
         if (this.isHost) return [];
         this.makingOffer = false;
@@ -264,7 +283,7 @@ export class NegotiationMachine {
       this.applyingRemote = true;
       return [timerAction(cancel('nonHostFallback')), { type: 'setRemoteDescription', kind: 'offer', sdp }];
     }
-    if (this.signalingState !== 'haveLocalOffer') return []; // late or duplicate answer
+    if (this.signalingState !== 'haveLocalOffer' || this.applyingRemote) return []; // late or duplicate answer
     this.applyingRemote = true;
     return [timerAction(cancel('offerTimeout')), { type: 'setRemoteDescription', kind: 'answer', sdp }];
   }

@@ -1,0 +1,340 @@
+import DuetClient
+import DuetProtocol
+
+/// One caller: the real `CallEngine` and a runtime that performs its outputs in the simulated world by
+/// DuetCall's rules — timers carry generations (a cancelled or rescheduled timer never fires), a
+/// transport attempt the engine gave up on is closed when it completes, WebRTC commands run one at a
+/// time in order and stop at teardown, and a send with no transport is dropped.
+final class SimClient {
+    let side: Side
+    private(set) var engine: CallEngine
+    unowned let world: World
+
+    private(set) var timers: [TimerID: Int] = [:]
+    private var timerGeneration = 0
+    private(set) var connection: SimConnection?
+    private var connectionGeneration = 0
+    private var webRtcQueue: [EngineCommand] = []
+    private var webRtcBusy = false
+    private var acceptingWebRtcCommands = true
+    private(set) var tearingDown = false
+    private(set) var sseSid: String
+    private var sidRenewals = 0
+
+    private(set) var phase: CallPhase = .idle
+    private(set) var status: ConnectionStatus = .connected
+    private(set) var transport: SignalingTransport?
+    /// The user left or ended the call (so an end of the call is expected).
+    private(set) var userLeft = false
+    private(set) var frozen = false
+    private var deferred: [() -> Void] = []
+    /// Every event the app would have seen, with its time.
+    private(set) var events: [(at: Int64, event: CallEvent)] = []
+
+    let options: CallEngine.Options
+    /// The seat the app keeps for a relaunch (from `CallEvent.session`).
+    private(set) var seat: Seat?
+    /// The process died: nothing of it runs any more.
+    private(set) var dead = false
+
+    init(side: Side, world: World, options: CallEngine.Options, history: [(at: Int64, event: CallEvent)] = []) {
+        self.side = side
+        self.world = world
+        self.options = options
+        self.events = history
+        self.engine = CallEngine(options: options)
+        self.sseSid = "sim-sid-\(side)"
+    }
+
+    // MARK: - The app
+
+    func startNewCall() { run { self.feed(.startNewCall) } }
+    func join(_ roomId: String) { run { self.userLeft = false; self.feed(.joinRoom(roomId)) } }
+    func leave() { run { self.userLeft = true; self.feed(.leave) } }
+    func end() { run { self.userLeft = true; self.feed(.end) } }
+    func networkOnline() { run { self.feed(.networkOnline) } }
+    func networkPathChanged() { run { self.feed(.networkPathChanged) } }
+
+    /// Work for this side: postponed while the app is frozen, in arrival order.
+    func run(_ work: @escaping () -> Void) {
+        guard !dead else { return }
+        if frozen { deferred.append(work) } else { work() }
+    }
+
+    /// The process dies: its sockets are closed by the kernel, its timers and tasks are gone.
+    func kill() {
+        dead = true
+        deferred.removeAll()
+        timers.removeAll()
+        webRtcQueue.removeAll()
+        connection = nil
+        for socket in world.connections.values.sorted(by: { $0.id < $1.id }) where socket.side == side && socket.clientGeneration >= 0 {
+            world.clientClose(socket)
+        }
+    }
+
+    func freeze() { frozen = true }
+    func thaw() {
+        frozen = false
+        while !deferred.isEmpty, !frozen {
+            let work = deferred.removeFirst()
+            work()
+        }
+    }
+
+    // MARK: - The loop
+
+    /// `sentEpoch`: the epoch the server stamped on a relayed message (before any mutation touched it).
+    func feed(_ input: CallEngine.Input, sentEpoch: Int64? = nil) {
+        world.trace(side, "← \(Describe.input(input))")
+        let outputs = engine.handle(input)
+        if case .message(let envelope) = input { checkEpoch(envelope, sentEpoch: sentEpoch, outputs) }
+        for output in outputs { perform(output) }
+    }
+
+    /// The epoch at which the current peer session began (the peer arrived, or the server restarted).
+    private var peerSessionEpoch: Int64 = 0
+    private var peerCid: String?
+    private var myCid: String?
+
+    /// Negotiation relayed from before the current peer session must not reach WebRTC.
+    private func checkEpoch(_ envelope: Envelope, sentEpoch: Int64?, _ outputs: [CallEngine.Output]) {
+        if case .participants(let list, _, let me)? = outputs.lazy.compactMap({ if case .emit(let event) = $0, case .participants = event { event } else { nil } }).last {
+            let peer = list.first { $0.cid != me }?.cid
+            // A new peer, a new seat of ours, or epochs that started over (a server restart): a new peer session.
+            if peer != peerCid || me != myCid || engine.epoch < peerSessionEpoch { peerSessionEpoch = engine.epoch }
+            peerCid = peer
+            myCid = me
+        }
+        guard let epoch = sentEpoch ?? envelope.epoch, epoch < peerSessionEpoch else { return }
+        let applied = outputs.contains {
+            if case .engine(.setRemoteDescription) = $0 { return true }
+            if case .engine(.addRemoteCandidates) = $0 { return true }
+            return false
+        }
+        if applied { world.monitor.staleApplied(side, "\(envelope.type) of epoch \(epoch) in a peer session that began at epoch \(peerSessionEpoch)") }
+    }
+
+    private func perform(_ output: CallEngine.Output) {
+        switch output {
+        case .openTransport(let kind): open(kind)
+        case .closeTransport:
+            if let detached = detach() { world.clientClose(detached) }
+        case .send(let envelope):
+            guard let connection else {
+                world.trace(side, "send dropped, no transport: \(envelope.type)")
+                return
+            }
+            world.trace(side, "→ \(Describe.envelope(envelope))")
+            world.sendUp(connection, envelope)
+        case .createRoomId:
+            world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.createRoomId() }) { [self] id in
+                feed(id.map { .roomIdCreated($0) } ?? .roomIdFailed("unreachable"))
+            }
+        case .fetchTurnCredentials:
+            world.http(side, timeoutMs: ResilienceConstants.TURN_FETCH_TIMEOUT_MS, request: { _ in World.turnTtlSeconds }) { [self] ttl in
+                feed(ttl.map { .turnCredentialsFetched(ttlSeconds: $0) } ?? .turnCredentialsFailed)
+            }
+        case .prepareSnapshot: feed(.snapshotReady(nil))
+        case .requestPushEndpoint: feed(.pushEndpointReady(nil))
+        case .httpLeave(let request):
+            world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.httpLeave(request) }) { _ in }
+        case .engine(let command):
+            webRtcQueue.append(command)
+            pumpWebRtc()
+        case .timer(let command): timer(command)
+        case .emit(let event): emit(event)
+        case .teardown:
+            acceptingWebRtcCommands = false
+            tearingDown = true
+            // The goodbye goes out first (an SSE POST is answered, bounded by the flush timeout), then the
+            // transport closes, then the peer connection.
+            var finished = false
+            let finish = { [self] in
+                guard !finished else { return }
+                finished = true
+                run {
+                    if let detached = self.detach() { self.world.clientClose(detached) }
+                    self.world.media.close(self.side)
+                    self.tearingDown = false
+                    self.feed(.teardownFinished)
+                }
+            }
+            if let connection, !connection.postQueue.isEmpty {
+                connection.whenPostsDrained.append(finish)
+                world.scheduler.after(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS, finish)
+            } else {
+                world.scheduler.after(1, finish)
+            }
+        }
+    }
+
+    private func emit(_ event: CallEvent) {
+        events.append((world.scheduler.now, event))
+        switch event {
+        case .phase(let value):
+            world.monitor.phaseChanged(side, from: phase, to: value, userLeft: userLeft || world.client(side.other).userLeft)
+            phase = value
+            if value == .joining { acceptingWebRtcCommands = true }
+        case .connectionStatus(let value):
+            world.monitor.statusChanged(side, from: status, to: value)
+            status = value
+        case .transport(let value): transport = value
+        case .session(let value): seat = value
+        case .room(let id): world.roomCreated(id, by: side)
+        case .participants(let list, let host, _): world.monitor.membership(side, participants: list.map(\.cid), host: host)
+        default: break
+        }
+        world.trace(side, "app: \(event)")
+    }
+
+    // MARK: - Timers
+
+    private func timer(_ command: TimerCommand) {
+        switch command {
+        case .schedule(let id, let afterMs):
+            timerGeneration += 1
+            let generation = timerGeneration
+            timers[id] = generation
+            world.scheduler.after(world.mutation.timerDelay(id, afterMs)) { [self] in
+                run {
+                    guard self.timers[id] == generation else { return }
+                    self.timers[id] = nil
+                    self.feed(.timerFired(id))
+                }
+            }
+        case .cancel(let id):
+            timers[id] = nil
+        }
+    }
+
+    // MARK: - Signaling transport
+
+    private func open(_ kind: SignalingTransport) {
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        let attempt = world.openConnection(side, kind: kind, generation: generation)
+        // The transport's own connect timeout; the engine's shorter timer normally decides first. A socket
+        // that never opened for us is abandoned (closed) then.
+        world.scheduler.after(ResilienceConstants.CONNECT_TIMEOUT_MS + 1_000) { [self] in
+            run {
+                if attempt !== self.connection { self.world.clientClose(attempt) }
+                self.openFailed(kind, .timeout, generation: generation)
+            }
+        }
+    }
+
+    func opened(_ newConnection: SimConnection) {
+        guard newConnection.clientGeneration == connectionGeneration, connection == nil, newConnection.clientOpen else {
+            world.clientClose(newConnection)  // the engine gave up on this attempt already
+            return
+        }
+        connection = newConnection
+        connectionGeneration += 1  // later results of this attempt (its timeout) are stale
+        world.watchSilence(newConnection)
+        feed(.transportOpened(newConnection.kind))
+    }
+
+    func openFailed(_ kind: SignalingTransport, _ failure: SignalingLinkMachine.Failure, generation: Int) {
+        guard generation == connectionGeneration else { return }
+        connectionGeneration += 1
+        feed(.transportOpenFailed(kind, failure))
+    }
+
+    func received(_ item: SimConnection.DownItem, on source: SimConnection) {
+        guard source === connection else { return }
+        switch item {
+        case .message(let envelope):
+            world.trace(side, "⇐ \(Describe.envelope(envelope))")
+            feed(.message(world.mutation.received(envelope)), sentEpoch: envelope.epoch)
+        case .comment: break
+        case .closed(let byServer):
+            connection = nil
+            source.clientOpen = false
+            feed(.transportClosed(byServer ? .closedByServer : .networkError))
+        }
+    }
+
+    /// A POST was refused (401/410): the stream of this sid is not ours. A new sid for the next stream, as
+    /// DuetCall does.
+    func sidRejected(_ source: SimConnection) {
+        guard source === connection else { return }
+        sidRenewals += 1
+        sseSid = "sim-sid-\(side)-\(sidRenewals)"
+        linkFailed(source)
+    }
+
+    /// A POST failed (SSE), or the stream went silent: the link is not usable.
+    func linkFailed(_ source: SimConnection) {
+        guard source === connection else { return }
+        _ = detach()
+        world.clientClose(source)
+        feed(.transportClosed(.networkError))
+    }
+
+    private func detach() -> SimConnection? {
+        connectionGeneration += 1
+        defer { connection = nil }
+        return connection
+    }
+
+    // MARK: - WebRTC, one command at a time
+
+    private func pumpWebRtc() {
+        guard !webRtcBusy, !webRtcQueue.isEmpty else { return }
+        webRtcBusy = true
+        world.scheduler.after(1) { [self] in
+            run {
+                let command = self.webRtcQueue.removeFirst()
+                self.execute(command)
+                self.webRtcBusy = false
+                self.pumpWebRtc()
+            }
+        }
+    }
+
+    private func execute(_ command: EngineCommand) {
+        guard acceptingWebRtcCommands || command == .close else { return world.trace(side, "WebRTC command after teardown skipped: \(command)") }
+        if case .addRemoteCandidates(let list) = command { world.trace(side, "webrtc add \(list.count) candidate(s)") }
+        let media: SimMediaPlane = world.media
+        do {
+            switch command {
+            case .ensurePeerConnection: media.ensure(side)
+            case .createOffer(let restart):
+                let sdp = try media.createOffer(side, iceRestart: restart)
+                if restart { world.monitor.iceRestartOffer(side) }
+                feed(.localDescriptionReady(.offer, sdp: sdp))
+            case .createAnswer:
+                feed(.localDescriptionReady(.answer, sdp: try media.createAnswer(side)))
+            case .setRemoteDescription(let kind, let sdp):
+                try media.setRemote(side, kind, sdp: sdp)
+                feed(.remoteDescriptionApplied(kind))
+            case .rollback:
+                try media.rollback(side)
+                world.monitor.offerRolledBack(side)
+            case .addRemoteCandidates(let candidates):
+                for candidate in candidates { try media.addRemoteCandidate(side, candidate) }
+            case .applyFetchedIceServers, .applyFallbackIceServers: break
+            case .close: media.close(side)
+            }
+        } catch {
+            world.monitor.webRtcRefused(side, "\(command): \(error)")
+            if case .createOffer = command { feed(.localDescriptionFailed) }
+            if case .createAnswer = command { feed(.localDescriptionFailed) }
+        }
+    }
+
+    func webRtcEvent(_ input: CallEngine.Input) { run { self.feed(input) } }
+
+    // MARK: - What is left (after leave)
+
+    var leftovers: [String] {
+        var found: [String] = []
+        if !timers.isEmpty { found.append("timers \(timers.keys.map { "\($0)" }.sorted())") }
+        if connection != nil { found.append("a signaling transport") }
+        if !webRtcQueue.isEmpty || webRtcBusy { found.append("queued WebRTC commands") }
+        if !deferred.isEmpty { found.append("deferred work") }
+        if world.media.isOpen(side) { found.append("an open peer connection") }
+        return found
+    }
+}

@@ -1,0 +1,69 @@
+import DuetClient
+
+/// Checks the promises as the run goes: every phase and status move, every offer and ICE restart, every
+/// remote description applied. The end-of-run checks (recovery, membership, leftovers) live in `Simulation`.
+final class InvariantMonitor {
+    weak var world: World?
+    private(set) var violations: [Violation] = []
+    private let mutation: Mutation
+    private var lastRestartOffer: [Int64?] = [nil, nil]
+    /// The previous restart does not count: its offer was rolled back, or the peer session changed.
+    private var restartExempt = [true, true]
+    private var mediaEverConnected = [false, false]
+    private var lastMembership: [String] = ["", ""]
+
+    init(mutation: Mutation) { self.mutation = mutation }
+
+    private var now: Int64 { world?.scheduler.now ?? 0 }
+
+    func fail(_ invariant: Violation.Invariant, _ side: Side?, _ detail: String) {
+        let violation = Violation(at: now, invariant: invariant, detail: (side.map { "\($0): " } ?? "") + detail)
+        violations.append(violation)
+        world?.trace(side, "VIOLATION \(violation.invariant.rawValue): \(detail)")
+    }
+
+    func phaseChanged(_ side: Side, from: CallPhase, to: CallPhase, userLeft: Bool) {
+        if !TransitionRules.isLegal(from, to) { fail(.illegalPhaseTransition, side, "\(from) → \(to)") }
+        if to == .ending || to == .error, !userLeft { fail(.terminalFailure, side, "\(from) → \(to) while nobody left") }
+        // The first-media deadline starts over with each call.
+        if to == .inCall { mediaEverConnected[side.rawValue] = world?.media.isConnected(side) ?? false }
+    }
+
+    func statusChanged(_ side: Side, from: ConnectionStatus, to: ConnectionStatus) {
+        if !TransitionRules.isLegal(from, to, mediaEverConnected: mediaEverConnected[side.rawValue]) {
+            fail(.illegalStatusTransition, side, "\(from) → \(to)")
+        }
+    }
+
+    func iceConnected(_ side: Side) { mediaEverConnected[side.rawValue] = true }
+
+    func iceRestartOffer(_ side: Side) {
+        let index = side.rawValue
+        if let last = lastRestartOffer[index], !restartExempt[index], now - last < ResilienceConstants.ICE_RESTART_COOLDOWN_MS {
+            fail(.iceRestartCooldown, side, "restart offers \(now - last) ms apart (cooldown \(ResilienceConstants.ICE_RESTART_COOLDOWN_MS) ms)")
+        }
+        lastRestartOffer[index] = now
+        restartExempt[index] = false
+    }
+
+    func offerRolledBack(_ side: Side) { restartExempt[side.rawValue] = true }
+
+    /// A relaunched process starts with no memory of its cooldown, and no media ever connected.
+    func processRestarted(_ side: Side) {
+        restartExempt[side.rawValue] = true
+        mediaEverConnected[side.rawValue] = false
+    }
+
+    func membership(_ side: Side, participants: [String], host: String) {
+        let key = participants.sorted().joined(separator: ",") + "|" + host
+        if key != lastMembership[side.rawValue] { restartExempt[side.rawValue] = true }
+        lastMembership[side.rawValue] = key
+    }
+
+    func staleApplied(_ side: Side, _ detail: String) { fail(.staleEpochApplied, side, detail) }
+
+    func webRtcRefused(_ side: Side, _ detail: String) {
+        world?.trace(side, "WebRTC refused: \(detail)")
+        fail(detail.contains("an offer is already outstanding") ? .offerOutstanding : .illegalWebRtcCall, side, detail)
+    }
+}

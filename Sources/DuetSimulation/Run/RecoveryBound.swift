@@ -1,0 +1,23 @@
+import DuetClient
+
+/// How long after the last fault heals both sides must be back in the call with media flowing, derived
+/// from the constants (worst case of each step, one after the other):
+///
+/// 1. a socket that died without a close (half-open, or a network change) is found by the ping:
+///    `PING_INTERVAL_MS × (PONG_MISS_THRESHOLD + 1)` = 36 s (SSE's 30 s silence is shorter);
+/// 2. the reconnect waits at most `RECONNECT_BACKOFF_CAP_MS` = 5 s;
+/// 3. a WebSocket attempt can time out before SSE is tried: 2 × `CONNECT_TIMEOUT_MS` = 4 s;
+/// 4. the ICE restart may be held by `ICE_RESTART_COOLDOWN_MS` = 10 s;
+/// 5. and one offer may be lost with the dead socket: `OFFER_TIMEOUT_MS` = 8 s;
+/// 6. plus one second for round trips, gathering and connectivity checks.
+///
+/// 36 + 5 + 4 + 10 + 8 + 1 = 64 s.
+public enum RecoveryBound {
+    public static let ms: Int64 =
+        ResilienceConstants.PING_INTERVAL_MS * Int64(ResilienceConstants.PONG_MISS_THRESHOLD + 1)
+        + ResilienceConstants.RECONNECT_BACKOFF_CAP_MS
+        + 2 * ResilienceConstants.CONNECT_TIMEOUT_MS
+        + ResilienceConstants.ICE_RESTART_COOLDOWN_MS
+        + ResilienceConstants.OFFER_TIMEOUT_MS
+        + 1_000
+}

@@ -1,0 +1,61 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Many seeds on all cores, and what they add up to.
+public enum SeedSweep {
+    public struct Summary: Sendable {
+        public var seeds: Int
+        public var failures: [Simulation.Result]
+        public var recoveries: [Int64]
+        public var events: Int
+        public var seconds: Double
+        public var firstFailure: Simulation.Result? { failures.min { $0.seed < $1.seed } }
+
+        public var text: String {
+            let sorted = recoveries.sorted()
+            func percentile(_ p: Double) -> String {
+                sorted.isEmpty ? "-" : String(format: "%.1f s", Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1_000)
+            }
+            var byInvariant: [String: (count: Int, first: UInt64)] = [:]
+            for failure in failures.sorted(by: { $0.seed < $1.seed }) {
+                let key = failure.violations.first?.invariant.rawValue ?? "?"
+                byInvariant[key] = ((byInvariant[key]?.count ?? 0) + 1, byInvariant[key]?.first ?? failure.seed)
+            }
+            return """
+                \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
+                recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(sorted.last.map { String(format: "%.1f s", Double($0) / 1_000) } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
+                """ + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }.joined()
+        }
+    }
+
+    public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none) -> Summary {
+        let started = Date()
+        let collected = Mutex(Summary(seeds: count, failures: [], recoveries: [], events: 0, seconds: 0))
+        let workers = max(1, jobs)
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var local = Summary(seeds: 0, failures: [], recoveries: [], events: 0, seconds: 0)
+            var index = worker
+            while index < count {
+                var options = Simulation.Options(seed: first + UInt64(index))
+                options.mutation = mutation
+                var result = Simulation.run(options)
+                local.events += result.eventsRun
+                if let recovery = result.recoveryMs { local.recoveries.append(recovery) }
+                if !result.passed {
+                    result.trace = []
+                    local.failures.append(result)
+                }
+                index += workers
+            }
+            collected.withLock { total in
+                total.failures += local.failures
+                total.recoveries += local.recoveries
+                total.events += local.events
+            }
+        }
+        var summary = collected.withLock { $0 }
+        summary.seconds = Date().timeIntervalSince(started)
+        return summary
+    }
+}

@@ -1,0 +1,246 @@
+import DuetClient
+import DuetProtocol
+
+/// One run: A creates a room, B joins, the call is established, the faults play, the world heals, both
+/// must come back within `RecoveryBound.ms` and stay, then the call ends and nothing may remain.
+public enum Simulation {
+    public enum Ending: String, Sendable, CaseIterable {
+        /// B leaves, then A.
+        case guestLeavesFirst
+        /// A leaves, then B.
+        case hostLeavesFirst
+        /// A ends the room for both.
+        case hostEnds
+    }
+
+    /// A user action at a time after the call was established.
+    public struct Action: Sendable {
+        public enum Kind: Sendable { case leave, end, rejoin }
+        public var at: Int64
+        public var side: Side
+        public var kind: Kind
+        public init(at: Int64, _ side: Side, _ kind: Kind) {
+            self.at = at
+            self.side = side
+            self.kind = kind
+        }
+    }
+
+    public struct Options: Sendable {
+        public var seed: UInt64
+        public var mutation: Mutation = .none
+        /// Nil: drawn from the seed.
+        public var faults: [ScheduledFault]?
+        /// Faults that start with the first join instead of once the call is established.
+        public var faultsFromStart = false
+        public var sseOnly: [Side: Bool]?
+        public var ending: Ending?
+        public var actions: [Action] = []
+        /// False when the scenario ends the call itself (its actions leave).
+        public var expectsRecovery = true
+        public var fullTrace = false
+        public init(seed: UInt64) { self.seed = seed }
+    }
+
+    public struct Result: Sendable {
+        public var seed: UInt64
+        public var faults: [ScheduledFault]
+        public var violations: [Violation]
+        /// From the last fault's heal to both sides back (nil: not measured or not recovered).
+        public var recoveryMs: Int64?
+        public var establishedAt: Int64?
+        public var trace: [String]
+        public var events: [Side: [(at: Int64, event: CallEvent)]]
+        public var eventsRun: Int
+        public var passed: Bool { violations.isEmpty }
+    }
+
+    public static func run(_ options: Options) -> Result {
+        var draw = SplitMix64(seed: options.seed)
+        // Drawn even when given, so that the rest of the run stays the seed's own.
+        let drawn = FaultSchedule.random(&draw)
+        let faults = options.faults ?? drawn
+        let sse = options.sseOnly ?? [.a: draw.chance(0.15), .b: draw.chance(0.15)]
+        let ending = options.ending ?? Ending.allCases[draw.below(Ending.allCases.count)]
+        var engineOptions: [Side: CallEngine.Options] = [:]
+        for side in Side.allCases {
+            var engine = CallEngine.Options()
+            engine.sseOnly = sse[side] ?? false
+            engine.jitterSeed = draw.next()
+            engine.device = "sim-\(side)"
+            engineOptions[side] = engine
+        }
+        let world = World(seed: draw.next(), options: engineOptions, mutation: options.mutation, fullTrace: options.fullTrace)
+        for fault in faults { world.trace(nil, "schedule: \(fault)") }
+        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000))
+        run.play()
+        return Result(
+            seed: options.seed, faults: faults, violations: world.monitor.violations, recoveryMs: run.recoveryMs,
+            establishedAt: run.establishedAt, trace: world.traceLines,
+            events: [.a: world.client(.a).events, .b: world.client(.b).events], eventsRun: world.scheduler.eventsRun)
+    }
+}
+
+/// The script of one run.
+private final class Run {
+    let world: World
+    let options: Simulation.Options
+    let faults: [ScheduledFault]
+    let ending: Simulation.Ending
+    let guestDelay: Int64
+    var recoveryMs: Int64?
+    var establishedAt: Int64?
+
+    init(world: World, options: Simulation.Options, faults: [ScheduledFault], ending: Simulation.Ending, guestDelay: Int64) {
+        self.world = world
+        self.options = options
+        self.faults = faults
+        self.ending = ending
+        self.guestDelay = guestDelay
+    }
+
+    private var failed: Bool { !world.monitor.violations.isEmpty }
+
+    /// Runs until `time` or until `condition` holds; stops early on a violation.
+    @discardableResult
+    private func run(until time: Int64, while condition: () -> Bool = { true }) -> Bool {
+        var reached = false
+        world.scheduler.run(until: time) {
+            if failed { return false }
+            if !condition() { reached = true; return false }
+            return true
+        }
+        return reached
+    }
+
+    func play() {
+        let a = world.client(.a), b = world.client(.b)
+        if options.faultsFromStart { faults.forEach { world.schedule($0, from: 0) } }
+        a.startNewCall()
+        run(until: 20_000, while: { world.roomId == nil })
+        guard let roomId = world.roomId else {
+            return options.faultsFromStart ? () : world.monitor.fail(.notRecovered, .a, "no room after 20 s")
+        }
+        world.scheduler.after(guestDelay) { b.join(roomId) }
+        let setupDeadline = world.scheduler.now + 30_000 + (options.faultsFromStart ? Self.faultSpan(faults) + RecoveryBound.ms : 0)
+        guard run(until: setupDeadline, while: { !isWhole() }) || failed else {
+            return world.monitor.fail(.notRecovered, nil, "the call was not established (\(describeState()))")
+        }
+        if failed { return }
+        establishedAt = world.scheduler.now
+        let base = world.scheduler.now
+        if !options.faultsFromStart { faults.forEach { world.schedule($0, from: base) } }
+        for action in options.actions { schedule(action, from: base) }
+        guard options.expectsRecovery else {
+            run(until: base + Self.faultSpan(faults) + 120_000)
+            return checkCleanup(afterLeaving: false)
+        }
+
+        let healedAt = (options.faultsFromStart ? 0 : base) + max(Self.faultSpan(faults), options.actions.map(\.at).max() ?? 0)
+        run(until: healedAt)
+        if failed { return }
+        // Whole within the bound, and whole for good (30 s): a flicker on the way (say, one side alone for a
+        // moment after a server restart) is allowed inside the bound.
+        var wholeSince: Int64? = isWhole() ? world.scheduler.now : nil
+        run(until: healedAt + RecoveryBound.ms + Self.settleMs) {
+            if isWhole() { wholeSince = wholeSince ?? world.scheduler.now } else { wholeSince = nil }
+            return wholeSince.map { world.scheduler.now - $0 < Self.settleMs } ?? true
+        }
+        if failed { return }
+        guard let since = wholeSince, since <= healedAt + RecoveryBound.ms, world.scheduler.now - since >= Self.settleMs else {
+            return world.monitor.fail(.notRecovered, nil, "\(Describe.time(RecoveryBound.ms)) after the last fault healed: \(describeState())")
+        }
+        recoveryMs = max(0, since - healedAt)
+        checkMembership()
+        if failed { return }
+        end()
+    }
+
+    static let settleMs: Int64 = 30_000
+
+    static func faultSpan(_ faults: [ScheduledFault]) -> Int64 { faults.map(\.healsAt).max() ?? 0 }
+
+    private func schedule(_ action: Simulation.Action, from base: Int64) {
+        world.scheduler.at(base + action.at) { [self] in
+            let client = world.client(action.side)
+            world.trace(action.side, "USER \(action.kind)")
+            switch action.kind {
+            case .leave: client.leave()
+            case .end: client.end()
+            case .rejoin: if let roomId = world.roomId { client.join(roomId) }
+            }
+        }
+    }
+
+    // MARK: - Whole
+
+    /// Both in the call, connected, signaling on a live socket, media on a live path, same room view.
+    private func isWhole() -> Bool {
+        Side.allCases.allSatisfy { side in
+            let client = world.client(side)
+            return client.phase == .inCall && client.status == .connected && client.transport != nil
+                && world.connectionIsLive(side) && world.media.isHealthy(side)
+        }
+    }
+
+    private func describeState() -> String {
+        Side.allCases.map { side in
+            let client = world.client(side)
+            return "\(side): \(client.phase)/\(client.status) transport \(client.transport.map { "\($0)" } ?? "none")"
+                + "\(world.connectionIsLive(side) ? "" : " (dead socket)") ICE \(world.media.ice(side).map { "\($0)" } ?? "none")"
+        }.joined(separator: "; ")
+    }
+
+    private func checkMembership() {
+        let a = world.client(.a).engine, b = world.client(.b).engine
+        let server = world.server.core.roomView(world.roomId ?? "")
+        let viewA = Set(a.participants.map(\.cid)), viewB = Set(b.participants.map(\.cid))
+        if viewA != viewB || a.hostCid != b.hostCid || server.map({ Set($0.cids) != viewA || $0.host != a.hostCid }) ?? true {
+            world.monitor.fail(
+                .membershipDisagreement, nil,
+                "A sees \(viewA.sorted()) host \(a.hostCid ?? "-"), B sees \(viewB.sorted()) host \(b.hostCid ?? "-"), server has \(server.map { "\($0.cids) host \($0.host)" } ?? "no room")")
+        }
+    }
+
+    // MARK: - The end
+
+    private func end() {
+        let a = world.client(.a), b = world.client(.b)
+        switch ending {
+        case .guestLeavesFirst:
+            b.leave()
+            world.scheduler.after(5_000) { a.leave() }
+        case .hostLeavesFirst:
+            a.leave()
+            world.scheduler.after(5_000) { b.leave() }
+        case .hostEnds:
+            // The host may have moved (after a server restart the first to come back hosts).
+            (b.engine.cid != nil && b.engine.cid == b.engine.hostCid ? b : a).end()
+        }
+        run(until: world.scheduler.now + 30_000)
+        checkCleanup(afterLeaving: true)
+    }
+
+    private func checkCleanup(afterLeaving: Bool) {
+        for side in Side.allCases {
+            let client = world.client(side)
+            guard client.userLeft || ending == .hostEnds || !afterLeaving else { continue }
+            guard client.phase == .idle || client.phase == .error else { continue }
+            let left = client.leftovers
+            if !left.isEmpty { world.monitor.fail(.leftovers, side, left.joined(separator: ", ")) }
+        }
+        if afterLeaving {
+            if let roomId = world.roomId, world.server.core.occupancy(of: roomId) > 0 {
+                world.monitor.fail(.leftovers, nil, "the server still seats \(world.server.core.occupancy(of: roomId)) in the room")
+            }
+            if world.server.core.connectionCount > 0 {
+                let open = world.connections.values.filter { $0.serverOpen && $0.serverIncarnation == world.server.incarnation }
+                    .map { "#\($0.id) \($0.side) \($0.kind)\($0.clientOpen ? " (client end open)" : "")" }.sorted()
+                world.monitor.fail(.leftovers, nil, "the server still holds \(world.server.core.connectionCount) connection(s): \(open.joined(separator: ", "))")
+            }
+            for side in Side.allCases where world.client(side).phase != .idle {
+                world.monitor.fail(.leftovers, side, "phase \(world.client(side).phase) 30 s after leaving")
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import DuetClient
+
+/// `resilience-checklists.md` part B: the sixteen failure modes of Serenada's audit, each provoked here.
+extension NamedScenarios {
+    static let failureModes: [NamedScenario] = [
+        NamedScenario(
+            "epoch-stale-negotiation-dropped", "B leaves and rejoins; A's first offer (an older peer session) is replayed to B: it never reaches B's WebRTC.",
+            options: {
+                $0.actions = [.init(at: 5_000, .b, .leave), .init(at: 5_100, .b, .rejoin)]
+                $0.faults = [fault(15_000, .replayFirstOffer(.b))]
+            },
+            expect: { _ in [] }),
+        NamedScenario(
+            "B01-relay-to-suspended-peer", "Negotiation sent while the peer is suspended is not silently lost: the sender hears `relay_failed` and renegotiates when the peer is back.",
+            options: { $0.faults = [fault(5_000, 45_000, .partition(.b, .signaling)), fault(35_000, 10_000, .partition(.b, .media))] },
+            expect: { outcome in
+                check(!outcome.trace(.a, "⇐ relay_failed").isEmpty, "A was never told its relay failed")
+            }),
+        NamedScenario(
+            "B02-reconnect-keeps-participant-id", "A reconnect keeps the participant id.",
+            options: { $0.faults = [fault(5_000, .dropConnection(.b)), fault(20_000, 30_000, .partition(.b, .signaling))] },
+            expect: { outcome in
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(ids.count == 1, "B had the ids \(ids.sorted())")
+            }),
+        NamedScenario(
+            "B03-suspension-is-not-media-death", "The peer's signaling is suspended but media flows: no ICE restart, no alarm.",
+            options: { $0.faults = [fault(5_000, 45_000, .partition(.b, .signaling))] },
+            expect: { outcome in
+                check(outcome.restarts(.a).isEmpty, "A restarted ICE: \(outcome.restarts(.a))")
+                    + check(outcome.statuses(.a).isEmpty, "A's status changed: \(outcome.statuses(.a))")
+            }),
+        NamedScenario(
+            "B04-restart-after-fresh-view", "A restart wanted while signaling was down waits for the room state after the reconnect.",
+            options: { $0.faults = [fault(5_000, 20_000, .partition(.a, .both))] },
+            expect: { outcome in
+                check(outcome.restarts(.a).contains(.signalingReconnect), "no restart after the reconnect: \(outcome.restarts(.a))")
+            }),
+        NamedScenario(
+            "B05-process-death", "The app's process dies: relaunched with its kept seat it reclaims the same participant id.",
+            options: { $0.faults = [fault(5_000, .processRestart(.b))] },
+            expect: { outcome in
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(ids.count == 1, "B had the ids \(ids.sorted())")
+                    + check(outcome.trace(.b, "ROOM_FULL").isEmpty, "B found the room full")
+            }),
+        NamedScenario(
+            "B06-told-it-was-suspended", "The server suspended B without B knowing (dead downstream): B finds out by its pings and rejoins.",
+            options: { $0.faults = [fault(5_000, 60_000, .halfOpen(.b, upstreamDead: false))] },
+            expect: { outcome in
+                check(!outcome.trace(nil, "server: suspended").isEmpty, "the server never suspended B")
+                    + check(!outcome.trace(.b, "joined e").filter { $0.contains("reattached") }.isEmpty, "B's rejoin was not `reattached`")
+            }),
+        NamedScenario(
+            "B07-sse-sid-hijack", "Someone reuses B's SSE session id: they get no seat, B renews its sid and stays in the call.",
+            options: {
+                $0.sseOnly = [.a: false, .b: true]
+                $0.faults = [fault(5_000, .sidHijack(.b))]
+            },
+            expect: { outcome in
+                check(outcome.trace(nil, "intruder got joined").isEmpty, "the intruder was seated")
+            }),
+        NamedScenario(
+            "B08-no-stale-connected-after-background", "After a long background the app does not claim `connected` on a dead link.",
+            options: { $0.faults = [fault(5_000, 60_000, .freeze(.a))] },
+            expect: { outcome in
+                check(outcome.statuses(.a).contains(.recovering) || outcome.statuses(.a).contains(.retrying), "A never left `connected`: \(outcome.statuses(.a))")
+            }),
+        NamedScenario(
+            "B09-turn-expiry-while-signaling-down", "TURN credentials come due while signaling is down: refreshed once it is back.",
+            options: { $0.faults = [fault(470_000, 40_000, .partition(.a, .signaling))] },
+            expect: { outcome in
+                let healed = outcome.establishedAt + 510_000
+                return check(outcome.trace(.a, "turnCredentialsFetched").compactMap(Self.time).contains { $0 >= healed }, "no TURN credentials fetched once signaling was back")
+            }),
+        NamedScenario(
+            "B10-rejoin-races-cleanup", "Leave and join again at once: the new join does not race the old teardown.",
+            options: { $0.actions = [.init(at: 5_000, .b, .leave), .init(at: 5_001, .b, .rejoin)] },
+            expect: { outcome in
+                check(outcome.failures(.b).isEmpty, "B failed: \(outcome.failures(.b))")
+            }),
+        NamedScenario(
+            "B11-end-room-reaches-suspended-peer", "`end_room` while the peer is suspended: it learns the room ended when it returns.",
+            options: {
+                $0.faults = [fault(5_000, 60_000, .partition(.b, .signaling))]
+                $0.actions = [.init(at: 40_000, .a, .end)]
+                $0.expectsRecovery = false
+            },
+            expect: { outcome in
+                check(outcome.phases(.b).last == .idle, "B ended in \(outcome.phases(.b))")
+                    + check(!outcome.trace(.b, "ROOM_ENDED").isEmpty || !outcome.trace(.b, "room_ended").isEmpty, "B was not told the room ended")
+            }),
+        NamedScenario(
+            "B12-ws-to-sse-keeps-the-session", "WebSocket refused after a drop: B falls back to SSE and keeps its seat.",
+            options: { $0.faults = [fault(5_000, 60_000, .webSocketRefused), fault(5_100, .dropConnection(.b))] },
+            expect: { outcome in
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(outcome.transports(.b).contains(.sse), "B never used SSE: \(outcome.transports(.b))")
+                    + check(ids.count == 1, "B had the ids \(ids.sorted())")
+            }),
+        NamedScenario(
+            "B13-buffered-sdp-not-stale", "Negotiation written while signaling is down is not replayed stale after the reconnect.",
+            options: { $0.faults = [fault(5_000, 30_000, .partition(.a, .both)), fault(6_000, 30_000, .partition(.b, .media))] },
+            expect: { _ in [] }),
+        NamedScenario(
+            "B14-keepalive-drift", "The app is suspended for 20 s (timers late, then all at once): the call comes back.",
+            options: { $0.faults = [fault(5_000, 20_000, .freeze(.b))] },
+            expect: { _ in [] }),
+        NamedScenario(
+            "B15-replayed-token", "Someone replays B's reconnect token: B is displaced, reconnects and reclaims its seat.",
+            options: { $0.faults = [fault(5_000, .tokenReplay(.b))] },
+            expect: { outcome in
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(ids.count == 1, "B had the ids \(ids.sorted())")
+            }),
+        NamedScenario(
+            "B16-state-kept-while-suspended", "While B is suspended A's network changes; all of it is caught up when B is back.",
+            options: { $0.faults = [fault(5_000, 40_000, .partition(.b, .signaling)), fault(15_000, .networkChange(.a, offlineMs: 2_000))] },
+            expect: { _ in [] }),
+    ]
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import DuetSimulation
+import Dispatch
+import Foundation
+import Synchronization
+
+@main
+struct DuetSim: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "duet-sim",
+        abstract: "Runs Duet calls through deterministic fault schedules and checks the invariants at every step.",
+        discussion: """
+            Every run: A creates a room, B joins, faults drawn from the seed play out, the world heals, and both \
+            sides must be back in the call within \(RecoveryBound.ms / 1_000) s; then the call ends and nothing may remain.
+            A failing seed prints a shrunk schedule and its trace; `duet-sim --seed N` replays it.
+            """)
+
+    @Option(help: "Replay one seed and print its whole trace.") var seed: UInt64?
+    @Option(help: "How many seeds to run.") var seeds: Int = 1_000
+    @Option(help: "The first seed.") var from: UInt64 = 1
+    @Option(help: "Worker threads (default: one per core).") var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+    @Option(help: "Run a deliberately broken runtime: \(Mutation.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var mutation: String = "none"
+    @Option(help: "Run one named scenario (see --list).") var scenario: String?
+    @Flag(help: "List the named scenarios.") var list = false
+    @Flag(help: "With --seed: print every line of the trace.") var trace = false
+
+    func run() throws {
+        guard let mutation = Mutation(rawValue: mutation) else { throw ValidationError("unknown mutation \(self.mutation)") }
+        if list {
+            for scenario in NamedScenarios.all { print("\(scenario.name)\n    \(scenario.summary)") }
+            return
+        }
+        if let name = scenario {
+            guard let scenario = NamedScenarios.all.first(where: { $0.name == name }) else { throw ValidationError("no scenario \(name); see --list") }
+            let outcome = scenario.run(mutation: mutation)
+            if trace { outcome.result.trace.forEach { print($0) } }
+            print(outcome.problems.isEmpty ? "✓ \(scenario.name)" : "✗ \(scenario.name)\n" + outcome.problems.map { "  \($0)" }.joined(separator: "\n"))
+            if !outcome.problems.isEmpty { throw ExitCode(1) }
+            return
+        }
+        if let seed {
+            var options = Simulation.Options(seed: seed)
+            options.mutation = mutation
+            options.fullTrace = true
+            let result = Simulation.run(options)
+            if trace || !result.passed { (trace ? result.trace : [Shrinker.report(result)]).forEach { print($0) } }
+            print(result.passed ? "✓ seed \(seed): recovered in \(result.recoveryMs.map { "\($0) ms" } ?? "-")" : "✗ seed \(seed)")
+            if !result.passed { throw ExitCode(1) }
+            return
+        }
+        let summary = SeedSweep.run(from: from, count: seeds, jobs: jobs, mutation: mutation)
+        print(summary.text)
+        if let failing = summary.firstFailure {
+            var options = Simulation.Options(seed: failing.seed)
+            options.mutation = mutation
+            options.fullTrace = true
+            let shrunk = Shrinker.minimize(Simulation.run(options), options: options)
+            print(Shrinker.report(shrunk))
+            print("replay: swift run -c release duet-sim --seed \(failing.seed)\(mutation == .none ? "" : " --mutation \(mutation.rawValue)") --trace")
+            throw ExitCode(1)
+        }
+    }
+}
