@@ -121,7 +121,7 @@ let package = Package(
             dependencies: ["DuetSimulation", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
-        .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient"], swiftSettings: strict),
+        .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient", "DuetTestSupport"], swiftSettings: strict),
         // Test support shared by the test targets: the real server on an ephemeral port, subprocesses.
         .target(
             name: "DuetTestSupport",

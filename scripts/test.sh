@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real parts the tests start: coturn (TURN), Chromium (the browser client), Node.js (the browser engine's
-# unit tests), GStreamer (duet-call), iproute2 + util-linux (network namespaces), curl, python3.
+# unit tests), GStreamer (duet-call), iproute2 + util-linux (network namespaces), iptables (the chaos suite
+# cuts one plane at a time), curl, python3.
 need=()
 command -v turnserver >/dev/null || need+=(coturn)
 command -v chromium >/dev/null || need+=(chromium)
@@ -16,6 +17,7 @@ pkg-config --exists gstreamer-webrtc-1.0 nice 2>/dev/null || need+=(pkg-config g
   libgstreamer-plugins-base1.0-dev libnice-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v iptables >/dev/null || need+=(iptables)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
 command -v openssl >/dev/null || need+=(openssl)

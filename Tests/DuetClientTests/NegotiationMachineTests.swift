@@ -250,4 +250,14 @@ import Testing
         #expect(!offer.contains(.rollback), "our offer is answered: nothing to roll back")
         #expect(offer.contains(.setRemoteDescription(.offer, sdp: "o2")))
     }
+
+    @Test("a restart wanted while only signaling was down is dropped when media is still connected (B3)") func signalingOnlyOutage() {
+        var host = connectedHost()
+        host.send { $0.handle(.signaling(up: false)) }
+        host.send { $0.handle(.requestIceRestart) }
+        #expect(host.machine.pendingRestart == .escalation)
+        host.send { $0.handle(.signaling(up: true)) }
+        #expect(host.send { $0.handle(.roomStateAfterReconnect) }.isEmpty)
+        #expect(host.machine.pendingRestart == nil)
+    }
 }

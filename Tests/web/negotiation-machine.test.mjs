@@ -235,3 +235,13 @@ test('an answer arriving while the previous one is being applied is a duplicate;
   assert.ok(!has(offered, { type: 'rollback' }));
   assert.ok(has(offered, { type: 'setRemoteDescription', kind: 'offer', sdp: 'o2' }));
 });
+
+test('a restart wanted while only signaling was down is dropped when media is still connected (B3)', () => {
+  const host = connectedHost();
+  host.send({ type: 'signaling', up: false });
+  host.send({ type: 'requestIceRestart' });
+  assert.equal(host.machine.pendingRestart, 'escalation');
+  host.send({ type: 'signaling', up: true });
+  assert.deepEqual(host.send({ type: 'roomStateAfterReconnect' }), []);
+  assert.equal(host.machine.pendingRestart, null);
+});

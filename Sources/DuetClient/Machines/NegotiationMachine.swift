@@ -106,6 +106,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .roomStateAfterReconnect:
             guard let reason = pendingRestart, peerPresent else { return [] }
             pendingRestart = nil
+            // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
+            if iceState == .connected || iceState == .completed { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
         case .remoteDescription(let kind, let sdp, let epoch):
             if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session

@@ -32,7 +32,7 @@ extension NamedScenarios {
             }),
         NamedScenario(
             "B04-restart-after-fresh-view", "A restart wanted while signaling was down waits for the room state after the reconnect.",
-            options: { $0.faults = [fault(5_000, 20_000, .partition(.a, .both))] },
+            options: { $0.faults = [fault(5_000, 40_000, .partition(.a, .signaling)), fault(5_000, 60_000, .partition(.b, .media))] },
             expect: { outcome in
                 check(outcome.restarts(.a).contains(.signalingReconnect), "no restart after the reconnect: \(outcome.restarts(.a))")
             }),

@@ -25,10 +25,10 @@ import Testing
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
         let script = packageRoot + "/Tests/e2e/browser/scenarios.py"
-        let result = try await runCommand(
+        let result = try await OneAtATime.heavyWork.run { try await runCommand(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
             environment: ["DUET_BINARY": duet, "DUET_SCREENSHOTS": packageRoot + "/docs/screenshots"],
-            timeout: .seconds(150))
+            timeout: .seconds(150)) }
         #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
     }

@@ -81,7 +81,8 @@ class Browser:
         atexit.register(self.close)
 
     @classmethod
-    def launch(cls, extra_flags=(), log_path=None, start_timeout=30, require_netns=True, without_flags=()):
+    def launch(cls, extra_flags=(), log_path=None, start_timeout=30, require_netns=True, without_flags=(), prefix=()):
+        """`prefix`: a command Chromium runs under, e.g. `nsenter -t PID -n` for a namespace of its own."""
         if require_netns and not in_private_netns():
             raise RuntimeError("refusing to start Chromium outside a private network namespace "
                                "(run under `unshare -n`)")
@@ -94,7 +95,7 @@ class Browser:
         # first moved to fds >= 10 so they cannot collide with 3/4 while renumbering.
         cmd_r, evt_w = (_high_fd(fd) for fd in (cmd_r, evt_w))
         argv = ["/bin/bash", "-c", f'exec 3<&{cmd_r} 4>&{evt_w} {cmd_r}<&- {evt_w}>&-; exec "$@"',
-                "bash", CHROMIUM, *(f for f in FLAGS if f not in without_flags), "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                "bash", *prefix, CHROMIUM, *(f for f in FLAGS if f not in without_flags), "--remote-debugging-pipe", f"--user-data-dir={profile}",
                 f"--disk-cache-dir={profile}/cache", *extra_flags, "about:blank"]
         t0 = time.monotonic()
         try:

@@ -28,15 +28,15 @@ def log(*parts):
 class Server:
     """`duet serve` on a free port; restartable on the same port and data dir (a server restart)."""
 
-    def __init__(self, *args):
-        self.args, self.data = list(args), tempfile.mkdtemp(prefix="duet-e2e-data-")
+    def __init__(self, *args, host="127.0.0.1"):
+        self.args, self.data, self.host = list(args), tempfile.mkdtemp(prefix="duet-e2e-data-"), host
         self.port, self.proc = 0, None
         self.start()
 
     def start(self):
         self.log = open(os.path.join(self.data, "serve.log"), "ab")
         self.proc = subprocess.Popen(
-            [DUET, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data,
+            [DUET, "serve", "--host", self.host, "--port", str(self.port), "--data-dir", self.data,
              "--log-level", "info", *self.args],
             stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline().strip()
@@ -72,10 +72,10 @@ class Server:
 
 
 class Coturn:
-    def __init__(self, secret):
+    def __init__(self, secret, listen=("127.0.0.1",), port=3478):
         self.dir = tempfile.mkdtemp(prefix="duet-e2e-turn-")
         self.proc = subprocess.Popen(
-            ["turnserver", "-n", "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", "--listening-port=3478",
+            ["turnserver", "-n", *(f"--listening-ip={ip}" for ip in listen), "--relay-ip=127.0.0.1", f"--listening-port={port}",
              "--use-auth-secret", f"--static-auth-secret={secret}", "--realm=duet.test", "--allow-loopback-peers",
              "--no-tls", "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log"],
             stdout=open(os.path.join(self.dir, "turn.log"), "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

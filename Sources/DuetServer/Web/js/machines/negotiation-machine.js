@@ -81,6 +81,8 @@ export class NegotiationMachine {
         const reason = this.pendingRestart;
         if (reason == null || !this.peerPresent) return [];
         this.pendingRestart = null;
+        // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
+        if (this.iceState === 'connected' || this.iceState === 'completed') return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
       }
       case 'remoteDescription':

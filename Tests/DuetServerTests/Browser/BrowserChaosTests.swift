@@ -1,0 +1,34 @@
+import DuetTestSupport
+import Foundation
+import Testing
+
+/// The chaos suite on real networks: two headless Chromiums in network namespaces of their own, joined by
+/// veth pairs to the namespace of `duet serve` (and coturn), faults made with `ip link`, iptables and a
+/// delaying relay. `Tests/e2e/chaos/chaos.py` asserts, measures the time to recover, and rewrites the results
+/// table in docs/resilience.md.
+@Suite(.serialized) struct BrowserChaosTests {
+    @Test func fullCutOfTwoSeconds() async throws { try await run("cut-2s") }
+    @Test func fullCutOfTenSeconds() async throws { try await run("cut-10s") }
+    @Test func fullCutOfTwoMinutes() async throws { try await run("cut-2min") }
+    @Test func signalingOnlyCutKeepsMediaFlowing() async throws { try await run("signaling-cut") }
+    @Test func mediaOnlyCutRestartsICE() async throws { try await run("media-cut") }
+    @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
+    @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
+    @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }
+    @Test func expiredTurnCredentialsThenICERestart() async throws { try await run("turn-expiry") }
+
+    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try #require(
+            ["chromium", "unshare", "nsenter", "ip", "iptables", "turnserver"].allSatisfy(commandExists),
+            "chromium, unshare, nsenter, ip, iptables and coturn are required (the README test command installs them)")
+        let duet = packageRoot + "/.build/debug/duet"
+        try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
+        let script = packageRoot + "/Tests/e2e/chaos/chaos.py"
+        let result = try await OneAtATime.heavyWork.run { try await runCommand(
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
+            environment: ["DUET_BINARY": duet], timeout: .seconds(320)) }
+        #expect(result.status == 0, "chaos \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
+        if let line = result.stdout.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) { print(line) }
+    }
+}

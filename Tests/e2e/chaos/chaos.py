@@ -1,0 +1,304 @@
+"""Real-network chaos: two headless Chromiums, each in a network namespace of its own, wired by veth pairs to
+the namespace of the test (the "router": `duet serve`, coturn, forwarding). Links are cut with `ip link`,
+planes with iptables, latency is added by a userspace relay (this kernel has no netem), loss by iptables.
+
+    A (10.9.1.2) ─ veth ─ router (10.9.1.1 · 10.9.2.1: duet serve, coturn, relays) ─ veth ─ B (10.9.2.2)
+
+Run inside a fresh namespace (BrowserChaosTests does):
+    unshare -n sh -c 'ip link set lo up && exec python3 chaos.py cut-10s'
+Each scenario measures the time from the heal to both sides in the call with media flowing again, prints
+`RESULT {json}` and records it in docs/chaos-results.json, from which docs/resilience.md's table is made.
+"""
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "browser"))
+from cdp import Browser  # noqa: E402
+from scenarios import Coturn, Server, expect, log, sh, stats  # noqa: E402
+import delay_relay  # noqa: E402
+import results  # noqa: E402
+
+HEALTHY = ("duet.phase === 'inCall' && duet.connectionStatus === 'connected' && duet.transport != null && "
+           "['connected', 'completed'].includes(duet.iceConnectionState)")
+
+
+class Peer:
+    """A namespace with one veth to the router and a Chromium inside it."""
+
+    def __init__(self, name, index):
+        self.name, self.index = name, index
+        self.holder = subprocess.Popen(["unshare", "-n", "sleep", "infinity"])
+        pid = self.holder.pid
+        deadline = time.monotonic() + 5
+        while os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+            expect(time.monotonic() < deadline, "the peer namespace did not appear")
+            time.sleep(0.01)
+        self.enter = ["nsenter", "-t", str(pid), "-n"]
+        # No IPv6: a link-local address appearing seconds after the link is up reads to Chromium as a network
+        # change (ERR_NETWORK_CHANGED) in the middle of loading the page.
+        self.run("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        self.link, self.gateway, self.address = f"r{name}", f"10.9.{index}.1", f"10.9.{index}.2"
+        sh(f"ip link add {self.link} type veth peer name p{name} netns {pid}")
+        sh(f"ip addr add {self.gateway}/24 dev {self.link} && ip link set {self.link} up")
+        self.run(f"ip link set lo up && ip addr add {self.address}/24 dev p{name} && ip link set p{name} up && "
+                 f"ip route add default via {self.gateway}")
+        self.browser = None
+        self.page = None
+
+    def run(self, command):
+        subprocess.run([*self.enter, "sh", "-c", command], check=True)
+
+    def open(self, url, origin):
+        self.browser = Browser.launch(
+            prefix=self.enter,
+            extra_flags=(f"--unsafely-treat-insecure-origin-as-secure={origin}",
+                         "--disable-features=WebRtcHideLocalIpsWithMdns"))
+        self.page = self.browser.new_page(url)
+        self.page.wait_for("window.duet && duet.page === 'call'", 15, message=f"{self.name}: call page loads")
+        return self.page
+
+    def cut(self):
+        sh(f"ip link set {self.link} down")
+
+    def heal(self):
+        sh(f"ip link set {self.link} up")
+
+    def close(self):
+        if self.browser:
+            self.browser.close()
+        self.holder.kill()
+
+
+class Network:
+    def __init__(self):
+        sh("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        self.a, self.b = Peer("A", 1), Peer("B", 2)
+
+    def close(self):
+        for peer in (self.a, self.b):
+            peer.close()
+
+
+def frames(peer):
+    return stats(peer.page)["videoFramesDecoded"]
+
+
+def wait_whole(net, timeout, what):
+    """Both sides in the call, connected, on live signaling, with new video frames decoded."""
+    marks = {peer.name: frames(peer) for peer in (net.a, net.b)}
+    for peer in (net.a, net.b):
+        try:
+            peer.page.wait_for(f"({HEALTHY}) && duet.stats().then(s => s.videoFramesDecoded > {marks[peer.name]} + 5 && s)",
+                               timeout, poll=0.1, message=f"{peer.name}: {what}")
+        except TimeoutError:
+            for p in (net.a, net.b):
+                log(p.name, "state", p.page.evaluate("({ice: duet.iceConnectionState, restarts: duet.iceRestarts, "
+                                                     "reconnects: duet.reconnects, status: duet.connectionStatus})"), stats(p.page))
+            raise
+
+
+def start(net, server, query="", base=None):
+    room = server.new_room()
+    pages = []
+    for peer in (net.a, net.b):
+        origin = base(peer) if base else f"http://{peer.gateway}:{server.port}"
+        pages.append(peer.open(f"{origin}/call/{room}{query}", origin))
+    started = time.monotonic()
+    wait_whole(net, 40, "call established")
+    return time.monotonic() - started
+
+
+def measured(net, healed, timeout, what):
+    wait_whole(net, timeout, what)
+    return round(time.monotonic() - healed, 1)
+
+
+def restarts(net):
+    return sorted(set(net.a.page.evaluate("duet.iceRestarts") + net.b.page.evaluate("duet.iceRestarts")))
+
+
+def rejoins(peer):
+    """How the page's signaling came back after its first join (`reattached`, `recovered`)."""
+    return peer.page.evaluate("duet.reconnects.slice(1)")
+
+
+def how_it_recovered(net):
+    media = "ICE restart (" + ", ".join(restarts(net)) + ")" if restarts(net) else "media kept its ICE pair (no restart)"
+    kinds = rejoins(net.a) + rejoins(net.b)
+    signaling = "signaling rejoined " + ", ".join(f"`{k}`" for k in sorted(set(kinds))) if kinds else "signaling never dropped"
+    return f"{media}; {signaling}"
+
+
+@contextlib.contextmanager
+def serving(*args, host="0.0.0.0"):
+    server = Server(*args, host=host)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def blocked(*rules, what):
+    """iptables rules in force for the block's duration."""
+    for rule in rules:
+        sh(f"iptables -A {rule}")
+    log(what)
+    try:
+        yield
+    finally:
+        for rule in rules:
+            subprocess.run(f"iptables -D {rule}", shell=True, check=False)
+
+
+# MARK: - Scenarios: each returns (recovery seconds, what recovered it)
+
+def full_cut(seconds):
+    def scenario(net):
+        with serving() as server:
+            start(net, server)
+            net.a.cut()
+            log(f"A's link cut for {seconds} s")
+            time.sleep(seconds)
+            net.a.heal()
+            return measured(net, time.monotonic(), 90, f"back after a {seconds} s cut"), how_it_recovered(net)
+    return scenario
+
+
+def signaling_cut(net):
+    """Only A's TCP to the server is dropped: media keeps flowing, signaling comes back by itself."""
+    with serving() as server:
+        start(net, server)
+        before = {p.name: frames(p) for p in (net.a, net.b)}
+        with blocked(f"INPUT -i {net.a.link} -p tcp --dport {server.port} -j DROP",
+                     f"OUTPUT -o {net.a.link} -p tcp --sport {server.port} -j DROP", what="A's signaling cut for 45 s"):
+            time.sleep(45)
+            for peer in (net.a, net.b):
+                expect(frames(peer) > before[peer.name] + 300, f"{peer.name}: media kept flowing through the signaling cut")
+        healed = time.monotonic()
+        net.a.page.wait_for("duet.reconnects.length > 1 && duet.transport != null", 60, message="A's signaling is back")
+        recovery = measured(net, healed, 60, "whole after the signaling cut")
+        expect(restarts(net) == [], f"no ICE restart for a signaling-only outage (B3): {restarts(net)}")
+        return recovery, how_it_recovered(net) + " (media flowed throughout)"
+
+
+def media_cut(net):
+    """Only the media path (UDP between the peers) is dropped for 10 s: ICE restarts, signaling untouched."""
+    with serving() as server:
+        start(net, server)
+        with blocked("FORWARD -p udp -j DROP", what="media cut for 10 s"):
+            time.sleep(10)
+        recovery = measured(net, time.monotonic(), 60, "whole after the media cut")
+        expect(restarts(net) != [], "an ICE restart happened")
+        return recovery, how_it_recovered(net)
+
+
+def server_kill(net):
+    with serving() as server:
+        start(net, server)
+        server.kill()
+        time.sleep(3)
+        server.start()
+        recovery = measured(net, time.monotonic(), 60, "whole after the server restart")
+        return recovery, how_it_recovered(net) + " (the room rebuilt from reconnect tokens)"
+
+
+def ws_refused(net):
+    with serving("--block-websocket", "on") as server:
+        setup = start(net, server)
+        for peer in (net.a, net.b):
+            expect(peer.page.evaluate("duet.transport") == "sse", f"{peer.name} fell back to SSE")
+        return round(setup, 1), "WebSocket refused → SSE at once; time is the whole call setup"
+
+
+def rtt_loss(net):
+    """200 ms round trips: signaling through a relay adding 100 ms each way; media through coturn behind a relay
+    adding 50 ms each way (A → relay → coturn → relay → B crosses it twice). And 5 % loss on both links."""
+    secret = "chaos-" + os.urandom(6).hex()
+    turn = Coturn(secret, listen=("127.0.0.1",), port=3479)
+    loss = [f"{chain} {flag} {p.link} -m statistic --mode random --probability 0.05 -j DROP"
+            for p in (net.a, net.b) for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o"))]
+    try:
+        with serving("--turn-secret", secret, "--turn-uri", "turn:10.9.1.1:3478?transport=udp", host="127.0.0.1") as server, \
+                blocked(*loss, what="5 % loss on both links, 200 ms round trips"):
+            relays = [delay_relay.start_tcp(("10.9.1.1", 8443), ("127.0.0.1", server.port), 0.1),
+                      delay_relay.start_udp(("10.9.1.1", 3478), ("127.0.0.1", 3479), 0.05)]
+            try:
+                setup = start(net, server, "?relay=1", base=lambda peer: "http://10.9.1.1:8443")
+                rtt = stats(net.a.page).get("rttMs")
+                expect(rtt is not None and 180 <= rtt <= 320, f"the media path has a 200 ms round trip (RTT {rtt} ms)")
+                held = time.monotonic()
+                marks = {p.name: frames(p) for p in (net.a, net.b)}
+                while time.monotonic() - held < 60:
+                    for peer in (net.a, net.b):
+                        expect(peer.page.evaluate(HEALTHY), f"{peer.name} stays connected under latency and loss")
+                    time.sleep(1)
+                for peer in (net.a, net.b):
+                    expect(frames(peer) > marks[peer.name] + 600, f"{peer.name}: video kept coming for 60 s")
+                return round(setup, 1), f"connects in {setup:.1f} s and holds 60 s (media RTT {rtt:.0f} ms, relayed)"
+            finally:
+                for relay in relays:
+                    relay.stop()
+    finally:
+        turn.stop()
+
+
+def turn_expiry(net):
+    """Relay-only with 20 s TURN credentials: after they expired (and were refreshed), the media path is cut
+    and ICE restarts through coturn with the new credentials."""
+    secret = "chaos-" + os.urandom(6).hex()
+    turn = Coturn(secret, listen=("10.9.1.1",), port=3478)
+    try:
+        with serving("--turn-secret", secret, "--turn-uri", "turn:10.9.1.1:3478?transport=udp", "--turn-ttl", "20") as server:
+            start(net, server, "?relay=1")
+            time.sleep(30)  # the first credentials have expired; the engine refreshed them at 80 %
+            with blocked("INPUT -p udp --dport 3478 -j DROP", what="TURN traffic cut for 15 s"):
+                time.sleep(15)
+            recovery = measured(net, time.monotonic(), 60, "relayed again with fresh credentials")
+            expect(stats(net.a.page)["candidateType"] == "relay", "still relayed")
+            expect(restarts(net) != [], "an ICE restart happened")
+            return recovery, how_it_recovered(net) + ", allocating with refreshed credentials"
+    finally:
+        turn.stop()
+
+
+SCENARIOS = {
+    "cut-2s": ("Full cut of one side, 2 s", full_cut(2)),
+    "cut-10s": ("Full cut of one side, 10 s", full_cut(10)),
+    "cut-2min": ("Full cut of one side, 2 min", full_cut(120)),
+    "signaling-cut": ("Signaling-only cut, 45 s (media keeps flowing)", signaling_cut),
+    "media-cut": ("Media-only cut, 10 s", media_cut),
+    "server-kill": ("`duet serve` killed -9, restarted after 3 s", server_kill),
+    "ws-refused": ("`/ws` refused → SSE", ws_refused),
+    "rtt-loss": ("200 ms RTT + 5 % loss", rtt_loss),
+    "turn-expiry": ("TURN credentials expire mid-call, then an ICE restart", turn_expiry),
+}
+
+
+def main():
+    name = sys.argv[1]
+    # A runaway scenario ends by itself (the 2 min cut is the longest: about 3 min in all).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"chaos {name} ran over 300 s")))
+    signal.alarm(300)
+    title, scenario = SCENARIOS[name]
+    started = time.monotonic()
+    net = Network()
+    try:
+        seconds, how = scenario(net)
+    finally:
+        net.close()
+    result = {"scenario": name, "title": title, "recovered": True, "seconds": seconds, "how": how}
+    print("RESULT " + json.dumps(result), flush=True)
+    results.record(result)
+    print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
