@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "DuetServer", targets: ["DuetServer"]),
         .library(name: "DuetTransport", targets: ["DuetTransport"]),
         .library(name: "DuetClient", targets: ["DuetClient"]),
+        // Load generator and benchmarks (docs/benchmarks.md).
+        .executable(name: "duet-bench", targets: ["duet-bench"]),
         // Thousands of fault schedules, deterministically: `swift run -c release duet-sim --seeds 10000`.
         .executable(name: "duet-sim", targets: ["duet-sim"]),
     ],
@@ -29,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // Wire contract: envelope, message payloads, error codes, id/token formats. No dependencies.
@@ -119,6 +122,20 @@ let package = Package(
         .executableTarget(
             name: "duet-sim",
             dependencies: ["DuetSimulation", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "duet-bench",
+            dependencies: [
+                "DuetProtocol", "DuetTransport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient", "DuetTestSupport"], swiftSettings: strict),

@@ -29,9 +29,6 @@ public struct NamedScenario: Sendable {
         func restarts(_ side: Side) -> [NegotiationMachine.RestartReason] {
             events(side).compactMap { if case .iceRestart(let reason) = $0.event { reason } else { nil } }
         }
-        func escalations(_ side: Side) -> [EscalationStep] {
-            events(side).compactMap { if case .escalation(let step) = $0.event { step } else { nil } }
-        }
         func transports(_ side: Side) -> [SignalingTransport] {
             events(side).compactMap { if case .transport(let transport?) = $0.event { transport } else { nil } }
         }

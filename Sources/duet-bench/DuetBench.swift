@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+
+/// Load generator and benchmarks (docs/benchmarks.md). Loopback only; every run is bounded in count and time.
+@main
+struct DuetBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "duet-bench",
+        abstract: "Measures duet serve (and the usual alternatives) with real WebSocket clients on loopback.",
+        subcommands: [Relay.self, Call.self, Idle.self, Storm.self, EchoServer.self])
+
+    static func emit(_ result: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        print("BENCH " + String(decoding: try encoder.encode(result), as: UTF8.self))
+    }
+}
+
+struct Relay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Relay throughput and latency: pairs send ICE-sized messages to each other.")
+    @Option(help: "duet, node or echo") var server: ServerUnderTest.Kind = .duet
+    @Option var pairs = 50
+    @Option(help: "Seconds of load (at most 60).") var seconds = 10.0
+    @Option(help: "Total messages per second; leave out to saturate.") var rate: Double?
+
+    func run() async throws {
+        try DuetBench.emit(try await RelayRun.run(server, pairs: min(pairs, 2_000), seconds: min(seconds, 60), rate: rate))
+    }
+}
+
+struct Call: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Call-shaped load: join, offer, answer, 20 ICE candidates each, pings.")
+    @Option(help: "duet or node") var server: ServerUnderTest.Kind = .duet
+    @Option var rooms = 500
+    @Option(help: "Client joins per second.") var joinRate = 500.0
+    @Option(help: "Seconds of load (at most 60).") var seconds = 10.0
+
+    func run() async throws {
+        try DuetBench.emit(try await CallRun.run(server, rooms: min(rooms, 5_000), joinsPerSecond: joinRate, seconds: min(seconds, 60)))
+    }
+}
+
+struct Idle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Resident memory per idle WebSocket connection.")
+    @Option var server: ServerUnderTest.Kind = .duet
+    @Option(help: "At most 19,900: the machine allows 20,000 open files per process.") var connections = 19_900
+
+    func run() async throws { try DuetBench.emit(try await IdleRun.run(server, connections: min(connections, 19_900))) }
+}
+
+struct Storm: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Reconnect storm: clients in rooms, duet serve restarted, time until all are back.")
+    @Option var clients = 1_000
+
+    func run() async throws { try DuetBench.emit(try await StormRun.run(clients: min(clients, 10_000))) }
+}
+
+struct EchoServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "echo-server", abstract: "The ceiling: a bare WebSocket echo on SwiftNIO.")
+    @Option var port = 0
+
+    func run() async throws { try await NIOEchoServer.run(port: port) }
+}
+
+extension ServerUnderTest.Kind: ExpressibleByArgument {}

@@ -1,0 +1,62 @@
+import DuetProtocol
+import Foundation
+
+/// Relay throughput: every client sends ICE-candidate-sized messages to its peer, either as fast as the
+/// server takes them (a window of unanswered messages per sender) or at a fixed total rate.
+struct RelayResult: Codable, Sendable {
+    var server: ServerUnderTest.Kind
+    var pairs: Int
+    var offeredRate: Double?
+    var messagesPerSecond: Double
+    var latencyMs: LatencySummary
+    var serverRSSKiB: Int
+    var serverCPUPercent: Double
+}
+
+enum RelayRun {
+    static func run(_ kind: ServerUnderTest.Kind, pairs count: Int, seconds: Double, rate: Double?, window: Int = 64) async throws -> RelayResult {
+        let server = try ServerUnderTest(kind)
+        let latency = LatencyRecorder()
+        let pairs = try await Pairs.connect(count, on: server, latency: latency)
+        let senders = pairs.flatMap { server.kind == .echo ? [$0.a] : [$0.a, $0.b] }
+        let before = server.sample
+        let started = ContinuousClock.now
+        let deadline = started + .milliseconds(Int64(seconds * 1_000))
+        let receivedBefore = senders.reduce(0) { $0 + $1.received }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for pair in pairs {
+                for (sender, receiver) in server.kind == .echo ? [(pair.a, pair.a)] : [(pair.a, pair.b), (pair.b, pair.a)] {
+                    group.addTask {
+                        var sent = 0
+                        let baseline = receiver.received
+                        let interval = rate.map { Duration.nanoseconds(Int64(1e9 * Double(senders.count) / $0)) }
+                        var next = ContinuousClock.now
+                        while ContinuousClock.now < deadline {
+                            if let interval {
+                                next += interval
+                                try await Task.sleep(until: next)
+                            } else {
+                                while sent - (receiver.received - baseline) >= window, ContinuousClock.now < deadline {
+                                    try await Task.sleep(for: .microseconds(100))
+                                }
+                            }
+                            try await sender.send(.ice, rid: pair.rid, payload: BenchClient.candidate)
+                            sent += 1
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - started
+        try await Task.sleep(for: .milliseconds(300))  // the last messages arrive
+        let after = server.sample
+        let delivered = senders.reduce(0) { $0 + $1.received } - receivedBefore
+        let secondsTaken = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        for pair in pairs { await pair.a.close(); if pair.b !== pair.a { await pair.b.close() } }
+        return RelayResult(
+            server: kind, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
+            latencyMs: latency.summary, serverRSSKiB: after.rssKiB,
+            serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / secondsTaken)
+    }
+}

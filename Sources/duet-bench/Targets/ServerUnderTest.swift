@@ -1,0 +1,89 @@
+import Foundation
+
+/// The server a run measures, started by the bench itself (so its memory and CPU can be read) on loopback.
+final class ServerUnderTest: @unchecked Sendable {
+    enum Kind: String, CaseIterable, Codable, Sendable {
+        /// `duet serve`, rate limits off.
+        case duet
+        /// The tutorial relay: Node.js on Debian's node-ws (`benchmarks/node-relay.js`).
+        case node
+        /// A bare WebSocket echo on SwiftNIO (`duet-bench echo-server`): the ceiling.
+        case echo
+    }
+
+    let kind: Kind
+    let process = Process()
+    private(set) var port = 0
+    private let dataDirectory: URL
+
+    var pid: Int32 { process.processIdentifier }
+    var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
+    var baseURL: String { "http://127.0.0.1:\(port)/" }
+
+    init(_ kind: Kind, port: Int = 0) throws {
+        self.kind = kind
+        self.port = port
+        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("duet-bench-\(UUID().uuidString)")
+        try start()
+    }
+
+    private func start() throws {
+        let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../benchmarks").standardized.path
+        switch kind {
+        case .duet:
+            process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["DUET_BINARY"] ?? binDir + "/duet")
+            process.arguments = ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", dataDirectory.path,
+                                 "--rate-limit", "off", "--log-level", "error"]
+        case .node:
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["node", benchmarks + "/node-relay.js", "\(port)"]
+            process.environment = ["NODE_PATH": "/usr/share/nodejs", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+        case .echo:
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["echo-server", "--port", "\(port)"]
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        // Every target prints the port it listens on (duet: its URL) as its first line.
+        var line = ""
+        while !line.hasSuffix("\n") {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            guard !byte.isEmpty else { throw BenchError("\(kind) exited before printing its port") }
+            line += String(decoding: byte, as: UTF8.self)
+        }
+        let digits = line.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").last.map { $0.filter(\.isNumber) } ?? ""
+        guard let number = Int(digits) else { throw BenchError("\(kind) printed \(line) instead of its port") }
+        port = number
+    }
+
+    var sample: ProcessSample { ProcessSample(pid: pid) }
+
+    func kill() {
+        guard process.isRunning else { return }
+        Foundation.kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The same server again, on the same port and data directory (a restart).
+    func restarted() throws -> ServerUnderTest {
+        kill()
+        return try ServerUnderTest(sameAs: self)
+    }
+
+    private init(sameAs old: ServerUnderTest) throws {
+        kind = old.kind
+        port = old.port
+        dataDirectory = old.dataDirectory
+        try start()
+    }
+
+    deinit { kill() }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,136 @@
+"""Runs every benchmark in one go, on this machine, with one generator (duet-bench) against three servers —
+duet serve, the Node.js relay on node-ws, and a bare SwiftNIO WebSocket echo (the ceiling) — and writes
+docs/benchmarks.md. Loopback only; each run is bounded (seconds, counts)."""
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BENCH = os.environ.get("DUET_BENCH", os.path.join(ROOT, ".build/release/duet-bench"))
+ENV = {**os.environ, "DUET_BINARY": os.environ.get("DUET_BINARY", os.path.join(ROOT, ".build/release/duet"))}
+SERVERS = ["duet", "node", "echo"]
+
+
+def bench(*args):
+    print("$ duet-bench", *args, flush=True)
+    out = subprocess.run([BENCH, *args], env=ENV, capture_output=True, text=True, timeout=600)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("BENCH ")), None)
+    if out.returncode != 0 or line is None:
+        sys.exit(f"duet-bench {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+    result = json.loads(line[len("BENCH "):])
+    print("  ", json.dumps(result), flush=True)
+    return result
+
+
+def ms(summary):
+    return f"{summary['p50']:.2f} / {summary['p90']:.2f} / {summary['p99']:.2f} / {summary['max']:.1f}"
+
+
+def main():
+    pairs, seconds = "50", "10"
+    saturated = {s: bench("relay", "--server", s, "--pairs", pairs, "--seconds", seconds) for s in SERVERS}
+    half = saturated["duet"]["messagesPerSecond"] / 2
+    paced = {s: bench("relay", "--server", s, "--pairs", pairs, "--seconds", seconds, "--rate", f"{half:.0f}") for s in SERVERS}
+    calls = {s: bench("call", "--server", s, "--rooms", "1000", "--join-rate", "500", "--seconds", "10") for s in ("duet", "node")}
+    idle = {s: bench("idle", "--server", s, "--connections", "19900") for s in SERVERS}
+    storm = bench("storm", "--clients", "1000")
+
+    d, n, e = (saturated[s]["messagesPerSecond"] for s in SERVERS)
+    p99 = {s: paced[s]["latencyMs"]["p99"] for s in SERVERS}
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        "# Benchmarks",
+        "",
+        f"One run of `benchmarks/compare.sh` on {datetime.date.today().isoformat()}: {os.cpu_count()} cores ({cpu or platform.machine()}), "
+        "release builds, loopback. One generator (`duet-bench`, real WebSocket clients from `DuetTransport`, latencies in "
+        "HdrHistogram) against three servers with the same envelope: `duet serve` (rate limits off), the usual tutorial relay "
+        "(`benchmarks/node-relay.js`: Node.js on Debian's `node-ws`, rooms in a Map) and a bare WebSocket echo on SwiftNIO "
+        "(`duet-bench echo-server`, the ceiling: no parsing, no rooms). Generator and server share the two cores, so absolute "
+        "numbers are low; the ratios are the point. These are measurements, not tests: nothing here fails a build.",
+        "",
+        "## Relay throughput (saturated)",
+        "",
+        f"{pairs} pairs; every client sends ICE-candidate-sized messages to its peer (the echo: to itself) with at most 64 "
+        f"unanswered, for {seconds} s.",
+        "",
+        "| server | messages/s | vs Node | vs NIO echo | latency p50 / p90 / p99 / max (ms) | server CPU | server RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in SERVERS:
+        r = saturated[s]
+        lines.append(f"| {s} | {r['messagesPerSecond']:,.0f} | {r['messagesPerSecond'] / n:.2f}× | {r['messagesPerSecond'] / e:.2f}× | "
+                     f"{ms(r['latencyMs'])} | {r['serverCPUPercent']:.0f} % | {r['serverRSSKiB'] / 1024:.1f} MiB |")
+    lines += [
+        "",
+        f"## Relay latency at half of Duet's saturation ({half:,.0f} messages/s offered to each server)",
+        "",
+        "| server | delivered/s | p50 / p90 / p99 / max (ms) | p99 vs NIO echo |",
+        "|---|---|---|---|",
+    ]
+    for s in SERVERS:
+        r = paced[s]
+        lines.append(f"| {s} | {r['messagesPerSecond']:,.0f} | {ms(r['latencyMs'])} | {p99[s] / p99['echo']:.2f}× |")
+    lines += [
+        "",
+        "## Call-shaped load",
+        "",
+        "1,000 rooms started at 500 joins/s; in each, two clients join, one offers and the other answers (2 KB SDPs), each "
+        "sends 20 ICE candidates, then both ping every second; 10 s.",
+        "",
+        "| server | join p50 / p90 / p99 / max (ms) | relay p50 / p90 / p99 / max (ms) | messages/s | server CPU | server RSS |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s, r in calls.items():
+        lines.append(f"| {s} | {ms(r['joinLatencyMs'])} | {ms(r['relayLatencyMs'])} | {r['messagesPerSecond']:,.0f} | "
+                     f"{r['serverCPUPercent']:.0f} % | {r['serverRSSKiB'] / 1024:.1f} MiB |")
+    lines += [
+        "",
+        "## Scale",
+        "",
+        "Idle WebSocket connections (19,900: this machine allows 20,000 open files per process, server and generator alike):",
+        "",
+        "| server | connections | RSS before → after | per connection |",
+        "|---|---|---|---|",
+    ]
+    for s, r in idle.items():
+        lines.append(f"| {s} | {r['connections']:,} | {r['rssBeforeKiB'] / 1024:.1f} → {r['rssAfterKiB'] / 1024:.1f} MiB | {r['kibPerConnection']:.1f} KiB |")
+    kinds = ", ".join(f"{v} {k}" for k, v in sorted(storm["kinds"].items()))
+    lines += [
+        "",
+        f"Reconnect storm: {storm['clients']:,} clients in {storm['clients'] // 2:,} rooms, `duet serve` killed and restarted on the "
+        f"same port and data directory; the clients reconnect with the engine's backoff (500 ms · 2ⁿ ≤ 5 s, ± 20 %) and prove "
+        f"their seats: **all back {storm['secondsUntilAllBack']:.2f} s after the restart** ({kinds}).",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | met? |",
+        "|---|---|---|",
+        f"| relay throughput ≥ 1.5× Node | {d / n:.2f}× | {'yes' if d / n >= 1.5 else 'no'} |",
+        f"| relay p99 ≤ 2× NIO echo's p99 at half of saturation | {p99['duet'] / p99['echo']:.2f}× | {'yes' if p99['duet'] <= 2 * p99['echo'] else 'no'} |",
+        f"| ≤ 20 KiB RSS per idle connection | {idle['duet']['kibPerConnection']:.1f} KiB | {'yes' if idle['duet']['kibPerConnection'] <= 20 else 'no'} |",
+        f"| reconnect storm ≤ 3 s | {storm['secondsUntilAllBack']:.2f} s | {'yes' if storm['secondsUntilAllBack'] <= 3 else 'no'} |",
+        f"| join p99 ≤ 5 ms at 500 joins/s | {calls['duet']['joinLatencyMs']['p99']:.2f} ms | {'yes' if calls['duet']['joinLatencyMs']['p99'] <= 5 else 'no'} |",
+        "",
+        "<!-- notes:begin -->",
+        "<!-- notes:end -->",
+        "",
+    ]
+    path = os.path.join(ROOT, "docs", "benchmarks.md")
+    notes = ""
+    if os.path.exists(path):
+        old = open(path).read()
+        if "<!-- notes:begin -->" in old:
+            notes = old.split("<!-- notes:begin -->", 1)[1].split("<!-- notes:end -->", 1)[0]
+    text = "\n".join(lines).replace("<!-- notes:begin -->\n<!-- notes:end -->", "<!-- notes:begin -->" + (notes or "\n") + "<!-- notes:end -->")
+    with open(path, "w") as f:
+        f.write(text)
+    with open(os.path.join(ROOT, "docs", "benchmarks.json"), "w") as f:
+        json.dump({"saturated": saturated, "paced": paced, "calls": calls, "idle": idle, "storm": storm}, f, indent=2, sort_keys=True)
+    print("wrote docs/benchmarks.md")
+
+
+if __name__ == "__main__":
+    main()
