@@ -48,7 +48,7 @@ extension Envelope {
     public static func decode(_ bytes: some DataProtocol) throws(ProtocolError) -> Envelope {
         let json: JSONValue
         do {
-            json = try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
+            json = try JSONText.parse(bytes)
         } catch {
             throw ProtocolError(.badRequest, "invalid JSON")
         }
@@ -81,7 +81,9 @@ extension Envelope {
         return envelope
     }
 
-    public func encoded() -> Data {
+    public func encoded() -> Data { Data(JSONText.write(.object(encodedFields))) }
+
+    private var encodedFields: [String: JSONValue] {
         var fields: [String: JSONValue] = ["v": .int(Int64(v)), "type": .string(type), "payload": payload]
         if let rid { fields["rid"] = .string(rid) }
         if let sid { fields["sid"] = .string(sid) }
@@ -89,11 +91,10 @@ extension Envelope {
         if let to { fields["to"] = .string(to) }
         if let ts { fields["ts"] = .int(ts) }
         if let epoch { fields["epoch"] = .int(epoch) }
-        // Encoding a JSONValue cannot fail: every case maps to a JSON value.
-        return (try? JSONCoding.encoder.encode(JSONValue.object(fields))) ?? Data("{}".utf8)
+        return fields
     }
 
-    public func encodedString() -> String { String(decoding: encoded(), as: UTF8.self) }
+    public func encodedString() -> String { String(decoding: JSONText.write(.object(encodedFields)), as: UTF8.self) }
 
     private static func optionalString(_ fields: [String: JSONValue], _ key: String) throws(ProtocolError) -> String? {
         switch fields[key] {

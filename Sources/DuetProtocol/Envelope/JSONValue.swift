@@ -112,15 +112,13 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 extension JSONValue {
     /// Converts a typed payload into a `JSONValue` (server-built messages are rare; clarity wins over speed).
     public init(encoding value: some Encodable) throws {
-        let data = try JSONCoding.encoder.encode(value)
-        self = try JSONCoding.decoder.decode(JSONValue.self, from: data)
+        self = try JSONText.parse(JSONCoding.encoder.encode(value))
     }
 
     /// Reads a typed payload out of a `JSONValue`; the error names the offending field.
     public func decode<T: Decodable>(_ type: T.Type) throws(ProtocolError) -> T {
         do {
-            let data = try JSONCoding.encoder.encode(self)
-            return try JSONCoding.decoder.decode(T.self, from: data)
+            return try JSONCoding.decoder.decode(T.self, from: Data(JSONText.write(self)))
         } catch let error as DecodingError {
             throw ProtocolError(.badRequest, error.fieldDescription)
         } catch {

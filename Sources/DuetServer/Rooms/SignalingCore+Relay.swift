@@ -6,13 +6,14 @@ extension SignalingCore {
         let seat = try requireSeat(connection)
         guard let room = rooms[seat.rid] else { throw ProtocolError(.notInRoom, "the room no longer exists") }
         let kind = envelope.type
-        // Validate the shape only; what is relayed is the original payload, unknown fields included.
-        if envelope.messageType == .ice {
+        // Validate the shape only; what is relayed is the original payload, unknown fields included. The usual
+        // shapes pass a structural check; anything else goes through Codable, whose error names the field.
+        if !Self.isPlainRelayPayload(envelope), envelope.messageType == .ice {
             guard envelope.payload["candidate"] != nil else {
                 throw ProtocolError(.badRequest, "payload.candidate: missing (use null for end-of-candidates)")
             }
             _ = try envelope.payload.decode(IcePayload.self)
-        } else {
+        } else if !Self.isPlainRelayPayload(envelope) {
             _ = try envelope.payload.decode(SessionDescriptionPayload.self)
         }
         let others = room.participants.filter { $0.cid != seat.cid }
@@ -45,6 +46,31 @@ extension SignalingCore {
         if !suspended.isEmpty {
             let failed = RelayFailedPayload(reason: .targetSuspended, targets: suspended, of: kind)
             out.append(.send(connection, Self.envelope(.relayFailed, rid: seat.rid, cid: seat.cid, ts: nowMs, epoch: room.epoch, failed)))
+        }
+    }
+
+    /// `{sdp: String}` for offer/answer; `{candidate: null}` or `{candidate: {candidate: String, sdpMid: String?,
+    /// sdpMLineIndex: Int?}}` for ice — exactly what `SessionDescriptionPayload` / `IcePayload` accept in those shapes.
+    static func isPlainRelayPayload(_ envelope: Envelope) -> Bool {
+        guard case .object(let payload) = envelope.payload else { return false }
+        guard envelope.messageType == .ice else {
+            if case .string? = payload["sdp"] { return true }
+            return false
+        }
+        switch payload["candidate"] {
+        case .null?: return true
+        case .object(let candidate)?:
+            guard case .string? = candidate["candidate"] else { return false }
+            switch candidate["sdpMid"] {
+            case nil, .null?, .string?: break
+            default: return false
+            }
+            switch candidate["sdpMLineIndex"] {
+            case nil, .null?: return true
+            case .int(let index)?: return Int(exactly: index) != nil
+            default: return false
+            }
+        default: return false
         }
     }
 }

@@ -53,6 +53,7 @@ enum CallRun {
         }
         let elapsed = (ContinuousClock.now - started).seconds
         let after = server.sample
+        server.stop()
         return CallResult(
             server: kind, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, relayLatencyMs: relay.summary,
             messagesPerSecond: Double(delivered) / elapsed, serverRSSKiB: after.rssKiB,

@@ -22,6 +22,7 @@ enum IdleRun {
         try await Task.sleep(for: .seconds(3))
         let after = server.sample
         for client in clients { await client.close() }
+        server.stop()
         return IdleResult(
             server: kind, connections: clients.count, rssBeforeKiB: before.rssKiB, rssAfterKiB: after.rssKiB,
             kibPerConnection: Double(after.rssKiB - before.rssKiB) / Double(clients.count))

@@ -54,6 +54,7 @@ enum RelayRun {
         let delivered = senders.reduce(0) { $0 + $1.received } - receivedBefore
         let secondsTaken = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         for pair in pairs { await pair.a.close(); if pair.b !== pair.a { await pair.b.close() } }
+        server.stop()
         return RelayResult(
             server: kind, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
             latencyMs: latency.summary, serverRSSKiB: after.rssKiB,

@@ -55,6 +55,8 @@ enum StormRun {
             }
             return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
         }
-        return StormResult(clients: seats.count, secondsUntilAllBack: (ContinuousClock.now - back).seconds, kinds: kinds)
+        let took = (ContinuousClock.now - back).seconds
+        server.stop()
+        return StormResult(clients: seats.count, secondsUntilAllBack: took, kinds: kinds)
     }
 }

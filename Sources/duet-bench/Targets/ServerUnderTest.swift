@@ -34,7 +34,7 @@ final class ServerUnderTest: @unchecked Sendable {
         case .duet:
             process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["DUET_BINARY"] ?? binDir + "/duet")
             process.arguments = ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", dataDirectory.path,
-                                 "--rate-limit", "off", "--log-level", "error"]
+                                 "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0"]
         case .node:
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["node", benchmarks + "/node-relay.js", "\(port)"]
@@ -65,6 +65,15 @@ final class ServerUnderTest: @unchecked Sendable {
         guard process.isRunning else { return }
         Foundation.kill(pid, SIGKILL)
         process.waitUntilExit()
+    }
+
+    /// SIGTERM, as an operator would (a profiler under it gets to write its data), then SIGKILL after 30 s.
+    func stop() {
+        guard process.isRunning else { return }
+        Foundation.kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        kill()
     }
 
     /// The same server again, on the same port and data directory (a restart).
