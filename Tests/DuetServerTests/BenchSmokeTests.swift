@@ -1,0 +1,32 @@
+import DuetTestSupport
+import Foundation
+import Testing
+
+/// `duet-bench` keeps working: a tiny relay run and a tiny reconnect storm against the built `duet serve` on
+/// loopback. What it measures is for docs/benchmarks.md; here only that it measures.
+@Suite(.serialized) struct BenchSmokeTests {
+    func bench(_ arguments: [String]) async throws -> [String: Any] {
+        let binary = packageRoot + "/.build/debug/duet-bench"
+        try #require(FileManager.default.fileExists(atPath: binary), "build the package first: \(binary) is missing")
+        let result = try await OneAtATime.heavyWork.run {
+            try await runCommand([binary] + arguments, environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(60))
+        }
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let line = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("BENCH ") }, "no result line: \(result.stdout)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("BENCH ".count).utf8)) as? [String: Any])
+    }
+
+    @Test func relayRunMeasuresDeliveredMessagesAndLatency() async throws {
+        let result = try await bench(["relay", "--server", "duet", "--pairs", "2", "--seconds", "1"])
+        #expect((result["messagesPerSecond"] as? Double ?? 0) > 0)
+        let latency = try #require(result["latencyMs"] as? [String: Any])
+        #expect((latency["count"] as? Int ?? 0) > 0)
+        #expect((result["serverRSSKiB"] as? Int ?? 0) > 0)
+    }
+
+    @Test func reconnectStormBringsEveryClientBackWithItsSeat() async throws {
+        let result = try await bench(["storm", "--clients", "20"])
+        #expect(result["clients"] as? Int == 20)
+        #expect((result["kinds"] as? [String: Int])?["recovered"] == 20)
+    }
+}
