@@ -17,7 +17,6 @@ final class SimClient {
     private var webRtcQueue: [EngineCommand] = []
     private var webRtcBusy = false
     private var acceptingWebRtcCommands = true
-    private(set) var tearingDown = false
     private(set) var sseSid: String
     private var sidRenewals = 0
 
@@ -146,7 +145,6 @@ final class SimClient {
         case .emit(let event): emit(event)
         case .teardown:
             acceptingWebRtcCommands = false
-            tearingDown = true
             // The goodbye goes out first (an SSE POST is answered, bounded by the flush timeout), then the
             // transport closes, then the peer connection.
             var finished = false
@@ -156,7 +154,6 @@ final class SimClient {
                 run {
                     if let detached = self.detach() { self.world.clientClose(detached) }
                     self.world.media.close(self.side)
-                    self.tearingDown = false
                     self.feed(.teardownFinished)
                 }
             }

@@ -21,7 +21,6 @@ final class SimMediaPlane {
         var failedUfrag: String?
         /// Invalidates scheduled ICE transitions whenever the picture changes.
         var token = 0
-        var connectedOnce = false
         /// The path epochs (mine, theirs) of the selected candidate pair.
         var pair: [Int]?
         var disconnectedAt: Int64 = 0
@@ -222,10 +221,7 @@ final class SimMediaPlane {
         guard peer.ice != state else { return }
         if state == .failed { peer.failedUfrag = peer.localUfrag }
         if state == .disconnected { peer.disconnectedAt = world.scheduler.now }
-        if state == .connected {
-            peer.connectedOnce = true
-            world.monitor.iceConnected(side)
-        }
+        if state == .connected { world.monitor.iceConnected(side) }
         peer.ice = state
         world.client(side).webRtcEvent(.iceStateChanged(state))
     }

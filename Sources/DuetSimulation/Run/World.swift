@@ -1,4 +1,3 @@
-import Crypto
 import DuetClient
 import DuetProtocol
 import DuetServer
