@@ -1,4 +1,5 @@
 import ArgumentParser
+import DuetTransport
 import Foundation
 
 /// Load generator and benchmarks (docs/benchmarks.md). Loopback only; every run is bounded in count and time.
@@ -22,9 +23,14 @@ struct Relay: AsyncParsableCommand {
     @Option var pairs = 50
     @Option(help: "Seconds of load (at most 60).") var seconds = 10.0
     @Option(help: "Total messages per second; leave out to saturate.") var rate: Double?
+    @Option(help: "ws or sse (sse: duet only).") var transport: SignalingTransportKind = .ws
+
+    func validate() throws {
+        if transport == .sse && server != .duet { throw ValidationError("only duet serve speaks SSE") }
+    }
 
     func run() async throws {
-        try DuetBench.emit(try await RelayRun.run(server, pairs: min(pairs, 2_000), seconds: min(seconds, 60), rate: rate))
+        try DuetBench.emit(try await RelayRun.run(server, over: transport, pairs: min(pairs, 2_000), seconds: min(seconds, 60), rate: rate))
     }
 }
 
@@ -34,9 +40,14 @@ struct Call: AsyncParsableCommand {
     @Option var rooms = 500
     @Option(help: "Client joins per second.") var joinRate = 500.0
     @Option(help: "Seconds of load (at most 60).") var seconds = 10.0
+    @Option(help: "ws or sse (sse: duet only).") var transport: SignalingTransportKind = .ws
+
+    func validate() throws {
+        if transport == .sse && server != .duet { throw ValidationError("only duet serve speaks SSE") }
+    }
 
     func run() async throws {
-        try DuetBench.emit(try await CallRun.run(server, rooms: min(rooms, 5_000), joinsPerSecond: joinRate, seconds: min(seconds, 60)))
+        try DuetBench.emit(try await CallRun.run(server, over: transport, rooms: min(rooms, 5_000), joinsPerSecond: joinRate, seconds: min(seconds, 60)))
     }
 }
 
@@ -63,3 +74,4 @@ struct EchoServer: AsyncParsableCommand {
 }
 
 extension ServerUnderTest.Kind: ExpressibleByArgument {}
+extension SignalingTransportKind: ExpressibleByArgument {}

@@ -39,4 +39,21 @@ import Testing
         #expect(written.hasPrefix(#"{"n":[1,-2,3.25,true,null],"nested":{"k":{}},"sdp":"#), "keys sorted, as JSONCoding writes them")
         #expect(!written.contains(#"\/"#), "slashes are not escaped")
     }
+
+    @Test func envelopeIsWrittenAsItsFieldsWouldBe() throws {
+        var full = Envelope(.ice, rid: "r\"1", sid: "s", cid: "c", to: "t", ts: 12, epoch: 3, payload: ["candidate": ["candidate": "a\nb"]])
+        full.v = 1
+        let bare = Envelope(.ping)
+        for envelope in [full, bare] {
+            var fields: [String: JSONValue] = ["v": .int(Int64(envelope.v)), "type": .string(envelope.type), "payload": envelope.payload]
+            if let rid = envelope.rid { fields["rid"] = .string(rid) }
+            if let sid = envelope.sid { fields["sid"] = .string(sid) }
+            if let cid = envelope.cid { fields["cid"] = .string(cid) }
+            if let to = envelope.to { fields["to"] = .string(to) }
+            if let ts = envelope.ts { fields["ts"] = .int(ts) }
+            if let epoch = envelope.epoch { fields["epoch"] = .int(epoch) }
+            #expect(envelope.encodedBytes() == JSONText.write(.object(fields)), "same bytes as the generic writer: keys sorted")
+            #expect(try Envelope.decode(envelope.encodedBytes()) == envelope)
+        }
+    }
 }

@@ -2,7 +2,7 @@ import DuetTestSupport
 import Foundation
 import Testing
 
-/// `duet-bench` keeps working: a tiny relay run and a tiny reconnect storm against the built `duet serve` on
+/// `duet-bench` keeps working: a tiny relay run over WebSocket and over SSE, and a tiny reconnect storm against the built `duet serve` on
 /// loopback. What it measures is for docs/benchmarks.md; here only that it measures.
 @Suite(.serialized) struct BenchSmokeTests {
     func bench(_ arguments: [String]) async throws -> [String: Any] {
@@ -16,8 +16,10 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("BENCH ".count).utf8)) as? [String: Any])
     }
 
-    @Test func relayRunMeasuresDeliveredMessagesAndLatency() async throws {
-        let result = try await bench(["relay", "--server", "duet", "--pairs", "2", "--seconds", "1"])
+    @Test(arguments: ["ws", "sse"])
+    func relayRunMeasuresDeliveredMessagesAndLatency(transport: String) async throws {
+        let result = try await bench(["relay", "--server", "duet", "--transport", transport, "--pairs", "2", "--seconds", "1"])
+        #expect(result["transport"] as? String == transport)
         #expect((result["messagesPerSecond"] as? Double ?? 0) > 0)
         let latency = try #require(result["latencyMs"] as? [String: Any])
         #expect((latency["count"] as? Int ?? 0) > 0)

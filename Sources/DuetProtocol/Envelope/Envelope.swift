@@ -81,20 +81,36 @@ extension Envelope {
         return envelope
     }
 
-    public func encoded() -> Data { Data(JSONText.write(.object(encodedFields))) }
+    public func encoded() -> Data { Data(encodedBytes()) }
 
-    private var encodedFields: [String: JSONValue] {
-        var fields: [String: JSONValue] = ["v": .int(Int64(v)), "type": .string(type), "payload": payload]
-        if let rid { fields["rid"] = .string(rid) }
-        if let sid { fields["sid"] = .string(sid) }
-        if let cid { fields["cid"] = .string(cid) }
-        if let to { fields["to"] = .string(to) }
-        if let ts { fields["ts"] = .int(ts) }
-        if let epoch { fields["epoch"] = .int(epoch) }
-        return fields
+    public func encodedString() -> String { String(decoding: encodedBytes(), as: UTF8.self) }
+
+    /// The envelope's fields written straight out in sorted key order (what `JSONText` does for any object),
+    /// without building a dictionary first: every message the server sends passes here.
+    public func encodedBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        func key(_ name: StaticString) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            out += "\":".utf8
+        }
+        if let cid { key("cid"); JSONText.writeString(cid, into: &out) }
+        if let epoch { key("epoch"); out += String(epoch).utf8 }
+        key("payload"); JSONText.write(payload, into: &out)
+        if let rid { key("rid"); JSONText.writeString(rid, into: &out) }
+        if let sid { key("sid"); JSONText.writeString(sid, into: &out) }
+        if let to { key("to"); JSONText.writeString(to, into: &out) }
+        if let ts { key("ts"); out += String(ts).utf8 }
+        key("type"); JSONText.writeString(type, into: &out)
+        key("v"); out += String(v).utf8
+        out.append(UInt8(ascii: "}"))
+        return out
     }
-
-    public func encodedString() -> String { String(decoding: JSONText.write(.object(encodedFields)), as: UTF8.self) }
 
     private static func optionalString(_ fields: [String: JSONValue], _ key: String) throws(ProtocolError) -> String? {
         switch fields[key] {

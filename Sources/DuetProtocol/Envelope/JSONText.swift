@@ -28,7 +28,7 @@ public enum JSONText {
 
     // MARK: - Writing
 
-    private static func write(_ value: JSONValue, into out: inout [UInt8]) {
+    static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
         case .null: out += "null".utf8
         case .bool(let flag): out += (flag ? "true" : "false").utf8
@@ -46,11 +46,11 @@ public enum JSONText {
             out.append(UInt8(ascii: "]"))
         case .object(let fields):
             out.append(UInt8(ascii: "{"))
-            for (index, key) in fields.keys.sorted().enumerated() {
+            for (index, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(key, into: &out)
+                writeString(field.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(fields[key]!, into: &out)
+                write(field.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -58,8 +58,14 @@ public enum JSONText {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ text: String, into out: inout [UInt8]) {
+    static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (ids, SDP lines, candidates) need no escaping: copy them whole.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out += text.utf8
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += "\\\"".utf8
@@ -85,7 +91,12 @@ public enum JSONText {
         static let maxDepth = 512
 
         mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         func fail() -> SyntaxError { SyntaxError(offset: index) }
@@ -112,7 +123,8 @@ public enum JSONText {
 
         mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
             index += 1
-            var fields: [String: JSONValue] = [:]
+            // Envelopes and payloads have a handful of fields: one allocation instead of growing 1 → 2 → 4 → 8.
+            var fields = [String: JSONValue](minimumCapacity: 8)
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1

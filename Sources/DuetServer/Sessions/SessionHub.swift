@@ -24,7 +24,7 @@ public actor SessionHub {
 
     private struct Outlet {
         var kind: TransportKind
-        var continuation: AsyncStream<Outbound>.Continuation
+        var sink: OutboundSink
         var bucket: TokenBucket?
         var droppedForRate = 0
         var lastRateErrorMs: Int64?
@@ -51,14 +51,20 @@ public actor SessionHub {
 
     // MARK: - Transport side
 
+    /// A connection whose outbound messages are read from the returned stream (SSE).
     public func open(_ kind: TransportKind, sid: String? = nil) -> (ConnectionID, AsyncStream<Outbound>) {
+        let (sink, stream) = OutboundSink.stream()
+        return (open(kind, sid: sid, sink: sink), stream)
+    }
+
+    /// A connection whose outbound messages go to `sink` (WebSocket).
+    public func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
         nextConnection += 1
         let id = ConnectionID(nextConnection)
-        let (stream, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .unbounded)
-        outlets[id] = Outlet(kind: kind, continuation: continuation, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) })
+        outlets[id] = Outlet(kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) })
         metrics.connectionOpened(kind)
         perform(core.handle(.opened(id, kind, sid: sid), nowMs: now()))
-        return (id, stream)
+        return id
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body).
@@ -102,7 +108,7 @@ public actor SessionHub {
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     public func closed(_ id: ConnectionID, reason: String) {
         guard let outlet = outlets.removeValue(forKey: id) else { return }
-        outlet.continuation.finish()
+        outlet.sink.finish()
         let reason = outlet.closeReason ?? reason
         metrics.connectionClosed(outlet.kind, reason: reason)
         logger.debug("transport closed", metadata: ["conn": "\(id)", "reason": "\(reason)"])
@@ -135,7 +141,7 @@ public actor SessionHub {
     public func closeAll() {
         for id in outlets.keys {
             requestClose(id, .serviceRestart, reason: "server shutting down")
-            outlets[id]?.continuation.finish()
+            outlets[id]?.sink.finish()
         }
     }
 
@@ -159,11 +165,11 @@ public actor SessionHub {
         if outlet.droppedForRate >= Self.floodCloseThreshold {
             logger.notice("closing flooding connection", metadata: ["conn": "\(id)"])
             outlet.closeReason = "rate_limited"
-            outlet.continuation.yield(.close(.policyViolation, reason: "rate limited"))
+            outlet.sink.yield(.close(.policyViolation, reason: "rate limited"))
         } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
             outlet.lastRateErrorMs = nowMs
             let error = SignalingCore.errorEnvelope(ProtocolError(.rateLimited, "too many messages; slow down"), nowMs: nowMs)
-            outlet.continuation.yield(.text(error.encodedString()))
+            outlet.sink.yield(.text(error.encodedString()))
             metrics.messageOut(error.type)
             metrics.error(.rateLimited)
         }
@@ -173,21 +179,22 @@ public actor SessionHub {
     private func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String) {
         guard var outlet = outlets[id] else { return }
         outlet.closeReason = outlet.closeReason ?? reason.replacingOccurrences(of: " ", with: "_")
-        outlet.continuation.yield(.close(code, reason: reason))
+        outlet.sink.yield(.close(code, reason: reason))
         outlets[id] = outlet
     }
 
     private func send(_ envelope: Envelope, to id: ConnectionID) {
         guard let outlet = outlets[id] else { return }
-        outlet.continuation.yield(.text(envelope.encodedString()))
+        outlet.sink.yield(.text(envelope.encodedString()))
         metrics.messageOut(envelope.type)
         if envelope.messageType == .error, let code = envelope.payload["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) {
             metrics.error(code)
         }
     }
 
+    /// Room and participant gauges are not touched here: counting them walks every room, so `/metrics`
+    /// refreshes them when it is scraped (OperationsRoutes).
     private func perform(_ outputs: [SignalingCore.Output]) {
-        var membershipChanged = false
         for output in outputs {
             switch output {
             case .send(let id, let envelope):
@@ -202,12 +209,8 @@ public actor SessionHub {
             case .unauthorized:
                 break
             case .event(let event):
-                membershipChanged = true
                 log(event)
             }
-        }
-        if membershipChanged {
-            metrics.roomCounts(rooms: core.roomCount, connected: core.participantCount(.connected), suspended: core.participantCount(.suspended))
         }
     }
 

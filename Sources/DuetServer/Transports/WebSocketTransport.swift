@@ -39,39 +39,36 @@ struct WebSocketTransport: Sendable {
     }
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
-        let (id, queue) = await hub.open(.ws)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await item in queue {
-                    switch item {
-                    case .text(let text):
-                        do { try await outbound.write(.text(text)) } catch { return }
-                    case .close(let code, let reason):
-                        try? await outbound.close(.init(codeNumber: Int(code.rawValue)), reason: reason)
-                        return
-                    }
-                }
+        let writer = WebSocketWriter { item in
+            switch item {
+            case .text(let text):
+                do { try await outbound.write(.text(text)) } catch { return false }
+                return true
+            case .close(let code, let reason):
+                try? await outbound.close(.init(codeNumber: Int(code.rawValue)), reason: reason)
+                return false
             }
-            var reason = "client_closed"
-            do {
-                for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
-                    switch message {
-                    case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
-                        await hub.refuseOversize(id)
-                    case .text(let text):
-                        await hub.receive(Array(text.utf8), from: id)
-                    case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
-                        await hub.refuseOversize(id)
-                    case .binary(let buffer):
-                        // Accepted for clients that send UTF-8 JSON in binary frames.
-                        await hub.receive(Array(buffer.readableBytesView), from: id)
-                    }
-                }
-            } catch {
-                reason = "socket_error"
-            }
-            // Ends the writer too: the hub finishes the queue.
-            await hub.closed(id, reason: reason)
         }
+        let id = await hub.open(.ws, sink: writer.sink)
+        var reason = "client_closed"
+        do {
+            for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
+                switch message {
+                case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
+                    await hub.refuseOversize(id)
+                case .text(let text):
+                    await hub.receive(Array(text.utf8), from: id)
+                case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
+                    await hub.refuseOversize(id)
+                case .binary(let buffer):
+                    // Accepted for clients that send UTF-8 JSON in binary frames.
+                    await hub.receive(Array(buffer.readableBytesView), from: id)
+                }
+            }
+        } catch {
+            reason = "socket_error"
+        }
+        // Ends the writer too: the hub finishes the sink.
+        await hub.closed(id, reason: reason)
     }
 }

@@ -1,12 +1,13 @@
+import AsyncHTTPClient
 import DuetProtocol
 import DuetTransport
 import Foundation
 import Synchronization
 
-/// One load-generating client: a real WebSocket (DuetTransport's, as the apps use), the Duet envelope, and a
-/// receive loop that records relay latency from the send time carried in each payload (`t`, monotonic ns).
+/// One load-generating client: a real WebSocket or SSE connection (DuetTransport's, as the apps use), the Duet
+/// envelope, and a receive loop that records relay latency from the send time carried in each payload (`t`, monotonic ns).
 final class BenchClient: Sendable {
-    let connection: WebSocketSignalingConnection
+    let connection: any SignalingConnection
     let latency: LatencyRecorder
     private let state = Mutex(State())
 
@@ -17,16 +18,35 @@ final class BenchClient: Sendable {
         var onRelay: (@Sendable (Envelope) -> Void)?
         var closed = false
         var onClose: (@Sendable () -> Void)?
+        /// A sender waiting for its window to open: resumed once `received` reaches the target (or on release).
+        var windowWaiter: (target: Int, continuation: CheckedContinuation<Void, Never>)?
+        var released = false
     }
 
     static func connect(_ url: String, latency: LatencyRecorder) async throws -> BenchClient {
-        let connection = try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10))
+        start(try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10)), latency: latency)
+    }
+
+    static func connect(to server: ServerUnderTest, over transport: SignalingTransportKind, latency: LatencyRecorder) async throws -> BenchClient {
+        switch transport {
+        case .ws: try await connect(server.webSocketURL, latency: latency)
+        case .sse: start(try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(10), http: sseHTTP), latency: latency)
+        }
+    }
+
+    /// SSE holds one HTTP connection per stream and POSTs beside it: the shared client's pool (8 per host)
+    /// would queue every stream past the eighth.
+    static let sseHTTP = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8_192)))
+
+    private static func start(_ connection: any SignalingConnection, latency: LatencyRecorder) -> BenchClient {
         let client = BenchClient(connection: connection, latency: latency)
         Task { await client.receive() }
         return client
     }
 
-    private init(connection: WebSocketSignalingConnection, latency: LatencyRecorder) {
+    private init(connection: any SignalingConnection, latency: LatencyRecorder) {
         self.connection = connection
         self.latency = latency
     }
@@ -44,28 +64,58 @@ final class BenchClient: Sendable {
                 if case .int(let sent)? = envelope.payload["t"] {
                     latency.record(nanoseconds: Self.now &- UInt64(truncatingIfNeeded: sent))
                 }
-                let (waiter, handler) = state.withLock { state -> (CheckedContinuation<Envelope, Never>?, (@Sendable (Envelope) -> Void)?) in
+                let (waiter, handler, window) = state.withLock { state -> (CheckedContinuation<Envelope, Never>?, (@Sendable (Envelope) -> Void)?, CheckedContinuation<Void, Never>?) in
                     state.received += 1
-                    guard envelope.type == "joined" else { return (nil, state.onRelay) }
+                    var window: CheckedContinuation<Void, Never>?
+                    if let waiter = state.windowWaiter, state.received >= waiter.target {
+                        window = waiter.continuation
+                        state.windowWaiter = nil
+                    }
+                    guard envelope.type == "joined" else { return (nil, state.onRelay, window) }
                     if let waiter = state.joinWaiter {
                         state.joinWaiter = nil
-                        return (waiter, nil)
+                        return (waiter, nil, window)
                     }
                     state.joinedUnclaimed.append(envelope)
-                    return (nil, nil)
+                    return (nil, nil, window)
                 }
+                window?.resume()
                 waiter?.resume(returning: envelope)
                 handler?(envelope)
             case .undecodable: break
             case .closed:
-                let handler = state.withLock { state in
+                let (handler, window) = state.withLock { state in
                     state.closed = true
-                    return state.onClose
+                    defer { state.windowWaiter = nil }
+                    return (state.onClose, state.windowWaiter?.continuation)
                 }
+                window?.resume()
                 handler?()
                 return
             }
         }
+    }
+
+    /// Suspends until this client has received `count` messages in all, without polling (a sender's window),
+    /// or until `releaseWaiters` (the run's deadline) or the socket closes.
+    func waitForReceived(atLeast count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Bool in
+                if state.received >= count || state.closed || state.released { return true }
+                state.windowWaiter = (count, continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    func releaseWaiters() {
+        let window = state.withLock { state in
+            state.released = true
+            defer { state.windowWaiter = nil }
+            return state.windowWaiter?.continuation
+        }
+        window?.resume()
     }
 
     /// Sends `join` and waits for `joined`; returns it and the time it took.

@@ -1,10 +1,12 @@
 import DuetProtocol
+import DuetTransport
 import Foundation
 
 /// Call-shaped load: rooms start at a steady join rate; in each, two clients join, one offers, the other
 /// answers, each trickles 20 ICE candidates, then both ping once a second until the end.
 struct CallResult: Codable, Sendable {
     var server: ServerUnderTest.Kind
+    var transport: String
     var rooms: Int
     var joinsPerSecond: Double
     var joinLatencyMs: LatencySummary
@@ -17,7 +19,9 @@ struct CallResult: Codable, Sendable {
 enum CallRun {
     static let sdp = "v=0\r\n" + String(repeating: "a=candidate-free-attribute-line-for-size\r\n", count: 50)
 
-    static func run(_ kind: ServerUnderTest.Kind, rooms: Int, joinsPerSecond: Double, seconds: Double) async throws -> CallResult {
+    static func run(
+        _ kind: ServerUnderTest.Kind, over transport: SignalingTransportKind = .ws, rooms: Int, joinsPerSecond: Double, seconds: Double
+    ) async throws -> CallResult {
         let server = try ServerUnderTest(kind)
         let relay = LatencyRecorder(), joins = LatencyRecorder()
         let rids = try await Rooms.make(rooms, on: server)
@@ -29,8 +33,8 @@ enum CallRun {
             for (index, rid) in rids.enumerated() {
                 group.addTask {
                     try await Task.sleep(until: started + pairInterval * index)
-                    let a = try await BenchClient.connect(server.webSocketURL, latency: relay)
-                    let b = try await BenchClient.connect(server.webSocketURL, latency: relay)
+                    let a = try await BenchClient.connect(to: server, over: transport, latency: relay)
+                    let b = try await BenchClient.connect(to: server, over: transport, latency: relay)
                     for client in [a, b] { joins.record(nanoseconds: try await client.join(rid).1.nanoseconds) }
                     try await a.send(.offer, rid: rid, payload: ["sdp": .string(sdp)])
                     try await b.send(.answer, rid: rid, payload: ["sdp": .string(sdp)])
@@ -55,7 +59,7 @@ enum CallRun {
         let after = server.sample
         server.stop()
         return CallResult(
-            server: kind, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, relayLatencyMs: relay.summary,
+            server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, relayLatencyMs: relay.summary,
             messagesPerSecond: Double(delivered) / elapsed, serverRSSKiB: after.rssKiB,
             serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / elapsed)
     }

@@ -1,10 +1,12 @@
 import DuetProtocol
+import DuetTransport
 import Foundation
 
 /// Relay throughput: every client sends ICE-candidate-sized messages to its peer, either as fast as the
 /// server takes them (a window of unanswered messages per sender) or at a fixed total rate.
 struct RelayResult: Codable, Sendable {
     var server: ServerUnderTest.Kind
+    var transport: String
     var pairs: Int
     var offeredRate: Double?
     var messagesPerSecond: Double
@@ -14,16 +16,22 @@ struct RelayResult: Codable, Sendable {
 }
 
 enum RelayRun {
-    static func run(_ kind: ServerUnderTest.Kind, pairs count: Int, seconds: Double, rate: Double?, window: Int = 64) async throws -> RelayResult {
+    static func run(
+        _ kind: ServerUnderTest.Kind, over transport: SignalingTransportKind = .ws, pairs count: Int, seconds: Double, rate: Double?, window: Int = 64
+    ) async throws -> RelayResult {
         let server = try ServerUnderTest(kind)
         let latency = LatencyRecorder()
-        let pairs = try await Pairs.connect(count, on: server, latency: latency)
+        let pairs = try await Pairs.connect(count, on: server, over: transport, latency: latency)
         let senders = pairs.flatMap { server.kind == .echo ? [$0.a] : [$0.a, $0.b] }
         let before = server.sample
         let started = ContinuousClock.now
         let deadline = started + .milliseconds(Int64(seconds * 1_000))
         let receivedBefore = senders.reduce(0) { $0 + $1.received }
         try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                for pair in pairs { pair.a.releaseWaiters(); pair.b.releaseWaiters() }
+            }
             for pair in pairs {
                 for (sender, receiver) in server.kind == .echo ? [(pair.a, pair.a)] : [(pair.a, pair.b), (pair.b, pair.a)] {
                     group.addTask {
@@ -35,10 +43,9 @@ enum RelayRun {
                             if let interval {
                                 next += interval
                                 try await Task.sleep(until: next)
-                            } else {
-                                while sent - (receiver.received - baseline) >= window, ContinuousClock.now < deadline {
-                                    try await Task.sleep(for: .microseconds(100))
-                                }
+                            } else if sent - (receiver.received - baseline) >= window {
+                                await receiver.waitForReceived(atLeast: baseline + sent - window + 1)
+                                continue
                             }
                             try await sender.send(.ice, rid: pair.rid, payload: BenchClient.candidate)
                             sent += 1
@@ -56,7 +63,7 @@ enum RelayRun {
         for pair in pairs { await pair.a.close(); if pair.b !== pair.a { await pair.b.close() } }
         server.stop()
         return RelayResult(
-            server: kind, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
+            server: kind, transport: transport.rawValue, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
             latencyMs: latency.summary, serverRSSKiB: after.rssKiB,
             serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / secondsTaken)
     }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DuetProtocol
+import DuetTransport
 import Foundation
 
 /// Room ids: authentic ones from `duet serve`, any string for the Node relay.
@@ -26,14 +27,16 @@ struct Pair: Sendable {
 }
 
 enum Pairs {
-    static func connect(_ count: Int, on server: ServerUnderTest, latency: LatencyRecorder, joins: LatencyRecorder? = nil) async throws -> [Pair] {
+    static func connect(
+        _ count: Int, on server: ServerUnderTest, over transport: SignalingTransportKind = .ws, latency: LatencyRecorder, joins: LatencyRecorder? = nil
+    ) async throws -> [Pair] {
         let rids = try await Rooms.make(count, on: server)
         return try await withThrowingTaskGroup(of: Pair.self) { group in
             for rid in rids {
                 group.addTask {
-                    let a = try await BenchClient.connect(server.webSocketURL, latency: latency)
+                    let a = try await BenchClient.connect(to: server, over: transport, latency: latency)
                     if server.kind == .echo { return Pair(a: a, b: a, rid: rid) }
-                    let b = try await BenchClient.connect(server.webSocketURL, latency: latency)
+                    let b = try await BenchClient.connect(to: server, over: transport, latency: latency)
                     for client in [a, b] {
                         let (_, took) = try await client.join(rid)
                         joins?.record(nanoseconds: UInt64(took.components.attoseconds / 1_000_000_000) + UInt64(took.components.seconds) * 1_000_000_000)

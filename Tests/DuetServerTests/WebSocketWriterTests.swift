@@ -1,0 +1,71 @@
+@testable import DuetServer
+import Synchronization
+import Testing
+
+/// The WebSocket writer that exists as a task only while frames wait: order across bursts, nothing after the
+/// socket refused a frame or after a close, and everything queued before `finish` still goes out.
+@Suite struct WebSocketWriterTests {
+    /// Records what reached the "socket"; refuses from the `failAt`-th frame on.
+    final class Socket: Sendable {
+        let written = Mutex<[Outbound]>([])
+        let failAt: Int?
+        init(failAt: Int? = nil) { self.failAt = failAt }
+
+        func write(_ item: Outbound) async -> Bool {
+            await Task.yield()  // a real write suspends; let the hub enqueue meanwhile
+            return written.withLock { written in
+                if let failAt, written.count >= failAt { return false }
+                written.append(item)
+                if case .close = item { return false }
+                return true
+            }
+        }
+    }
+
+    func settle(_ socket: Socket, count: Int) async {
+        for _ in 0..<2_000 where socket.written.withLock({ $0.count }) < count { try? await Task.sleep(for: .milliseconds(1)) }
+        try? await Task.sleep(for: .milliseconds(20))  // and nothing more arrives
+    }
+
+    @Test func framesGoOutInOrderAcrossBursts() async {
+        let socket = Socket()
+        let writer = WebSocketWriter(write: socket.write)
+        for burst in 0..<20 {
+            for index in 0..<50 { writer.enqueue(.text("\(burst * 50 + index)")) }
+            if burst.isMultiple(of: 3) { try? await Task.sleep(for: .milliseconds(1)) }  // let the writer go idle between some bursts
+        }
+        await settle(socket, count: 1_000)
+        #expect(socket.written.withLock { $0 } == (0..<1_000).map { .text("\($0)") })
+    }
+
+    @Test func nothingIsWrittenAfterTheSocketRefusedAFrame() async {
+        let socket = Socket(failAt: 3)
+        let writer = WebSocketWriter(write: socket.write)
+        for index in 0..<10 { writer.enqueue(.text("\(index)")) }
+        await settle(socket, count: 3)
+        writer.enqueue(.text("late"))
+        await settle(socket, count: 3)
+        #expect(socket.written.withLock { $0 } == [.text("0"), .text("1"), .text("2")])
+    }
+
+    @Test func aCloseIsTheLastFrame() async {
+        let socket = Socket()
+        let writer = WebSocketWriter(write: socket.write)
+        writer.enqueue(.text("error"))
+        writer.enqueue(.close(.messageTooBig, reason: "message too large"))
+        writer.enqueue(.text("after close"))
+        await settle(socket, count: 2)
+        #expect(socket.written.withLock { $0 } == [.text("error"), .close(.messageTooBig, reason: "message too large")])
+    }
+
+    @Test func whatWasQueuedBeforeFinishStillGoesOutButNothingAfter() async {
+        let socket = Socket()
+        let writer = WebSocketWriter(write: socket.write)
+        writer.enqueue(.text("a"))
+        writer.enqueue(.close(.serviceRestart, reason: "server shutting down"))
+        writer.finish()
+        writer.enqueue(.text("b"))
+        await settle(socket, count: 2)
+        #expect(socket.written.withLock { $0 } == [.text("a"), .close(.serviceRestart, reason: "server shutting down")])
+    }
+}
