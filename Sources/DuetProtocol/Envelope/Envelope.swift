@@ -46,6 +46,11 @@ extension Envelope {
     /// Parses one wire message, checking every envelope field's type. The thrown error is what the
     /// sender is told (`BAD_REQUEST` or `UNSUPPORTED_VERSION`).
     public static func decode(_ bytes: some DataProtocol) throws(ProtocolError) -> Envelope {
+        try decode(Array(bytes))
+    }
+
+    /// The same, without generic dispatch across modules: the server decodes every message it receives here.
+    public static func decode(_ bytes: [UInt8]) throws(ProtocolError) -> Envelope {
         let json: JSONValue
         do {
             json = try JSONText.parse(bytes)

@@ -38,7 +38,7 @@ struct APIRoutes: Sendable {
             } catch {
                 return .text(.badRequest, "body must be JSON {rid, cid, reconnectToken}")
             }
-            switch await hub.leave(leave) {
+            switch hub.leave(leave) {
             case .left: return Response(status: .noContent)
             case .invalidToken: return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")
             }

@@ -7,10 +7,10 @@ struct OperationsRoutes: Sendable {
 
     func register(on router: Router<DuetRequestContext>) {
         router.get("/healthz") { _, _ -> Response in
-            await hub.isDraining ? .text(.serviceUnavailable, "draining") : .text(.ok, "ok")
+            hub.isDraining ? .text(.serviceUnavailable, "draining") : .text(.ok, "ok")
         }
         router.get("/metrics") { _, _ -> Response in
-            let snapshot = await hub.snapshot()
+            let snapshot = hub.snapshot()
             metrics.roomCounts(rooms: snapshot.rooms, connected: snapshot.connected, suspended: snapshot.suspended)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

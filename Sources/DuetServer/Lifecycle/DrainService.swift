@@ -11,9 +11,9 @@ struct DrainService: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
-        await hub.drain()
+        hub.drain()
         try? await Task.sleep(for: grace)
         logger.info("grace period over: closing all connections")
-        await hub.closeAll()
+        hub.closeAll()
     }
 }

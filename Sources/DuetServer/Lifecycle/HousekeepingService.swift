@@ -6,7 +6,7 @@ struct HousekeepingService: Service {
 
     func run() async throws {
         for await _ in AsyncTimerSequence.seconds.cancelOnGracefulShutdown() {
-            await hub.tick()
+            hub.tick()
         }
     }
 }

@@ -1,11 +1,15 @@
 import DuetProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// Where both transports meet. A transport opens a connection, feeds it raw messages and reports its
 /// end; the hub runs them through `SignalingCore` and performs what the core asks for. A room never
 /// learns which transport a participant uses.
-public actor SessionHub {
+///
+/// A lock, not an actor: handling a message never waits for anything, so the connection's own task runs it
+/// in place instead of hopping onto an actor and back for every message (docs/benchmarks.md).
+public final class SessionHub: Sendable {
     public enum Verdict: Sendable, Equatable {
         case accepted
         /// The message came from an SSE stream that reused a seated sid without proving it (401).
@@ -14,40 +18,17 @@ public actor SessionHub {
         case unknownSession
     }
 
-    private var core: SignalingCore
-    private var outlets: [ConnectionID: Outlet] = [:]
-    private var nextConnection: UInt64 = 0
-    private let metrics: ServerMetrics
-    private let logger: Logger
-    private let messageRate: (capacity: Double, perSecond: Double)?
-    private let now: @Sendable () -> Int64
-
-    private struct Outlet {
-        var kind: TransportKind
-        var sink: OutboundSink
-        var bucket: TokenBucket?
-        var droppedForRate = 0
-        var lastRateErrorMs: Int64?
-        /// Why the server asked this connection to close; wins over what the transport reports.
-        var closeReason: String?
-    }
-
-    /// Messages dropped for rate before the connection is closed as abusive.
-    static let floodCloseThreshold = 100
+    private let state: Mutex<SessionState>
 
     public init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
-        self.core = core
-        self.metrics = metrics
-        self.logger = logger
-        self.messageRate = messageRate
-        self.now = now
+        state = Mutex(SessionState(core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now))
     }
 
-    public var isDraining: Bool { core.isDraining }
+    public var isDraining: Bool { state.withLock { $0.isDraining } }
 
     // MARK: - Transport side
 
@@ -59,171 +40,47 @@ public actor SessionHub {
 
     /// A connection whose outbound messages go to `sink` (WebSocket).
     public func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
-        nextConnection += 1
-        let id = ConnectionID(nextConnection)
-        outlets[id] = Outlet(kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) })
-        metrics.connectionOpened(kind)
-        perform(core.handle(.opened(id, kind, sid: sid), nowMs: now()))
-        return id
+        state.withLock { $0.open(kind, sid: sid, sink: sink) }
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body).
     @discardableResult
-    public func receive(_ bytes: some DataProtocol & Sendable, from id: ConnectionID) -> Verdict {
-        guard outlets[id] != nil else { return .unknownSession }
-        let nowMs = now()
-        guard admit(id, nowMs: nowMs) else { return .accepted }
-        let envelope: Envelope
-        do {
-            envelope = try Envelope.decode(bytes)
-        } catch {
-            metrics.messageIn("invalid")
-            logger.debug("rejected message", metadata: ["conn": "\(id)", "error": "\(error)"])
-            send(SignalingCore.errorEnvelope(error, nowMs: nowMs), to: id)
-            return .accepted
-        }
-        metrics.messageIn(envelope.type)
-        if envelope.messageType == nil {
-            logger.debug("ignored unknown message type", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
-        }
-        let started = DispatchTime.now().uptimeNanoseconds
-        let outputs = core.handle(.message(id, envelope), nowMs: nowMs)
-        if envelope.messageType == .join, outputs.contains(where: { if case .event(.joined) = $0 { true } else { false } }) {
-            metrics.joinLatency(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds - started))
-        }
-        if outputs.contains(.unauthorized(id)) {
-            logger.notice("refused message on an unproven SSE stream", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
-            return .unauthorized
-        }
-        perform(outputs)
-        return .accepted
+    public func receive(_ bytes: [UInt8], from id: ConnectionID) -> Verdict {
+        state.withLock { $0.receive(bytes, from: id) }
     }
 
     /// An SSE POST: find the stream by sid.
-    public func receive(_ bytes: some DataProtocol & Sendable, sid: String) -> Verdict {
-        guard let id = core.sseConnection(for: sid) else { return .unknownSession }
-        return receive(bytes, from: id)
+    public func receive(_ bytes: [UInt8], sid: String) -> Verdict {
+        state.withLock { $0.receive(bytes, sid: sid) }
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     public func closed(_ id: ConnectionID, reason: String) {
-        guard let outlet = outlets.removeValue(forKey: id) else { return }
-        outlet.sink.finish()
-        let reason = outlet.closeReason ?? reason
-        metrics.connectionClosed(outlet.kind, reason: reason)
-        logger.debug("transport closed", metadata: ["conn": "\(id)", "reason": "\(reason)"])
-        perform(core.handle(.closed(id), nowMs: now()))
+        state.withLock { $0.closed(id, reason: reason) }
     }
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     public func refuseOversize(_ id: ConnectionID) {
-        send(SignalingCore.errorEnvelope(ProtocolError(.messageTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"), nowMs: now()), to: id)
-        requestClose(id, .messageTooBig, reason: "message too large")
+        state.withLock { $0.refuseOversize(id) }
     }
 
     // MARK: - Server side
 
-    public func tick() { perform(core.handle(.tick, nowMs: now())) }
+    public func tick() { state.withLock { $0.tick() } }
 
     public func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
-        let (result, outputs) = core.httpLeave(request, nowMs: now())
-        perform(outputs)
-        return result
+        state.withLock { $0.leave(request) }
     }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
-    public func drain() {
-        logger.info("draining: telling \(outlets.count) connections to reconnect")
-        perform(core.handle(.drain, nowMs: now()))
-    }
+    public func drain() { state.withLock { $0.drain() } }
 
     /// Graceful shutdown, last step.
-    public func closeAll() {
-        for id in outlets.keys {
-            requestClose(id, .serviceRestart, reason: "server shutting down")
-            outlets[id]?.sink.finish()
-        }
-    }
+    public func closeAll() { state.withLock { $0.closeAll() } }
 
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
-        (core.roomCount, outlets.count, core.participantCount(.connected), core.participantCount(.suspended))
+        state.withLock { $0.snapshot() }
     }
 
-    public func occupancy(of rid: String) -> Int { core.occupancy(of: rid) }
-
-    // MARK: - Internals
-
-    private func admit(_ id: ConnectionID, nowMs: Int64) -> Bool {
-        guard var outlet = outlets[id], var bucket = outlet.bucket else { return true }
-        defer { outlets[id] = outlet }
-        if bucket.take(nowMs: nowMs) {
-            outlet.bucket = bucket
-            return true
-        }
-        outlet.bucket = bucket
-        outlet.droppedForRate += 1
-        if outlet.droppedForRate >= Self.floodCloseThreshold {
-            logger.notice("closing flooding connection", metadata: ["conn": "\(id)"])
-            outlet.closeReason = "rate_limited"
-            outlet.sink.yield(.close(.policyViolation, reason: "rate limited"))
-        } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
-            outlet.lastRateErrorMs = nowMs
-            let error = SignalingCore.errorEnvelope(ProtocolError(.rateLimited, "too many messages; slow down"), nowMs: nowMs)
-            outlet.sink.yield(.text(error.encodedString()))
-            metrics.messageOut(error.type)
-            metrics.error(.rateLimited)
-        }
-        return false
-    }
-
-    private func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String) {
-        guard var outlet = outlets[id] else { return }
-        outlet.closeReason = outlet.closeReason ?? reason.replacingOccurrences(of: " ", with: "_")
-        outlet.sink.yield(.close(code, reason: reason))
-        outlets[id] = outlet
-    }
-
-    private func send(_ envelope: Envelope, to id: ConnectionID) {
-        guard let outlet = outlets[id] else { return }
-        outlet.sink.yield(.text(envelope.encodedString()))
-        metrics.messageOut(envelope.type)
-        if envelope.messageType == .error, let code = envelope.payload["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) {
-            metrics.error(code)
-        }
-    }
-
-    /// Room and participant gauges are not touched here: counting them walks every room, so `/metrics`
-    /// refreshes them when it is scraped (OperationsRoutes).
-    private func perform(_ outputs: [SignalingCore.Output]) {
-        for output in outputs {
-            switch output {
-            case .send(let id, let envelope):
-                send(envelope, to: id)
-            case .close(let id, let reason):
-                let code: CloseCode = switch reason {
-                case .replaced: .replaced
-                case .rateLimited: .policyViolation
-                case .shutdown: .serviceRestart
-                }
-                requestClose(id, code, reason: reason.rawValue)
-            case .unauthorized:
-                break
-            case .event(let event):
-                log(event)
-            }
-        }
-    }
-
-    private func log(_ event: SignalingCore.Event) {
-        switch event {
-        case .joined(let rid, let cid, let kind):
-            logger.info("joined", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reconnect": "\(kind.rawValue)"])
-        case .suspended(let rid, let cid):
-            logger.info("suspended", metadata: ["rid": "\(rid)", "cid": "\(cid)"])
-        case .left(let rid, let cid, let reason):
-            logger.info("left", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reason": "\(reason)"])
-        case .roomEnded(let rid):
-            logger.info("room ended", metadata: ["rid": "\(rid)"])
-        }
-    }
+    public func occupancy(of rid: String) -> Int { state.withLock { $0.occupancy(of: rid) } }
 }

@@ -16,8 +16,8 @@ struct SSETransport: Sendable {
                 return .text(.badRequest, "sid is required: S- followed by 16 lowercase hex digits")
             }
             if let status = gate.refusal(request, context: context, entry: .sse) { return .text(status, "refused") }
-            if await hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
-            let (id, queue) = await hub.open(.sse, sid: sid)
+            if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            let (id, queue) = hub.open(.sse, sid: sid)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
@@ -26,7 +26,7 @@ struct SSETransport: Sendable {
                     try? await request.body.consumeWithCancellationOnInboundClose { _ in
                         try await stream(queue, id: id, to: &writer)
                     }
-                    await hub.closed(id, reason: "client_closed")
+                    hub.closed(id, reason: "client_closed")
                     try? await writer.finish(nil)
                 })
         }
@@ -43,7 +43,7 @@ struct SSETransport: Sendable {
             } catch {
                 return .text(.contentTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes")
             }
-            switch await hub.receive(Array(body.readableBytesView), sid: sid) {
+            switch hub.receive(Array(body.readableBytesView), sid: sid) {
             case .accepted: return Response(status: .noContent)
             case .unknownSession: return .text(.gone, "no open stream for this sid; open GET /sse?sid= again")
             case .unauthorized:
@@ -93,6 +93,6 @@ struct SSETransport: Sendable {
         }
         // Inbound close cancels this task, which ends the loop quietly.
         if Task.isCancelled { reason = "client_closed" }
-        await hub.closed(id, reason: reason)
+        hub.closed(id, reason: reason)
     }
 }

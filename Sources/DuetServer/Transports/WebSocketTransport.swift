@@ -16,7 +16,7 @@ struct WebSocketTransport: Sendable {
     func register(on router: Router<DuetRequestContext>) {
         router.ws("/ws") { request, context in
             if blocked() || gate.refusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
-            if await hub.isDraining { return .dontUpgrade }
+            if hub.isDraining { return .dontUpgrade }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, _ in
             await serve(inbound: inbound, outbound: outbound)
@@ -30,7 +30,7 @@ struct WebSocketTransport: Sendable {
             if let status = gate.refusal(request, context: context, entry: .ws, consume: false) {
                 return .text(status, "origin not allowed")
             }
-            if await hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
             if request.headers[.upgrade]?.lowercased() == "websocket" {
                 return .text(.tooManyRequests, "too many connection attempts; back off and retry")
             }
@@ -49,26 +49,26 @@ struct WebSocketTransport: Sendable {
                 return false
             }
         }
-        let id = await hub.open(.ws, sink: writer.sink)
+        let id = hub.open(.ws, sink: writer.sink)
         var reason = "client_closed"
         do {
             for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
                 switch message {
                 case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
-                    await hub.refuseOversize(id)
+                    hub.refuseOversize(id)
                 case .text(let text):
-                    await hub.receive(Array(text.utf8), from: id)
+                    hub.receive(Array(text.utf8), from: id)
                 case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
-                    await hub.refuseOversize(id)
+                    hub.refuseOversize(id)
                 case .binary(let buffer):
                     // Accepted for clients that send UTF-8 JSON in binary frames.
-                    await hub.receive(Array(buffer.readableBytesView), from: id)
+                    hub.receive(Array(buffer.readableBytesView), from: id)
                 }
             }
         } catch {
             reason = "socket_error"
         }
         // Ends the writer too: the hub finishes the sink.
-        await hub.closed(id, reason: reason)
+        hub.closed(id, reason: reason)
     }
 }
