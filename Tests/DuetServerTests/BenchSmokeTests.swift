@@ -2,7 +2,8 @@ import DuetTestSupport
 import Foundation
 import Testing
 
-/// `duet-bench` keeps working: a tiny relay run over WebSocket and over SSE, and a tiny reconnect storm against the built `duet serve` on
+/// `duet-bench` keeps working: a tiny relay run over WebSocket and over SSE, a tiny
+/// call-shaped run and a tiny reconnect storm against the built `duet serve` on
 /// loopback. What it measures is for docs/benchmarks.md; here only that it measures.
 @Suite(.serialized) struct BenchSmokeTests {
     func bench(_ arguments: [String]) async throws -> [String: Any] {
@@ -24,6 +25,14 @@ import Testing
         let latency = try #require(result["latencyMs"] as? [String: Any])
         #expect((latency["count"] as? Int ?? 0) > 0)
         #expect((result["serverRSSKiB"] as? Int ?? 0) > 0)
+    }
+
+    @Test func callRunReportsJoinsAsClientsAndAsTheServerSawThem() async throws {
+        let result = try await bench(["call", "--server", "duet", "--rooms", "4", "--join-rate", "20", "--seconds", "1"])
+        #expect((result["joinLatencyMs"] as? [String: Any])?["count"] as? Int == 8, "two joins per room, timed by the clients")
+        let server = try #require(result["serverJoinMs"] as? [String: Any], "duet's own join histogram, read from /metrics")
+        #expect(server["count"] as? Int == 8)
+        #expect((server["p99AtMostMs"] as? Double ?? 0) > 0)
     }
 
     @Test func reconnectStormBringsEveryClientBackWithItsSeat() async throws {

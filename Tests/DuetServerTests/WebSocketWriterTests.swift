@@ -3,7 +3,8 @@ import Synchronization
 import Testing
 
 /// The WebSocket writer that exists as a task only while frames wait: order across bursts, nothing after the
-/// socket refused a frame or after a close, and everything queued before `finish` still goes out.
+/// socket refused a frame or after a close, everything queued before `finish` still goes out, and replies to the
+/// connection's own message written by its own task.
 @Suite struct WebSocketWriterTests {
     /// Records what reached the "socket"; refuses from the `failAt`-th frame on.
     final class Socket: Sendable {
@@ -67,5 +68,20 @@ import Testing
         writer.enqueue(.text("b"))
         await settle(socket, count: 2)
         #expect(socket.written.withLock { $0 } == [.text("a"), .close(.serviceRestart, reason: "server shutting down")])
+    }
+
+    @Test func repliesToTheConnectionsOwnMessageAreWrittenBeforeItReadsTheNext() async {
+        let socket = Socket()
+        let writer = WebSocketWriter(write: socket.write)
+        await writer.handlingOwnMessage {
+            writer.enqueue(.text("joined"))
+            writer.enqueue(.text("peer relay that arrived meanwhile"))
+            #expect(socket.written.withLock { $0 }.isEmpty, "nothing is written while the message is being handled")
+        }
+        #expect(socket.written.withLock { $0 } == [.text("joined"), .text("peer relay that arrived meanwhile")],
+                "written by the connection's own task before handlingOwnMessage returns")
+        writer.enqueue(.text("later, from a peer"))
+        await settle(socket, count: 3)
+        #expect(socket.written.withLock { $0 }.last == .text("later, from a peer"), "outside a message a drain task writes")
     }
 }

@@ -36,7 +36,7 @@ extension SignalingCore {
         if rooms[rid]?.isFull == true {
             throw ProtocolError(.roomFull, "this room already has \(ProtocolLimits.maxParticipants) participants")
         }
-        let cid = makeCid()
+        let cid = makeCid(in: rid)
         seat(cid: cid, rid: rid, connection: connection, nowMs: nowMs)
         announceJoin(cid: cid, rid: rid, kind: .fresh, connection: connection, nowMs: nowMs, into: &out)
     }

@@ -53,16 +53,18 @@ struct WebSocketTransport: Sendable {
         var reason = "client_closed"
         do {
             for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
-                switch message {
-                case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
-                    hub.refuseOversize(id)
-                case .text(let text):
-                    hub.receive(Array(text.utf8), from: id)
-                case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
-                    hub.refuseOversize(id)
-                case .binary(let buffer):
-                    // Accepted for clients that send UTF-8 JSON in binary frames.
-                    hub.receive(Array(buffer.readableBytesView), from: id)
+                await writer.handlingOwnMessage {
+                    switch message {
+                    case .text(let text) where text.utf8.count > ProtocolLimits.maxMessageBytes:
+                        hub.refuseOversize(id)
+                    case .text(let text):
+                        hub.receive(Array(text.utf8), from: id)
+                    case .binary(let buffer) where buffer.readableBytes > ProtocolLimits.maxMessageBytes:
+                        hub.refuseOversize(id)
+                    case .binary(let buffer):
+                        // Accepted for clients that send UTF-8 JSON in binary frames.
+                        hub.receive(Array(buffer.readableBytesView), from: id)
+                    }
                 }
             }
         } catch {

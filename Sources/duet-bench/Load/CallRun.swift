@@ -10,6 +10,8 @@ struct CallResult: Codable, Sendable {
     var rooms: Int
     var joinsPerSecond: Double
     var joinLatencyMs: LatencySummary
+    /// duet only: the server's own time per join (nil for the Node relay, which does not measure it).
+    var serverJoinMs: BucketSummary?
     var relayLatencyMs: LatencySummary
     var messagesPerSecond: Double
     var serverRSSKiB: Int
@@ -57,9 +59,10 @@ enum CallRun {
         }
         let elapsed = (ContinuousClock.now - started).seconds
         let after = server.sample
+        let serverJoins = try await ServerJoinHistogram.read(from: server)
         server.stop()
         return CallResult(
-            server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, relayLatencyMs: relay.summary,
+            server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, serverJoinMs: serverJoins, relayLatencyMs: relay.summary,
             messagesPerSecond: Double(delivered) / elapsed, serverRSSKiB: after.rssKiB,
             serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / elapsed)
     }

@@ -22,7 +22,7 @@ enum RelayRun {
         let server = try ServerUnderTest(kind)
         let latency = LatencyRecorder()
         let pairs = try await Pairs.connect(count, on: server, over: transport, latency: latency)
-        let senders = pairs.flatMap { server.kind == .echo ? [$0.a] : [$0.a, $0.b] }
+        let senders = pairs.flatMap { [$0.a, $0.b] }
         let before = server.sample
         let started = ContinuousClock.now
         let deadline = started + .milliseconds(Int64(seconds * 1_000))
@@ -33,7 +33,7 @@ enum RelayRun {
                 for pair in pairs { pair.a.releaseWaiters(); pair.b.releaseWaiters() }
             }
             for pair in pairs {
-                for (sender, receiver) in server.kind == .echo ? [(pair.a, pair.a)] : [(pair.a, pair.b), (pair.b, pair.a)] {
+                for (sender, receiver) in server.kind == .echo ? [(pair.a, pair.a), (pair.b, pair.b)] : [(pair.a, pair.b), (pair.b, pair.a)] {
                     group.addTask {
                         var sent = 0
                         let baseline = receiver.received
@@ -60,7 +60,7 @@ enum RelayRun {
         let after = server.sample
         let delivered = senders.reduce(0) { $0 + $1.received } - receivedBefore
         let secondsTaken = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        for pair in pairs { await pair.a.close(); if pair.b !== pair.a { await pair.b.close() } }
+        for pair in pairs { await pair.a.close(); await pair.b.close() }
         server.stop()
         return RelayResult(
             server: kind, transport: transport.rawValue, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
