@@ -177,6 +177,15 @@ public enum JSONText {
                 index += 1
             }
             guard index < bytes.count else { throw fail() }
+            if bytes[index] == UInt8(ascii: "\"") {
+                // No escapes (ids, types, SDP, candidates): make the String straight from the bytes. ASCII needs
+                // no validation; anything else goes through the validating initializer.
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
+                guard let text = String(validating: slice, as: UTF8.self) else { throw fail() }
+                return text
+            }
             var raw = Array(bytes[start..<index])
             while bytes[index] == UInt8(ascii: "\\") {
                 index += 1
