@@ -84,4 +84,36 @@ import Testing
         await settle(socket, count: 3)
         #expect(socket.written.withLock { $0 }.last == .text("later, from a peer"), "outside a message a drain task writes")
     }
+
+    @Test func closingWritesEverythingQueuedFirst() async {
+        let socket = Socket()
+        let writer = WebSocketWriter(write: socket.write)
+        for index in 0..<200 { writer.enqueue(.text("\(index)")) }  // a drain task is on its way through these
+        writer.finish()
+        await writer.flushBeforeClose()
+        #expect(socket.written.withLock { $0 } == (0..<200).map { .text("\($0)") }, "all written before the close is sent")
+    }
+
+    /// A peer that sends another frame every time one is written, until told to stop.
+    final class BusyPeer: Sendable {
+        let stopped = Mutex(false)
+        let writer = Mutex<WebSocketWriter?>(nil)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPeerThatNeverStopsDoesNotKeepTheConnectionFromReading() async {
+        let peer = BusyPeer()
+        let socket = Socket()
+        let writer = WebSocketWriter { item in
+            let written = await socket.write(item)
+            if !peer.stopped.withLock({ $0 }) { peer.writer.withLock { $0 }?.enqueue(.text("more")) }
+            return written
+        }
+        peer.writer.withLock { $0 = writer }
+        await writer.handlingOwnMessage { writer.enqueue(.text("pong")) }
+        peer.stopped.withLock { $0 = true }  // reached only if the connection's task went back to reading
+        #expect(socket.written.withLock { $0 }.first == .text("pong"))
+        writer.finish()
+        await writer.flushBeforeClose()
+    }
 }

@@ -19,6 +19,7 @@ public final class SessionHub: Sendable {
     }
 
     private let state: Mutex<SessionState>
+    private let logger: Logger
 
     public init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
@@ -26,9 +27,17 @@ public final class SessionHub: Sendable {
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
         state = Mutex(SessionState(core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now))
+        self.logger = logger
     }
 
-    public var isDraining: Bool { state.withLock { $0.isDraining } }
+    /// Runs `body` under the lock, then writes what it logged, outside the lock.
+    private func locked<Result: Sendable>(_ body: (inout SessionState) -> Result) -> Result {
+        let (result, logs) = state.withLock { state in (body(&state), state.takeLogs()) }
+        for entry in logs { logger.log(level: entry.level, entry.message, metadata: entry.metadata) }
+        return result
+    }
+
+    public var isDraining: Bool { locked { $0.isDraining } }
 
     // MARK: - Transport side
 
@@ -40,47 +49,47 @@ public final class SessionHub: Sendable {
 
     /// A connection whose outbound messages go to `sink` (WebSocket).
     public func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
-        state.withLock { $0.open(kind, sid: sid, sink: sink) }
+        locked { $0.open(kind, sid: sid, sink: sink) }
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body).
     @discardableResult
     public func receive(_ bytes: [UInt8], from id: ConnectionID) -> Verdict {
-        state.withLock { $0.receive(bytes, from: id) }
+        locked { $0.receive(bytes, from: id) }
     }
 
     /// An SSE POST: find the stream by sid.
     public func receive(_ bytes: [UInt8], sid: String) -> Verdict {
-        state.withLock { $0.receive(bytes, sid: sid) }
+        locked { $0.receive(bytes, sid: sid) }
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     public func closed(_ id: ConnectionID, reason: String) {
-        state.withLock { $0.closed(id, reason: reason) }
+        locked { $0.closed(id, reason: reason) }
     }
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     public func refuseOversize(_ id: ConnectionID) {
-        state.withLock { $0.refuseOversize(id) }
+        locked { $0.refuseOversize(id) }
     }
 
     // MARK: - Server side
 
-    public func tick() { state.withLock { $0.tick() } }
+    public func tick() { locked { $0.tick() } }
 
     public func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
-        state.withLock { $0.leave(request) }
+        locked { $0.leave(request) }
     }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
-    public func drain() { state.withLock { $0.drain() } }
+    public func drain() { locked { $0.drain() } }
 
     /// Graceful shutdown, last step.
-    public func closeAll() { state.withLock { $0.closeAll() } }
+    public func closeAll() { locked { $0.closeAll() } }
 
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
-        state.withLock { $0.snapshot() }
+        locked { $0.snapshot() }
     }
 
-    public func occupancy(of rid: String) -> Int { state.withLock { $0.occupancy(of: rid) } }
+    public func occupancy(of rid: String) -> Int { locked { $0.occupancy(of: rid) } }
 }

@@ -9,7 +9,9 @@ struct SessionState {
     private var outlets: [ConnectionID: Outlet] = [:]
     private var nextConnection: UInt64 = 0
     private let metrics: ServerMetrics
-    private let logger: Logger
+    private let logLevel: Logger.Level
+    /// Written by `SessionHub` once its lock is released: a stalled stderr must not stall every connection.
+    private var logs: [LogEntry] = []
     private let messageRate: (capacity: Double, perSecond: Double)?
     let now: @Sendable () -> Int64
 
@@ -32,7 +34,7 @@ struct SessionState {
     ) {
         self.core = core
         self.metrics = metrics
-        self.logger = logger
+        self.logLevel = logger.logLevel
         self.messageRate = messageRate
         self.now = now
     }
@@ -62,13 +64,13 @@ struct SessionState {
             envelope = try Envelope.decode(bytes)
         } catch {
             metrics.messageIn("invalid")
-            logger.debug("rejected message", metadata: ["conn": "\(id)", "error": "\(error)"])
+            note(.debug, "rejected message", metadata: ["conn": "\(id)", "error": "\(error)"])
             send(SignalingCore.errorEnvelope(error, nowMs: nowMs), to: id)
             return .accepted
         }
         metrics.messageIn(envelope.type)
         if envelope.messageType == nil {
-            logger.debug("ignored unknown message type", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
+            note(.debug, "ignored unknown message type", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
         }
         let started = DispatchTime.now().uptimeNanoseconds
         let outputs = core.handle(.message(id, envelope), nowMs: nowMs)
@@ -76,7 +78,7 @@ struct SessionState {
             metrics.joinLatency(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds - started))
         }
         if outputs.contains(.unauthorized(id)) {
-            logger.notice("refused message on an unproven SSE stream", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
+            note(.notice, "refused message on an unproven SSE stream", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
             return .unauthorized
         }
         perform(outputs)
@@ -95,7 +97,7 @@ struct SessionState {
         outlet.sink.finish()
         let reason = outlet.closeReason ?? reason
         metrics.connectionClosed(outlet.kind, reason: reason)
-        logger.debug("transport closed", metadata: ["conn": "\(id)", "reason": "\(reason)"])
+        note(.debug, "transport closed", metadata: ["conn": "\(id)", "reason": "\(reason)"])
         perform(core.handle(.closed(id), nowMs: now()))
     }
 
@@ -117,7 +119,8 @@ struct SessionState {
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
     mutating func drain() {
-        logger.info("draining: telling \(outlets.count) connections to reconnect")
+        let count = outlets.count
+        note(.info, "draining: telling \(count) connections to reconnect")
         perform(core.handle(.drain, nowMs: now()))
     }
 
@@ -147,7 +150,7 @@ struct SessionState {
         outlet.bucket = bucket
         outlet.droppedForRate += 1
         if outlet.droppedForRate >= Self.floodCloseThreshold {
-            logger.notice("closing flooding connection", metadata: ["conn": "\(id)"])
+            note(.notice, "closing flooding connection", metadata: ["conn": "\(id)"])
             outlet.closeReason = "rate_limited"
             outlet.sink.yield(.close(.policyViolation, reason: "rate limited"))
         } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
@@ -198,16 +201,32 @@ struct SessionState {
         }
     }
 
-    private func log(_ event: SignalingCore.Event) {
+    mutating func takeLogs() -> [LogEntry] {
+        defer { logs = [] }
+        return logs
+    }
+
+    private mutating func note(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata = [:]) {
+        guard level >= logLevel else { return }
+        logs.append(LogEntry(level: level, message: message(), metadata: metadata()))
+    }
+
+    private mutating func log(_ event: SignalingCore.Event) {
         switch event {
         case .joined(let rid, let cid, let kind):
-            logger.info("joined", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reconnect": "\(kind.rawValue)"])
+            note(.info, "joined", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reconnect": "\(kind.rawValue)"])
         case .suspended(let rid, let cid):
-            logger.info("suspended", metadata: ["rid": "\(rid)", "cid": "\(cid)"])
+            note(.info, "suspended", metadata: ["rid": "\(rid)", "cid": "\(cid)"])
         case .left(let rid, let cid, let reason):
-            logger.info("left", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reason": "\(reason)"])
+            note(.info, "left", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reason": "\(reason)"])
         case .roomEnded(let rid):
-            logger.info("room ended", metadata: ["rid": "\(rid)"])
+            note(.info, "room ended", metadata: ["rid": "\(rid)"])
         }
     }
+}
+
+struct LogEntry: Sendable {
+    var level: Logger.Level
+    var message: Logger.Message
+    var metadata: Logger.Metadata
 }

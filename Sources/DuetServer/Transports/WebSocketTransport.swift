@@ -70,7 +70,8 @@ struct WebSocketTransport: Sendable {
         } catch {
             reason = "socket_error"
         }
-        // Ends the writer too: the hub finishes the sink.
+        // Ends the writer too: the hub finishes the sink. What it queued until now still goes out, before the close.
         hub.closed(id, reason: reason)
+        await writer.flushBeforeClose()
     }
 }
