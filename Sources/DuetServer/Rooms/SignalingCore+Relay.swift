@@ -8,13 +8,15 @@ extension SignalingCore {
         let kind = envelope.type
         // Validate the shape only; what is relayed is the original payload, unknown fields included. The usual
         // shapes pass a structural check; anything else goes through Codable, whose error names the field.
-        if !Self.isPlainRelayPayload(envelope), envelope.messageType == .ice {
-            guard envelope.payload["candidate"] != nil else {
-                throw ProtocolError(.badRequest, "payload.candidate: missing (use null for end-of-candidates)")
+        if !Self.isPlainRelayPayload(envelope) {
+            if envelope.messageType == .ice {
+                guard envelope.payload["candidate"] != nil else {
+                    throw ProtocolError(.badRequest, "payload.candidate: missing (use null for end-of-candidates)")
+                }
+                _ = try envelope.payload.decode(IcePayload.self)
+            } else {
+                _ = try envelope.payload.decode(SessionDescriptionPayload.self)
             }
-            _ = try envelope.payload.decode(IcePayload.self)
-        } else if !Self.isPlainRelayPayload(envelope) {
-            _ = try envelope.payload.decode(SessionDescriptionPayload.self)
         }
         let others = room.participants.filter { $0.cid != seat.cid }
         let targets: [Participant]

@@ -13,7 +13,7 @@ struct SessionState {
     /// Written by `SessionHub` once its lock is released: a stalled stderr must not stall every connection.
     private var logs: [LogEntry] = []
     private let messageRate: (capacity: Double, perSecond: Double)?
-    let now: @Sendable () -> Int64
+    private let now: @Sendable () -> Int64
 
     private struct Outlet {
         var kind: TransportKind
@@ -43,7 +43,7 @@ struct SessionState {
 
     // MARK: - Transport side
 
-    /// A connection whose outbound messages go to `sink` (WebSocket).
+    /// A new connection of either transport; what it must send goes to `sink`.
     mutating func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
         nextConnection += 1
         let id = ConnectionID(nextConnection)
@@ -54,7 +54,6 @@ struct SessionState {
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body).
-    @discardableResult
     mutating func receive(_ bytes: [UInt8], from id: ConnectionID) -> SessionHub.Verdict {
         guard outlets[id] != nil else { return .unknownSession }
         let nowMs = now()

@@ -29,7 +29,7 @@ struct Pair: Sendable {
 
 enum Pairs {
     static func connect(
-        _ count: Int, on server: ServerUnderTest, over transport: SignalingTransportKind = .ws, latency: LatencyRecorder, joins: LatencyRecorder? = nil
+        _ count: Int, on server: ServerUnderTest, over transport: SignalingTransportKind = .ws, latency: LatencyRecorder
     ) async throws -> [Pair] {
         let rids = try await Rooms.make(count, on: server)
         return try await withThrowingTaskGroup(of: Pair.self) { group in
@@ -38,10 +38,7 @@ enum Pairs {
                     let a = try await BenchClient.connect(to: server, over: transport, latency: latency)
                     let b = try await BenchClient.connect(to: server, over: transport, latency: latency)
                     if server.kind == .echo { return Pair(a: a, b: b, rid: rid) }
-                    for client in [a, b] {
-                        let (_, took) = try await client.join(rid)
-                        joins?.record(nanoseconds: UInt64(took.components.attoseconds / 1_000_000_000) + UInt64(took.components.seconds) * 1_000_000_000)
-                    }
+                    for client in [a, b] { _ = try await client.join(rid) }
                     return Pair(a: a, b: b, rid: rid)
                 }
             }
