@@ -1,6 +1,16 @@
 // The browser's RTCPeerConnection behind the engine's WebRTC commands. It makes no decisions: offers,
 // restarts and rollbacks happen when the engine says so, and every state change goes back to it.
 
+// What stats() reports, all cumulative since the connection was made: video frames decoded; audio packets
+// received, samples played out (including concealed ones), concealed samples, and the audio's total energy and
+// duration (mean power over a window = Δenergy / Δduration); the selected pair's local candidate type and RTT.
+export function emptyStats() {
+  return {
+    videoFramesDecoded: 0, audioPacketsReceived: 0, audioSamplesReceived: 0, audioConcealedSamples: 0,
+    audioEnergy: 0, audioSamplesDuration: 0, candidateType: null, rttMs: null,
+  };
+}
+
 export class PeerConnection {
   constructor({ localMedia, onEvent, onRemoteStream }) {
     this.localMedia = localMedia;
@@ -80,11 +90,19 @@ export class PeerConnection {
   async stats() {
     if (!this.pc) return null;
     const report = await this.pc.getStats();
-    const result = { videoFramesDecoded: 0, audioPacketsReceived: 0, candidateType: null, rttMs: null };
+    const result = emptyStats();
     let pair = null;
     report.forEach((s) => {
       if (s.type === 'inbound-rtp' && s.kind === 'video') result.videoFramesDecoded += s.framesDecoded ?? 0;
-      if (s.type === 'inbound-rtp' && s.kind === 'audio') result.audioPacketsReceived += s.packetsReceived ?? 0;
+      if (s.type === 'inbound-rtp' && s.kind === 'audio') {
+        // Packets prove only that bytes arrived; the decoder's counters say whether sound came out of them.
+        // totalSamplesReceived includes concealed samples (made up over a gap), so both are given.
+        result.audioPacketsReceived += s.packetsReceived ?? 0;
+        result.audioSamplesReceived += s.totalSamplesReceived ?? 0;
+        result.audioConcealedSamples += s.concealedSamples ?? 0;
+        result.audioEnergy += s.totalAudioEnergy ?? 0;
+        result.audioSamplesDuration += s.totalSamplesDuration ?? 0;
+      }
       if (s.type === 'transport' && s.selectedCandidatePairId) pair = report.get(s.selectedCandidatePairId);
     });
     if (!pair) report.forEach((s) => { if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s; });

@@ -1,6 +1,7 @@
 // The call page: binds the DuetCall runtime and the status badge machine to the screen. What is
 // shown comes only from engine events, so the page never claims more than the engine knows.
 import { DuetCall } from '../runtime/duet-call.js';
+import { emptyStats } from '../runtime/peer-connection.js';
 import { LocalMedia } from '../runtime/media.js';
 import { sessionStore } from '../runtime/session-store.js';
 import { TimerTable } from '../runtime/timers.js';
@@ -37,7 +38,7 @@ window.duet = {
   get iceRestarts() { return call?.state.iceRestarts ?? []; },
   // How the server answered each join of this page: 'fresh', 'reattached' or 'recovered'.
   get reconnects() { return call?.state.reconnects ?? []; },
-  stats: async () => (await call?.stats()) ?? { videoFramesDecoded: 0, audioPacketsReceived: 0, candidateType: null, rttMs: null },
+  stats: async () => (await call?.stats()) ?? emptyStats(),
   leave: () => call?.leave(),
   end: () => call?.end(),
 };
