@@ -27,7 +27,8 @@ import Testing
         let script = packageRoot + "/Tests/e2e/browser/scenarios.py"
         let result = try await OneAtATime.heavyWork.run { try await runCommand(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
-            environment: ["DUET_BINARY": duet, "DUET_SCREENSHOTS": packageRoot + "/docs/screenshots"],
+            // Outcome and screenshots go to .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py), never to docs/.
+            environment: ["DUET_BINARY": duet],
             timeout: .seconds(150)) }
         #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)

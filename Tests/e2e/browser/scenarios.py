@@ -14,9 +14,14 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cdp import Browser  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cdp import Browser, CDPError  # noqa: E402
+import results  # noqa: E402
+from results import report, watch  # noqa: E402,F401 — report/watch are the scenarios' API to their outcome
 
 DUET = os.environ.get("DUET_BINARY", ".build/debug/duet")
+# Screenshots go with the run's results (.build/results/<run-id>/screenshots) unless told otherwise;
+# scripts/publish-results.sh copies a complete run's to docs/screenshots.
 SHOTS = os.environ.get("DUET_SCREENSHOTS")
 HARD_LIMIT_S = 140
 
@@ -56,6 +61,7 @@ class Server:
         log("server killed")
 
     def stop(self):
+        results.capture_failing()  # a failing scenario's pages and peers, while the server still serves them
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -113,13 +119,12 @@ def expect(condition, message):
 
 
 def shot(page, name, width=None, height=None):
-    if not SHOTS:
-        return
-    os.makedirs(SHOTS, exist_ok=True)
+    directory = SHOTS or results.screenshots_dir()
+    os.makedirs(directory, exist_ok=True)
     if width:
         page.set_viewport(width, height, mobile=width < 600)
         time.sleep(0.4)  # let layout and a few video frames settle
-    page.screenshot(os.path.join(SHOTS, f"{name}.png"))
+    page.screenshot(os.path.join(directory, f"{name}.png"))
     log("screenshot", name)
 
 
@@ -135,8 +140,8 @@ def stats(page):
     return page.evaluate("duet.stats()")
 
 
-def open_call(browser, url):
-    page = browser.new_page(url)
+def open_call(browser, url, name=None):
+    page = watch(browser.new_page(url), name)
     page.wait_for("window.duet && duet.page === 'call'", 10, message="call page loads")
     return page
 
@@ -157,7 +162,7 @@ def media_flows(page, frames_over=0, packets_over=0, timeout=20, what="media flo
 
 def start_call(browser, server, query="", shots=False):
     """Page A starts a call from the home page, page B opens the link; both end up in the call."""
-    home = browser.new_page(server.url + query)
+    home = watch(browser.new_page(server.url + query), "A")
     home.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
     home.evaluate("document.getElementById('start').click()")
     home.wait_for("location.pathname.startsWith('/call/') && window.duet && duet.page === 'call'", 10,
@@ -167,7 +172,7 @@ def start_call(browser, server, query="", shots=False):
         shot(home, "waiting", 1280, 800)
     link = home.evaluate("document.getElementById('share-link').value")
     expect(link.endswith(home.evaluate("duet.roomId")), f"share link {link} names the room")
-    b = open_call(browser, link + query)
+    b = open_call(browser, link + query, "B")
     in_call(home, what="A in call")
     in_call(b, what="B in call")
     return home, b, link
@@ -276,6 +281,7 @@ def scenario_server_restart(browser):
         expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "retrying offers Leave call")
         shot(a, "retrying", 1280, 800)
         server.start()
+        restarted = time.monotonic()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 30, what=f"{name} back to connected with no user action")
         expect((a.evaluate("duet.cid"), b.evaluate("duet.cid")) == cids, "both kept their seats")
@@ -283,6 +289,7 @@ def scenario_server_restart(browser):
             expect(page.evaluate("duet.reconnects").count("recovered") >= 1, f"{name} was recovered: {page.evaluate('duet.reconnects')}")
         after = stats(b)["videoFramesDecoded"]
         media_flows(b, frames_over=after, what="B still decodes after the restart")
+        report(seconds=time.monotonic() - restarted, how=results.how_recovered(a, b))
         expect(a.evaluate("duet.badge.kind") == "connected", "badge back to connected")
     finally:
         server.stop()
@@ -294,6 +301,7 @@ def scenario_reload(browser):
         a, b, _ = start_call(browser, server)
         media_flows(b)
         cid = b.evaluate("duet.cid")
+        reloaded = time.monotonic()
         b.reload()
         b.wait_for("window.duet && duet.page === 'call'", 10)
         in_call(b, 20, what="B rejoins after reload")
@@ -302,6 +310,7 @@ def scenario_reload(browser):
         media_flows(b, what="B's call resumes after reload")
         a_frames = stats(a)["videoFramesDecoded"]
         media_flows(a, frames_over=a_frames, what="A sees B again")
+        report(seconds=time.monotonic() - reloaded, how="the reloaded page reattached to its seat (same cid); time from the reload")
         expect(len(a.evaluate("duet.participants")) == 2, "still two participants")
         # B goes away without leaving (tab navigated off): A is told the other person is reconnecting.
         b.navigate("about:blank")
@@ -404,11 +413,13 @@ def scenario_network_online(browser):
         sh("ip link set duet0 down && ip link set duet1 down")
         b.wait_for("navigator.onLine === false", 10, message="B sees the network go away")
         sh("ip link set duet0 up && ip link set duet1 up")
+        online = time.monotonic()
         b.wait_for("duet.iceRestarts.includes('networkOnline')", 15, message="back online restarts ICE")
         for name, page in (("A", a), ("B", b)):
             in_call(page, 30, what=f"{name} connected after coming back online")
         before = stats(a)["videoFramesDecoded"]
         media_flows(a, frames_over=before, what="media flows after the restart")
+        report(seconds=time.monotonic() - online, how=results.how_recovered(a, b))
     finally:
         server.stop()
 
@@ -428,10 +439,12 @@ def scenario_relay_unreachable(browser):
         expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "Leave call is offered")
         deployment.start_turn()
         log("coturn started")
+        turn_up = time.monotonic()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} connects through the late relay")
         s = media_flows(a, what="media through the late relay")
         expect(s["candidateType"] == "relay", f"relayed: {s}")
+        report(seconds=time.monotonic() - turn_up, how=results.how_recovered(a, b) + " (time from coturn's start)")
 
 
 def scenario_relay_restart(browser):
@@ -449,11 +462,13 @@ def scenario_relay_restart(browser):
         a.wait_for("duet.iceRestarts.length > 0", 20, message="A restarts ICE")
         deployment.start_turn()
         log("coturn restarted")
+        turn_up = time.monotonic()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} relayed again")
         before = stats(a)["videoFramesDecoded"]
         s = media_flows(a, frames_over=before, what="A decodes again through the new relay")
         expect(s["candidateType"] == "relay", f"still relay-only: {s}")
+        report(seconds=time.monotonic() - turn_up, how=results.how_recovered(a, b))
         log("ICE restarts", a.evaluate("duet.iceRestarts"), b.evaluate("duet.iceRestarts"))
 
 
@@ -473,25 +488,44 @@ def scenario_error_screens(browser):
         server.stop()
 
 
-def run(scenarios, browser_options=lambda name: {}):
+def collect(namespace):
+    """The scenarios a script defines, by name: `scenario_relay_restart` is `relay-restart` (also how
+    scripts/publish_results.py knows which outcomes a complete run has)."""
+    return {name[len("scenario_"):].replace("_", "-"): fn for name, fn in namespace.items()
+            if name.startswith("scenario_") and callable(fn)}
+
+
+def run(scenarios, browser_options=lambda name: {}, suite="browser"):
     """Runs `sys.argv[1]` of `scenarios` with a Chromium (unless its options are None), bounded in time, and
-    prints `scenario <name>: ok` when it passed."""
+    prints `scenario <name>: ok` when it passed. Its outcome is recorded either way (Tests/e2e/results.py) under
+    `suite`, a failure with its reason and what the watched pages and peers last showed."""
     name = sys.argv[1]
+    scenario = scenarios[name]
+    title = " ".join((scenario.__doc__ or name).split()).split(". ")[0]  # its docstring's first sentence
     # A runaway scenario must end by itself, and SIGTERM must still clean up (Chromium, servers).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
     signal.alarm(HARD_LIMIT_S)
     started = time.monotonic()
-    options = browser_options(name)
-    if options is None:
-        scenarios[name](None)
-    else:
-        with Browser.launch(**options) as browser:
-            try:
-                scenarios[name](browser)
-            except BaseException:
-                log("chromium log tail:\n" + browser.log_tail())
-                raise
+
+    def attempt(browser):
+        try:
+            scenario(browser)
+        finally:
+            signal.alarm(0)  # cleanup and the record must not be cut short by the alarm
+            results.capture_failing()
+
+    with results.outcome(suite, name, title):
+        options = browser_options(name)
+        if options is None:
+            attempt(None)
+        else:
+            with Browser.launch(**options) as browser:
+                try:
+                    attempt(browser)
+                except BaseException:
+                    log("chromium log tail:\n" + browser.log_tail())
+                    raise
     print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
 
 
@@ -506,5 +540,4 @@ def browser_options(name):
 
 
 if __name__ == "__main__":
-    run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
-        browser_options)
+    run(collect(globals()), browser_options, suite="browser")

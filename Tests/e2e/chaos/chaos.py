@@ -7,7 +7,13 @@ planes with iptables, latency is added by a userspace relay (this kernel has no 
 Run inside a fresh namespace (BrowserChaosTests does):
     unshare -n sh -c 'ip link set lo up && exec python3 chaos.py cut-10s'
 Each scenario measures the time from the heal to both sides in the call with media flowing again, prints
-`RESULT {json}` and records it in docs/chaos-results.json, from which docs/resilience.md's table is made.
+`RESULT {json}` and records its outcome, passed or failed (then with the reason and what each page last showed),
+in `.build/results/<run-id>/chaos/<scenario>.json` (Tests/e2e/results.py); `scripts/publish-results.sh` makes
+docs/resilience.md's table from a complete run. A failed scenario exits non-zero.
+
+`DUET_CHAOS_BREAK=1` (a harness switch for showing that the suite can say no; off unless set) breaks ICE restarts
+in both pages before they load: `RTCPeerConnection.prototype.restartIce` does nothing and `createOffer` drops
+`iceRestart`, so an offer meant to restart ICE keeps the old credentials. Nothing else changes.
 """
 import contextlib
 import json
@@ -22,10 +28,21 @@ sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 from cdp import Browser  # noqa: E402
 from scenarios import Coturn, Server, expect, log, sh, stats  # noqa: E402
 import delay_relay  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
 import results  # noqa: E402
 
 HEALTHY = ("duet.phase === 'inCall' && duet.connectionStatus === 'connected' && duet.transport != null && "
            "['connected', 'completed'].includes(duet.iceConnectionState)")
+
+# DUET_CHAOS_BREAK=1 (see the docstring): ICE restarts become no-ops, the rest of WebRTC is untouched.
+BREAK_ICE_RESTARTS = """(() => {
+  const proto = RTCPeerConnection.prototype, createOffer = proto.createOffer;
+  proto.restartIce = function () {};
+  window.duetChaosBreak = true;
+  proto.createOffer = function (options, ...rest) {
+    return createOffer.call(this, options && typeof options === 'object' ? {...options, iceRestart: false} : options, ...rest);
+  };
+})();"""
 
 
 class Peer:
@@ -59,8 +76,14 @@ class Peer:
             prefix=self.enter,
             extra_flags=(f"--unsafely-treat-insecure-origin-as-secure={origin}",
                          "--disable-features=WebRtcHideLocalIpsWithMdns"))
-        self.page = self.browser.new_page(url)
+        self.page = results.watch(self.browser.new_page(), self.name)
+        if os.environ.get("DUET_CHAOS_BREAK") == "1":
+            self.page.send("Page.addScriptToEvaluateOnNewDocument", {"source": BREAK_ICE_RESTARTS})
+            log(f"{self.name}: DUET_CHAOS_BREAK=1, ICE restarts disabled in this page")
+        self.page.navigate(url)
         self.page.wait_for("window.duet && duet.page === 'call'", 15, message=f"{self.name}: call page loads")
+        if os.environ.get("DUET_CHAOS_BREAK") == "1":
+            expect(self.page.evaluate("window.duetChaosBreak === true"), f"{self.name}: the ICE-restart break is in force")
         return self.page
 
     def cut(self):
@@ -81,6 +104,7 @@ class Network:
         self.a, self.b = Peer("A", 1), Peer("B", 2)
 
     def close(self):
+        results.capture_failing()  # a failing scenario's pages, before they go
         for peer in (self.a, self.b):
             peer.close()
 
@@ -123,16 +147,8 @@ def restarts(net):
     return sorted(set(net.a.page.evaluate("duet.iceRestarts") + net.b.page.evaluate("duet.iceRestarts")))
 
 
-def rejoins(peer):
-    """How the page's signaling came back after its first join (`reattached`, `recovered`)."""
-    return peer.page.evaluate("duet.reconnects.slice(1)")
-
-
 def how_it_recovered(net):
-    media = "ICE restart (" + ", ".join(restarts(net)) + ")" if restarts(net) else "media kept its ICE pair (no restart)"
-    kinds = rejoins(net.a) + rejoins(net.b)
-    signaling = "signaling rejoined " + ", ".join(f"`{k}`" for k in sorted(set(kinds))) if kinds else "signaling never dropped"
-    return f"{media}; {signaling}"
+    return results.how_recovered(net.a.page, net.b.page)
 
 
 @contextlib.contextmanager
@@ -289,14 +305,21 @@ def main():
     signal.alarm(300)
     title, scenario = SCENARIOS[name]
     started = time.monotonic()
-    net = Network()
+    result = {"scenario": name, "title": title, "recovered": False, "seconds": None, "how": ""}
     try:
-        seconds, how = scenario(net)
+        # Recorded either way: a failure (an assert, the 300 s alarm, SIGTERM) with its reason and what both pages
+        # last showed, gathered before the network and the browsers go.
+        with results.outcome("chaos", name, title):
+            net = Network()
+            try:
+                seconds, how = scenario(net)
+                results.report(seconds=seconds, how=how)
+                result.update(recovered=True, seconds=seconds, how=how)
+            finally:
+                signal.alarm(0)  # cleanup and the record must not be cut short by the alarm
+                net.close()
     finally:
-        net.close()
-    result = {"scenario": name, "title": title, "recovered": True, "seconds": seconds, "how": how}
-    print("RESULT " + json.dumps(result), flush=True)
-    results.record(result)
+        print("RESULT " + json.dumps(result), flush=True)
     print(f"scenario {name}: ok ({time.monotonic() - started:.1f}s)", flush=True)
 
 

@@ -14,7 +14,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 from cdp import Browser  # noqa: E402
-from scenarios import Server, TurnDeployment, expect, in_call, log, media_flows, open_call, run, sh, stats  # noqa: E402
+from scenarios import Server, TurnDeployment, collect, expect, in_call, log, media_flows, open_call, report, run, sh, stats, watch  # noqa: E402,F401
+from results import capture_failing, how_recovered  # noqa: E402
 
 PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
 
@@ -31,6 +32,7 @@ class Peer:
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)
         self.events, self.lock = [], threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
+        watch(self)  # a failing scenario records this peer's last events
 
     def _read(self):
         for line in self.proc.stdout:
@@ -79,6 +81,7 @@ class Peer:
         self.wait(lambda p: p.value("phase") == "InCall" and p.value("connectionStatus") in (None, "connected"), timeout, what)
 
     def stop(self, sig=signal.SIGTERM, timeout=5):
+        capture_failing()  # a failing scenario's peers as they were, before they are stopped
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
@@ -273,6 +276,7 @@ def scenario_link_cut(_browser):
                 peer.in_call(30, what=f"{name} back to connected")
             restarts = [e.get("value") for e in a.snapshot() + b.snapshot() if e.get("event") == "iceRestart"]
             log(f"recovered {recovered:.1f}s after the link came back; ICE restarts: {restarts}")
+            report(seconds=recovered, how=how_recovered(a, b))
             print(f"time to recover: {recovered:.1f}s", flush=True)
             expect(restarts, "the cut was noticed and answered with an ICE restart")
         finally:
@@ -322,6 +326,7 @@ def link_cut_with_chromium(chromium_hosts):
             peer.in_call(30, what="duet call back to connected")
             log(f"recovered {recovered:.1f}s after the link came back; Chromium restarts {page.evaluate('duet.iceRestarts')}, "
                 f"duet call restarts {[e.get('value') for e in peer.snapshot() if e.get('event') == 'iceRestart']}")
+            report(seconds=recovered, how=how_recovered(page, peer))
             print(f"time to recover: {recovered:.1f}s", flush=True)
         finally:
             if peer:
@@ -350,5 +355,6 @@ def scenario_chromium_joins_second(browser):
 
 
 if __name__ == "__main__":
-    run({name[len("scenario_"):].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("scenario_")},
-        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh") else {})
+    run(collect(globals()),
+        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh") else {},
+        suite="peer")
