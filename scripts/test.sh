@@ -28,5 +28,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-swift build --build-tests
-swift test --skip-build "$@"
+# Every result of this run goes under .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py): run.json with the
+# commit and start, then the end and exit status; each scenario's outcome; the sweep; screenshots. Nothing tracked
+# is written: scripts/publish-results.sh makes docs/ from a complete run.
+export DUET_RUN_ID="${DUET_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')}"
+python3 Tests/e2e/results.py start "$@"
+status=0
+swift build --build-tests && swift test --skip-build "$@" || status=$?
+python3 Tests/e2e/results.py finish "$status"
+exit "$status"
