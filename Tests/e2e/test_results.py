@@ -1,0 +1,276 @@
+"""Tests of the results contract's two ends, on fake runs in a temporary folder (run by ResultsPublisherTests):
+Tests/e2e/results.py records every outcome, a failure with its reason and what was last seen; and
+scripts/publish_results.py publishes a complete run, refuses a partial or failed one (a failed one is published
+with --allow-failed, its rows saying **no**), and picks the newest complete run by default.
+
+    python3 Tests/e2e/test_results.py
+"""
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import publish_results  # noqa: E402
+import results  # noqa: E402
+
+DOC = """# Resilience
+
+prose before
+<!-- chaos-table:begin -->
+| old chaos table |
+<!-- chaos-table:end -->
+prose between
+<!-- simulation-table:begin -->
+| old simulation row |
+<!-- simulation-table:end -->
+more prose
+<!-- e2e-table:begin -->
+| old e2e table |
+<!-- e2e-table:end -->
+prose after
+"""
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class FakeResults:
+    """A results folder and a docs folder in a temporary directory, and runs written into it by hand."""
+
+    def __init__(self, root):
+        self.results, self.docs = os.path.join(root, "results"), os.path.join(root, "docs")
+        os.makedirs(os.path.join(self.docs, "screenshots"))
+        with open(os.path.join(self.docs, "resilience.md"), "w") as f:
+            f.write(DOC)
+        self.expected = publish_results.expected()
+
+    def run(self, rid, started, finished=True, status=0, skip=(), fail=None, sweep=True, violations=0):
+        """A run: every expected outcome (recovered, with a time for the timed rows) except `skip`; `fail` is
+        (key, reason) for one that did not recover."""
+        path = os.path.join(self.results, rid)
+        run = {"runId": rid, "commit": COMMIT, "dirty": False, "startedAt": started}
+        if finished:
+            run.update(finishedAt=started.replace("T00", "T01"), exitStatus=status)
+        results.write_json(os.path.join(path, "run.json"), run)
+        for suite, names in self.expected.items():
+            for name in names:
+                key = f"{suite}:{name}"
+                if key in skip:
+                    continue
+                ok = not (fail and fail[0] == key)
+                timed = suite == "chaos" or key in publish_results.E2E_ROWS
+                results.write_json(os.path.join(path, suite, f"{name}.json"), {
+                    "suite": suite, "scenario": name, "title": name, "recovered": ok,
+                    "seconds": 1.5 if ok and timed else None, "how": f"how-{name}" if ok else "",
+                    "reason": None if ok else fail[1], "lastSeen": None if ok else {"A": {"phase": "inCall"}},
+                    "commit": COMMIT, "dirty": False, "runId": rid, "startedAt": started, "finishedAt": started})
+        if sweep:
+            results.write_json(os.path.join(path, "simulation", "sweep.json"), {
+                "seeds": 10000, "firstSeed": 1, "violations": violations,
+                "failures": [{"seed": 7, "violation": "not back within the bound"}] if violations else [],
+                "recovery": {"p50Ms": 100, "p90Ms": 12400, "p99Ms": 30300, "maxMs": 42700}, "boundMs": 64000,
+                "build": "debug", "wallSeconds": 61.2, "commit": COMMIT, "dirty": False, "runId": rid})
+        os.makedirs(os.path.join(path, "screenshots"), exist_ok=True)
+        with open(os.path.join(path, "screenshots", "in-call.png"), "wb") as f:
+            f.write(b"\x89PNG fake " + rid.encode())
+        return path
+
+    def publish(self, *args):
+        """(exit code, stderr, the document afterwards)."""
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = publish_results.main(["--results", self.results, "--docs", self.docs, *args])
+        with open(os.path.join(self.docs, "resilience.md")) as f:
+            return code, err.getvalue(), f.read()
+
+
+class PublisherTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="duet-publish-test-")
+        self.fake = FakeResults(self.tmp)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_complete_run_is_published_with_commit_and_run_id_on_every_row(self):
+        path = self.fake.run("20260101T000000Z-aaaaaa", "20260101T000000Z")
+        code, err, doc = self.fake.publish(path)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("old chaos table", doc)
+        self.assertNotIn("old e2e table", doc)
+        self.assertNotIn("old simulation row", doc)
+        self.assertTrue(doc.startswith("# Resilience\n\nprose before\n") and doc.endswith("prose after\n"))
+        rows = [line for line in doc.splitlines() if line.startswith("| ") and not line.startswith("| Scenario")
+                and not line.startswith("| test") and not line.startswith("| seeds")]
+        self.assertEqual(len(rows), len(self.fake.expected["chaos"]) + len(publish_results.E2E_ROWS) + 1)
+        for row in rows:
+            self.assertIn("`0123456`", row)
+            self.assertIn("`20260101T000000Z-aaaaaa`", row)
+            self.assertNotIn("**no**", row)
+        for title in publish_results.chaos_titles().values():
+            self.assertIn(f"| {title} | yes | 1.5 s |", doc)
+        self.assertIn("| 10,000 (seeds 1–10,000) | 0 | 0.1 s / 12.4 s / 30.3 s / 42.7 s | 64 s | 61 s, debug build |", doc)
+        self.assertNotIn("failed", doc)
+        with open(os.path.join(self.fake.docs, "screenshots", "in-call.png"), "rb") as f:
+            self.assertEqual(f.read(), b"\x89PNG fake 20260101T000000Z-aaaaaa")
+
+    def test_partial_runs_are_refused_naming_what_is_missing(self):
+        cases = {
+            "missing outcome": ({"skip": ("peer:link-cut",)}, "peer/link-cut.json"),
+            "unfinished": ({"finished": False}, "has not finished"),
+            "no sweep": ({"sweep": False}, "simulation/sweep.json"),
+        }
+        for what, (kwargs, named) in cases.items():
+            with self.subTest(what):
+                path = self.fake.run(f"20260101T000000Z-{what.replace(' ', '-')}", "20260101T000000Z", **kwargs)
+                for flags in ((), ("--allow-failed",)):
+                    code, err, doc = self.fake.publish(*flags, path)
+                    self.assertEqual(code, 2, err)
+                    self.assertIn("not a complete run", err)
+                    self.assertIn(named, err)
+                    self.assertEqual(doc, DOC, "nothing is written")
+
+    def test_failed_run_is_refused_unless_allowed_then_its_row_says_no(self):
+        path = self.fake.run("20260101T000000Z-bbbbbb", "20260101T000000Z", status=1,
+                             fail=("chaos:cut-2s", "A: whole after the cut: not true after 90s"))
+        code, err, doc = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("failed", err)
+        self.assertIn("chaos:cut-2s: A: whole after the cut", err)
+        self.assertIn("exited with status 1", err)
+        self.assertEqual(doc, DOC)
+        code, err, doc = self.fake.publish("--allow-failed", path)
+        self.assertEqual(code, 0, err)
+        title = publish_results.chaos_titles()["cut-2s"]
+        self.assertIn(f"| {title} | **no** | — | A: whole after the cut: not true after 90s | `0123456` |", doc)
+        self.assertEqual(doc.count("**This run failed**"), 3, "a line above each table")
+
+    def test_sweep_with_violations_fails_the_run(self):
+        path = self.fake.run("20260101T000000Z-cccccc", "20260101T000000Z", violations=2)
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("simulation: 2 violations", err)
+        code, err, doc = self.fake.publish("--allow-failed", path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| **2** (seed 7: not back within the bound) |", doc)
+
+    def test_default_is_the_newest_complete_run(self):
+        self.fake.run("20260101T000000Z-old000", "20260101T000000Z")
+        self.fake.run("20260102T000000Z-new000", "20260102T000000Z")
+        self.fake.run("20260103T000000Z-part00", "20260103T000000Z", skip=("browser:reload",))
+        code, err, doc = self.fake.publish()
+        self.assertEqual(code, 0, err)
+        self.assertIn("`20260102T000000Z-new000`", doc)
+        self.assertNotIn("old000", doc)
+
+    def test_no_complete_run_is_refused(self):
+        self.fake.run("20260103T000000Z-part00", "20260103T000000Z", skip=("browser:reload",))
+        code, err, doc = self.fake.publish()
+        self.assertEqual(code, 2)
+        self.assertIn("browser/reload.json", err)
+        self.assertEqual(doc, DOC)
+
+    def test_a_timed_scenario_without_a_row_is_refused(self):
+        path = self.fake.run("20260101T000000Z-dddddd", "20260101T000000Z")
+        outcome = os.path.join(path, "browser", "call.json")
+        with open(outcome) as f:
+            data = json.load(f)
+        results.write_json(outcome, {**data, "seconds": 3.0})
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("browser:call", err)
+
+    def test_missing_markers_are_refused(self):
+        path = self.fake.run("20260101T000000Z-eeeeee", "20260101T000000Z")
+        with open(os.path.join(self.fake.docs, "resilience.md"), "w") as f:
+            f.write(DOC.replace("<!-- e2e-table:end -->\n", ""))
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("e2e-table", err)
+
+    def test_expected_lists_come_from_the_scripts(self):
+        self.assertIn("cut-2s", self.fake.expected["chaos"])
+        self.assertIn("server-restart", self.fake.expected["browser"])
+        self.assertIn("link-cut-duet-call-hosts", self.fake.expected["peer"])
+        for key in publish_results.E2E_ROWS:
+            suite, name = key.split(":")
+            self.assertIn(name, self.fake.expected[suite])
+
+
+class OutcomeTests(unittest.TestCase):
+    """results.outcome records pass and failure alike, into the run's folder."""
+
+    class FakePeer:
+        def __init__(self):
+            self.events = [{"event": "phase", "value": "InCall"}]
+
+        def snapshot(self):
+            return list(self.events)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="duet-outcome-test-")
+        self.saved = results.RESULTS, os.environ.get("DUET_RUN_ID")
+        results.RESULTS = self.tmp
+        os.environ["DUET_RUN_ID"] = "test-run"
+
+    def tearDown(self):
+        results.RESULTS = self.saved[0]
+        if self.saved[1] is None:
+            os.environ.pop("DUET_RUN_ID", None)
+        else:
+            os.environ["DUET_RUN_ID"] = self.saved[1]
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def read(self, suite, name):
+        with open(os.path.join(self.tmp, "test-run", suite, f"{name}.json")) as f:
+            return json.load(f)
+
+    def test_a_pass_records_what_was_reported(self):
+        with contextlib.redirect_stdout(io.StringIO()), results.outcome("browser", "x", "X"):
+            results.report(seconds=2.345, how="ICE restart")
+        o = self.read("browser", "x")
+        self.assertEqual((o["recovered"], o["seconds"], o["how"], o["reason"], o["runId"]), (True, 2.3, "ICE restart", None, "test-run"))
+        self.assertEqual(len(o["commit"]), 40)
+
+    def test_a_failure_records_the_reason_and_what_was_seen_before_cleanup(self):
+        peer = self.FakePeer()
+        with self.assertRaises(AssertionError), contextlib.redirect_stdout(io.StringIO()), \
+                results.outcome("peer", "y", "Y"):
+            results.watch(peer, "duet-call A")
+            try:
+                raise AssertionError("A receives media again: not true after 60s")
+            finally:
+                results.capture_failing()  # what cleanup does before it stops things
+                peer.events.append({"event": "phase", "value": "Leaving"})  # cleanup changes the picture
+        o = self.read("peer", "y")
+        self.assertFalse(o["recovered"])
+        self.assertEqual(o["reason"], "A receives media again: not true after 60s")
+        self.assertEqual(o["lastSeen"]["duet-call A"]["latestByKind"]["phase"]["value"], "InCall")
+
+    def test_a_timeout_and_a_termination_are_failures_too(self):
+        for error, reason in ((TimeoutError("chaos cut-2s ran over 300 s"), "TimeoutError: chaos cut-2s ran over 300 s"),
+                              (SystemExit(143), "terminated (exit 143; SIGTERM from the test's timeout?)")):
+            with self.subTest(reason), self.assertRaises(type(error)), contextlib.redirect_stdout(io.StringIO()), \
+                    results.outcome("chaos", "z", "Z"):
+                raise error
+            o = self.read("chaos", "z")
+            self.assertEqual((o["recovered"], o["reason"]), (False, reason))
+            self.assertEqual(o["lastSeen"], {})
+
+    def test_an_unreadable_side_is_named_not_raised(self):
+        class DeadPage:
+            def evaluate(self, *args, **kwargs):
+                raise ConnectionError("Chromium pipe closed")
+        results.reset()
+        results.watch(DeadPage(), "A")
+        self.assertEqual(results.last_seen(), {"A": "unreadable: ConnectionError: Chromium pipe closed"})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
