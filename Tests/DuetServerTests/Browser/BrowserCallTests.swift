@@ -18,6 +18,7 @@ import Testing
     @Test func unreachableRelayEscalatesAndConnectsWhenItAppears() async throws { try await run("relay-unreachable") }
     @Test func turnServerDiesAndReturnsICERestartsThroughIt() async throws { try await run("relay-restart") }
     @Test func blockedCameraOffersAudioOnlyAndRetry() async throws { try await run("permission-denied") }
+    @Test func aPageWhoseModuleFailsToLoadRetriesThenSaysSo() async throws { try await run("load-retry") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try #require(commandExists("chromium") && commandExists("unshare") && commandExists("ip"),

@@ -254,11 +254,19 @@ class Page:
         self.console = []               # "[type] text" strings, newest last
         self._loaded = set()            # loaderIds whose main-frame 'load' fired
         self._load_cv = threading.Condition()
+        self._subscriptions = {}        # CDP event name -> Queue of its params
 
     def send(self, method, params=None, timeout=10):
         return self.browser.send(method, params, self.session_id, timeout)
 
+    def events(self, method):
+        """A queue receiving the params of every `method` event of this page from now on (e.g.
+        `Fetch.requestPaused`). Answer them from another thread than the reader: its handlers never send."""
+        return self._subscriptions.setdefault(method, queue.Queue())
+
     def _on_event(self, method, p):
+        if (subscribers := self._subscriptions.get(method)) is not None:
+            subscribers.put(p)
         if method == "Runtime.consoleAPICalled":
             self.console.append(f"[{p['type']}] " + " ".join(_describe(a) for a in p.get("args", [])))
         elif method == "Runtime.exceptionThrown":

@@ -5,11 +5,14 @@ Run by BrowserCallTests inside a fresh network namespace:
 Each scenario asserts what its name says and prints `scenario <name>: ok` at the end.
 """
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -132,6 +135,17 @@ STATE = "({phase: duet.phase, status: duet.connectionStatus, transport: duet.tra
         "screen: duet.screen, badge: duet.badge.kind})"
 
 
+# Mean luma (0–255) of the remote video, drawn small into a canvas (-1: no picture yet): a stopped camera arrives
+# as black frames.
+REMOTE_LUMA = """(() => { const v = document.getElementById('remote-video'); if (!v.videoWidth) return -1;
+    const c = document.createElement('canvas'); c.width = 32; c.height = 24; const g = c.getContext('2d');
+    g.drawImage(v, 0, 0, 32, 24); const d = g.getImageData(0, 0, 32, 24).data; let sum = 0;
+    for (let i = 0; i < d.length; i += 4) sum += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2];
+    return sum / (d.length / 4); })()"""
+# Measured (Chromium 156, 2026-11-24): the fake camera's picture reads about 90, a stopped camera's frames 0.
+BLACK_LUMA = 16
+
+
 def state(page):
     return page.evaluate(STATE)
 
@@ -153,11 +167,65 @@ def in_call(page, timeout=20, what="in call"):
                   timeout, message=what)
 
 
-def media_flows(page, frames_over=0, packets_over=0, timeout=20, what="media flows"):
-    """Waits until decoded video frames and received audio packets pass the given marks; returns stats."""
-    return page.wait_for(
-        f"duet.stats().then(s => s.videoFramesDecoded > {frames_over} + 10 && s.audioPacketsReceived > {packets_over} + 10 && s)",
-        timeout, message=what)
+# Received audio is judged by its level over a window of played-out audio: sqrt(Δenergy / Δduration) of the
+# inbound-rtp stats (totalAudioEnergy, totalSamplesDuration; 1.0 = full scale). Measured in Chromium 156 over a
+# loopback call (2026-11-23): its fake microphone is a train of beeps, so 0.1 s windows range 0.02–0.77 and
+# 0.2 s ones 0.04–0.93, while every 0.5 s window reads 0.41–0.65 (1 s: 0.47–0.61); a muted sender (track
+# enabled = false) reads exactly 0.0 while its packets still arrive (none concealed). duet call's tone (a sine
+# at volume 0.3) is about 0.2. Silence is at most 0.01 (-40 dBFS): 40× under the quietest real window.
+AUDIO_WINDOW_S = 0.5
+SILENCE_LEVEL = 0.01
+
+
+def mark(page):
+    """A snapshot of the page's cumulative media counters (`duet.stats()`): checks ask what arrived after it."""
+    return stats(page)
+
+
+def media_window(before, after):
+    """What the page received between two snapshots: video frames decoded, seconds of audio played out, the
+    share of them decoded from packets (the rest concealed: made up over a gap) and their level."""
+    samples = after["audioSamplesReceived"] - before["audioSamplesReceived"]
+    concealed = after["audioConcealedSamples"] - before["audioConcealedSamples"]
+    seconds = after["audioSamplesDuration"] - before["audioSamplesDuration"]
+    energy = after["audioEnergy"] - before["audioEnergy"]
+    return {"frames": after["videoFramesDecoded"] - before["videoFramesDecoded"], "audioSeconds": round(seconds, 3),
+            "decoded": round((samples - concealed) / samples, 3) if samples > 0 else 0.0,
+            "level": round(math.sqrt(max(energy, 0.0) / seconds), 5) if seconds > 0 else 0.0}
+
+
+def wait_window(page, since, accept, timeout, what):
+    """Polls `duet.stats()` until the newest window of at least AUDIO_WINDOW_S of audio after `since` (a mark;
+    None: now) satisfies `accept(window)`; returns the latest stats with that window under "window"."""
+    history = [since or mark(page)]
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        now = stats(page)
+        base = next((h for h in reversed(history)
+                     if now["audioSamplesDuration"] - h["audioSamplesDuration"] >= AUDIO_WINDOW_S), None)
+        if base is not None:
+            last = media_window(base, now)
+            if accept(last):
+                return {**now, "window": last}
+        history.append(now)
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout}s; since the mark {media_window(history[0], now)}, "
+                               f"last full window {last}, stats {now}")
+        time.sleep(0.1)
+
+
+def media_flows(page, since=None, timeout=20, what="media flows", video=True):
+    """Media flows into `page` after the mark `since` (None: from now): over one window, new video frames were
+    decoded (unless video=False) and audio was decoded from packets, mostly not concealed, above silence."""
+    return wait_window(page, since, lambda w: (w["frames"] >= 3 or not video) and w["decoded"] >= 0.5
+                       and w["level"] > SILENCE_LEVEL, timeout, what)
+
+
+def audio_silent(page, since=None, timeout=10, what="received audio is silent"):
+    """The audio reaching `page` after `since` is silence over one window while still being decoded from packets
+    (a muted sender, not a broken link)."""
+    return wait_window(page, since, lambda w: w["decoded"] >= 0.5 and w["level"] <= SILENCE_LEVEL, timeout, what)
 
 
 def start_call(browser, server, query="", shots=False):
@@ -195,10 +263,9 @@ def scenario_call(browser):
             s = media_flows(page, what=f"{name} decodes video and receives audio")
             log(name, "stats", s)
             expect(state(page)["transport"] == "ws", f"{name} signals over WebSocket")
-        # The other side's pictures keep coming: frames increase over time on both pages.
-        first = [stats(a)["videoFramesDecoded"], stats(b)["videoFramesDecoded"]]
-        media_flows(a, frames_over=first[0], what="A keeps decoding")
-        media_flows(b, frames_over=first[1], what="B keeps decoding")
+        # The other side's pictures and sound keep coming: a second window on both pages.
+        media_flows(a, what="A keeps decoding")
+        media_flows(b, what="B keeps decoding")
         expect(a.evaluate("duet.hostCid") == b.evaluate("duet.hostCid") == a.evaluate("duet.cid"), "A hosts; both agree")
         expect(a.evaluate("duet.badge.kind") == "connected", "the badge says connected only when it is")
         shot(a, "in-call", 1280, 800)
@@ -221,15 +288,28 @@ def scenario_call(browser):
         a.wait_for(f"{camera} === 'fake_device_1'", 5, message="the other camera is in use")
         a.evaluate("document.getElementById('switch-camera').click()")
         a.wait_for(f"{camera} === 'fake_device_0'", 5, message="and back")
-        frames = stats(b)["videoFramesDecoded"]
-        media_flows(b, frames_over=frames, what="B keeps decoding A's video after the switches")
+        media_flows(b, what="B keeps decoding A's video after the switches")
         expect(a.evaluate("duet.phase") == "inCall" and a.evaluate("duet.connectionStatus") == "connected", "still connected")
         expect(a.evaluate("duet.iceRestarts") == [], "switching cameras needs no ICE restart")
-        # Controls: mute and camera off change the local tracks, and the buttons say so.
-        a.evaluate("document.getElementById('mute').click(); document.getElementById('camera').click()")
+        # Controls: mute and camera off change the local tracks, the buttons say so, and the other side sees it:
+        # B's received audio falls to silence (still decoded from packets), and comes back on unmute.
+        a.evaluate("document.getElementById('mute').click()")
         expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "mute is pressed")
         expect(a.evaluate("document.getElementById('local-video').srcObject.getAudioTracks()[0].enabled") is False, "mic off")
+        log("B while A is muted", audio_silent(b, what="B hears silence while A is muted")["window"])
+        media_flows(a, what="A still hears B while muted")
+        a.evaluate("document.getElementById('mute').click()")
+        expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "false", "mute is released")
+        log("B after unmute", media_flows(b, what="B hears A again after unmute")["window"])
+        # Camera off: what B receives of A turns black (a disabled track sends black frames); camera on: A is back.
+        a.evaluate("document.getElementById('camera').click()")
         expect(a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].enabled") is False, "camera off")
+        lit = b.evaluate(REMOTE_LUMA)
+        b.wait_for(f"(luma => luma >= 0 && luma < {BLACK_LUMA})({REMOTE_LUMA})", 10,
+                   message="B's picture of A goes black when A stops the camera")
+        log("B's picture of A, mean luma", lit, "→ camera off", b.evaluate(REMOTE_LUMA))
+        a.evaluate("document.getElementById('camera').click()")
+        b.wait_for(f"{REMOTE_LUMA} > {BLACK_LUMA}", 10, message="B sees A again when A restarts the camera")
         # Home lists the room among recent calls, with live occupancy from watch_rooms.
         room = a.evaluate("duet.roomId")
         home = browser.new_page(server.url)
@@ -272,11 +352,12 @@ def scenario_server_restart(browser):
         cids = (a.evaluate("duet.cid"), b.evaluate("duet.cid"))
         server.kill()
         # Media is peer to peer: it keeps flowing while signaling is gone.
-        before = stats(a)["videoFramesDecoded"]
+        down = {name: mark(page) for name, page in (("A", a), ("B", b))}
         a.wait_for("duet.connectionStatus !== 'connected'", 35, message="A notices signaling is gone")
         a.wait_for("duet.badge.kind === 'reconnecting'", 5, message="A shows Reconnecting… after the debounce")
         shot(a, "recovering", 1280, 800)
-        media_flows(a, frames_over=before, what="frames keep increasing while the server is down")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, since=down[name], what=f"{name}: video and audio keep coming while the server is down")
         a.wait_for("duet.connectionStatus === 'retrying' && duet.badge.kind === 'retrying'", 15, message="A goes to retrying")
         expect(a.evaluate("!document.getElementById('badge-leave').hidden"), "retrying offers Leave call")
         shot(a, "retrying", 1280, 800)
@@ -287,8 +368,8 @@ def scenario_server_restart(browser):
         expect((a.evaluate("duet.cid"), b.evaluate("duet.cid")) == cids, "both kept their seats")
         for name, page in (("A", a), ("B", b)):
             expect(page.evaluate("duet.reconnects").count("recovered") >= 1, f"{name} was recovered: {page.evaluate('duet.reconnects')}")
-        after = stats(b)["videoFramesDecoded"]
-        media_flows(b, frames_over=after, what="B still decodes after the restart")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name} still decodes video and audio after the restart")
         report(seconds=time.monotonic() - restarted, how=results.how_recovered(a, b))
         expect(a.evaluate("duet.badge.kind") == "connected", "badge back to connected")
     finally:
@@ -308,8 +389,7 @@ def scenario_reload(browser):
         expect(b.evaluate("duet.cid") == cid, "B has the same cid after reload")
         expect(b.evaluate("duet.reconnects") == ["reattached"], f"the reloaded page reattached: {b.evaluate('duet.reconnects')}")
         media_flows(b, what="B's call resumes after reload")
-        a_frames = stats(a)["videoFramesDecoded"]
-        media_flows(a, frames_over=a_frames, what="A sees B again")
+        media_flows(a, what="A sees and hears B again")
         report(seconds=time.monotonic() - reloaded, how="the reloaded page reattached to its seat (same cid); time from the reload")
         expect(len(a.evaluate("duet.participants")) == 2, "still two participants")
         # B goes away without leaving (tab navigated off): A is told the other person is reconnecting.
@@ -324,6 +404,8 @@ def scenario_reload(browser):
         in_call(b, 20, what="B comes back to the same seat")
         expect(b.evaluate("duet.cid") == cid, "B still has its cid after coming back")
         a.wait_for("duet.badge.kind === 'connected'", 15, message="A's badge clears when B is back")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name}: media both ways after B came back")
         # A duplicated tab carries B's seat (sessionStorage is copied): the newer tab takes the seat over,
         # and B stops instead of fighting for it, offering "Use here".
         seat = b.evaluate("sessionStorage.getItem('duet.session')")
@@ -332,6 +414,8 @@ def scenario_reload(browser):
         c.navigate(server.url + "call/" + a.evaluate("duet.roomId"))
         in_call(c, 20, what="the duplicated tab holds the seat")
         expect(c.evaluate("duet.cid") == cid and c.evaluate("duet.reconnects") == ["reattached"], "same seat, reattached")
+        for name, page in (("A", a), ("the new tab", c)):
+            media_flows(page, what=f"{name}: media both ways with the tab that took the seat")
         b.wait_for("duet.screen === 'ended' && duet.endReason === 'replaced'", 10, message="B steps aside")
         expect(b.evaluate("document.getElementById('rejoin').textContent") == "Use here", "B offers Use here")
         time.sleep(2)
@@ -350,6 +434,8 @@ def scenario_leave_end(browser):
         b.evaluate("document.getElementById('rejoin').click()")
         in_call(b, 20, what="B rejoins")
         in_call(a, 20, what="A back in call")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name}: media both ways after the rejoin")
         expect(a.evaluate("!document.getElementById('end').hidden"), "the host sees End for both")
         a.evaluate("document.getElementById('end').click()")
         for name, page, reason in (("A", a, "ended"), ("B", b, "roomEnded")):
@@ -390,7 +476,7 @@ def scenario_permission_denied(browser):
         in_call(a, what="A (audio only) in call")
         in_call(b, what="B in call")
         media_flows(a, what="A receives B's video and audio")
-        b.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10)", 15, message="B hears A")
+        media_flows(b, video=False, what="B hears A (A sends no video)")
     finally:
         server.stop()
 
@@ -399,17 +485,35 @@ def sh(command):
     subprocess.run(command, shell=True, check=True)
 
 
-def scenario_network_online(browser):
-    """A real network interface of the namespace goes down and up: the browser fires `offline`, then
-    `online` (and Network Information changes), the engine restarts ICE, and the call carries on."""
-    # A loopback-only namespace looks offline to Chromium; a veth pair makes it a machine with a network.
+def make_network():
+    """A veth pair (10.77.0.1 ↔ 10.77.0.2): a loopback-only namespace looks offline to Chromium, this makes it a
+    machine with a network. Made before Chromium starts, and settled (both ends up) by then: an interface or address
+    appearing while pages load reads to Chromium as a network change, which fails the loads in flight with
+    ERR_NETWORK_CHANGED (a page once hung on "starting" that way). No IPv6, so no link-local address turns up
+    a second or two later either."""
+    sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
     sh("ip link add duet0 type veth peer name duet1 && ip addr add 10.77.0.1/24 dev duet0 && "
        "ip addr add 10.77.0.2/24 dev duet1 && ip link set duet0 up && ip link set duet1 up")
+    deadline = time.monotonic() + 5
+    # (/sys/class/net would show the machine's namespace under `unshare -n`; ip reads this one's.)
+    while any("state UP" not in subprocess.run(["ip", "-o", "link", "show", dev], capture_output=True, text=True).stdout
+              for dev in ("duet0", "duet1")):
+        expect(time.monotonic() < deadline, "the veth pair came up")
+        time.sleep(0.05)
+
+
+def scenario_network_online(browser):
+    """A real network interface of the namespace goes down and up: the browser fires `offline`, then
+    `online` (and Network Information changes), the engine restarts ICE, and the call carries on.
+    The interface is made by make_network() before Chromium starts (see browser_options)."""
     server = Server()
     try:
         a, b, _ = start_call(browser, server)
         media_flows(b)
         b.wait_for("navigator.onLine", 5, message="B is online")
+        # The network was there and settled before Chromium started: no load of either page saw it change.
+        changed = [m for page in (a, b) for m in page.console if "ERR_NETWORK_CHANGED" in m]
+        expect(not changed, f"nothing failed on a network change before the fault: {changed}")
         sh("ip link set duet0 down && ip link set duet1 down")
         b.wait_for("navigator.onLine === false", 10, message="B sees the network go away")
         sh("ip link set duet0 up && ip link set duet1 up")
@@ -417,8 +521,8 @@ def scenario_network_online(browser):
         b.wait_for("duet.iceRestarts.includes('networkOnline')", 15, message="back online restarts ICE")
         for name, page in (("A", a), ("B", b)):
             in_call(page, 30, what=f"{name} connected after coming back online")
-        before = stats(a)["videoFramesDecoded"]
-        media_flows(a, frames_over=before, what="media flows after the restart")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name}: video and audio after the restart")
         report(seconds=time.monotonic() - online, how=results.how_recovered(a, b))
     finally:
         server.stop()
@@ -442,8 +546,9 @@ def scenario_relay_unreachable(browser):
         turn_up = time.monotonic()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} connects through the late relay")
-        s = media_flows(a, what="media through the late relay")
-        expect(s["candidateType"] == "relay", f"relayed: {s}")
+        for name, page in (("A", a), ("B", b)):
+            s = media_flows(page, what=f"{name}: media through the late relay")
+            expect(s["candidateType"] == "relay", f"{name} relayed: {s}")
         report(seconds=time.monotonic() - turn_up, how=results.how_recovered(a, b) + " (time from coturn's start)")
 
 
@@ -465,9 +570,9 @@ def scenario_relay_restart(browser):
         turn_up = time.monotonic()
         for name, page in (("A", a), ("B", b)):
             in_call(page, 60, what=f"{name} relayed again")
-        before = stats(a)["videoFramesDecoded"]
-        s = media_flows(a, frames_over=before, what="A decodes again through the new relay")
-        expect(s["candidateType"] == "relay", f"still relay-only: {s}")
+        for name, page in (("A", a), ("B", b)):
+            s = media_flows(page, what=f"{name} decodes video and audio again through the new relay")
+            expect(s["candidateType"] == "relay", f"{name} still relay-only: {s}")
         report(seconds=time.monotonic() - turn_up, how=results.how_recovered(a, b))
         log("ICE restarts", a.evaluate("duet.iceRestarts"), b.evaluate("duet.iceRestarts"))
 
@@ -484,6 +589,82 @@ def scenario_error_screens(browser):
         expect("full" in c.evaluate("document.getElementById('error-title').textContent"), "room full screen")
         shot(c, "room-full", 390, 844)
         in_call(a, 5, what="the full-room refusal does not disturb the call")
+    finally:
+        server.stop()
+
+
+class FailingFetch:
+    """Fails the first `times` requests of `page` whose URL matches `pattern` (CDP Fetch: the request errors as
+    on a network change) and lets later ones through; answers from a thread of its own. A context manager."""
+
+    def __init__(self, page, pattern, times):
+        self.page, self.times, self.failed, self.passed = page, times, 0, 0
+        self.paused = page.events("Fetch.requestPaused")
+        page.send("Fetch.enable", {"patterns": [{"urlPattern": pattern, "requestStage": "Request"}]})
+        self.thread = threading.Thread(target=self._answer, name="failing-fetch", daemon=True)
+        self.thread.start()
+
+    def _answer(self):
+        while (request := self.paused.get()) is not None:
+            fail = self.failed < self.times
+            try:
+                if fail:
+                    self.page.send("Fetch.failRequest", {"requestId": request["requestId"], "errorReason": "InternetDisconnected"})
+                else:
+                    self.page.send("Fetch.continueRequest", {"requestId": request["requestId"]})
+            except CDPError as e:  # the page navigated away meanwhile: that request is gone
+                log("failing-fetch:", e)
+                continue
+            self.failed, self.passed = self.failed + fail, self.passed + (not fail)
+            log(f"{'failed' if fail else 'let through'} {request['request']['url']}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.paused.put(None)
+        self.thread.join(5)
+        self.page.send("Fetch.disable")
+
+
+def scenario_load_retry(browser):
+    """A page whose module fails to load (one of its files errors, as on a network change mid-load) reloads by
+    itself and gets going; when every try fails it says so, and Try again works once the file loads."""
+    server = Server()
+    try:
+        guards = [re.search(r"<script>.*?</script>", urllib.request.urlopen(server.url + path, timeout=5).read().decode(), re.S)
+                  for path in ("", "call/x")]
+        expect(all(guards) and guards[0].group(0) == guards[1].group(0), "the same loading guard in both pages")
+        link = server.url + "call/" + server.new_room()
+        a = watch(browser.new_page(), "A")
+        with FailingFetch(a, "*call-view.js", times=1) as fetch:
+            a.navigate(link)
+            a.wait_for("window.duet && duet.page === 'call' && duet.screen === 'waiting'", 15,
+                       message="the call page gets over its failed module by itself and waits for the other person")
+            expect(fetch.failed == 1 and fetch.passed >= 1, f"failed once, then loaded: {fetch.failed} failed, {fetch.passed} passed")
+        expect(a.evaluate("performance.getEntriesByType('navigation')[0].type") == "reload", "it reloaded itself")
+        expect(a.evaluate("sessionStorage.getItem('duet.loadAttempts')") is None, "a page that loaded forgets its tries")
+        b = open_call(browser, link, "B")
+        in_call(a, what="A in call")
+        in_call(b, what="B in call")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name}: media both ways")
+        # Every try fails (a load and 3 reloads): the page explains, and Try again loads it once the file arrives.
+        home = watch(browser.new_page(), "home")
+        with FailingFetch(home, "*home-page.js", times=4) as fetch:
+            home.navigate(server.url)
+            home.wait_for("document.body.dataset.screen === 'load-failed'", 20, message="home says it could not load")
+            expect(fetch.failed == 4 and fetch.passed == 0, f"one load and three reloads, all failed: {fetch.failed}, {fetch.passed}")
+            text = home.evaluate("document.body.innerText")
+            expect("Couldn’t load Duet" in text and "Check your connection" in text, f"the message says what happened: {text!r}")
+            expect(home.evaluate("document.activeElement.textContent") == "Couldn’t load Duet", "focus moves to the message")
+            expect(home.evaluate("document.querySelector('[role=alert]') !== null"), "announced as an alert")
+            shot(home, "load-failed", 1280, 800)
+            time.sleep(6)  # longer than the last pause: no reload after the last try
+            expect(fetch.failed == 4, f"no more tries after the message: {fetch.failed}")
+            home.evaluate("document.querySelector('button').click()")
+            home.wait_for("window.duet && duet.page === 'home'", 10, message="Try again loads home")
+            expect(fetch.passed == 1, f"the file loaded on Try again: {fetch.passed}")
     finally:
         server.stop()
 
@@ -533,6 +714,8 @@ def browser_options(name):
     # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
     if name == "permission-denied":
         return {"without_flags": ("--use-fake-ui-for-media-stream",)}
+    if name == "network-online":  # the network must be there before Chromium is
+        make_network()
     if name == "call":  # two fake cameras, so "Switch camera" has somewhere to go
         return {"without_flags": ("--use-fake-device-for-media-stream",),
                 "extra_flags": ("--use-fake-device-for-media-stream=device-count=2",)}

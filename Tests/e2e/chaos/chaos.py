@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 from cdp import Browser  # noqa: E402
-from scenarios import Coturn, Server, expect, log, sh, stats  # noqa: E402
+from scenarios import Coturn, Server, expect, log, mark, media_flows, sh, stats  # noqa: E402
 import delay_relay  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 import results  # noqa: E402
@@ -114,12 +114,14 @@ def frames(peer):
 
 
 def wait_whole(net, timeout, what):
-    """Both sides in the call, connected, on live signaling, with new video frames decoded."""
-    marks = {peer.name: frames(peer) for peer in (net.a, net.b)}
+    """Both sides in the call, connected, on live signaling, and receiving after this call new video frames and
+    decoded audio above silence (scenarios.media_flows: one window of at least AUDIO_WINDOW_S of audio)."""
+    marks = {peer.name: mark(peer.page) for peer in (net.a, net.b)}
     for peer in (net.a, net.b):
         try:
-            peer.page.wait_for(f"({HEALTHY}) && duet.stats().then(s => s.videoFramesDecoded > {marks[peer.name]} + 5 && s)",
-                               timeout, poll=0.1, message=f"{peer.name}: {what}")
+            peer.page.wait_for(HEALTHY, timeout, poll=0.1, message=f"{peer.name}: {what}")
+            media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
+            expect(peer.page.evaluate(HEALTHY), f"{peer.name} still connected once media flowed: {what}")
         except TimeoutError:
             for p in (net.a, net.b):
                 log(p.name, "state", p.page.evaluate("({ice: duet.iceConnectionState, restarts: duet.iceRestarts, "
@@ -196,7 +198,8 @@ def signaling_cut(net):
                      f"OUTPUT -o {net.a.link} -p tcp --sport {server.port} -j DROP", what="A's signaling cut for 45 s"):
             time.sleep(45)
             for peer in (net.a, net.b):
-                expect(frames(peer) > before[peer.name] + 300, f"{peer.name}: media kept flowing through the signaling cut")
+                expect(frames(peer) > before[peer.name] + 300, f"{peer.name}: video kept flowing through the signaling cut")
+                media_flows(peer.page, what=f"{peer.name}: video and audio still flowing at the end of the signaling cut")
         healed = time.monotonic()
         net.a.page.wait_for("duet.reconnects.length > 1 && duet.transport != null", 60, message="A's signaling is back")
         recovery = measured(net, healed, 60, "whole after the signaling cut")
@@ -257,6 +260,7 @@ def rtt_loss(net):
                     time.sleep(1)
                 for peer in (net.a, net.b):
                     expect(frames(peer) > marks[peer.name] + 600, f"{peer.name}: video kept coming for 60 s")
+                    media_flows(peer.page, what=f"{peer.name}: video and audio above silence after 60 s of latency and loss")
                 return round(setup, 1), f"connects in {setup:.1f} s and holds 60 s (media RTT {rtt:.0f} ms, relayed)"
             finally:
                 for relay in relays:
