@@ -5,10 +5,10 @@ import GStreamerShim
 import Logging
 
 /// `WebRtcEngine` on GStreamer's webrtcbin: sends a test-pattern VP8 video and an Opus tone (or audio only),
-/// decodes what the peer sends and counts it. webrtcbin 1.22 has neither ICE restart nor rollback, so both
-/// start a fresh session (a new webrtcbin, new ICE credentials and DTLS certificate) that the peer negotiates
-/// like any new offer; and since libnice sends no consent checks, a media watchdog reports a path that went
-/// silent as `disconnected`, as a browser would.
+/// decodes what the peer sends, counts it and measures the decoded audio's level. webrtcbin 1.22 has neither ICE
+/// restart nor rollback, so both start a fresh session (a new webrtcbin, new ICE credentials and DTLS
+/// certificate) that the peer negotiates like any new offer; and since libnice sends no consent checks, a media
+/// watchdog reports a path that went silent as `disconnected`, as a browser would.
 public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public struct Options: Sendable {
         public var audioOnly: Bool
@@ -48,6 +48,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private var mediaSilent = false
     /// When inbound media last stopped (nil while it flows, or before it ever did).
     private var silentSince: ContinuousClock.Instant?
+    /// What the sessions replaced so far received: a fresh session counts from zero, the call's totals go on.
+    private var carried = Received()
 
     /// The current session has been given up on: media silent for `freshSessionAfter`, or ICE failed.
     private var needsFreshSession: Bool {
@@ -154,8 +156,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     public func stats() async -> CallStats? {
-        // Retained under the lock: a close meanwhile cannot free the peer under the stats call.
-        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return nil }
+        // Retained under the lock: a close meanwhile cannot free the peer under the stats call. The carried
+        // totals are read with it, so a session replaced meanwhile is not counted twice.
+        guard let (peer, base) = lock.withLock({ peer.map { duet_peer_retain($0); return (PeerHandle(pointer: $0), carried) } })
+        else { return nil }
         // `duet_peer_stats` blocks until webrtcbin answers: keep it off the cooperative pool.
         let stats = await withCheckedContinuation { (done: CheckedContinuation<DuetStats, Never>) in
             DispatchQueue.global().async {
@@ -166,9 +170,23 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
             }
         }
         let type = withUnsafeBytes(of: stats.candidate_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let total = base.adding(stats)
         return CallStats(
-            videoFramesReceived: Int(stats.video_frames), audioPacketsReceived: Int(stats.audio_packets),
-            candidateType: type.isEmpty ? nil : type, roundTripTimeMs: stats.has_rtt != 0 ? stats.rtt_ms : nil)
+            videoFramesReceived: total.frames, audioPacketsReceived: total.packets,
+            candidateType: type.isEmpty ? nil : type, roundTripTimeMs: stats.has_rtt != 0 ? stats.rtt_ms : nil,
+            audioSamplesDecoded: total.samples, audioLevelDb: stats.audio_level_db, audioPeakDb: stats.audio_peak_db)
+    }
+
+    /// Media received by sessions so far.
+    private struct Received {
+        var frames = 0
+        var packets = 0
+        var samples = 0
+
+        func adding(_ stats: DuetStats) -> Received {
+            Received(frames: frames + Int(stats.video_frames), packets: packets + Int(stats.audio_packets),
+                     samples: samples + Int(stats.audio_samples))
+        }
     }
 
     // MARK: - Sessions
@@ -195,6 +213,11 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     /// outside the lock (freeing waits for GStreamer threads that may be calling back into us).
     private func detachLocked() -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) {
         let detached = peer
+        if let detached {
+            var counted = DuetStats()
+            duet_peer_counters(detached, &counted)  // atomics and a short C lock no callback into us holds
+            carried = carried.adding(counted)
+        }
         peer = nil
         hasRemoteDescription = false
         remoteCredentials = nil

@@ -4,8 +4,23 @@
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+// The `level` element measures every 100 ms; a report averages what it measured over the last second (Chromium's
+// fake microphone beeps 20 ms every 500 ms: a shorter window could fall between two beeps and read silence).
+#define LEVEL_INTERVAL_NS (100 * GST_MSECOND)
+#define LEVEL_WINDOW_US (1000 * G_TIME_SPAN_MILLISECOND)
+#define LEVEL_SLOTS 16
+// dBFS reported for silence, or when nothing was decoded in the window (JSON has no -inf).
+#define LEVEL_FLOOR_DB (-100.0)
+
+typedef struct {
+    gint64 at;     // g_get_monotonic_time() when the measurement arrived
+    double power;  // mean square of the interval, linear, averaged over channels
+    double peak;   // peak power in dB
+} LevelSlot;
 
 struct DuetPeer {
     DuetPeerCallbacks cb;
@@ -15,6 +30,11 @@ struct DuetPeer {
     gint closed;  // set before teardown: callbacks stop reaching Swift
     gint video_frames;
     gint audio_packets;
+    // Decoded audio, written on GStreamer's streaming threads and read by stats: guarded by `audio_lock`.
+    GMutex audio_lock;
+    gint64 audio_samples;
+    LevelSlot levels[LEVEL_SLOTS];
+    guint next_level;
     gchar **offer_mids;  // set before the first offer, read on webrtcbin's thread afterwards
 };
 
@@ -29,6 +49,7 @@ static void peer_unref(DuetPeer *peer) {
     gst_object_unref(peer->webrtc);
     gst_object_unref(peer->pipeline);
     g_strfreev(peer->offer_mids);
+    g_mutex_clear(&peer->audio_lock);
     g_free(peer);
 }
 
@@ -67,7 +88,7 @@ int duet_gst_init(char *error, size_t error_len) {
         return 0;
     }
     const char *needed[] = {"webrtcbin", "nicesrc", "videotestsrc", "audiotestsrc", "vp8enc", "vp8dec", "rtpvp8pay",
-                            "opusenc", "opusdec", "rtpopuspay", "decodebin", "videoconvert", "audioconvert", "fakesink"};
+                            "opusenc", "opusdec", "rtpopuspay", "decodebin", "videoconvert", "audioconvert", "level", "fakesink"};
     for (size_t i = 0; i < G_N_ELEMENTS(needed); i++) {
         GstElementFactory *factory = gst_element_factory_find(needed[i]);
         if (!factory) {
@@ -116,6 +137,57 @@ static GstPadProbeReturn count_buffer(GstPad *pad, GstPadProbeInfo *info, gpoint
     return GST_PAD_PROBE_OK;
 }
 
+// Decoded audio reaches `level` as 16-bit mono: a buffer of N bytes carries N / 2 samples.
+static GstPadProbeReturn count_samples(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    DuetPeer *peer = data;
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (!buffer) return GST_PAD_PROBE_OK;
+    g_mutex_lock(&peer->audio_lock);
+    peer->audio_samples += (gint64)(gst_buffer_get_size(buffer) / 2);
+    g_mutex_unlock(&peer->audio_lock);
+    return GST_PAD_PROBE_OK;
+}
+
+// The first value of a `level` field (a GValueArray of doubles, one per channel) averaged as power, or the
+// largest one, in dB. The array is read through its struct: GValueArray's functions are deprecated.
+static double level_field(const GstStructure *s, const char *field, gboolean largest, gboolean *ok) {
+    const GValue *value = gst_structure_get_value(s, field);
+    *ok = FALSE;
+    if (!value || G_VALUE_TYPE(value) != g_type_from_name("GValueArray")) return 0;
+    const GValueArray *array = g_value_get_boxed(value);
+    if (!array || array->n_values == 0) return 0;
+    double result = largest ? -INFINITY : 0;
+    for (guint i = 0; i < array->n_values; i++) {
+        if (!G_VALUE_HOLDS_DOUBLE(&array->values[i])) return 0;
+        double db = g_value_get_double(&array->values[i]);
+        if (largest) result = fmax(result, db);
+        else result += isfinite(db) ? pow(10.0, db / 10.0) / array->n_values : 0;
+    }
+    *ok = TRUE;
+    return result;
+}
+
+// The pipeline has no main loop: `level`'s messages are taken on the streaming thread that posts them.
+static GstBusSyncReply on_bus_message(GstBus *bus, GstMessage *message, gpointer data) {
+    (void)bus;
+    DuetPeer *peer = data;
+    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ELEMENT) return GST_BUS_PASS;
+    const GstStructure *s = gst_message_get_structure(message);
+    if (!s || !gst_structure_has_name(s, "level")) return GST_BUS_PASS;
+    gboolean has_rms = FALSE, has_peak = FALSE;
+    double power = level_field(s, "rms", FALSE, &has_rms);
+    double peak = level_field(s, "peak", TRUE, &has_peak);
+    if (has_rms) {
+        g_mutex_lock(&peer->audio_lock);
+        peer->levels[peer->next_level] = (LevelSlot){g_get_monotonic_time(), power, has_peak ? peak : -INFINITY};
+        peer->next_level = (peer->next_level + 1) % LEVEL_SLOTS;
+        g_mutex_unlock(&peer->audio_lock);
+    }
+    gst_message_unref(message);
+    return GST_BUS_DROP;
+}
+
 static void on_decoded_pad(GstElement *decodebin, GstPad *pad, gpointer data) {
     DuetPeer *peer = data;
     GstCaps *caps = gst_pad_get_current_caps(pad);
@@ -123,10 +195,14 @@ static void on_decoded_pad(GstElement *decodebin, GstPad *pad, gpointer data) {
     const gchar *name = gst_structure_get_name(gst_caps_get_structure(caps, 0));
     gboolean video = g_str_has_prefix(name, "video/");
     gst_caps_unref(caps);
-    // Decoded media ends in a fakesink: counting is all a headless peer does with it.
-    GstElement *bin = gst_parse_bin_from_description(
-        video ? "queue ! videoconvert ! fakesink sync=false async=false" : "queue ! audioconvert ! fakesink sync=false async=false",
-        TRUE, NULL);
+    // Decoded media ends in a fakesink: a headless peer counts video frames, and counts and measures the
+    // decoded audio (decodebin has put the Opus decoder before this branch).
+    gchar *audio = g_strdup_printf("queue ! audioconvert ! audio/x-raw,format=S16LE,channels=1 ! "
+                                   "level name=level interval=%" G_GUINT64_FORMAT " post-messages=true ! "
+                                   "fakesink sync=false async=false",
+                                   (guint64)LEVEL_INTERVAL_NS);
+    GstElement *bin = gst_parse_bin_from_description(video ? "queue ! videoconvert ! fakesink sync=false async=false" : audio, TRUE, NULL);
+    g_free(audio);
     if (!bin) return;
     GstElement *pipeline = GST_ELEMENT(gst_element_get_parent(decodebin));
     gst_bin_add(GST_BIN(pipeline), bin);
@@ -135,7 +211,15 @@ static void on_decoded_pad(GstElement *decodebin, GstPad *pad, gpointer data) {
     gst_pad_link(pad, sink);
     gst_object_unref(sink);
     gst_object_unref(pipeline);
-    if (video) gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &peer->video_frames, NULL);
+    if (video) {
+        gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &peer->video_frames, NULL);
+    } else {
+        GstElement *level = gst_bin_get_by_name(GST_BIN(bin), "level");
+        GstPad *measured = level ? gst_element_get_static_pad(level, "sink") : NULL;
+        if (measured) gst_pad_add_probe(measured, GST_PAD_PROBE_TYPE_BUFFER, count_samples, peer, NULL);
+        if (measured) gst_object_unref(measured);
+        if (level) gst_object_unref(level);
+    }
 }
 
 static void on_incoming_pad(GstElement *webrtc, GstPad *pad, gpointer data) {
@@ -162,9 +246,22 @@ static void on_incoming_pad(GstElement *webrtc, GstPad *pad, gpointer data) {
 
 // MARK: - creating the peer
 
+// The stream browsers put our tracks in: one for both, or a page that shows one remote stream gets only one of them.
+static const char *STREAM_ID = "duet-call";
+
+static gboolean set_stream_id(GstElement *element, GstPad *pad, gpointer data) {
+    (void)element;
+    (void)data;
+    // 1.22's sink pads have `msid` (the stream in `a=ssrc:… msid:`); an older webrtcbin keeps its own.
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(pad), "msid")) g_object_set(pad, "msid", STREAM_ID, NULL);
+    return TRUE;
+}
+
 static const char *SEND_VIDEO =
     "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! queue ! "
     "vp8enc deadline=1 keyframe-max-dist=30 ! rtpvp8pay ! application/x-rtp,media=video,encoding-name=VP8,payload=96 ! w. ";
+// The tone is a 440 Hz sine at 0.3 of full scale (RMS about -13.5 dBFS), well above silence: the other side's
+// checks of decoded audio energy (Chromium's totalAudioEnergy, another duet call's `level`) must see it.
 static const char *SEND_AUDIO =
     "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 ! audioconvert ! audioresample ! queue ! opusenc ! rtpopuspay ! "
     "application/x-rtp,media=audio,encoding-name=OPUS,payload=111 ! w. ";
@@ -187,6 +284,7 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
     DuetPeer *peer = g_new0(DuetPeer, 1);
     peer->cb = callbacks;
     peer->refs = 1;
+    g_mutex_init(&peer->audio_lock);
     peer->pipeline = pipeline;
     peer->webrtc = gst_bin_get_by_name(GST_BIN(pipeline), "w");
 
@@ -198,6 +296,7 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
         gst_caps_unref(caps);
         if (transceiver) gst_object_unref(transceiver);
     }
+    gst_element_foreach_sink_pad(peer->webrtc, set_stream_id, NULL);
     if (relay_only) g_object_set(peer->webrtc, "ice-transport-policy", GST_WEBRTC_ICE_TRANSPORT_POLICY_RELAY, NULL);
     if (n_ice_addresses > 0) {
         // libnice skips loopback unless told to use it; once pinned it gathers only on these addresses. Must
@@ -217,6 +316,9 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
     const char *states[] = {"notify::ice-connection-state", "notify::connection-state", "notify::signaling-state",
                             "notify::ice-gathering-state"};
     for (size_t i = 0; i < G_N_ELEMENTS(states); i++) g_signal_connect(peer->webrtc, states[i], G_CALLBACK(on_notify_state), peer);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    gst_bus_set_sync_handler(bus, on_bus_message, peer, NULL);
+    gst_object_unref(bus);
 
     if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         snprintf(error, error_len, "the media pipeline refused to start");
@@ -261,6 +363,27 @@ static void remap_mids(GstSDPMessage *sdp, gchar **mids) {
     g_string_free(group, TRUE);
 }
 
+// webrtcbin names a track's stream only on `a=ssrc:… msid:`, and only once the track's caps are known: a first
+// offer often has it for audio and not for video, and Chromium then hands the page two streams. Every section we
+// send on names the same stream with a media-level `a=msid`, which browsers read first.
+static void name_stream(GstSDPMedia *media) {
+    const gchar *track = NULL;
+    for (guint j = 0; j < gst_sdp_media_attributes_len(media); j++) {
+        const GstSDPAttribute *attribute = gst_sdp_media_get_attribute(media, j);
+        if (!g_strcmp0(attribute->key, "msid") || !g_strcmp0(attribute->key, "recvonly") || !g_strcmp0(attribute->key, "inactive"))
+            return;
+        if (!track && !g_strcmp0(attribute->key, "ssrc") && attribute->value) {
+            const gchar *msid = strstr(attribute->value, " msid:");
+            const gchar *space = msid ? strchr(msid + 6, ' ') : NULL;
+            if (space) track = space + 1;  // `SSRC msid:STREAM TRACK`
+        }
+    }
+    const gchar *mid = gst_sdp_media_get_attribute_val(media, "mid");
+    gchar *value = g_strdup_printf("%s %s", STREAM_ID, track ? track : mid ? mid : gst_sdp_media_get_media(media));
+    gst_sdp_media_add_attribute(media, "msid", value);
+    g_free(value);
+}
+
 // webrtcbin's max-bundle offers mark every m-line but the first `port 0` + `a=bundle-only` without
 // `a=rtcp-mux`; browsers read port 0 as a rejected section and require rtcp-mux. Offer them as plain bundled
 // sections instead (the BUNDLE group still puts everything on one transport).
@@ -279,6 +402,7 @@ static void make_browser_compatible(GstSDPMessage *sdp) {
         }
         if (gst_sdp_media_get_port(media) == 0) gst_sdp_media_set_port_info(media, 9, 1);
         if (!has_mux) gst_sdp_media_add_attribute(media, "rtcp-mux", "");
+        name_stream(media);
     }
 }
 
@@ -425,10 +549,36 @@ static gboolean scan_type(GQuark field, const GValue *value, gpointer data) {
     return TRUE;
 }
 
-void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
+// The decoded audio's count, and its level over the last LEVEL_WINDOW_US: the mean power of the measurements
+// that arrived in it, and their highest peak; the floor when none did (nothing decoded, or silence).
+static void audio_stats(DuetPeer *peer, DuetStats *out) {
+    gint64 since = g_get_monotonic_time() - LEVEL_WINDOW_US;
+    double power = 0, peak = -INFINITY;
+    int measured = 0;
+    g_mutex_lock(&peer->audio_lock);
+    out->audio_samples = peer->audio_samples;
+    for (guint i = 0; i < LEVEL_SLOTS; i++) {
+        const LevelSlot *slot = &peer->levels[i];
+        if (slot->at == 0 || slot->at < since) continue;
+        power += slot->power;
+        peak = fmax(peak, slot->peak);
+        measured++;
+    }
+    g_mutex_unlock(&peer->audio_lock);
+    double rms = measured && power > 0 ? 10.0 * log10(power / measured) : LEVEL_FLOOR_DB;
+    out->audio_level_db = fmax(rms, LEVEL_FLOOR_DB);
+    out->audio_peak_db = isfinite(peak) ? fmax(peak, LEVEL_FLOOR_DB) : LEVEL_FLOOR_DB;
+}
+
+void duet_peer_counters(DuetPeer *peer, DuetStats *out) {
     memset(out, 0, sizeof *out);
     out->video_frames = g_atomic_int_get(&peer->video_frames);
     out->audio_packets = g_atomic_int_get(&peer->audio_packets);
+    audio_stats(peer, out);
+}
+
+void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
+    duet_peer_counters(peer, out);
     if (!is_open(peer)) return;  // a stopped webrtcbin would never answer
     GstPromise *promise = gst_promise_new();
     g_signal_emit_by_name(peer->webrtc, "get-stats", NULL, promise);
@@ -451,5 +601,9 @@ void duet_peer_free(DuetPeer *peer) {
     g_atomic_int_set(&peer->closed, 1);
     g_signal_handlers_disconnect_by_data(peer->webrtc, peer);
     gst_element_set_state(peer->pipeline, GST_STATE_NULL);
+    // Stopped: no streaming thread posts any more.
+    GstBus *bus = gst_element_get_bus(peer->pipeline);
+    gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
+    gst_object_unref(bus);
     peer_unref(peer);
 }

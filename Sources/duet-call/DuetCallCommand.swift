@@ -82,6 +82,9 @@ struct DuetCallCommand: AsyncParsableCommand {
         for await event in call.events {
             log.record(event)
             guard case .phase(let phase) = event else { continue }
+            // The status machine reports changes only, and starts each call `connected`: say so, so a reader
+            // of the events never has to assume a status nobody reported.
+            if phase == .inCall { log.record(.connectionStatus(await call.connectionStatus)) }
             if phase == .waiting || phase == .inCall { wasInRoom = true }
             if phase == .error {
                 code = ExitCodes.joinFailed

@@ -18,6 +18,7 @@ final class EventLog: @unchecked Sendable {
         var rttMs: Double?
         var frames = 0
         var packets = 0
+        var levelDb: Double?
     }
 
     init(jsonl: Bool) { self.jsonl = jsonl }
@@ -43,6 +44,7 @@ final class EventLog: @unchecked Sendable {
             update {
                 $0.frames = stats.videoFramesReceived
                 $0.packets = stats.audioPacketsReceived
+                $0.levelDb = stats.audioLevelDb
                 $0.candidateType = stats.candidateType ?? "-"
                 $0.rttMs = stats.roundTripTimeMs
             }
@@ -51,6 +53,9 @@ final class EventLog: @unchecked Sendable {
                 "audioPacketsReceived": stats.audioPacketsReceived, "candidateType": stats.candidateType ?? NSNull(),
             ]
             if let rtt = stats.roundTripTimeMs { line["rttMs"] = rtt }
+            if let samples = stats.audioSamplesDecoded { line["audioSamplesDecoded"] = samples }
+            if let level = stats.audioLevelDb { line["audioLevelDb"] = Self.rounded(level) }
+            if let peak = stats.audioPeakDb { line["audioPeakDb"] = Self.rounded(peak) }
             write(line)
         case .room(let id):
             write(["event": "room", "value": id])
@@ -62,6 +67,9 @@ final class EventLog: @unchecked Sendable {
     }
 
     func note(_ fields: [String: Any]) { write(fields) }
+
+    /// dB to a tenth: finer digits are noise.
+    static func rounded(_ db: Double) -> Double { (db * 10).rounded() / 10 }
 
     /// The seed diagrams' names: `Idle`, `Joining`, `Waiting`, `InCall`, …
     static func name(of phase: CallPhase) -> String {
@@ -91,7 +99,8 @@ final class EventLog: @unchecked Sendable {
         lock.unlock()
         guard statusOnTerminal else { return }
         let rtt = s.rttMs.map { String(format: "%.0f ms", $0) } ?? "-"
-        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets"
+        let level = s.levelDb.map { String(format: "%.0f dBFS", $0) } ?? "-"
+        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level)"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

@@ -30,11 +30,22 @@ public struct CallStats: Sendable, Equatable {
     /// `host`, `srflx`, `prflx` or `relay` for the selected candidate pair.
     public var candidateType: String?
     public var roundTripTimeMs: Double?
-    public init(videoFramesReceived: Int, audioPacketsReceived: Int, candidateType: String?, roundTripTimeMs: Double?) {
+    /// Decoded audio, for engines that decode it (nil otherwise): samples so far (per channel), and the RMS and
+    /// peak level over the last second in dBFS, -100 for silence or nothing decoded.
+    public var audioSamplesDecoded: Int?
+    public var audioLevelDb: Double?
+    public var audioPeakDb: Double?
+    public init(
+        videoFramesReceived: Int, audioPacketsReceived: Int, candidateType: String?, roundTripTimeMs: Double?,
+        audioSamplesDecoded: Int? = nil, audioLevelDb: Double? = nil, audioPeakDb: Double? = nil
+    ) {
         self.videoFramesReceived = videoFramesReceived
         self.audioPacketsReceived = audioPacketsReceived
         self.candidateType = candidateType
         self.roundTripTimeMs = roundTripTimeMs
+        self.audioSamplesDecoded = audioSamplesDecoded
+        self.audioLevelDb = audioLevelDb
+        self.audioPeakDb = audioPeakDb
     }
 }
 

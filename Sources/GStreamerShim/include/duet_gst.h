@@ -28,6 +28,9 @@ typedef struct {
 typedef struct {
     int64_t video_frames;   // decoded video frames
     int64_t audio_packets;  // received audio RTP packets
+    int64_t audio_samples;  // decoded audio samples (per channel), counted where `level` measures them
+    double audio_level_db;  // RMS of the decoded audio over the last second, dBFS; -100 for silence or none
+    double audio_peak_db;   // its highest peak over the last second, dBFS; -100 for silence or none
     char candidate_type[16];  // of the selected pair's local candidate, "" when unknown
     double rtt_ms;
     int has_rtt;
@@ -53,6 +56,8 @@ void duet_peer_add_candidate(DuetPeer *peer, unsigned mline, const char *candida
 /// Blocks until webrtcbin answers (never call from a GStreamer callback). Hold a retain across it when the
 /// peer may be freed meanwhile.
 void duet_peer_stats(DuetPeer *peer, DuetStats *out);
+/// `duet_peer_stats` without webrtcbin's part (candidate type, RTT): counters and the audio level, never blocks.
+void duet_peer_counters(DuetPeer *peer, DuetStats *out);
 /// Decoded video frames + received audio packets so far: two atomic reads, never blocks.
 int64_t duet_peer_inbound(DuetPeer *peer);
 /// Keeps the peer's memory and elements alive past `duet_peer_free` until the matching release.
