@@ -19,6 +19,17 @@ from results import capture_failing, how_recovered  # noqa: E402
 
 PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
 
+# duet call's `audioLevelDb` is the RMS of the audio it decoded over the last second (GStreamer's `level`), -100 for
+# digital silence or nothing decoded. Measured here: another duet call's tone -13.5 dBFS, Chromium's fake microphone
+# (a beep twice a second) -20 to -21.3, Chromium muted -100 (-54 and -82 for windows the mute fell in); duet
+# call sending silence (audiotestsrc volume=0) -100. Above this is sound, at or below it silence.
+SILENCE_DB = -60
+# Decoded audio that proves a window of it: a second at Opus's 48 kHz (duet call counts samples per channel).
+# A second is also the level's window, so a level read with this much new audio was measured on new audio.
+WINDOW_SAMPLES = 48000
+NO_MEDIA = {"videoFramesReceived": 0, "audioPacketsReceived": 0, "audioSamplesDecoded": 0, "audioLevelDb": -100,
+            "candidateType": None}
+
 
 class Peer:
     """A running `duet-call --events jsonl`, its events collected as they arrive."""
@@ -70,15 +81,36 @@ class Peer:
             return f.read()
 
     def media(self):
-        return self.last("media") or {"videoFramesReceived": 0, "audioPacketsReceived": 0, "candidateType": None}
+        return self.last("media") or NO_MEDIA
 
-    def wait_media(self, frames_over=0, packets_over=0, timeout=20, what="duet-call receives media"):
-        self.wait(lambda p: p.media()["videoFramesReceived"] > frames_over + 10 and p.media()["audioPacketsReceived"] > packets_over + 10,
-                  timeout, what)
+    def mark(self):
+        """The cumulative media counters now: checks ask what arrived after them."""
+        return dict(self.media())
+
+    def _decoded_since(self, since, video):
+        m, since = self.media(), since or NO_MEDIA
+        new_frames = m["videoFramesReceived"] - since["videoFramesReceived"]
+        new_samples = m.get("audioSamplesDecoded", 0) - since.get("audioSamplesDecoded", 0)
+        return m, (new_frames > 10 or not video) and new_samples >= WINDOW_SAMPLES
+
+    def wait_media(self, since=None, timeout=20, what="duet-call receives media", video=True):
+        """Media flows into duet call after the mark `since` (None: since the call began): new video frames were
+        decoded (unless video=False), a second of new audio was decoded, and its level is above silence."""
+        def flowing(p):
+            m, decoded = p._decoded_since(since, video)
+            return decoded and m.get("audioLevelDb", -100) > SILENCE_DB
+        self.wait(flowing, timeout, what)
+        return self.media()
+
+    def wait_silence(self, since=None, timeout=10, what="duet-call hears silence"):
+        """The audio decoded after `since` is silence over a second while still arriving (a muted sender, not a
+        broken link)."""
+        self.wait(lambda p: p._decoded_since(since, False)[1] and p.media().get("audioLevelDb", -100) <= SILENCE_DB, timeout, what)
         return self.media()
 
     def in_call(self, timeout=20, what="duet-call in call"):
-        self.wait(lambda p: p.value("phase") == "InCall" and p.value("connectionStatus") in (None, "connected"), timeout, what)
+        # duet call reports its connection status on entering a call: a missing one is not taken for connected.
+        self.wait(lambda p: p.value("phase") == "InCall" and p.value("connectionStatus") == "connected", timeout, what)
 
     def stop(self, sig=signal.SIGTERM, timeout=5):
         capture_failing()  # a failing scenario's peers as they were, before they are stopped
@@ -93,7 +125,8 @@ class Peer:
 
 
 def scenario_chromium(browser):
-    """duet call ↔ headless Chromium: media both ways; Ctrl-C leaves cleanly (Chromium back to Waiting)."""
+    """duet call ↔ headless Chromium: media both ways; Chromium's mute reaches duet call as silence, its unmute as
+    sound again; Ctrl-C leaves cleanly (Chromium back to Waiting)."""
     server = Server()
     peer = None
     try:
@@ -104,9 +137,17 @@ def scenario_chromium(browser):
         in_call(page, 20, what="Chromium in call with duet call")
         s = media_flows(page, what="Chromium decodes duet call's video and receives its audio")
         log("chromium stats", s)
-        m = peer.wait_media(what="duet call decodes Chromium's video and receives its audio")
+        m = peer.wait_media(what="duet call decodes Chromium's video and its audio, above silence")
         log("duet-call media", m)
         expect(peer.value("phase") == "InCall" and peer.value("transport") == "ws", f"duet call state: {peer.snapshot()[-3:]}")
+        # Mute, verified from the other side: what duet call decodes falls to silence (still decoded: a muted
+        # track sends silence, not nothing), and is sound again on unmute.
+        page.evaluate("document.getElementById('mute').click()")
+        expect(page.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "Chromium is muted")
+        log("duet-call while Chromium is muted", peer.wait_silence(since=peer.mark(), what="duet call hears silence while Chromium is muted"))
+        page.evaluate("document.getElementById('mute').click()")
+        log("after unmute", peer.wait_media(since=peer.mark(), what="duet call hears Chromium again after unmute"))
+        media_flows(page, what="Chromium still decodes duet call's video and tone")
         code = peer.stop(signal.SIGINT)
         expect(code == 0, f"Ctrl-C leaves with exit 0 (got {code})")
         page.wait_for("duet.phase === 'waiting'", 10, message="Chromium returns to Waiting after duet call left")
@@ -164,8 +205,8 @@ def scenario_relay_tcp_audio_only(browser):
         page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
         peer = Peer(link, "--relay", "--audio-only")
         try:
-            page.wait_for("duet.stats().then(s => s.audioPacketsReceived > 10 && s.candidateType === 'relay' && s)", 30,
-                          message="Chromium hears duet call's tone through TURN/TCP")
+            s = media_flows(page, timeout=30, video=False, what="Chromium hears duet call's tone through TURN/TCP")
+            expect(s["candidateType"] == "relay", f"Chromium relayed: {s}")
             peer.wait_media(timeout=30, what="duet call receives Chromium's video and audio through TURN/TCP")
             peer.wait(lambda p: p.media().get("candidateType") == "relay", 10, "duet call relayed")
             expect(stats(page)["videoFramesDecoded"] == 0, f"audio only: no video reaches Chromium ({stats(page)})")
@@ -188,9 +229,9 @@ def scenario_turn_refresh(_browser):
             added = "TURN server added to the live session"
             a.wait(lambda p: p.log_text().count(added) >= 2, 20, "refreshed credentials reach the live session (0.8 × TTL)")
             time.sleep(4)  # past the first credentials' 10 s lifetime
-            frames = a.media()["videoFramesReceived"]
-            a.wait_media(frames_over=frames, timeout=20, what="media still relayed after the first credentials expired")
-            expect(a.media()["candidateType"] == "relay", f"relayed: {a.media()}")
+            for name, peer in (("A", a), ("B", b)):
+                m = peer.wait_media(since=peer.mark(), timeout=20, what=f"{name}: media still relayed after the first credentials expired")
+                expect(m["candidateType"] == "relay", f"{name} relayed: {m}")
             restarts = [e for e in a.snapshot() + b.snapshot() if e.get("event") == "iceRestart"]
             expect(not restarts, f"no renegotiation was needed: {restarts}")
         finally:
@@ -238,13 +279,16 @@ class FarSide:
     def pid(self):
         return self.proc.pid
 
-    def cut_for(self, seconds):
-        sh("ip link set duetA down")
-        log("link cut")
+    def cut_for(self, seconds, quietly=False):
+        """Takes the link down (this side's network monitor sees an interface go away), or with `quietly` drops
+        every packet on it (nothing on this side sees a change: only silence tells)."""
+        self.quietly = quietly
+        sh("iptables -I INPUT -i duetA -j DROP && iptables -I OUTPUT -o duetA -j DROP" if quietly else "ip link set duetA down")
+        log("link cut" + (" quietly (iptables)" if quietly else ""))
         time.sleep(seconds)
 
     def restore(self):
-        sh("ip link set duetA up")
+        sh("iptables -D INPUT -i duetA -j DROP && iptables -D OUTPUT -o duetA -j DROP" if self.quietly else "ip link set duetA up")
         log("link restored")
         return time.monotonic()
 
@@ -267,10 +311,10 @@ def scenario_link_cut(_browser):
                 peer.in_call(what=f"{name} in call")
                 peer.wait_media(what=f"{name} receives media")
             far.cut_for(5)
-            cut_frames = [a.media()["videoFramesReceived"], b.media()["videoFramesReceived"]]
+            cut = [a.mark(), b.mark()]
             restored = far.restore()
-            for name, peer, frames in (("A", a, cut_frames[0]), ("B", b, cut_frames[1])):
-                peer.wait_media(frames_over=frames, timeout=60, what=f"{name} receives media again")
+            for name, peer, since in (("A", a, cut[0]), ("B", b, cut[1])):
+                peer.wait_media(since=since, timeout=60, what=f"{name} receives video and audible audio again")
             recovered = time.monotonic() - restored
             for name, peer in (("A", a), ("B", b)):
                 peer.in_call(30, what=f"{name} back to connected")
@@ -286,13 +330,21 @@ def scenario_link_cut(_browser):
             server.stop()
 
 
+def peer_restarts(peer):
+    """The ICE restarts duet call started itself (`iceRestart` events: its own, never the peer's)."""
+    return [e.get("value") for e in peer.snapshot() if e.get("event") == "iceRestart"]
+
+
 def scenario_link_cut_chromium(_browser):
-    """As link-cut, with Chromium (hosting) on this side and duet call on the far side."""
+    """As link-cut, with Chromium (hosting) on this side and duet call on the far side: Chromium sees its interface
+    go and come back and restarts ICE; duet call, not the host, never does."""
     link_cut_with_chromium(chromium_hosts=True)
 
 
 def scenario_link_cut_duet_call_hosts(_browser):
-    """As link-cut-chromium, with duet call hosting: its restart offers must keep the session Chromium knows."""
+    """As link-cut-chromium, with duet call hosting and the link cut quietly for 8 s (iptables: Chromium's network
+    monitor sees nothing, so Chromium, not the host, has no reason to restart): duet call notices the silence and
+    restarts ICE, and its restart offers must keep the session Chromium knows."""
     link_cut_with_chromium(chromium_hosts=False)
 
 
@@ -316,16 +368,26 @@ def link_cut_with_chromium(chromium_hosts):
             expect((page.evaluate("duet.hostCid") == page.evaluate("duet.cid")) == chromium_hosts, "the intended side hosts")
             media_flows(page)
             peer.wait_media()
-            far.cut_for(float(os.environ.get("CUT_SECONDS", "5")))
-            frames = [stats(page)["videoFramesDecoded"], peer.media()["videoFramesReceived"]]
+            restarts_before = (len(page.evaluate("duet.iceRestarts")), len(peer_restarts(peer)))
+            # Quietly: 3 s of silence make duet call's watchdog report `disconnected`, its restart follows 2 s later.
+            far.cut_for(float(os.environ.get("CUT_SECONDS", "5" if chromium_hosts else "8")), quietly=not chromium_hosts)
+            cut = peer.mark()
             restored = far.restore()
-            media_flows(page, frames_over=frames[0], timeout=60, what="Chromium decodes again")
-            peer.wait_media(frames_over=frames[1], timeout=60, what="duet call receives again")
+            # Chromium's check takes its own mark: the newest second of audio after the heal.
+            media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
+            peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
             recovered = time.monotonic() - restored
             in_call(page, 30, what="Chromium back to connected")
             peer.in_call(30, what="duet call back to connected")
-            log(f"recovered {recovered:.1f}s after the link came back; Chromium restarts {page.evaluate('duet.iceRestarts')}, "
-                f"duet call restarts {[e.get('value') for e in peer.snapshot() if e.get('event') == 'iceRestart']}")
+            chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts"), peer_restarts(peer)
+            log(f"recovered {recovered:.1f}s after the link came back; Chromium restarts {chromium_restarts}, "
+                f"duet call restarts {duet_call_restarts}")
+            # The recovery this relies on: an ICE restart after the cut by the host (duet call restarts only as host).
+            if chromium_hosts:
+                expect(len(chromium_restarts) > restarts_before[0], f"Chromium (the host) restarted ICE after the cut: {chromium_restarts}")
+                expect(not duet_call_restarts, f"duet call, not the host, never restarts ICE: {duet_call_restarts}")
+            else:
+                expect(len(duet_call_restarts) > restarts_before[1], f"duet call (the host) restarted ICE after the cut: {duet_call_restarts}")
             report(seconds=recovered, how=how_recovered(page, peer))
             print(f"time to recover: {recovered:.1f}s", flush=True)
         finally:
@@ -346,6 +408,9 @@ def scenario_chromium_joins_second(browser):
         page = open_call(browser, link)
         in_call(page, 20, what="Chromium in call with duet call hosting")
         media_flows(page, what="Chromium decodes duet call's offer-side media")
+        # webrtcbin's offer names one stream for both tracks (a=msid): the page shows and plays both.
+        tracks = page.evaluate("document.getElementById('remote-video').srcObject?.getTracks().map(t => t.kind).sort()")
+        expect(tracks == ["audio", "video"], f"Chromium gets duet call's audio and video in one stream: {tracks}")
         peer.wait_media(what="duet call receives Chromium's media")
         expect(page.evaluate("duet.hostCid") != page.evaluate("duet.cid"), "duet call is the host")
     finally:
