@@ -1,3 +1,4 @@
+import DuetProtocol
 import DuetClient
 import Testing
 
@@ -17,6 +18,11 @@ import Testing
         ]
         for (name, value) in seed { #expect(table[name] == value, "\(name)") }
         #expect(table.count == ResilienceConstants.table.count, "names are unique")
+    }
+
+    /// The server's SSE liveness rule counts on clients pinging at the engine's interval.
+    @Test func serverSSELivenessAssumesTheClientsPingInterval() {
+        #expect(SSELiveness.clientPingIntervalMs == ResilienceConstants.PING_INTERVAL_MS)
     }
 
     @Test func backoffDoublesFromBaseToCap() {

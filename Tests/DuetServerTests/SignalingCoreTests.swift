@@ -84,6 +84,77 @@ import Testing
         #expect(core.occupancy(of: rid) == 0, "no ghost room")
     }
 
+    /// `SSELiveness`: a stream whose sid has POSTed nothing for two client ping intervals + the grace is closed
+    /// and its seat suspended at once (the peer is told); a silent WebSocket is left to the transport's pings.
+    @Test func silentSSEStreamIsClosedAndItsSeatSuspendedAtTheLimit() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .sse, sid: "S-0000000000000002"), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        _ = try join(&core, b, rid: rid, now: 0)
+        _ = core.handle(.message(b, Envelope(.ping)), nowMs: 10_000)
+        let limit = SSELiveness.silenceLimitMs
+        #expect(limit == 2 * 12_000 + SSELiveness.graceMs)
+        let early = core.handle(.tick, nowMs: 10_000 + limit - 1)
+        #expect(!early.contains(.close(b, .silent)), "1 ms before the limit the stream is kept")
+        #expect(core.participantCount(.suspended) == 0)
+        let due = core.handle(.tick, nowMs: 10_000 + limit)
+        #expect(due.contains(.close(b, .silent)))
+        #expect(!due.contains { if case .close(a, _) = $0 { true } else { false } }, "the silent WebSocket is not the core's to close")
+        #expect(core.participantCount(.suspended) == 1)
+        let told = due.compactMap { output -> RoomStatePayload? in
+            guard case .send(a, let envelope) = output, envelope.messageType == .roomState else { return nil }
+            return try? envelope.payload.decode(RoomStatePayload.self)
+        }.last
+        #expect(told?.participants.contains { $0.connectionStatus == .suspended } == true, "the peer sees the suspension")
+        // A relay to it is now answered, not lost.
+        let relay = core.handle(.message(a, Envelope(.ice, rid: rid, payload: ["candidate": .null])), nowMs: 10_000 + limit)
+        #expect(relay.contains { if case .send(a, let e) = $0 { e.messageType == .relayFailed } else { false } })
+    }
+
+    @Test func anEvictedSeatIsNotBroughtBackByItsToken() throws {
+        var core = makeCore(eviction: 10_000)
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2), back = ConnectionID(3)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        let guest = try join(&core, b, rid: rid, now: 0)
+        let guestCid = try #require(core.connections[b]?.seat?.cid)
+        _ = core.handle(.closed(b), nowMs: 1_000)
+        _ = core.handle(.tick, nowMs: 11_000)  // evicted; its token is valid for 20 minutes more
+        _ = core.handle(.opened(back, .ws, sid: nil), nowMs: 12_000)
+        let recover = JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken)
+        let refused = core.handle(.message(back, Envelope(.join, rid: rid, payload: try JSONValue(encoding: recover))), nowMs: 12_000)
+        #expect(refused.contains { if case .send(_, let e) = $0 { e.payload["code"] == "INVALID_RECONNECT_TOKEN" } else { false } })
+        #expect(core.roomView(rid)?.cids.contains(guestCid) == false)
+        // It joins anew: a new participant id.
+        let fresh = try join(&core, back, rid: rid, now: 12_000)
+        #expect(fresh.reconnect == .fresh)
+        #expect(core.connections[back]?.seat?.cid != guestCid)
+    }
+
+    @Test func aSeatOfAnEndedRoomIsToldSoEvenAfterItsTokenExpired() throws {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2), later = ConnectionID(3)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        let guest = try join(&core, b, rid: rid, now: 0)
+        let guestCid = try #require(core.connections[b]?.seat?.cid)
+        _ = core.handle(.closed(b), nowMs: 500)
+        _ = core.handle(.message(a, Envelope(.endRoom)), nowMs: 1_000)
+        _ = core.handle(.tick, nowMs: 1_800_000)  // 30 minutes: tombstone and token both long gone
+        _ = core.handle(.opened(later, .ws, sid: nil), nowMs: 1_800_000)
+        let recover = JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken)
+        let answer = core.handle(.message(later, Envelope(.join, rid: rid, payload: try JSONValue(encoding: recover))), nowMs: 1_800_000)
+        #expect(answer.contains { if case .send(_, let e) = $0 { e.payload["code"] == "ROOM_ENDED" } else { false } })
+        #expect(core.occupancy(of: rid) == 0)
+    }
+
     @Test func reconnectTokenExpiresAtItsExpiry() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()

@@ -95,6 +95,8 @@ public struct CallEngine: Sendable {
     /// Relayed messages written while signaling was down, stamped with the peer session (its epoch)
     /// they belong to.
     private var outbox: [(envelope: Envelope, peerEpoch: Int64)] = []
+    /// Relays written while signaling was down, waiting for the rejoin (tests and the simulator watch it).
+    public var queuedRelayTypes: [String] { outbox.map(\.envelope.type) }
     /// A rejoin was sent and not yet acknowledged: relays wait for it.
     private var rejoinPending = false
     private var resume: Seat?

@@ -63,10 +63,13 @@ struct ConnectionState: Sendable, Equatable {
     /// reconnect token before anything else is accepted.
     var mustProveCid: String?
     var watchedRooms: Set<String> = []
+    /// When this connection last delivered a message the core accepted (an SSE stream: its sid's last POST).
+    var lastHeardMs: Int64
 
-    init(kind: TransportKind, sid: String?) {
+    init(kind: TransportKind, sid: String?, nowMs: Int64) {
         self.kind = kind
         self.sid = sid
+        self.lastHeardMs = nowMs
     }
 }
 

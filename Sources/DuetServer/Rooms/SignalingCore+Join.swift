@@ -51,9 +51,13 @@ extension SignalingCore {
                 throw ProtocolError(.roomEnded, "this room was ended by its host")
             }
             if isRevoked(cid: cid, rid: rid, nowMs: nowMs) {
-                throw ProtocolError(.invalidReconnectToken, "this participant left the room; join without reconnectCid")
+                throw ProtocolError(.invalidReconnectToken, "this seat was left or given up after its owner was away too long; join without reconnectCid")
             }
         case .expired:
+            // Authentic but old: its owner was away a long time. If the room was ended meanwhile, say so.
+            if seatsRoomEnded(cid: cid, rid: rid, nowMs: nowMs) {
+                throw ProtocolError(.roomEnded, "this room was ended by its host")
+            }
             throw ProtocolError(.invalidReconnectToken, "the reconnect token has expired; join without reconnectCid")
         case .forged, .malformed:
             throw ProtocolError(.invalidReconnectToken, "the reconnect token is not valid for this participant and room")
@@ -71,7 +75,7 @@ extension SignalingCore {
             announceJoin(cid: cid, rid: rid, kind: .reattached, connection: connection, nowMs: nowMs, into: &out)
             return
         }
-        // The server no longer has this seat (restart, or evicted): recreate it with the same cid.
+        // The server no longer has this seat (it restarted; an evicted seat was revoked above): recreate it, same cid.
         if rooms[rid]?.isFull == true {
             throw ProtocolError(.roomFull, "this room already has \(ProtocolLimits.maxParticipants) participants")
         }

@@ -37,7 +37,7 @@ extension SignalingCore {
         for participant in room.participants {
             // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost
             // room recreated by recovery), however long its owner was away.
-            endedSeats["\(participant.cid)|\(room.rid)"] = nowMs + authorities.reconnectTokens.ttlMs + 1_000
+            endedSeats["\(participant.cid)|\(room.rid)"] = nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000)
             if let target = participant.connection {
                 connections[target]?.seat = nil
                 out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
@@ -52,17 +52,30 @@ extension SignalingCore {
     }
 
     mutating func tick(nowMs: Int64, into out: inout [Output]) {
+        if settings.closesSilentSSEStreams { closeSilentSSEStreams(nowMs: nowMs, into: &out) }
         for rid in rooms.keys.sorted() {
             let expired = rooms[rid]?.participants.filter { participant in
                 participant.suspendedAt.map { $0 + settings.evictionTimeoutMs <= nowMs } ?? false
             } ?? []
             for participant in expired {
                 removeParticipant(participant.cid, from: rid, reason: "evicted", nowMs: nowMs, into: &out)
+                // The seat was given up: a token issued for it must not bring it back (the owner joins anew).
+                revoke(cid: participant.cid, rid: rid, nowMs: nowMs)
             }
         }
         tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
         revokedSeats = revokedSeats.filter { $0.value > nowMs }
         endedSeats = endedSeats.filter { $0.value > nowMs }
+    }
+
+    /// `SSELiveness`: the seat is suspended now (the peer is told at once); the transport's own `closed`
+    /// that follows the close finds nothing left to do.
+    private mutating func closeSilentSSEStreams(nowMs: Int64, into out: inout [Output]) {
+        let silent = connections.filter { $0.value.kind == .sse && SSELiveness.isSilent(lastHeardMs: $0.value.lastHeardMs, nowMs: nowMs) }
+        for connection in silent.keys.sorted() {
+            out.append(.close(connection, .silent))
+            closed(connection, nowMs: nowMs, into: &out)
+        }
     }
 
     mutating func revoke(cid: String, rid: String, nowMs: Int64) {

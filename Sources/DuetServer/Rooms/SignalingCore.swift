@@ -7,7 +7,14 @@ public struct SignalingCore: Sendable {
     public struct Settings: Sendable {
         public var evictionTimeoutMs: Int64 = 10 * 60_000
         public var tombstoneMs: Int64 = 5 * 60_000
+        /// How long a seat of an ended room keeps answering `ROOM_ENDED`, even to an expired token: its owner
+        /// may come back long after the tombstone (5 min) and its token (20 min) ran out, and must be told the
+        /// call is over rather than be seated in a new, empty room under the old link.
+        public var endedSeatMemoryMs: Int64 = 60 * 60_000
         public var drainReconnectAfterMs: Int64 = 1_000
+        /// `SSELiveness`: silent SSE streams are closed and their seats suspended. Off only in the simulator's
+        /// `sseLivenessRemoved` mutation, which proves the rule is needed.
+        public var closesSilentSSEStreams = true
         public init() {}
     }
 
@@ -34,6 +41,8 @@ public struct SignalingCore: Sendable {
     public enum CloseReason: String, Sendable {
         /// A newer, proven transport took over this participant.
         case replaced
+        /// An SSE stream whose sid sent nothing for `SSELiveness.silenceLimitMs`: its client is gone.
+        case silent
         case rateLimited = "rate_limited"
         case shutdown
     }
@@ -81,7 +90,7 @@ public struct SignalingCore: Sendable {
         var out: [Output] = []
         switch input {
         case .opened(let connection, let kind, let sid):
-            opened(connection, kind: kind, sid: sid, into: &out)
+            opened(connection, kind: kind, sid: sid, nowMs: nowMs, into: &out)
         case .message(let connection, let envelope):
             guard connections[connection] != nil else { return [] }
             message(envelope, from: connection, nowMs: nowMs, into: &out)
@@ -117,6 +126,8 @@ public struct SignalingCore: Sendable {
 
     public var roomCount: Int { rooms.count }
     public var connectionCount: Int { connections.count }
+    /// Whether the core still counts this connection as open (the simulator's liveness invariant asks).
+    public func isOpen(_ connection: ConnectionID) -> Bool { connections[connection] != nil }
     public func participantCount(_ status: ParticipantConnectionStatus) -> Int {
         rooms.values.reduce(0) { $0 + $1.participants.filter { $0.status == status }.count }
     }
@@ -128,8 +139,8 @@ public struct SignalingCore: Sendable {
 
     // MARK: - Connections
 
-    private mutating func opened(_ connection: ConnectionID, kind: TransportKind, sid: String?, into out: inout [Output]) {
-        var state = ConnectionState(kind: kind, sid: sid)
+    private mutating func opened(_ connection: ConnectionID, kind: TransportKind, sid: String?, nowMs: Int64, into out: inout [Output]) {
+        var state = ConnectionState(kind: kind, sid: sid, nowMs: nowMs)
         if let sid {
             if let previous = sseStreams[sid], previous != connection, connections[previous]?.seat == nil {
                 // Nothing to protect: the newer stream simply replaces the older one.
@@ -143,7 +154,7 @@ public struct SignalingCore: Sendable {
         connections[connection] = state
     }
 
-    private mutating func closed(_ connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+    mutating func closed(_ connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
         guard let state = connections.removeValue(forKey: connection) else { return }
         if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
         for rid in state.watchedRooms { unwatch(rid, connection) }
@@ -167,6 +178,7 @@ public struct SignalingCore: Sendable {
             }
             connections[connection]?.mustProveCid = nil
         }
+        connections[connection]?.lastHeardMs = nowMs
         do throws(ProtocolError) {
             switch envelope.messageType {
             case .ping?:

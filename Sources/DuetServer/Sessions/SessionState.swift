@@ -190,6 +190,7 @@ struct SessionState {
                 case .replaced: .replaced
                 case .rateLimited: .policyViolation
                 case .shutdown: .serviceRestart
+                case .silent: .goingAway
                 }
                 requestClose(id, code, reason: reason.rawValue)
             case .unauthorized:
