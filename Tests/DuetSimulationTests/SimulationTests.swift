@@ -9,19 +9,45 @@ import Testing
 @Suite struct SimulationTests {
     static let seedCount = 10_000
 
-    @Test func tenThousandFaultSchedulesKeepEveryInvariant() async {
+    /// The sweep: every seed keeps every invariant, and the schedules reach every slow clock (eviction, token and
+    /// TURN expiry, a room ended while a guest was away). The result is written, failed or not, to
+    /// `.build/results/<run-id>/simulation/sweep.json` — what `scripts/publish-results.sh` makes the table from.
+    @Test func tenThousandFaultSchedulesKeepEveryInvariant() async throws {
         let summary = await OneAtATime.heavyWork.run {
             SeedSweep.run(from: 1, count: Self.seedCount, jobs: ProcessInfo.processInfo.activeProcessorCount)
         }
         print(summary.text)
-        #expect(summary.seeds == Self.seedCount)
+        let provenance = Provenance.current(in: packageRoot)
+        let report = SweepReport(summary, mutation: .none, build: "debug", provenance: provenance)
+        try report.write(to: packageRoot + "/.build/results/\(provenance.runId)/simulation/sweep.json")
+        #expect(summary.seeds == Self.seedCount, "every seed ran")
+        let brokenSeeds = summary.failures.map(\.seed)
+        #expect(brokenSeeds == [], "seeds that broke an invariant")
         #expect(summary.recoveries.count > Self.seedCount / 2, "most runs measure a recovery")
-        #expect(summary.recoveries.allSatisfy { $0 <= RecoveryBound.ms })
+        for milestone in Milestone.allCases {
+            #expect((summary.milestones[milestone] ?? 0) > 0, "no schedule reached \(milestone.rawValue)")
+        }
         if let failing = summary.firstFailure {
             var options = Simulation.Options(seed: failing.seed)
             options.fullTrace = true
             Issue.record("\(Shrinker.report(Shrinker.minimize(Simulation.run(options), options: options)))\nreplay: swift run duet-sim --seed \(failing.seed) --trace")
         }
+    }
+
+    /// The report a sweep writes says what happened, failures included.
+    @Test func theReportRecordsAFailedSweep() throws {
+        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+        let report = SweepReport(summary, mutation: .sseLivenessRemoved, build: "debug", provenance: Provenance(commit: "c", dirty: false, runId: "r"))
+        #expect(report.seeds == 300)
+        #expect(report.violations == summary.failures.count && report.violations > 0)
+        #expect(report.failures.first?.violation.hasPrefix(Violation.Invariant.vanishedClientKept.rawValue) == true)
+    }
+
+    /// A server that never closes a silent SSE stream keeps a vanished client "connected": caught.
+    @Test func removingTheSSELivenessRuleIsCaught() throws {
+        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+        let failing = try #require(summary.firstFailure, "the broken server went unnoticed")
+        #expect(failing.violations.contains { $0.invariant == .vanishedClientKept })
     }
 
     @Test func aSeedReplaysExactly() {

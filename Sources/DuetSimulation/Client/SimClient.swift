@@ -35,6 +35,8 @@ final class SimClient {
     private(set) var seat: Seat?
     /// The process died: nothing of it runs any more.
     private(set) var dead = false
+    /// When the TURN credentials this side last fetched expire (virtual time); nil before the first.
+    private(set) var turnExpiresAt: Int64?
 
     init(side: Side, world: World, options: CallEngine.Options, history: [(at: Int64, event: CallEvent)] = []) {
         self.side = side
@@ -86,9 +88,26 @@ final class SimClient {
     /// `sentEpoch`: the epoch the server stamped on a relayed message (before any mutation touched it).
     func feed(_ input: CallEngine.Input, sentEpoch: Int64? = nil) {
         world.trace(side, "← \(Describe.input(input))")
+        let queuedBefore = engine.queuedRelayTypes.count
         let outputs = engine.handle(input)
         if case .message(let envelope) = input { checkEpoch(envelope, sentEpoch: sentEpoch, outputs) }
+        if engine.queuedRelayTypes.count > queuedBefore {
+            world.trace(side, "queued for after the rejoin: \(engine.queuedRelayTypes.suffix(engine.queuedRelayTypes.count - queuedBefore).joined(separator: ", "))")
+        }
         for output in outputs { perform(output) }
+    }
+
+    /// ICE credentials of remote descriptions applied, per peer-connection instance: a description older than
+    /// one already applied (a lower ufrag generation from the same instance) is stale SDP reaching WebRTC.
+    private var appliedRemoteUfrag: [Int: Int] = [:]
+
+    private func checkNotStale(_ sdp: String) {
+        guard world.monitor.checksDescriptionOrder, let parsed = SimMediaPlane.parse(sdp), let ufrag = Int(parsed.ufrag.dropFirst()) else { return }
+        let instance = parsed.instance
+        if let applied = appliedRemoteUfrag[instance], ufrag < applied {
+            world.monitor.staleApplied(side, "a description with ICE credentials u\(ufrag) after u\(applied) of the same peer connection")
+        }
+        appliedRemoteUfrag[instance] = max(ufrag, appliedRemoteUfrag[instance] ?? 0)
     }
 
     /// The epoch at which the current peer session began (the peer arrived, or the server restarted).
@@ -132,6 +151,10 @@ final class SimClient {
             }
         case .fetchTurnCredentials:
             world.http(side, timeoutMs: ResilienceConstants.TURN_FETCH_TIMEOUT_MS, request: { _ in World.turnTtlSeconds }) { [self] ttl in
+                if let ttl {
+                    if let expiry = turnExpiresAt, expiry <= world.scheduler.now { world.monitor.reached(.turnExpiredThenRenewed) }
+                    turnExpiresAt = world.scheduler.now + ttl * 1_000
+                }
                 feed(ttl.map { .turnCredentialsFetched(ttlSeconds: $0) } ?? .turnCredentialsFailed)
             }
         case .prepareSnapshot: feed(.snapshotReady(nil))
@@ -258,6 +281,7 @@ final class SimClient {
         guard source === connection else { return }
         sidRenewals += 1
         sseSid = "sim-sid-\(side)-\(sidRenewals)"
+        world.trace(side, "new SSE session id \(sseSid) after a refused POST")
         linkFailed(source)
     }
 
@@ -304,6 +328,7 @@ final class SimClient {
             case .createAnswer:
                 feed(.localDescriptionReady(.answer, sdp: try media.createAnswer(side)))
             case .setRemoteDescription(let kind, let sdp):
+                checkNotStale(sdp)
                 try media.setRemote(side, kind, sdp: sdp)
                 feed(.remoteDescriptionApplied(kind))
             case .rollback:

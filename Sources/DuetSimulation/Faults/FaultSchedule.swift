@@ -1,15 +1,34 @@
 import DuetClient
 
 /// A seed's faults: a few overlapping faults in the first minute and a half of the call, each at most
-/// two minutes long (under the server's ten-minute hold on a suspended seat, so no fault is a legitimate
-/// end of the room).
+/// two minutes long; and in one seed of `longFaultOneIn`, one long fault of up to 30 minutes, so that the
+/// slow clocks are reached too: eviction of a suspended seat (10 min), reconnect-token expiry (20 min without
+/// a refresh), TURN credential expiry (the simulated credentials live 10 min) and a server down for longer
+/// than any token.
 public enum FaultSchedule {
     public static let windowMs: Int64 = 90_000
     public static let longestFaultMs: Int64 = 120_000
+    public static let longFaultOneIn = 12
+    public static let longestLongFaultMs: Int64 = 30 * 60_000
 
     public static func random(_ rng: inout SplitMix64) -> [ScheduledFault] {
         let count = 1 + rng.below(5)
-        return (0..<count).map { _ in randomFault(&rng) }.sorted { $0.at < $1.at }
+        var faults = (0..<count).map { _ in randomFault(&rng) }
+        if rng.below(longFaultOneIn) == 0 { faults.append(longFault(&rng)) }
+        return faults.sorted { $0.at < $1.at }
+    }
+
+    /// Long enough to cross the server's and the tokens' clocks: 10.5 to 30 minutes.
+    static func longFault(_ rng: inout SplitMix64) -> ScheduledFault {
+        let at = rng.range(0, windowMs)
+        let side: Side = rng.below(2) == 0 ? .a : .b
+        let duration = rng.range(10 * 60_000 + 30_000, longestLongFaultMs)
+        switch rng.below(5) {
+        case 0, 1: return ScheduledFault(at: at, durationMs: duration, .partition(side, .both))
+        case 2: return ScheduledFault(at: at, durationMs: duration, .partition(side, .media))
+        case 3: return ScheduledFault(at: at, durationMs: rng.range(5 * 60_000, longestLongFaultMs), .serverCrash)
+        default: return ScheduledFault(at: at, .networkChange(side, offlineMs: duration))
+        }
     }
 
     static func randomFault(_ rng: inout SplitMix64) -> ScheduledFault {

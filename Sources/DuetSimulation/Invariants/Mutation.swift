@@ -10,6 +10,8 @@ public enum Mutation: String, Sendable, CaseIterable {
     case pingLost = "ping-lost"
     /// Relayed messages lose their epoch: negotiation from an older peer session gets applied.
     case epochDropped = "epoch-dropped"
+    /// The server no longer closes silent SSE streams (`SSELiveness` switched off in its core).
+    case sseLivenessRemoved = "sse-liveness-removed"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {

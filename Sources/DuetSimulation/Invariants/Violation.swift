@@ -11,6 +11,10 @@ public struct Violation: Sendable, Equatable, CustomStringConvertible {
         case staleEpochApplied = "description from a stale peer session applied"
         case membershipDisagreement = "sides disagree on membership or host"
         case leftovers = "timer, task or transport left after leave"
+        case vanishedClientKept = "a vanished SSE client kept connected past the liveness rule"
+        case evictedSeatResurrected = "an evicted seat brought back by its old token"
+        case endedRoomReappeared = "a participant seated in a room its host had ended"
+        case staleCredentials = "reconnect token or TURN credentials expired while in the call"
     }
 
     public var at: Int64

@@ -5,8 +5,12 @@ import Synchronization
 /// Many seeds on all cores, and what they add up to.
 public enum SeedSweep {
     public struct Summary: Sendable {
+        public var firstSeed: UInt64
+        /// Seeds actually run (counted as they finish, not the count asked for).
         public var seeds: Int
         public var failures: [Simulation.Result]
+        /// How many runs reached each slow clock.
+        public var milestones: [Milestone: Int]
         public var recoveries: [Int64]
         public var events: Int
         public var seconds: Double
@@ -25,22 +29,25 @@ public enum SeedSweep {
             return """
                 \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
                 recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(sorted.last.map { String(format: "%.1f s", Double($0) / 1_000) } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
+                slow clocks reached: \(Milestone.allCases.map { "\($0.rawValue) \(milestones[$0] ?? 0)" }.joined(separator: ", "))
                 """ + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }.joined()
         }
     }
 
     public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none) -> Summary {
         let started = Date()
-        let collected = Mutex(Summary(seeds: count, failures: [], recoveries: [], events: 0, seconds: 0))
+        let collected = Mutex(Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], events: 0, seconds: 0))
         let workers = max(1, jobs)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var local = Summary(seeds: 0, failures: [], recoveries: [], events: 0, seconds: 0)
+            var local = Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], events: 0, seconds: 0)
             var index = worker
             while index < count {
                 var options = Simulation.Options(seed: first + UInt64(index))
                 options.mutation = mutation
                 var result = Simulation.run(options)
+                local.seeds += 1
                 local.events += result.eventsRun
+                for milestone in result.milestones { local.milestones[milestone, default: 0] += 1 }
                 if let recovery = result.recoveryMs { local.recoveries.append(recovery) }
                 if !result.passed {
                     result.trace = []
@@ -49,6 +56,8 @@ public enum SeedSweep {
                 index += workers
             }
             collected.withLock { total in
+                total.seeds += local.seeds
+                total.milestones.merge(local.milestones, uniquingKeysWith: +)
                 total.failures += local.failures
                 total.recoveries += local.recoveries
                 total.events += local.events

@@ -11,6 +11,15 @@ public enum Simulation {
         case hostLeavesFirst
         /// A ends the room for both.
         case hostEnds
+        /// The guest's network goes away for 7 to 30 minutes and the host ends the room meanwhile: when the
+        /// guest comes back (after the tombstone, perhaps after its token) it must be told the call is over,
+        /// and the room must not come back.
+        case hostEndsWhileGuestAway
+
+        /// The endings drawn for every seed; the long absence is drawn for one seed in `longAbsenceOneIn`.
+        static let usual: [Ending] = [.guestLeavesFirst, .hostLeavesFirst, .hostEnds]
+        static let longAbsenceOneIn = 40
+        var hostEndsTheRoom: Bool { self == .hostEnds || self == .hostEndsWhileGuestAway }
     }
 
     /// A user action at a time after the call was established.
@@ -39,6 +48,8 @@ public enum Simulation {
         /// False when the scenario ends the call itself (its actions leave).
         public var expectsRecovery = true
         public var fullTrace = false
+        /// See `InvariantMonitor.checksDescriptionOrder`.
+        public var checksDescriptionOrder = false
         public init(seed: UInt64) { self.seed = seed }
     }
 
@@ -52,6 +63,8 @@ public enum Simulation {
         public var trace: [String]
         public var events: [Side: [(at: Int64, event: CallEvent)]]
         public var eventsRun: Int
+        /// The slow clocks this run reached (eviction, token and TURN expiry, …).
+        public var milestones: Set<Milestone>
         public var passed: Bool { violations.isEmpty }
     }
 
@@ -61,7 +74,9 @@ public enum Simulation {
         let drawn = FaultSchedule.random(&draw)
         let faults = options.faults ?? drawn
         let sse = options.sseOnly ?? [.a: draw.chance(0.15), .b: draw.chance(0.15)]
-        let ending = options.ending ?? Ending.allCases[draw.below(Ending.allCases.count)]
+        let ending = options.ending
+            ?? (draw.below(Ending.longAbsenceOneIn) == 0 ? .hostEndsWhileGuestAway : Ending.usual[draw.below(Ending.usual.count)])
+        let absenceMs = draw.range(7 * 60_000, FaultSchedule.longestLongFaultMs)
         var engineOptions: [Side: CallEngine.Options] = [:]
         for side in Side.allCases {
             var engine = CallEngine.Options()
@@ -71,13 +86,15 @@ public enum Simulation {
             engineOptions[side] = engine
         }
         let world = World(seed: draw.next(), options: engineOptions, mutation: options.mutation, fullTrace: options.fullTrace)
+        world.monitor.checksDescriptionOrder = options.checksDescriptionOrder
         for fault in faults { world.trace(nil, "schedule: \(fault)") }
-        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000))
+        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000), absenceMs: absenceMs)
         run.play()
         return Result(
             seed: options.seed, faults: faults, violations: world.monitor.violations, recoveryMs: run.recoveryMs,
             establishedAt: run.establishedAt, trace: world.traceLines,
-            events: [.a: world.client(.a).events, .b: world.client(.b).events], eventsRun: world.scheduler.eventsRun)
+            events: [.a: world.client(.a).events, .b: world.client(.b).events], eventsRun: world.scheduler.eventsRun,
+            milestones: world.monitor.milestones)
     }
 }
 
@@ -88,10 +105,12 @@ private final class Run {
     let faults: [ScheduledFault]
     let ending: Simulation.Ending
     let guestDelay: Int64
+    let absenceMs: Int64
     var recoveryMs: Int64?
     var establishedAt: Int64?
 
-    init(world: World, options: Simulation.Options, faults: [ScheduledFault], ending: Simulation.Ending, guestDelay: Int64) {
+    init(world: World, options: Simulation.Options, faults: [ScheduledFault], ending: Simulation.Ending, guestDelay: Int64, absenceMs: Int64) {
+        self.absenceMs = absenceMs
         self.world = world
         self.options = options
         self.faults = faults
@@ -152,6 +171,7 @@ private final class Run {
         }
         recoveryMs = max(0, since - healedAt)
         checkMembership()
+        checkCredentials()
         if failed { return }
         end()
     }
@@ -202,11 +222,39 @@ private final class Run {
         }
     }
 
+    /// After 30 s back in the call, both sides hold a reconnect token the server takes and TURN credentials that
+    /// have not run out: a long outage may have outlived both, and the engine must have renewed them.
+    private func checkCredentials() {
+        for side in Side.allCases {
+            let client = world.client(side), engine = client.engine
+            if let token = engine.reconnectToken, let cid = engine.cid, let rid = engine.roomId,
+                !world.server.acceptsReconnectToken(token, cid: cid, rid: rid, nowMs: world.serverNowMs)
+            {
+                world.monitor.fail(.staleCredentials, side, "the server no longer takes its reconnect token")
+            }
+            if let expiry = client.turnExpiresAt, expiry <= world.scheduler.now {
+                world.monitor.fail(.staleCredentials, side, "its TURN credentials expired \(Describe.time(world.scheduler.now - expiry)) ago")
+            }
+        }
+    }
+
     // MARK: - The end
 
     private func end() {
         let a = world.client(.a), b = world.client(.b)
         switch ending {
+        case .hostEndsWhileGuestAway:
+            let host = b.engine.cid != nil && b.engine.cid == b.engine.hostCid ? b : a
+            let guest = host === a ? b : a
+            let away = ScheduledFault(at: 0, durationMs: absenceMs, .partition(guest.side, .both))
+            world.trace(nil, "schedule: \(away) (the host ends the room meanwhile)")
+            world.schedule(away, from: world.scheduler.now)
+            world.scheduler.after(60_000) { host.end() }
+            run(until: world.scheduler.now + absenceMs + RecoveryBound.ms)
+            if !failed, guest.phase != .idle {
+                world.monitor.fail(.notRecovered, guest.side, "back from \(Describe.time(absenceMs)) away, not told the room ended (\(describeState()))")
+            }
+            return checkCleanup(afterLeaving: true)
         case .guestLeavesFirst:
             b.leave()
             world.scheduler.after(5_000) { a.leave() }
@@ -224,7 +272,7 @@ private final class Run {
     private func checkCleanup(afterLeaving: Bool) {
         for side in Side.allCases {
             let client = world.client(side)
-            guard client.userLeft || ending == .hostEnds || !afterLeaving else { continue }
+            guard client.userLeft || ending.hostEndsTheRoom || !afterLeaving else { continue }
             guard client.phase == .idle || client.phase == .error else { continue }
             let left = client.leftovers
             if !left.isEmpty { world.monitor.fail(.leftovers, side, left.joined(separator: ", ")) }

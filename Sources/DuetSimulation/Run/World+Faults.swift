@@ -75,12 +75,16 @@ extension World {
             media.evaluate()
         case .serverClockJump(let ms):
             server.clockOffsetMs += ms
+            serverClockJumped = true
         case .processRestart(let side):
             restartProcess(side)
         case .loseNextJoin(let side):
             updateNetwork(side) { $0.joinsToLose += 1 }
         case .replayFirstOffer(let side):
-            if let offer = firstOfferDelivered[side.rawValue], let connection = client(side).connection { deliverDown(connection, .message(offer)) }
+            if let offer = firstOfferDelivered[side.rawValue], let connection = client(side).connection {
+                trace(side, "replaying the first offer it ever received (epoch \(offer.epoch.map(String.init) ?? "-"))")
+                deliverDown(connection, .message(offer))
+            }
         case .sidHijack(let side):
             // Someone without the room link: their own room, this side's sid.
             attack(side, kind: .sse, join: JoinPayload(device: "attacker"), room: server.createRoomId())

@@ -179,6 +179,7 @@ extension World {
                 if envelope.messageType == .offer, firstOfferDelivered[connection.side.rawValue] == nil {
                     firstOfferDelivered[connection.side.rawValue] = envelope
                 }
+                monitor.serverSends(envelope, to: connection.side)
                 deliverDown(connection, .message(envelope))
             case .close(let id, _):
                 if let connection = connections[id.raw] { serverClose(connection, byServer: true) }
@@ -188,13 +189,17 @@ extension World {
                 }
             case .event(let event):
                 trace(nil, "server: \(event)")
+                monitor.serverEvent(event, incarnation: server.incarnation)
             }
         }
     }
 
     // MARK: - Keep-alive and silence
 
-    /// The server pings every interval; a socket silent for two intervals is closed (what `duet serve` does).
+    /// The server pings every interval. A WebSocket silent for two intervals is closed (what `duet serve`'s
+    /// auto-ping does); an SSE stream is closed by the server's own rule in `SignalingCore` (`SSELiveness`), and
+    /// here the world only checks that it was: a stream whose client could not have POSTed for longer than the
+    /// rule allows (plus this check's own interval and the core's tick) must be gone.
     func serverKeepAlive() {
         guard server.isUp else { return }
         for connection in connections.values.sorted(by: { $0.id < $1.id }) where connection.serverOpen && connection.serverIncarnation == server.incarnation {
@@ -202,9 +207,18 @@ extension World {
             let answers = connection.clientOpen && connection.pathEpoch == network(side).pathEpoch && !connection.upstreamDead
                 && !connection.downstreamDead && network(side).signalingUp && !client(side).frozen
             if answers { connection.lastHeardByServer = scheduler.now }
-            if scheduler.now - connection.lastHeardByServer >= 2 * ResilienceConstants.PING_INTERVAL_MS {
+            let silentFor = scheduler.now - connection.lastHeardByServer
+            switch connection.kind {
+            case .ws where silentFor >= 2 * ResilienceConstants.PING_INTERVAL_MS:
                 serverClose(connection, byServer: false)
-            } else if connection.kind == .sse {
+            case .ws:
+                break
+            case .sse:
+                if silentFor > SSELiveness.silenceLimitMs + ResilienceConstants.PING_INTERVAL_MS + 2_000, !serverClockJumped,
+                    server.core.isOpen(ConnectionID(connection.id))
+                {
+                    monitor.fail(.vanishedClientKept, side, "the server still holds SSE stream #\(connection.id) \(Describe.time(silentFor)) after its client could last POST")
+                }
                 deliverDown(connection, .comment)
             }
         }

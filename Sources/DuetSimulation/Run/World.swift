@@ -24,13 +24,15 @@ final class World {
     var firstOfferDelivered: [Envelope?] = [nil, nil]
     private(set) var traceLines: [String] = []
     let keepsFullTrace: Bool
+    /// The server's clock jumped: liveness measured on it is off by the jump, so the SSE liveness check rests.
+    var serverClockJumped = false
 
     init(seed: UInt64, options: [Side: CallEngine.Options], mutation: Mutation, fullTrace: Bool) {
         rng = SplitMix64(seed: seed)
         self.mutation = mutation
         keepsFullTrace = fullTrace
         monitor = InvariantMonitor(mutation: mutation)
-        server = SimServer(seed: seed)
+        server = SimServer(seed: seed, mutation: mutation)
         monitor.world = self
         media = SimMediaPlane(world: self)
         clients = Side.allCases.map { SimClient(side: $0, world: self, options: options[$0] ?? CallEngine.Options()) }

@@ -9,7 +9,10 @@ extension NamedScenarios {
                 $0.actions = [.init(at: 5_000, .b, .leave), .init(at: 5_100, .b, .rejoin)]
                 $0.faults = [fault(15_000, .replayFirstOffer(.b))]
             },
-            expect: { _ in [] }),
+            expect: { outcome in
+                // The replay really reached B's engine; that it never reached WebRTC is `staleEpochApplied`.
+                check(!outcome.trace(.b, "replaying the first offer").isEmpty, "the old offer was never replayed to B")
+            }),
         NamedScenario(
             "B01-relay-to-suspended-peer", "Negotiation sent while the peer is suspended is not silently lost: the sender hears `relay_failed` and renegotiates when the peer is back.",
             options: { $0.faults = [fault(5_000, 45_000, .partition(.b, .signaling)), fault(35_000, 10_000, .partition(.b, .media))] },
@@ -59,6 +62,9 @@ extension NamedScenarios {
             },
             expect: { outcome in
                 check(outcome.trace(nil, "intruder got joined").isEmpty, "the intruder was seated")
+                    + check(!outcome.trace(.b, "new SSE session id").isEmpty, "B did not renew its SSE session id")
+                    + check(Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } }).count == 1,
+                            "B lost its seat")
             }),
         NamedScenario(
             "B08-no-stale-connected-after-background", "After a long background the app does not claim `connected` on a dead link.",
@@ -100,12 +106,30 @@ extension NamedScenarios {
             }),
         NamedScenario(
             "B13-buffered-sdp-not-stale", "Negotiation written while signaling is down is not replayed stale after the reconnect.",
-            options: { $0.faults = [fault(5_000, 30_000, .partition(.a, .both)), fault(6_000, 30_000, .partition(.b, .media))] },
-            expect: { _ in [] }),
+            options: {
+                // A's network changes (its socket and ICE pair die) while B is suspended: A's restart offer and
+                // candidates are written while A is still rejoining, so they wait in the outbox.
+                $0.faults = [fault(5_000, 70_000, .partition(.b, .signaling)), fault(20_000, 13_000, .partition(.b, .both)),
+                             fault(30_000, 12_000, .webSocketRefused), fault(56_000, .networkChange(.a, offlineMs: 2_000))]
+            },
+            expect: { outcome in
+                // Something really was buffered while A was down (else the scenario proves nothing); that no stale
+                // description reached WebRTC is the invariant `staleEpochApplied`, checked on every one applied
+                // (older peer session, or older ICE credentials of the same peer connection).
+                check(!outcome.trace(.a, "queued for after the rejoin").isEmpty || !outcome.trace(.b, "queued for after the rejoin").isEmpty,
+                      "nothing was buffered while signaling was down")
+                    + check(outcome.restarts(.a).count + outcome.restarts(.b).count > 0, "no ICE restart renegotiated after the outage")
+            }),
         NamedScenario(
             "B14-keepalive-drift", "The app is suspended for 20 s (timers late, then all at once): the call comes back.",
             options: { $0.faults = [fault(5_000, 20_000, .freeze(.b))] },
-            expect: { _ in [] }),
+            expect: { outcome in
+                // While B was frozen its pings stopped: A's side of the call noticed (its peer went quiet on
+                // signaling or media) and B caught up when it thawed, with one participant id throughout.
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(ids.count == 1, "B had the ids \(ids.sorted())")
+                    + check(outcome.events(.b).contains { $0.at > outcome.establishedAt + 25_000 }, "B did nothing after it thawed")
+            }),
         NamedScenario(
             "B15-replayed-token", "Someone replays B's reconnect token: B is displaced, reconnects and reclaims its seat.",
             options: { $0.faults = [fault(5_000, .tokenReplay(.b))] },
@@ -116,6 +140,13 @@ extension NamedScenarios {
         NamedScenario(
             "B16-state-kept-while-suspended", "While B is suspended A's network changes; all of it is caught up when B is back.",
             options: { $0.faults = [fault(5_000, 40_000, .partition(.b, .signaling)), fault(15_000, .networkChange(.a, offlineMs: 2_000))] },
-            expect: { _ in [] }),
+            expect: { outcome in
+                // A's network change kills the media path while B cannot be told: the restart waits for B's
+                // return, and B's seat and id survive the suspension.
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                return check(!outcome.trace(nil, "server: suspended").isEmpty, "B was never suspended")
+                    + check(ids.count == 1, "B had the ids \(ids.sorted())")
+                    + check(!outcome.restarts(.a).isEmpty || !outcome.restarts(.b).isEmpty, "no ICE restart after A's network change")
+            }),
     ]
 }

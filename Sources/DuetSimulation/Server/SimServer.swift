@@ -9,13 +9,14 @@ import DuetServer
 final class SimServer {
     private let authorities: SignalingCore.Authorities
     private let seed: UInt64
+    private let settings: SignalingCore.Settings
     var core: SignalingCore
     private(set) var incarnation = 1
     private(set) var isUp = true
     var clockOffsetMs: Int64 = 0
     var webSocketRefusals = 0
 
-    init(seed: UInt64) {
+    init(seed: UInt64, mutation: Mutation) {
         // Keys derived from the seed: a run is reproducible to the byte.
         var rng = SplitMix64(seed: seed ^ 0x5EED_5EED)
         func key() -> SymmetricKey { SymmetricKey(data: (0..<4).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } }) }
@@ -24,11 +25,20 @@ final class SimServer {
             reconnectTokens: ReconnectTokenAuthority(key: key(), ttlMs: 20 * 60_000),
             turnTokens: TurnTokenAuthority(key: key(), ttlMs: 15 * 60_000))
         self.seed = seed
+        var settings = SignalingCore.Settings()
+        settings.closesSilentSSEStreams = mutation != .sseLivenessRemoved
+        self.settings = settings
         roomIdRandom = SplitMix64(seed: seed ^ 0x0123_4567)
-        core = SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: seed)
+        core = SignalingCore(settings: settings, authorities: authorities, seed: seed)
     }
 
     private var roomIdRandom: SplitMix64
+
+    /// Whether the server would take this reconnect token for this seat now.
+    func acceptsReconnectToken(_ token: String, cid: String, rid: String, nowMs: Int64) -> Bool {
+        if case .valid = authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) { return true }
+        return false
+    }
 
     func createRoomId() -> String? { isUp ? authorities.roomIds.issue(using: &roomIdRandom) : nil }
 
@@ -38,7 +48,7 @@ final class SimServer {
 
     func restart() {
         incarnation += 1
-        core = SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: seed &+ UInt64(incarnation))
+        core = SignalingCore(settings: settings, authorities: authorities, seed: seed &+ UInt64(incarnation))
         isUp = true
     }
 }
