@@ -40,9 +40,15 @@ import Testing
         #expect(try await server.http(.POST, "sse?sid=" + sid, body: ping).status == 204)
         _ = try await client.expect(.pong)
         await client.close()
-        // After the stream is gone, its sid is gone too.
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(try await server.http(.POST, "sse?sid=" + sid, body: ping).status == 410)
+        // After the stream is gone, its sid is gone too — once the server has seen the close (which takes as long as
+        // the close takes to arrive: a fixed 100 ms wait failed under load). Until then a POST is still 204.
+        let deadline = ContinuousClock.now + .seconds(5)
+        var status = try await server.http(.POST, "sse?sid=" + sid, body: ping).status
+        while status == 204, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            status = try await server.http(.POST, "sse?sid=" + sid, body: ping).status
+        }
+        #expect(status == 410)
     }
 
     @Test func reusingASeatedSidNeedsTheReconnectToken() async throws {
