@@ -1,6 +1,7 @@
 import DuetTestSupport
 import Crypto
 import DuetProtocol
+@testable import DuetServer
 import DuetTransport
 import Foundation
 import Testing
@@ -151,5 +152,36 @@ import Testing
         let health = try await server.http(.GET, "healthz")
         #expect(health.status == 200)
         #expect(health.body.contains("ok"))
+    }
+
+    /// The load guard has one source (`js/load-guard.js`) and is served inline in every page, before the page's
+    /// module: it must run even when every other script fails to load.
+    @Test func everyPageCarriesTheLoadGuardInline() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let guardScript = try await server.http(.GET, "js/load-guard.js")
+        #expect(guardScript.status == 200)
+        #expect(guardScript.body.contains("duet.loadAttempts"))
+        for page in ["", "call/" + (try await server.roomId())] {
+            let html = try await server.http(.GET, page)
+            #expect(html.status == 200)
+            #expect(html.body.contains("<script>\n" + guardScript.body + "</script>"), "/\(page) lacks the inline guard")
+            #expect(!html.body.contains("data-duet-inline"), "/\(page) still names the guard instead of inlining it")
+            let guardAt = try #require(html.body.range(of: "duet.loadAttempts")).lowerBound
+            let moduleAt = try #require(html.body.range(of: "<script type=\"module\"")).lowerBound
+            #expect(guardAt < moduleAt, "/\(page): the guard must run before the module loads")
+        }
+    }
+
+    @Test func inliningLeavesOtherScriptsAndUnknownFilesAlone() {
+        let page = """
+            <script src="/a.js" data-duet-inline></script><script src="/b.js"></script>\
+            <script src="/missing.js" data-duet-inline></script><script src="/a.js" data-duet-inline></script>
+            """
+        let out = WebAssets.inliningScripts(page) { $0 == "/a.js" ? "A()" : nil }
+        #expect(out == """
+            <script>\nA()\n</script><script src="/b.js"></script>\
+            <script src="/missing.js" data-duet-inline></script><script>\nA()\n</script>
+            """)
     }
 }

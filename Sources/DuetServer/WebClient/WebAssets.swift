@@ -18,17 +18,49 @@ struct WebAssets: Sendable {
     }
 
     static func load(from root: URL) -> WebAssets {
-        var assets: [String: Asset] = [:]
+        var files: [String: (data: Data, pathExtension: String)] = [:]
         let rootPath = root.standardizedFileURL.path
-        let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
-        while let url = files?.nextObject() as? URL {
+        let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
+        while let url = enumerator?.nextObject() as? URL {
             guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
                 let data = try? Data(contentsOf: url)
             else { continue }
-            let relative = String(url.standardizedFileURL.path.dropFirst(rootPath.count))
-            assets[relative] = Asset(body: ByteBuffer(bytes: data), contentType: contentType(of: url.pathExtension))
+            files[String(url.standardizedFileURL.path.dropFirst(rootPath.count))] = (data, url.pathExtension)
+        }
+        var assets: [String: Asset] = [:]
+        for (path, file) in files {
+            var data = file.data
+            if file.pathExtension == "html", let page = String(data: data, encoding: .utf8) {
+                data = Data(inliningScripts(page) { files[$0].flatMap { String(data: $0.data, encoding: .utf8) } }.utf8)
+            }
+            assets[path] = Asset(body: ByteBuffer(bytes: data), contentType: contentType(of: file.pathExtension))
         }
         return WebAssets(assets: assets)
+    }
+
+    /// A page names a script that must not be able to fail to load on its own (the load guard, whose job is to
+    /// notice that the others failed) as `<script src="/js/x.js" data-duet-inline></script>`, and is served with
+    /// that file's text inline: one source for every page, nothing extra to fetch. A tag naming no shipped file is
+    /// left as it is.
+    static func inliningScripts(_ page: String, source: (String) -> String?) -> String {
+        var page = page
+        var searchFrom = page.startIndex
+        while let open = page.range(of: "<script src=\"", range: searchFrom..<page.endIndex),
+            let quote = page.range(of: "\"", range: open.upperBound..<page.endIndex)
+        {
+            let tail = "\" data-duet-inline></script>"
+            let path = String(page[open.upperBound..<quote.lowerBound])
+            guard page[quote.lowerBound...].hasPrefix(tail), let script = source(path) else {
+                searchFrom = quote.upperBound
+                continue
+            }
+            let inline = "<script>\n" + script + (script.hasSuffix("\n") ? "" : "\n") + "</script>"
+            let start = page.utf8.distance(from: page.startIndex, to: open.lowerBound)
+            let end = page.utf8.index(quote.lowerBound, offsetBy: tail.utf8.count)
+            page.replaceSubrange(open.lowerBound..<end, with: inline)
+            searchFrom = page.utf8.index(page.startIndex, offsetBy: start + inline.utf8.count)
+        }
+        return page
     }
 
     subscript(path: String) -> Asset? { assets[path] }
