@@ -24,8 +24,6 @@ struct DuetSim: ParsableCommand {
     @Option(help: "Run one named scenario (see --list).") var scenario: String?
     @Flag(help: "List the named scenarios.") var list = false
     @Flag(help: "With --seed: print every line of the trace.") var trace = false
-    @Flag(help: "Also check that no remote description older than one applied reaches WebRTC (on for named scenarios; finds a known open defect in some seeds).")
-    var checkDescriptionOrder = false
     @Option(help: "With --seeds: also write the sweep's result as JSON to this file (seeds, violations, recovery percentiles, commit).")
     var report: String?
 
@@ -53,7 +51,6 @@ struct DuetSim: ParsableCommand {
             var options = Simulation.Options(seed: seed)
             options.mutation = mutation
             options.fullTrace = true
-            options.checksDescriptionOrder = checkDescriptionOrder
             let result = Simulation.run(options)
             if trace || !result.passed { (trace ? result.trace : [Shrinker.report(result)]).forEach { print($0) } }
             print(result.passed ? "✓ seed \(seed): recovered in \(result.recoveryMs.map { "\($0) ms" } ?? "-")" : "✗ seed \(seed)")

@@ -194,6 +194,68 @@ import Testing
         #expect(!guest.send { $0.handle(.remoteDescription(.offer, sdp: "new", epoch: 6)) }.isEmpty)
     }
 
+    /// A description as Chromium writes it: `o=- <session id> <version> …`.
+    func described(_ name: String, session: String = "4611731400430051336", version: Int) -> String {
+        "v=0\r\no=- \(session) \(version) IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:\(name)\r\n"
+    }
+
+    /// A guest that answered the host's offers v3 and then v5 (an ICE restart), and is stable.
+    func guestAfterTwoOffers() -> (Driver, older: String) {
+        var guest = side(host: false)
+        let older = described("u1", version: 3)
+        for offer in [older, described("u2", version: 5)] {
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: offer, epoch: 1)) }
+            guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "answer to \(offer)")) }
+        }
+        return (guest, older)
+    }
+
+    @Test("an offer older than one already applied (duplicated, reordered) never reaches WebRTC") func overtakenOffer() {
+        var (guest, older) = guestAfterTwoOffers()
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 1)) }.isEmpty)
+        // Without an origin nothing can be judged: fail open, as before.
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n")))
+    }
+
+    @Test("a newer offer, another peer connection's, and the same offer again are all still taken") func notOvertaken() {
+        var (guest, _) = guestAfterTwoOffers()
+        let resent = described("u2", version: 5)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: "answer to \(resent)")], "a resend gets the same answer")
+        let reloaded = described("u9", session: "77", version: 2)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: reloaded, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: reloaded)))
+    }
+
+    @Test("an answer older than the peer's newest description is not applied to our next offer") func overtakenAnswer() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("u2", version: 4), epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.iceStateChanged(.failed)) }  // restart: a new offer is out
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o2")) }
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: described("u1", version: 2), epoch: 1)) }.isEmpty)
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: described("u3", version: 6), epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: described("u3", version: 6))))
+    }
+
+    @Test("after the peer leaves, the next peer's descriptions start a fresh order") func originForgottenWhenAlone() {
+        var (guest, older) = guestAfterTwoOffers()
+        guest.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 2)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 3)) }
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 3)) }.contains(.setRemoteDescription(.offer, sdp: older)))
+    }
+
+    @Test("SDPOrigin reads the o= line and nothing else") func originParsing() {
+        #expect(SDPOrigin(sdp: "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n") == SDPOrigin(sessionId: "4611731400430051336", version: 2))
+        #expect(SDPOrigin(sdp: "v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n")?.version == UInt64.max)
+        #expect(SDPOrigin(sdp: "v=0\r\no=- 1 18446744073709551616 IN IP4 0.0.0.0\r\n") == nil, "too big for a version")
+        #expect(SDPOrigin(sdp: "v=0\r\no=- 1 -3 IN IP4 0.0.0.0\r\n") == nil)
+        #expect(SDPOrigin(sdp: "v=0\r\no=- 1\r\n") == nil)
+        #expect(SDPOrigin(sdp: "v=0\r\ns=o=- 1 2\r\n") == nil, "only a line that starts with o=")
+        #expect(SDPOrigin(sessionId: "1", version: 2).isOlder(than: SDPOrigin(sessionId: "1", version: 3)))
+        #expect(!SDPOrigin(sessionId: "1", version: 3).isOlder(than: SDPOrigin(sessionId: "1", version: 3)))
+        #expect(!SDPOrigin(sessionId: "1", version: 2).isOlder(than: SDPOrigin(sessionId: "2", version: 3)))
+    }
+
     @Test("offer resend (escalation) re-sends an unanswered offer") func offerResend() {
         var host = side(host: true)
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }

@@ -90,12 +90,24 @@ import Testing
         #expect(failing.violations.contains { $0.invariant == .notRecovered })
     }
 
-    /// A runtime that loses the epoch of relayed messages applies a replayed offer from an older peer session.
-    @Test func droppingEpochsIsCaught() throws {
+    /// A replayed offer from an older peer session is stopped by its epoch and, being older than what the same
+    /// peer connection sent since, by its `o=` origin: either defence alone holds; a runtime without both applies it.
+    @Test func droppingEpochsAndOriginsIsCaught() throws {
         let scenario = try #require(NamedScenarios.all.first { $0.name == "epoch-stale-negotiation-dropped" })
         #expect(scenario.run().problems.isEmpty)
-        let broken = scenario.run(mutation: .epochDropped)
+        #expect(scenario.run(mutation: .epochDropped).problems.isEmpty, "the origin alone stops the replay")
+        #expect(scenario.run(mutation: .originStripped).problems.isEmpty, "the epoch alone stops the replay")
+        let broken = scenario.run(mutation: .epochAndOriginDropped)
         #expect(broken.result.violations.contains { $0.invariant == .staleEpochApplied })
+    }
+
+    /// Without `o=` origins, a restart offer duplicated and reordered by the SSE transport reaches WebRTC after a
+    /// newer one of the same peer connection (the seeds where the sweep found it, before the fix).
+    @Test(arguments: [2564, 2607, 9133] as [UInt64]) func strippingOriginsIsCaught(seed: UInt64) {
+        var options = Simulation.Options(seed: seed)
+        #expect(Simulation.run(options).passed)
+        options.mutation = .originStripped
+        #expect(Simulation.run(options).violations.contains { $0.invariant == .staleEpochApplied })
     }
 
     @Test func theUnbrokenRuntimePassesTheSameSeeds() {

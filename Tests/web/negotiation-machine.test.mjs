@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
 import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
+import { isOlder, sdpOrigin } from '../../Sources/DuetServer/Web/js/machines/sdp-origin.js';
 import { Driven, canc, has } from './support/driven.mjs';
 
 function side(host) {
@@ -244,4 +245,66 @@ test('a restart wanted while only signaling was down is dropped when media is st
   host.send({ type: 'signaling', up: true });
   assert.deepEqual(host.send({ type: 'roomStateAfterReconnect' }), []);
   assert.equal(host.machine.pendingRestart, null);
+});
+
+// A description as Chromium writes it: `o=- <session id> <version> …`.
+const described = (name, version, session = '4611731400430051336') =>
+  `v=0\r\no=- ${session} ${version} IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:${name}\r\n`;
+/** A guest that answered the host's offers v3 and then v5 (an ICE restart), and is stable. */
+function guestAfterTwoOffers() {
+  const guest = side(false);
+  const older = described('u1', 3);
+  for (const sdp of [older, described('u2', 5)]) {
+    guest.send({ type: 'remoteDescription', kind: 'offer', sdp, epoch: 1 });
+    guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+    guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: `answer to ${sdp}` });
+  }
+  return { guest, older };
+}
+const applies = (actions, kind, sdp) => has(actions, { type: 'setRemoteDescription', kind, sdp });
+
+test('an offer older than one already applied (duplicated, reordered) never reaches WebRTC', () => {
+  const { guest, older } = guestAfterTwoOffers();
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: older, epoch: 1 }), []);
+  // Without an origin nothing can be judged: fail open, as before.
+  const bare = 'v=0\r\ns=-\r\na=ice-ufrag:u0\r\n';
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: bare, epoch: 1 }), 'offer', bare));
+});
+
+test('a newer offer, another peer connection\'s, and the same offer again are all still taken', () => {
+  const { guest } = guestAfterTwoOffers();
+  const resent = described('u2', 5);
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: resent, epoch: 1 }), [{ type: 'sendAnswer', sdp: `answer to ${resent}` }]);
+  const reloaded = described('u9', 2, '77');
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: reloaded, epoch: 1 }), 'offer', reloaded));
+});
+
+test('an answer older than the peer\'s newest description is not applied to our next offer', () => {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('u2', 4), epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'iceStateChanged', state: 'failed' }); // restart: a new offer is out
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o2' });
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('u1', 2), epoch: 1 }), []);
+  assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('u3', 6), epoch: 1 }), 'answer', described('u3', 6)));
+});
+
+test('after the peer leaves, the next peer\'s descriptions start a fresh order', () => {
+  const { guest, older } = guestAfterTwoOffers();
+  guest.send({ type: 'peer', present: false, isHost: true, peerEpoch: 2 });
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 3 });
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: older, epoch: 3 }), 'offer', older));
+});
+
+test('sdpOrigin reads the o= line and nothing else', () => {
+  assert.deepEqual(sdpOrigin('v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n'), { sessionId: '4611731400430051336', version: 2n });
+  assert.equal(sdpOrigin('v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n').version, 18446744073709551615n);
+  assert.equal(sdpOrigin('v=0\r\no=- 1 18446744073709551616 IN IP4 0.0.0.0\r\n'), null, 'too big for a version');
+  assert.equal(sdpOrigin('v=0\r\no=- 1 -3 IN IP4 0.0.0.0\r\n'), null);
+  assert.equal(sdpOrigin('v=0\r\no=- 1\r\n'), null);
+  assert.equal(sdpOrigin('v=0\r\ns=o=- 1 2\r\n'), null, 'only a line that starts with o=');
+  assert.ok(isOlder({ sessionId: '1', version: 2n }, { sessionId: '1', version: 3n }));
+  assert.ok(!isOlder({ sessionId: '1', version: 3n }, { sessionId: '1', version: 3n }));
+  assert.ok(!isOlder({ sessionId: '1', version: 2n }, { sessionId: '2', version: 3n }));
 });

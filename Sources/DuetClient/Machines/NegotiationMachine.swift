@@ -9,6 +9,8 @@ import DuetProtocol
 ///   is down and fired after the post-reconnect `room_state`.
 /// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 /// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
+/// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
+///   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -73,6 +75,8 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// was lost, or duplicated) gets the same answer again, not a second negotiation.
     private var lastRemoteOffer: String?
     private var lastLocalAnswer: String?
+    /// The origin of the newest remote description handed to WebRTC in this peer session.
+    private var newestRemoteOrigin: SDPOrigin?
     private var inCooldown = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
@@ -220,6 +224,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         nonHostFallbackAttempts = 0
         pendingRestart = nil
         hasRemoteDescription = false
+        newestRemoteOrigin = nil
         remoteCandidateBuffer.removeAll()
         inCooldown = false
         // An offer nobody will answer would block the next peer's negotiation.
@@ -256,6 +261,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
+        let origin = SDPOrigin(sdp: sdp)
+        // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
+        if let origin, let newest = newestRemoteOrigin, origin.isOlder(than: newest) { return [] }
         switch kind {
         case .offer:
             if sdp == lastRemoteOffer, answering || applyingRemote { return [] }  // the answer is on its way
@@ -269,13 +277,16 @@ public struct NegotiationMachine: Sendable, Equatable {
                 makingOffer = false
                 signalingState = .stable
                 applyingRemote = true
+                newestRemoteOrigin = origin ?? newestRemoteOrigin
                 return [.rollback, .timer(.cancel(.offerTimeout)), .timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
             }
             applyingRemote = true
+            newestRemoteOrigin = origin ?? newestRemoteOrigin
             return [.timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
         case .answer:
             guard signalingState == .haveLocalOffer, !applyingRemote else { return [] }  // late or duplicate answer
             applyingRemote = true
+            newestRemoteOrigin = origin ?? newestRemoteOrigin
             return [.timer(.cancel(.offerTimeout)), .setRemoteDescription(.answer, sdp: sdp)]
         }
     }

@@ -102,7 +102,7 @@ final class SimClient {
     private var appliedRemoteUfrag: [Int: Int] = [:]
 
     private func checkNotStale(_ sdp: String) {
-        guard world.monitor.checksDescriptionOrder, let parsed = SimMediaPlane.parse(sdp), let ufrag = Int(parsed.ufrag.dropFirst()) else { return }
+        guard let parsed = SimMediaPlane.parse(sdp), let ufrag = Int(parsed.ufrag.dropFirst()) else { return }
         let instance = parsed.instance
         if let applied = appliedRemoteUfrag[instance], ufrag < applied {
             world.monitor.staleApplied(side, "a description with ICE credentials u\(ufrag) after u\(applied) of the same peer connection")

@@ -20,11 +20,6 @@ final class InvariantMonitor {
     private var endedRooms: [String: Int64] = [:]
     /// The slow clocks this run reached (the sweep asserts every one is reached somewhere).
     private(set) var milestones: Set<Milestone> = []
-    /// Check that no remote description older than one already applied (same peer connection, older ICE
-    /// credentials) reaches WebRTC. On in the named scenarios; off in the random sweep until the known defect it
-    /// finds there is fixed (a duplicated, reordered restart offer is applied after a newer one: seeds 2564,
-    /// 2607, 9133 — see docs/resilience.md).
-    var checksDescriptionOrder = false
 
     init(mutation: Mutation) { self.mutation = mutation }
 

@@ -12,6 +12,11 @@ public enum Mutation: String, Sendable, CaseIterable {
     case epochDropped = "epoch-dropped"
     /// The server no longer closes silent SSE streams (`SSELiveness` switched off in its core).
     case sseLivenessRemoved = "sse-liveness-removed"
+    /// Descriptions carry no `o=` line: the negotiation machine can no longer tell an older offer delivered
+    /// after a newer one (duplicate + reorder), so stale ICE credentials reach WebRTC.
+    case originStripped = "origin-stripped"
+    /// Both defences against stale negotiation gone (each alone stops a replayed offer of an older peer session).
+    case epochAndOriginDropped = "epoch-and-origin-dropped"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {
@@ -21,8 +26,13 @@ public enum Mutation: String, Sendable, CaseIterable {
         }
     }
 
+    func created(_ sdp: String) -> String {
+        guard self == .originStripped || self == .epochAndOriginDropped else { return sdp }
+        return sdp.split(separator: "\r\n").filter { !$0.hasPrefix("o=") }.joined(separator: "\r\n") + "\r\n"
+    }
+
     func received(_ envelope: Envelope) -> Envelope {
-        guard self == .epochDropped else { return envelope }
+        guard self == .epochDropped || self == .epochAndOriginDropped else { return envelope }
         var copy = envelope
         copy.epoch = nil
         return copy

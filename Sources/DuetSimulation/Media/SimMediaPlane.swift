@@ -12,6 +12,8 @@ final class SimMediaPlane {
         var closed = false
         var signaling: NegotiationMachine.SignalingState = .stable
         var localUfrag: String?
+        /// The `o=` session version: one more for every description this peer connection creates (as in Chromium).
+        var descriptionsCreated: UInt64 = 1
         var localPathEpoch = 0
         var rollbackUfrag: String?
         var remoteUfrag: String?
@@ -71,6 +73,7 @@ final class SimMediaPlane {
         let fresh = iceRestart || peer.localUfrag == nil
         if fresh { newCredentials(side, &peer) }
         peer.signaling = .haveLocalOffer
+        peer.descriptionsCreated += 1
         update(side, peer)
         world.client(side).webRtcEvent(.signalingStateChanged(.haveLocalOffer))
         if fresh { gather(side) }
@@ -84,6 +87,7 @@ final class SimMediaPlane {
         if fresh { newCredentials(side, &peer) }
         peer.answeredRemoteUfrag = peer.remoteUfrag
         peer.signaling = .stable
+        peer.descriptionsCreated += 1
         update(side, peer)
         world.client(side).webRtcEvent(.signalingStateChanged(.stable))
         if fresh { gather(side) }
@@ -261,7 +265,7 @@ final class SimMediaPlane {
     }
 
     private func sdp(_ side: Side, _ peer: PeerConnection) -> String {
-        "v=0\r\ns=duet-sim \(side) pc#\(peer.instance)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n"
+        world.mutation.created("v=0\r\no=- \(9_000 + peer.instance) \(peer.descriptionsCreated) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
     }
 
     static func parse(_ sdp: String) -> (instance: Int, ufrag: String)? {

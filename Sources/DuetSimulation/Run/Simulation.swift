@@ -48,8 +48,6 @@ public enum Simulation {
         /// False when the scenario ends the call itself (its actions leave).
         public var expectsRecovery = true
         public var fullTrace = false
-        /// See `InvariantMonitor.checksDescriptionOrder`.
-        public var checksDescriptionOrder = false
         public init(seed: UInt64) { self.seed = seed }
     }
 
@@ -86,7 +84,6 @@ public enum Simulation {
             engineOptions[side] = engine
         }
         let world = World(seed: draw.next(), options: engineOptions, mutation: options.mutation, fullTrace: options.fullTrace)
-        world.monitor.checksDescriptionOrder = options.checksDescriptionOrder
         for fault in faults { world.trace(nil, "schedule: \(fault)") }
         let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000), absenceMs: absenceMs)
         run.play()

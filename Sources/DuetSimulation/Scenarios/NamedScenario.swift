@@ -51,7 +51,6 @@ public struct NamedScenario: Sendable {
         var options = Simulation.Options(seed: seed)
         options.mutation = mutation
         options.fullTrace = true
-        options.checksDescriptionOrder = true
         options.ending = .guestLeavesFirst
         options.sseOnly = [.a: false, .b: false]
         options.faults = []

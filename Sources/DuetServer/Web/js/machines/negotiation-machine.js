@@ -8,12 +8,15 @@
 //   is down and fired after the post-reconnect `room_state`.
 // - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 // - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
+// - A remote description older than one already applied from the same peer connection (`sdpOrigin`) is dropped:
+//   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced.
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
 // DescriptionKind: 'offer' | 'answer'. Candidates: {candidate, sdpMid, sdpMLineIndex} or null.
 import { RESILIENCE } from '../constants.js';
 import { cancel, schedule, timerAction } from './timers.js';
+import { isOlder, sdpOrigin } from './sdp-origin.js';
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
@@ -44,6 +47,8 @@ export class NegotiationMachine {
     // was lost, or duplicated) gets the same answer again, not a second negotiation.
     this.lastRemoteOffer = null;
     this.lastLocalAnswer = null;
+    // The origin of the newest remote description handed to WebRTC in this peer session.
+    this.newestRemoteOrigin = null;
     this.inCooldown = false;
     this.peerEpoch = 0;
     this.applyingRemote = false;
@@ -222,6 +227,7 @@ export class NegotiationMachine {
     this.nonHostFallbackAttempts = 0;
     this.pendingRestart = null;
     this.hasRemoteDescription = false;
+    this.newestRemoteOrigin = null;
     this.remoteCandidateBuffer = [];
     this.inCooldown = false;
     // An offer nobody will answer would block the next peer's negotiation.
@@ -261,6 +267,9 @@ export class NegotiationMachine {
   }
 
   #remoteDescription(kind, sdp) {
+    const origin = sdpOrigin(sdp);
+    // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
+    if (origin != null && this.newestRemoteOrigin != null && isOlder(origin, this.newestRemoteOrigin)) return [];
     if (kind === 'offer') {
       if (sdp === this.lastRemoteOffer && (this.answering || this.applyingRemote)) return []; // the answer is on its way
       if (sdp === this.lastRemoteOffer && this.signalingState === 'stable' && this.lastLocalAnswer != null) {
@@ -275,6 +284,7 @@ export class NegotiationMachine {
         this.makingOffer = false;
         this.signalingState = 'stable';
         this.applyingRemote = true;
+        this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
         return [
           { type: 'rollback' },
           timerAction(cancel('offerTimeout')),
@@ -283,10 +293,12 @@ export class NegotiationMachine {
         ];
       }
       this.applyingRemote = true;
+      this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
       return [timerAction(cancel('nonHostFallback')), { type: 'setRemoteDescription', kind: 'offer', sdp }];
     }
     if (this.signalingState !== 'haveLocalOffer' || this.applyingRemote) return []; // late or duplicate answer
     this.applyingRemote = true;
+    this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
     return [timerAction(cancel('offerTimeout')), { type: 'setRemoteDescription', kind: 'answer', sdp }];
   }
 
