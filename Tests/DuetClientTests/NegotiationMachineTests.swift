@@ -199,14 +199,17 @@ import Testing
         "v=0\r\no=- \(session) \(version) IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:\(name)\r\n"
     }
 
+    /// The guest's own answers, in a session of its own.
+    func guestAnswer(_ index: Int) -> String { described("g\(index)", session: "G", version: 2 + index) }
+
     /// A guest that answered the host's offers v3 and then v5 (an ICE restart), and is stable.
     func guestAfterTwoOffers() -> (Driver, older: String) {
         var guest = side(host: false)
         let older = described("u1", version: 3)
-        for offer in [older, described("u2", version: 5)] {
+        for (index, offer) in [older, described("u2", version: 5)].enumerated() {
             guest.send { $0.handle(.remoteDescription(.offer, sdp: offer, epoch: 1)) }
             guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
-            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "answer to \(offer)")) }
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(index))) }
         }
         return (guest, older)
     }
@@ -221,7 +224,7 @@ import Testing
     @Test("a newer offer, another peer connection's, and the same offer again are all still taken") func notOvertaken() {
         var (guest, _) = guestAfterTwoOffers()
         let resent = described("u2", version: 5)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: "answer to \(resent)")], "a resend gets the same answer")
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: guestAnswer(1))], "a resend gets the same answer")
         let reloaded = described("u9", session: "77", version: 2)
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: reloaded, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: reloaded)))
     }
@@ -244,6 +247,22 @@ import Testing
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 3)) }.contains(.setRemoteDescription(.offer, sdp: older)))
     }
 
+    @Test("webrtcbin's numbering (answers copy our o=, its offers reuse that id from 0) is never judged stale") func webrtcbinOrigins() {
+        var guest = side(host: false)
+        let first = described("w1", session: "W", version: 0)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: first, epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: described("c1", session: "G", version: 2))) }
+        guest.send { $0.handle(.networkOnline) }  // our restart offer, answered by a copy of its own o= line
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("c2", session: "G", version: 3))) }
+        let echo = described("w1", session: "G", version: 3)
+        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: echo, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: echo)))
+        guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        // webrtcbin's next offer takes the copied id with its own offer count.
+        let next = described("w2", session: "G", version: 1)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: next)))
+    }
+
     @Test("SDPOrigin reads the o= line and nothing else") func originParsing() {
         #expect(SDPOrigin(sdp: "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n") == SDPOrigin(sessionId: "4611731400430051336", version: 2))
         #expect(SDPOrigin(sdp: "v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n")?.version == UInt64.max)
@@ -251,6 +270,9 @@ import Testing
         #expect(SDPOrigin(sdp: "v=0\r\no=- 1 -3 IN IP4 0.0.0.0\r\n") == nil)
         #expect(SDPOrigin(sdp: "v=0\r\no=- 1\r\n") == nil)
         #expect(SDPOrigin(sdp: "v=0\r\ns=o=- 1 2\r\n") == nil, "only a line that starts with o=")
+        #expect(SDPOrigin(sdp: "v=0\r\no=- 1 +5 IN IP4 0.0.0.0\r\n") == nil, "digits only")
+        #expect(SDPOrigin(sdp: "v=0\u{2028}o=- 1 5 IN IP4 0.0.0.0") == nil, "lines end with CR or LF only")
+        #expect(SDPOrigin(sdp: "v=0\ro=- 1 5 IN IP4 0.0.0.0\r") == SDPOrigin(sessionId: "1", version: 5))
         #expect(SDPOrigin(sessionId: "1", version: 2).isOlder(than: SDPOrigin(sessionId: "1", version: 3)))
         #expect(!SDPOrigin(sessionId: "1", version: 3).isOlder(than: SDPOrigin(sessionId: "1", version: 3)))
         #expect(!SDPOrigin(sessionId: "1", version: 2).isOlder(than: SDPOrigin(sessionId: "2", version: 3)))

@@ -173,15 +173,18 @@ import Testing
         }
     }
 
-    @Test func inliningLeavesOtherScriptsAndUnknownFilesAlone() {
+    @Test func inliningLeavesOtherScriptsUnknownFilesAndUnsafeScriptsAlone() {
         let page = """
-            <script src="/a.js" data-duet-inline></script><script src="/b.js"></script>\
-            <script src="/missing.js" data-duet-inline></script><script src="/a.js" data-duet-inline></script>
+            — ’ 🎧<script src="/a.js" data-duet-inline></script><script src="/b.js"></script>\
+            <script src="/missing.js" data-duet-inline></script><script src="/a.js" data-duet-inline></script>\
+            <script src="/ends.js" data-duet-inline></script>
             """
-        let out = WebAssets.inliningScripts(page) { $0 == "/a.js" ? "A()" : nil }
+        let sources = ["/a.js": "A('’ 🎧')", "/ends.js": "x = '</SCRIPT>'"]
+        let out = WebAssets.inliningScripts(page) { sources[$0] }
         #expect(out == """
-            <script>\nA()\n</script><script src="/b.js"></script>\
-            <script src="/missing.js" data-duet-inline></script><script>\nA()\n</script>
+            — ’ 🎧<script>\nA('’ 🎧')\n</script><script src="/b.js"></script>\
+            <script src="/missing.js" data-duet-inline></script><script>\nA('’ 🎧')\n</script>\
+            <script src="/ends.js" data-duet-inline></script>
             """)
     }
 }

@@ -250,15 +250,17 @@ test('a restart wanted while only signaling was down is dropped when media is st
 // A description as Chromium writes it: `o=- <session id> <version> …`.
 const described = (name, version, session = '4611731400430051336') =>
   `v=0\r\no=- ${session} ${version} IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:${name}\r\n`;
+// The guest's own answers, in a session of its own.
+const guestAnswer = (index) => described(`g${index}`, 2 + index, 'G');
 /** A guest that answered the host's offers v3 and then v5 (an ICE restart), and is stable. */
 function guestAfterTwoOffers() {
   const guest = side(false);
   const older = described('u1', 3);
-  for (const sdp of [older, described('u2', 5)]) {
+  [older, described('u2', 5)].forEach((sdp, index) => {
     guest.send({ type: 'remoteDescription', kind: 'offer', sdp, epoch: 1 });
     guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
-    guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: `answer to ${sdp}` });
-  }
+    guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(index) });
+  });
   return { guest, older };
 }
 const applies = (actions, kind, sdp) => has(actions, { type: 'setRemoteDescription', kind, sdp });
@@ -274,7 +276,7 @@ test('an offer older than one already applied (duplicated, reordered) never reac
 test('a newer offer, another peer connection\'s, and the same offer again are all still taken', () => {
   const { guest } = guestAfterTwoOffers();
   const resent = described('u2', 5);
-  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: resent, epoch: 1 }), [{ type: 'sendAnswer', sdp: `answer to ${resent}` }]);
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: resent, epoch: 1 }), [{ type: 'sendAnswer', sdp: guestAnswer(1) }]);
   const reloaded = described('u9', 2, '77');
   assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: reloaded, epoch: 1 }), 'offer', reloaded));
 });
@@ -297,6 +299,22 @@ test('after the peer leaves, the next peer\'s descriptions start a fresh order',
   assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: older, epoch: 3 }), 'offer', older));
 });
 
+test('webrtcbin\'s numbering (answers copy our o=, its offers reuse that id from 0) is never judged stale', () => {
+  const guest = side(false);
+  const first = described('w1', 0, 'W');
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: first, epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: described('c1', 2, 'G') });
+  guest.send({ type: 'networkOnline' }); // our restart offer, answered by a copy of its own o= line
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('c2', 3, 'G') });
+  const echo = described('w1', 3, 'G');
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: echo, epoch: 1 }), 'answer', echo));
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  // webrtcbin's next offer takes the copied id with its own offer count.
+  const next = described('w2', 1, 'G');
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: next, epoch: 1 }), 'offer', next));
+});
+
 test('sdpOrigin reads the o= line and nothing else', () => {
   assert.deepEqual(sdpOrigin('v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n'), { sessionId: '4611731400430051336', version: 2n });
   assert.equal(sdpOrigin('v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n').version, 18446744073709551615n);
@@ -304,6 +322,9 @@ test('sdpOrigin reads the o= line and nothing else', () => {
   assert.equal(sdpOrigin('v=0\r\no=- 1 -3 IN IP4 0.0.0.0\r\n'), null);
   assert.equal(sdpOrigin('v=0\r\no=- 1\r\n'), null);
   assert.equal(sdpOrigin('v=0\r\ns=o=- 1 2\r\n'), null, 'only a line that starts with o=');
+  assert.equal(sdpOrigin('v=0\r\no=- 1 +5 IN IP4 0.0.0.0\r\n'), null, 'digits only');
+  assert.equal(sdpOrigin('v=0\u2028o=- 1 5 IN IP4 0.0.0.0'), null, 'lines end with CR or LF only');
+  assert.deepEqual(sdpOrigin('v=0\ro=- 1 5 IN IP4 0.0.0.0\r'), { sessionId: '1', version: 5n });
   assert.ok(isOlder({ sessionId: '1', version: 2n }, { sessionId: '1', version: 3n }));
   assert.ok(!isOlder({ sessionId: '1', version: 3n }, { sessionId: '1', version: 3n }));
   assert.ok(!isOlder({ sessionId: '1', version: 2n }, { sessionId: '2', version: 3n }));

@@ -10,7 +10,8 @@ import DuetProtocol
 /// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 /// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 /// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
-///   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced.
+///   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
+///   echo one of our own session ids (webrtcbin copies the offer's) are never judged.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -77,6 +78,8 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var lastLocalAnswer: String?
     /// The origin of the newest remote description handed to WebRTC in this peer session.
     private var newestRemoteOrigin: SDPOrigin?
+    /// Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
+    private var localSessionIds: Set<String> = []
     private var inCooldown = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
@@ -123,6 +126,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             if remoteCandidateBuffer.count > ResilienceConstants.ICE_CANDIDATE_BUFFER_MAX { remoteCandidateBuffer.removeFirst() }
             return []
         case .localDescriptionReady(.offer, let sdp):
+            noteLocalSession(sdp)
             makingOffer = false
             lastLocalOffer = sdp
             signalingState = .haveLocalOffer
@@ -133,6 +137,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             }
             return actions
         case .localDescriptionReady(.answer, let sdp):
+            noteLocalSession(sdp)
             answering = false
             lastLocalAnswer = sdp
             signalingState = .stable
@@ -260,8 +265,13 @@ public struct NegotiationMachine: Sendable, Equatable {
         return actions + [.iceRestartStarted(reason)] + offer(iceRestart: true)
     }
 
+    private mutating func noteLocalSession(_ sdp: String) {
+        // Bounded: a peer connection has one session id (Chromium), webrtcbin adds the ids it copies.
+        if let id = SDPOrigin(sdp: sdp)?.sessionId, localSessionIds.count < 16 { localSessionIds.insert(id) }
+    }
+
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
-        let origin = SDPOrigin(sdp: sdp)
+        let origin = SDPOrigin(sdp: sdp).flatMap { localSessionIds.contains($0.sessionId) ? nil : $0 }
         // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
         if let origin, let newest = newestRemoteOrigin, origin.isOlder(than: newest) { return [] }
         switch kind {

@@ -40,8 +40,8 @@ struct WebAssets: Sendable {
 
     /// A page names a script that must not be able to fail to load on its own (the load guard, whose job is to
     /// notice that the others failed) as `<script src="/js/x.js" data-duet-inline></script>`, and is served with
-    /// that file's text inline: one source for every page, nothing extra to fetch. A tag naming no shipped file is
-    /// left as it is.
+    /// that file's text inline: one source for every page, nothing extra to fetch. A tag naming no shipped file, or
+    /// a script that would end the inline element early (`</script`), is left as it is (and `HTTPAPITests` fails).
     static func inliningScripts(_ page: String, source: (String) -> String?) -> String {
         var page = page
         var searchFrom = page.startIndex
@@ -50,7 +50,9 @@ struct WebAssets: Sendable {
         {
             let tail = "\" data-duet-inline></script>"
             let path = String(page[open.upperBound..<quote.lowerBound])
-            guard page[quote.lowerBound...].hasPrefix(tail), let script = source(path) else {
+            guard page[quote.lowerBound...].hasPrefix(tail), let script = source(path),
+                script.range(of: "</script", options: .caseInsensitive) == nil
+            else {
                 searchFrom = quote.upperBound
                 continue
             }

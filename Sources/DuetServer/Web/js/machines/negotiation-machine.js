@@ -9,7 +9,8 @@
 // - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 // - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 // - A remote description older than one already applied from the same peer connection (`sdpOrigin`) is dropped:
-//   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced.
+//   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
+//   echo one of our own session ids (webrtcbin copies the offer's) are never judged.
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
@@ -49,6 +50,8 @@ export class NegotiationMachine {
     this.lastLocalAnswer = null;
     // The origin of the newest remote description handed to WebRTC in this peer session.
     this.newestRemoteOrigin = null;
+    // Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
+    this.localSessionIds = new Set();
     this.inCooldown = false;
     this.peerEpoch = 0;
     this.applyingRemote = false;
@@ -102,6 +105,7 @@ export class NegotiationMachine {
         if (this.remoteCandidateBuffer.length > RESILIENCE.ICE_CANDIDATE_BUFFER_MAX) this.remoteCandidateBuffer.shift();
         return [];
       case 'localDescriptionReady':
+        this.#noteLocalSession(event.sdp);
         if (event.kind === 'offer') {
           this.makingOffer = false;
           this.lastLocalOffer = event.sdp;
@@ -266,8 +270,15 @@ export class NegotiationMachine {
     return [...actions, { type: 'iceRestartStarted', reason }, ...this.#offer(true)];
   }
 
+  #noteLocalSession(sdp) {
+    // Bounded: a peer connection has one session id (Chromium), webrtcbin adds the ids it copies.
+    const id = sdpOrigin(sdp)?.sessionId;
+    if (id != null && this.localSessionIds.size < 16) this.localSessionIds.add(id);
+  }
+
   #remoteDescription(kind, sdp) {
-    const origin = sdpOrigin(sdp);
+    const parsed = sdpOrigin(sdp);
+    const origin = parsed != null && !this.localSessionIds.has(parsed.sessionId) ? parsed : null;
     // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
     if (origin != null && this.newestRemoteOrigin != null && isOlder(origin, this.newestRemoteOrigin)) return [];
     if (kind === 'offer') {
