@@ -31,16 +31,17 @@ public final class DuetServer: Sendable {
         let hub = SessionHub(
             core: SignalingCore(settings: settings, authorities: authorities, seed: UInt64.random(in: .min ... .max)),
             metrics: metrics, logger: logger,
-            messageRate: configuration.rateLimits ? (capacity: 100, perSecond: 50) : nil)
+            messageRate: configuration.rateLimits
+                ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil)
         self.hub = hub
         self.metrics = metrics
 
         let limits = configuration.rateLimits
         let gate = Gatekeeper(
             origins: OriginPolicy(allowed: configuration.allowedOrigins),
-            upgrades: IPRateLimiter(rule: .init(capacity: 30, refillPerSecond: 5), enabled: limits),
-            sse: IPRateLimiter(rule: .init(capacity: 30, refillPerSecond: 5), enabled: limits),
-            api: IPRateLimiter(rule: .init(capacity: 60, refillPerSecond: 10), enabled: limits),
+            upgrades: IPRateLimiter(rule: configuration.rateRules.upgrades, enabled: limits),
+            sse: IPRateLimiter(rule: configuration.rateRules.sse, enabled: limits),
+            api: IPRateLimiter(rule: configuration.rateRules.api, enabled: limits),
             metrics: metrics)
 
         let router = Router(context: DuetRequestContext.self)

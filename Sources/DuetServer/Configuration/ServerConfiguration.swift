@@ -10,6 +10,17 @@ public struct ServerConfiguration: Sendable {
     public var turnCredentialTTLSeconds: Int64 = 3600
     public var allowedOrigins: [String] = []
     public var rateLimits = true
+    /// The buckets `rateLimits` turns on: per client address for the HTTP entry points, per connection for
+    /// signaling messages. Tests set slow refills so that "the burst is refused" does not depend on how fast the
+    /// machine sends it.
+    public struct RateRules: Sendable {
+        public var api = IPRateLimiter.Rule(capacity: 60, refillPerSecond: 10)
+        public var upgrades = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
+        public var sse = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
+        public var messages = IPRateLimiter.Rule(capacity: 100, refillPerSecond: 50)
+        public init() {}
+    }
+    public var rateRules = RateRules()
     public var blockWebSocket = false
     public var evictionTimeout: Duration = .seconds(600)
     public var tombstoneDuration: Duration = .seconds(300)
