@@ -251,12 +251,16 @@ def _cli(argv):
     if command == "start":
         write_json(path, {"runId": run_id(), "commit": commit(), "dirty": dirty(), "startedAt": now(),
                           "arguments": argv[2:]})
+    elif command == "provenance":
+        # For the Swift copy of this rule (`Provenance` in DuetSimulation), which a test checks against this one.
+        print(json.dumps({"commit": commit(), "dirty": dirty()}))
+        return
     elif command == "finish" and len(argv) == 3:
         with open(path) as f:
             run = json.load(f)
         write_json(path, {**run, "finishedAt": now(), "exitStatus": int(argv[2])})
     else:
-        sys.exit("usage: results.py start [ARGS...] | finish STATUS")
+        sys.exit("usage: results.py start [ARGS...] | finish STATUS | provenance")
     print(f"run {run_id()}: {os.path.relpath(path, ROOT)}")
 
 

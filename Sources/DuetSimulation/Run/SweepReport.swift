@@ -74,10 +74,13 @@ public struct Provenance: Sendable, Equatable {
 
     public static func current(in directory: String = FileManager.default.currentDirectoryPath) -> Provenance {
         let commit = git(["rev-parse", "HEAD"], in: directory) ?? "unknown"
-        // Untracked files under .build are results, not code.
-        let status = git(["status", "--porcelain", "--untracked-files=no"], in: directory) ?? ""
+        // The rule of Tests/e2e/results.py `dirty()` (checked against it by `ProvenanceTests`): any change, an
+        // untracked file included, except results under .build; a tree git cannot read counts as dirty.
+        let dirty = git(["status", "--porcelain"], in: directory).map { status in
+            status.split(separator: "\n").contains { !$0.isEmpty && !$0.hasPrefix("?? .build") }
+        } ?? true
         let runId = ProcessInfo.processInfo.environment["DUET_RUN_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? localRunId()
-        return Provenance(commit: commit, dirty: !status.isEmpty, runId: runId)
+        return Provenance(commit: commit, dirty: dirty, runId: runId)
     }
 
     private static func localRunId() -> String {
