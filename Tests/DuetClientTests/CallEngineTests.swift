@@ -64,6 +64,29 @@ import Testing
         #expect(flushed.contains { $0.messageType == .answer && $0.payload["sdp"] == "a" })
     }
 
+    /// Found by the sweep (seeds 2477, 7445): descriptions kept while a rejoin was pending were all sent when it
+    /// came back — an offer rolled back meanwhile, and an answer to an offer the peer had already given up.
+    @Test func keptDescriptionsAreOnlyTheLatestAndNeverARolledBackOffer() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.iceStateChanged(.connected))
+        _ = engine.handle(.iceStateChanged(.failed))
+        _ = engine.handle(.timerFired(.retryingThreshold))  // escalation: our ICE restart offer goes out
+        #expect(sent(engine.handle(.localDescriptionReady(.offer, sdp: "r1"))).contains { $0.messageType == .offer })
+        _ = engine.handle(.timerFired(.retryEscalation))  // offer resend
+        #expect(sent(engine.handle(.timerFired(.retryEscalation))).contains { $0.messageType == .join }, "a rejoin is pending now")
+        _ = engine.handle(.timerFired(.offerTimeout))  // r1 rolled back, restarted
+        #expect(sent(engine.handle(.localDescriptionReady(.offer, sdp: "r2"))).isEmpty, "kept for after the rejoin")
+        // The host's offers cross ours: we yield (r2 rolled back) and answer twice, the second time its newer offer.
+        for (offer, answer) in [("h1", "a1"), ("h2", "a2")] {
+            _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": .string(offer), "from": "C-h"])))
+            _ = engine.handle(.remoteDescriptionApplied(.offer))
+            _ = engine.handle(.localDescriptionReady(.answer, sdp: answer))
+        }
+        #expect(engine.queuedRelayTypes.filter { $0 != "ice" } == ["answer"])
+        let flushed = sent(engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2, kind: .reattached))))
+        #expect(flushed.filter { $0.messageType == .offer || $0.messageType == .answer }.map { $0.payload["sdp"] } == ["a2"])
+    }
+
     @Test func relaysForAnEarlierPeerSessionAreDropped() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))
@@ -110,8 +133,26 @@ import Testing
         #expect(engine.handle(.timerFired(.retryEscalation)).contains(.emit(.escalation(.offerResend))))
         let rejoin = engine.handle(.timerFired(.retryEscalation))
         #expect(sent(rejoin).contains { $0.messageType == .join })
+        _ = engine.handle(.transportClosed(.networkError))  // signaling is down too now
         let fallback = engine.handle(.timerFired(.retryEscalation))
         #expect(fallback.contains(.openTransport(.sse)))
+    }
+
+    @Test func escalatingForAMediaOnlyFailureNeverClosesTheWorkingTransport() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.iceStateChanged(.connected))
+        _ = engine.handle(.iceStateChanged(.failed))
+        _ = engine.handle(.timerFired(.retryingThreshold))
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: "restart"))
+        var steps: [EscalationStep] = []
+        for index in 0..<12 {
+            let outputs = engine.handle(.timerFired(.retryEscalation))
+            let touched = outputs.contains { if case .closeTransport = $0 { true } else if case .openTransport = $0 { true } else { false } }
+            #expect(!touched, "escalation \(index + 2) touched the transport")
+            for case .emit(.escalation(let step)) in outputs { steps.append(step) }
+        }
+        #expect(!steps.contains(.transportFallback))
+        #expect(Array(steps.prefix(4)) == [.offerResend, .rejoin, .iceRestart, .offerResend])
     }
 
     @Test func lateWebRtcNewsAfterTheCallIsIgnored() throws {

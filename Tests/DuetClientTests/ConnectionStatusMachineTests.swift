@@ -76,10 +76,36 @@ import Testing
         #expect(!call.isScheduled(.retryEscalation))
     }
 
+    /// The escalation steps and when they came, over `seconds`.
+    func escalations(_ call: inout Driven<Machine, Machine.Action>, seconds: Int64) -> (steps: [EscalationStep], times: [Int64]) {
+        var steps: [EscalationStep] = []
+        var times: [Int64] = []
+        for elapsed in stride(from: Int64(1_000), through: seconds * 1_000, by: 1_000) {
+            for case .escalate(let step) in call.advance(by: 1_000) {
+                steps.append(step)
+                times.append(elapsed)
+            }
+        }
+        return (steps, times)
+    }
+
+    @Test("a media-only failure never closes the healthy transport: the cycle skips transportFallback while signaling is up")
+    func mediaOnlyEscalationKeepsTheTransport() {
+        var call = inCall()
+        call.send { $0.handle(.ice(.failed)) }
+        let (steps, times) = escalations(&call, seconds: 600)
+        #expect(Array(steps.prefix(7)) == [.iceRestart, .offerResend, .rejoin, .iceRestart, .offerResend, .rejoin, .iceRestart])
+        #expect(!steps.contains(.transportFallback), "a working transport was closed for a media failure")
+        #expect(Array(times.prefix(4)) == [10_000, 11_000, 13_000, 17_000])
+        // Signaling drops too: the transport is no longer healthy, and falling back is back in the cycle.
+        call.send { $0.handle(.signaling(up: false)) }
+        #expect(escalations(&call, seconds: 120).steps.contains(.transportFallback))
+    }
+
     @Test("retrying escalates forever: ICE restart → offer resend → rejoin → transport fallback → repeat, with growing pauses")
     func escalationCycle() {
         var call = inCall()
-        call.send { $0.handle(.ice(.failed)) }
+        call.send { $0.handle(.signaling(up: false)) }
         var steps: [EscalationStep] = []
         var times: [Int64] = []
         var elapsed: Int64 = 0

@@ -79,6 +79,29 @@ test('relays written while down are sent after the rejoin', () => {
   assert.ok(flushed.some((e) => e.type === 'answer' && e.payload.sdp === 'a' && e.rid === rid));
 });
 
+// Found by the sweep (seeds 2477, 7445): descriptions kept while a rejoin was pending were all sent when it came
+// back — an offer rolled back meanwhile, and an answer to an offer the peer had already given up.
+test('kept descriptions are only the latest, and never a rolled-back offer', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  engine.handle({ type: 'iceStateChanged', state: 'failed' });
+  engine.handle({ type: 'timerFired', timer: 'retryingThreshold' }); // escalation: our ICE restart offer goes out
+  assert.ok(sent(engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' })).some((e) => e.type === 'offer'));
+  engine.handle({ type: 'timerFired', timer: 'retryEscalation' }); // offer resend
+  assert.ok(sent(engine.handle({ type: 'timerFired', timer: 'retryEscalation' })).some((e) => e.type === 'join'), 'a rejoin is pending now');
+  engine.handle({ type: 'timerFired', timer: 'offerTimeout' }); // r1 rolled back, restarted
+  assert.deepEqual(sent(engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' })), [], 'kept for after the rejoin');
+  // The host's offers cross ours: we yield (r2 rolled back) and answer twice, the second time its newer offer.
+  for (const [offer, answer] of [['h1', 'a1'], ['h2', 'a2']]) {
+    engine.handle(message('offer', { sdp: offer, from: 'C-h' }, { rid, epoch: 2 }));
+    engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+    engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: answer });
+  }
+  assert.deepEqual(engine.queuedRelayTypes.filter((t) => t !== 'ice'), ['answer']);
+  const flushed = sent(engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2, 'reattached')));
+  assert.deepEqual(flushed.filter((e) => e.type === 'offer' || e.type === 'answer').map((e) => e.payload.sdp), ['a2']);
+});
+
 test('relays for an earlier peer session are dropped', () => {
   const engine = guestInCall();
   engine.handle({ type: 'transportClosed', reason: 'networkError' });
@@ -122,7 +145,24 @@ test('escalation steps reach the right machines: ICE restart, offer resend, rejo
   engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'restart' });
   assert.ok(has(engine.handle({ type: 'timerFired', timer: 'retryEscalation' }), { type: 'emit', event: { type: 'escalation', step: 'offerResend' } }));
   assert.ok(sent(engine.handle({ type: 'timerFired', timer: 'retryEscalation' })).some((e) => e.type === 'join'));
+  engine.handle({ type: 'transportClosed', reason: 'networkError' }); // signaling is down too now
   assert.ok(has(engine.handle({ type: 'timerFired', timer: 'retryEscalation' }), { type: 'openTransport', transport: 'sse' }));
+});
+
+test('escalating for a media-only failure never closes the working transport', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  engine.handle({ type: 'iceStateChanged', state: 'failed' });
+  engine.handle({ type: 'timerFired', timer: 'retryingThreshold' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'restart' });
+  const steps = [];
+  for (let i = 0; i < 12; i += 1) {
+    const outputs = engine.handle({ type: 'timerFired', timer: 'retryEscalation' });
+    assert.ok(!outputs.some((o) => o.type === 'closeTransport' || o.type === 'openTransport'), `escalation ${i + 2} touched the transport`);
+    steps.push(...emitted(outputs, 'escalation').map((e) => e.step));
+  }
+  assert.ok(!steps.includes('transportFallback'));
+  assert.deepEqual(steps.slice(0, 4), ['offerResend', 'rejoin', 'iceRestart', 'offerResend']);
 });
 
 test('late WebRTC news after the call is ignored', () => {

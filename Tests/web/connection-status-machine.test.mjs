@@ -77,10 +77,37 @@ test('retrying → connected when any attempt succeeds', () => {
   assert.ok(!call.isScheduled('retryEscalation'));
 });
 
+/** The escalation steps and when they came, over `seconds`. */
+function escalations(call, seconds) {
+  const steps = [];
+  const times = [];
+  for (let elapsed = 1000; elapsed <= seconds * 1000; elapsed += 1000) {
+    for (const action of call.advance(1000)) {
+      if (action.type === 'escalate') {
+        steps.push(action.step);
+        times.push(elapsed);
+      }
+    }
+  }
+  return { steps, times };
+}
+
+test('a media-only failure never closes the healthy transport: the cycle skips transportFallback while signaling is up', () => {
+  const call = inCall();
+  call.send({ type: 'ice', health: 'failed' });
+  const { steps, times } = escalations(call, 600);
+  assert.deepEqual(steps.slice(0, 7), ['iceRestart', 'offerResend', 'rejoin', 'iceRestart', 'offerResend', 'rejoin', 'iceRestart']);
+  assert.ok(!steps.includes('transportFallback'), 'a working transport was closed for a media failure');
+  assert.deepEqual(times.slice(0, 4), [10000, 11000, 13000, 17000]);
+  // Signaling drops too: the transport is no longer healthy, and falling back is back in the cycle.
+  call.send({ type: 'signaling', up: false });
+  assert.ok(escalations(call, 120).steps.includes('transportFallback'));
+});
+
 test('retrying escalates forever in order, with pauses 1 s, 2 s, 4 s, 8 s, 16 s (cap)', () => {
   assert.deepEqual([...ESCALATION_STEPS], ['iceRestart', 'offerResend', 'rejoin', 'transportFallback']);
   const call = inCall();
-  call.send({ type: 'ice', health: 'failed' });
+  call.send({ type: 'signaling', up: false });
   const steps = [];
   const times = [];
   let elapsed = 0;

@@ -280,7 +280,10 @@ public struct CallEngine: Sendable {
             case .createOffer(let restart): out.append(.engine(.createOffer(iceRestart: restart)))
             case .createAnswer: out.append(.engine(.createAnswer))
             case .setRemoteDescription(let kind, let sdp): out.append(.engine(.setRemoteDescription(kind, sdp: sdp)))
-            case .rollback: out.append(.engine(.rollback))
+            case .rollback:
+                // A rolled-back offer must never reach the peer, however late signaling comes back.
+                outbox.removeAll { $0.envelope.messageType == .offer }
+                out.append(.engine(.rollback))
             case .addRemoteCandidates(let list): out.append(.engine(.addRemoteCandidates(list)))
             case .sendOffer(let sdp): out += relay(.offer, ["sdp": .string(sdp)])
             case .sendAnswer(let sdp): out += relay(.answer, ["sdp": .string(sdp)])
@@ -367,10 +370,13 @@ public struct CallEngine: Sendable {
         return Envelope(.join, rid: rid ?? roomId, payload: (try? JSONValue(encoding: payload)) ?? [:])
     }
 
-    /// offer / answer / ice: sent now, or kept for after the rejoin while signaling is down.
+    /// offer / answer / ice: sent now, or kept for after the rejoin while signaling is down. A description kept
+    /// replaces a kept one of its kind: only our latest offer can be outstanding, and only the answer to the
+    /// peer's latest offer is awaited (an older one, sent later, would be applied to the wrong negotiation).
     private mutating func relay(_ type: MessageType, _ payload: JSONValue) -> [Output] {
         let envelope = Envelope(type, rid: roomId, payload: payload)
         if isSignalingUp, !rejoinPending { return [.send(envelope)] }
+        if type == .offer || type == .answer { outbox.removeAll { $0.envelope.messageType == type } }
         outbox.append((envelope, peerEpoch))
         return []
     }

@@ -4,7 +4,9 @@ public enum ConnectionStatus: String, Sendable, CaseIterable {
     case connected, recovering, retrying
 }
 
-/// The escalation cycle while `retrying`.
+/// The escalation cycle while `retrying`. `transportFallback` is taken only while signaling is down: for a
+/// media-only failure (a dead TURN server or UDP path) closing a working transport would only flip WS↔SSE every
+/// cycle and show the peer "reconnecting" for nothing.
 public enum EscalationStep: String, Sendable, CaseIterable {
     case iceRestart, offerResend, rejoin, transportFallback
 }
@@ -117,7 +119,10 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
 
     /// One step of the cycle now, the next after an exponentially growing pause.
     private mutating func escalate() -> [Action] {
-        let step = EscalationStep.allCases[escalationCount % EscalationStep.allCases.count]
+        let cycle = EscalationStep.allCases
+        // A healthy transport is never closed for a media-only failure: its turn passes to the next step.
+        if cycle[escalationCount % cycle.count] == .transportFallback, signalingUp { escalationCount += 1 }
+        let step = cycle[escalationCount % cycle.count]
         let pause = escalationCount >= 20
             ? ResilienceConstants.RETRY_ESCALATION_CAP_MS
             : min(ResilienceConstants.RETRY_ESCALATION_CAP_MS, ResilienceConstants.RETRY_ESCALATION_BASE_MS << Int64(escalationCount))

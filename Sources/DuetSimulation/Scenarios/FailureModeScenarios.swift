@@ -34,6 +34,20 @@ extension NamedScenarios {
                     + check(outcome.statuses(.a).isEmpty, "A's status changed: \(outcome.statuses(.a))")
             }),
         NamedScenario(
+            "media-only-failure-keeps-signaling",
+            "Media dead for 2 minutes (a TURN server or UDP path gone) while signaling works: the escalation cycles, but never closes a working transport, so neither side flips WS↔SSE or shows the other reconnecting.",
+            options: { $0.faults = [fault(5_000, 120_000, .partition(.b, .media))] },
+            expect: { outcome in
+                let escalations = outcome.events(.b).filter { if case .escalation = $0.event { true } else { false } }.count
+                // Until the call is left at the end of the run (which closes signaling on purpose).
+                func transports(_ side: Side) -> [SignalingTransport?] {
+                    let ending = outcome.events(side).first { $0.event == .phase(.ending) }?.at ?? .max
+                    return outcome.events(side).compactMap { if case .transport(let kind) = $0.event, $0.at < ending { kind } else { nil } }
+                }
+                return check(escalations >= 5, "B escalated only \(escalations) times: the cycle never reached its fallback turn")
+                    + check(transports(.a) == [.ws] && transports(.b) == [.ws], "signaling changed: A \(transports(.a)), B \(transports(.b))")
+            }),
+        NamedScenario(
             "B04-restart-after-fresh-view", "A restart wanted while signaling was down waits for the room state after the reconnect.",
             options: { $0.faults = [fault(5_000, 40_000, .partition(.a, .signaling)), fault(5_000, 60_000, .partition(.b, .media))] },
             expect: { outcome in

@@ -195,6 +195,8 @@ export class CallEngine {
   get participants() { return this.#participants; }
   get iceState() { return this.negotiation.iceState; }
   get epoch() { return this.#epoch; }
+  /** Relays written while signaling was down, waiting for the rejoin (tests watch it). */
+  get queuedRelayTypes() { return this.#outbox.map((entry) => entry.envelope.type); }
   get isSignalingUp() { return this.link.transport != null; }
 
   /** One input in, every output it causes out. */
@@ -401,7 +403,11 @@ export class CallEngine {
         case 'setRemoteDescription':
           out.push(engine({ type: 'setRemoteDescription', kind: action.kind, sdp: action.sdp }));
           break;
-        case 'rollback': out.push(engine({ type: 'rollback' })); break;
+        case 'rollback':
+          // A rolled-back offer must never reach the peer, however late signaling comes back.
+          this.#outbox = this.#outbox.filter((entry) => entry.envelope.type !== 'offer');
+          out.push(engine({ type: 'rollback' }));
+          break;
         case 'addRemoteCandidates': out.push(engine({ type: 'addRemoteCandidates', candidates: action.candidates })); break;
         case 'sendOffer': out.push(...this.#relay('offer', { sdp: action.sdp })); break;
         case 'sendAnswer': out.push(...this.#relay('answer', { sdp: action.sdp })); break;
@@ -492,10 +498,15 @@ export class CallEngine {
     return makeEnvelope('join', rid ?? this.#roomId, payload);
   }
 
-  /** offer / answer / ice: sent now, or kept for after the rejoin while signaling is down. */
+  /**
+   * offer / answer / ice: sent now, or kept for after the rejoin while signaling is down. A description kept
+   * replaces a kept one of its kind: only our latest offer can be outstanding, and only the answer to the
+   * peer's latest offer is awaited (an older one, sent later, would be applied to the wrong negotiation).
+   */
   #relay(type, payload) {
     const envelope = makeEnvelope(type, this.#roomId, payload);
     if (this.isSignalingUp && !this.#rejoinPending) return [send(envelope)];
+    if (type === 'offer' || type === 'answer') this.#outbox = this.#outbox.filter((entry) => entry.envelope.type !== type);
     this.#outbox.push({ envelope, peerEpoch: this.#peerEpoch });
     return [];
   }

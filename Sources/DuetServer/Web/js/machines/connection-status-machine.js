@@ -114,6 +114,11 @@ export class ConnectionStatusMachine {
 
   /** One step of the cycle now, the next after an exponentially growing pause. */
   #escalate() {
+    // A healthy transport is never closed for a media-only failure (a dead TURN server or UDP path would flip
+    // WS↔SSE every cycle and show the peer "reconnecting"): its turn passes to the next step.
+    if (ESCALATION_STEPS[this.escalationCount % ESCALATION_STEPS.length] === 'transportFallback' && this.signalingUp) {
+      this.escalationCount += 1;
+    }
     const step = ESCALATION_STEPS[this.escalationCount % ESCALATION_STEPS.length];
     const pause = this.escalationCount >= 20
       ? RESILIENCE.RETRY_ESCALATION_CAP_MS
