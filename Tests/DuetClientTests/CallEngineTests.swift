@@ -76,6 +76,9 @@ import Testing
         #expect(sent(engine.handle(.timerFired(.retryEscalation))).contains { $0.messageType == .join }, "a rejoin is pending now")
         _ = engine.handle(.timerFired(.offerTimeout))  // r1 rolled back, restarted
         #expect(sent(engine.handle(.localDescriptionReady(.offer, sdp: "r2"))).isEmpty, "kept for after the rejoin")
+        // The host's late answer to r1 cannot be an answer to r2, which it has not seen.
+        let late = engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "answer to r1", "from": "C-h"])))
+        #expect(!late.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } }, "a late answer applied to a kept offer")
         // The host's offers cross ours: we yield (r2 rolled back) and answer twice, the second time its newer offer.
         for (offer, answer) in [("h1", "a1"), ("h2", "a2")] {
             _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": .string(offer), "from": "C-h"])))

@@ -31,7 +31,8 @@ import Testing
         let root = TestServer.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let git = { (arguments: [String]) async throws in
-            let result = try await runCommand(["git", "-C", root] + arguments)
+            // No user configuration (commit signing, hidden untracked files) may change what is tested.
+            let result = try await runCommand(["git", "-C", root] + arguments, environment: ["GIT_CONFIG_GLOBAL": "/dev/null"])
             try #require(result.status == 0, "git \(arguments) failed: \(result.stderr)")
         }
         try FileManager.default.createDirectory(atPath: root + "/Tests/e2e", withIntermediateDirectories: true)

@@ -63,14 +63,15 @@ def commit():
 
 
 def dirty():
-    """Whether the tree differs from the commit (`git status --porcelain`, untracked files under .build aside)."""
+    """Whether the tree differs from the commit (`git status --porcelain`, untracked files under .build/ aside, whatever
+    status.showUntrackedFiles says)."""
     try:
-        out = _git("status", "--porcelain")
+        out = _git("status", "--porcelain", "--untracked-files=normal")
     except (OSError, subprocess.SubprocessError):
         return True
     if out.returncode != 0:
         return True
-    return any(line and not line.startswith("?? .build") for line in out.stdout.splitlines())
+    return any(line and not line.startswith("?? .build/") for line in out.stdout.splitlines())
 
 
 def write_json(path, value):

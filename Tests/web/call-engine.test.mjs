@@ -91,6 +91,9 @@ test('kept descriptions are only the latest, and never a rolled-back offer', () 
   assert.ok(sent(engine.handle({ type: 'timerFired', timer: 'retryEscalation' })).some((e) => e.type === 'join'), 'a rejoin is pending now');
   engine.handle({ type: 'timerFired', timer: 'offerTimeout' }); // r1 rolled back, restarted
   assert.deepEqual(sent(engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' })), [], 'kept for after the rejoin');
+  // The host's late answer to r1 cannot be an answer to r2, which it has not seen.
+  const late = engine.handle(message('answer', { sdp: 'answer to r1', from: 'C-h' }, { rid, epoch: 2 }));
+  assert.ok(!late.some((o) => o.type === 'engine' && o.command.type === 'setRemoteDescription'), 'a late answer applied to a kept offer');
   // The host's offers cross ours: we yield (r2 rolled back) and answer twice, the second time its newer offer.
   for (const [offer, answer] of [['h1', 'a1'], ['h2', 'a2']]) {
     engine.handle(message('offer', { sdp: offer, from: 'C-h' }, { rid, epoch: 2 }));

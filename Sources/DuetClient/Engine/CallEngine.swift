@@ -281,7 +281,8 @@ public struct CallEngine: Sendable {
             case .createAnswer: out.append(.engine(.createAnswer))
             case .setRemoteDescription(let kind, let sdp): out.append(.engine(.setRemoteDescription(kind, sdp: sdp)))
             case .rollback:
-                // A rolled-back offer must never reach the peer, however late signaling comes back.
+                // A rolled-back offer must never reach the peer, however late signaling comes back. (Candidates
+                // kept with it still go: they carry no ICE credentials, and WebRTC matches them to what it holds.)
                 outbox.removeAll { $0.envelope.messageType == .offer }
                 out.append(.engine(.rollback))
             case .addRemoteCandidates(let list): out.append(.engine(.addRemoteCandidates(list)))
@@ -403,6 +404,9 @@ public struct CallEngine: Sendable {
             return serverError(error)
         case .offer?, .answer?:
             guard let sdp = envelope.payload["sdp"]?.stringValue else { return [] }
+            // Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only
+            // answer an earlier offer of ours (rolled back since) and must not be applied to this one.
+            if envelope.messageType == .answer, outbox.contains(where: { $0.envelope.messageType == .offer }) { return [] }
             return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch))
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }

@@ -76,8 +76,8 @@ public struct Provenance: Sendable, Equatable {
         let commit = git(["rev-parse", "HEAD"], in: directory) ?? "unknown"
         // The rule of Tests/e2e/results.py `dirty()` (checked against it by `ProvenanceTests`): any change, an
         // untracked file included, except results under .build; a tree git cannot read counts as dirty.
-        let dirty = git(["status", "--porcelain"], in: directory).map { status in
-            status.split(separator: "\n").contains { !$0.isEmpty && !$0.hasPrefix("?? .build") }
+        let dirty = git(["status", "--porcelain", "--untracked-files=normal"], in: directory).map { status in
+            status.split(separator: "\n").contains { !$0.isEmpty && !$0.hasPrefix("?? .build/") }
         } ?? true
         let runId = ProcessInfo.processInfo.environment["DUET_RUN_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? localRunId()
         return Provenance(commit: commit, dirty: dirty, runId: runId)

@@ -404,7 +404,8 @@ export class CallEngine {
           out.push(engine({ type: 'setRemoteDescription', kind: action.kind, sdp: action.sdp }));
           break;
         case 'rollback':
-          // A rolled-back offer must never reach the peer, however late signaling comes back.
+          // A rolled-back offer must never reach the peer, however late signaling comes back. (Candidates kept
+          // with it still go: they carry no ICE credentials, and WebRTC matches them to what it holds.)
           this.#outbox = this.#outbox.filter((entry) => entry.envelope.type !== 'offer');
           out.push(engine({ type: 'rollback' }));
           break;
@@ -539,6 +540,9 @@ export class CallEngine {
       case 'offer':
       case 'answer':
         if (!isString(payload.sdp)) return [];
+        // Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only
+        // answer an earlier offer of ours (rolled back since) and must not be applied to this one.
+        if (envelope.type === 'answer' && this.#outbox.some((entry) => entry.envelope.type === 'offer')) return [];
         return this.#negotiationEvent({ type: 'remoteDescription', kind: envelope.type, sdp: payload.sdp, epoch });
       case 'ice': {
         if (payload.candidate === undefined) return [];
