@@ -35,5 +35,7 @@ export DUET_RUN_ID="${DUET_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N3 -tx1 
 python3 Tests/e2e/results.py start "$@"
 status=0
 swift build --build-tests && swift test --skip-build "$@" || status=$?
+# The browser engine against the Swift engine, step by step, on 1,000 seeds, 1,000 with duet call, every scenario.
+if [ "$status" -eq 0 ] && [ $# -eq 0 ]; then scripts/differential.sh || status=$?; fi
 python3 Tests/e2e/results.py finish "$status"
 exit "$status"

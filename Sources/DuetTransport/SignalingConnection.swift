@@ -23,6 +23,9 @@ public enum SignalingEvent: Sendable, Equatable {
 }
 
 public enum SignalingCloseReason: Sendable, Equatable {
+    /// The server's close code when a newer connection proved the same seat (docs/protocol.md).
+    public static let replacedCode = 4001
+
     case byClient
     /// The server closed it; WebSocket close code and reason when there was a close frame.
     case byServer(code: Int?, reason: String?)

@@ -63,6 +63,8 @@ final class EventLog: @unchecked Sendable {
             write(["event": "participants", "count": list.count, "hostCid": host, "cid": me])
         case .session:
             break  // a headless peer does not outlive its process
+        case .replaced:
+            write(["event": "replaced", "value": "another connection took this seat over; this peer stopped"])
         }
     }
 

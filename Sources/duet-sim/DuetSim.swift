@@ -26,6 +26,10 @@ struct DuetSim: ParsableCommand {
     @Flag(help: "With --seed: print every line of the trace.") var trace = false
     @Option(help: "With --seeds: also write the sweep's result as JSON to this file (seeds, violations, recovery percentiles, commit).")
     var report: String?
+    @Option(help: "Write every engine's inputs and outputs of --seeds seeds and of every named scenario to this directory (JSON lines per run), for scripts/differential.sh.")
+    var engineTraces: String?
+    @Flag(help: "One side of every seed is `duet call` (webrtcbin: host-only restarts, no rollback, a fresh session instead of an in-place ICE restart). With --engine-traces: both kinds of seeds are written.")
+    var duetCall = false
 
     #if DEBUG
     static let build = "debug"
@@ -47,17 +51,28 @@ struct DuetSim: ParsableCommand {
             if !outcome.problems.isEmpty { throw ExitCode(1) }
             return
         }
+        if let engineTraces {
+            let summary = try TraceExport.write(
+                seeds: seeds, from: from, jobs: jobs, scenarios: true, duetCallSeeds: duetCall ? seeds : 0, to: engineTraces)
+            print("engine traces: \(summary.files) runs, \(summary.engines) engines, \(summary.steps) steps → \(engineTraces)")
+            // The engines must agree on failing runs too; the invariants are the sweep's business (--seeds alone).
+            if !summary.failedRuns.isEmpty {
+                print("(\(summary.failedRuns.count) of these runs broke an invariant, first: \(summary.failedRuns[0]); their traces are written all the same)")
+            }
+            return
+        }
         if let seed {
             var options = Simulation.Options(seed: seed)
             options.mutation = mutation
             options.fullTrace = true
+            if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: seed) }
             let result = Simulation.run(options)
             if trace || !result.passed { (trace ? result.trace : [Shrinker.report(result)]).forEach { print($0) } }
             print(result.passed ? "✓ seed \(seed): recovered in \(result.recoveryMs.map { "\($0) ms" } ?? "-")" : "✗ seed \(seed)")
             if !result.passed { throw ExitCode(1) }
             return
         }
-        let summary = SeedSweep.run(from: from, count: seeds, jobs: jobs, mutation: mutation)
+        let summary = SeedSweep.run(from: from, count: seeds, jobs: jobs, mutation: mutation, duetCall: duetCall)
         print(summary.text)
         if let report {
             try SweepReport(summary, mutation: mutation, build: Self.build, provenance: .current()).write(to: report)
@@ -67,9 +82,10 @@ struct DuetSim: ParsableCommand {
             var options = Simulation.Options(seed: failing.seed)
             options.mutation = mutation
             options.fullTrace = true
+            if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: failing.seed) }
             let shrunk = Shrinker.minimize(Simulation.run(options), options: options)
             print(Shrinker.report(shrunk))
-            print("replay: swift run -c release duet-sim --seed \(failing.seed)\(mutation == .none ? "" : " --mutation \(mutation.rawValue)") --trace")
+            print("replay: swift run -c release duet-sim --seed \(failing.seed)\(mutation == .none ? "" : " --mutation \(mutation.rawValue)")\(duetCall ? " --duet-call" : "") --trace")
             throw ExitCode(1)
         }
     }

@@ -166,6 +166,37 @@ import Testing
         #expect(engine.handle(.iceStateChanged(.closed)).isEmpty)
     }
 
+    @Test("replaced (close 4001): the call stops without a goodbye, says so with the seat to take back, and never reconnects")
+    func replacedStopsWithoutFightingForTheSeat() throws {
+        var engine = try guestInCall()
+        let outputs = engine.handle(.replaced)
+        let seat = Seat(roomId: rid, cid: "C-g", reconnectToken: "token-C-g")
+        #expect(outputs.first == .emit(.replaced(seat)))
+        #expect(sent(outputs).isEmpty, "no leave: the seat belongs to the connection that replaced us")
+        #expect(!outputs.contains { if case .httpLeave = $0 { true } else { false } })
+        #expect(!outputs.contains { if case .openTransport = $0 { true } else { false } })
+        // Media stops first, through the WebRTC queue; then the runtime closes the rest.
+        let close = try #require(outputs.firstIndex(of: .engine(.close)))
+        #expect(Array(outputs[close...].prefix(3)) == [.engine(.close), .teardown, .emit(.phase(.ending))])
+        #expect(outputs.last == .emit(.session(nil)), "the engine forgets the seat")
+        #expect(engine.handle(.teardownFinished).contains(.emit(.phase(.idle))))
+        #expect(engine.handle(.timerFired(.reconnectBackoff)).isEmpty, "nothing is left running to reconnect")
+        // A stale 4001 after the call is over changes nothing.
+        #expect(engine.handle(.replaced).isEmpty)
+    }
+
+    @Test("offline: no ICE restart and no reconnect; an unhealthy call shows recovering at once, a healthy one nothing")
+    func offlineNeverRetriesAndOnlyShowsWhatIsTrue() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.iceStateChanged(.connected))
+        #expect(engine.handle(.networkOffline).isEmpty, "a working call is not degraded by a hint")
+        _ = engine.handle(.iceStateChanged(.disconnected))
+        let offline = engine.handle(.networkOffline)
+        #expect(!offline.contains { if case .engine(.createOffer) = $0 { true } else { false } })
+        #expect(!offline.contains { if case .openTransport = $0 { true } else { false } })
+        #expect(engine.status.status == .recovering)
+    }
+
     @Test func leavingWithSignalingDownLeavesOverHTTP() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -57,8 +57,8 @@ test('two engines reach inCall: the host offers, candidates trickle both ways, m
   ]);
   assert.deepEqual(bob.sentOf('join')[0].payload, { capabilities: { trickleIce: true }, device: 'web' });
   const session = bob.lastSession();
-  assert.deepEqual(session, { type: 'session', roomId, cid: bob.engine.cid, reconnectToken: bob.engine.reconnectToken });
-  assert.match(session.reconnectToken, /^token-C-/);
+  assert.deepEqual(session, { type: 'session', seat: { roomId, cid: bob.engine.cid, reconnectToken: bob.engine.reconnectToken } });
+  assert.match(session.seat.reconnectToken, /^token-C-/);
 });
 
 test('a dropped transport reconnects after the backoff and reattaches the same seat; media is not renegotiated', () => {
@@ -85,13 +85,13 @@ test('a dropped transport reconnects after the backoff and reattaches the same s
   assert.deepEqual(bob.eventsOf('connectionStatus').map((e) => e.status), ['recovering', 'connected']);
   assert.deepEqual(alice.eventsOf('connectionStatus'), [], 'the host never saw its own call degrade');
   assert.equal(alice.commandsOf('createOffer').length + bob.commandsOf('createOffer').length, offersBefore, 'no renegotiation');
-  assert.equal(bob.lastSession().cid, cid);
-  assert.equal(bob.lastSession().reconnectToken, bob.engine.reconnectToken, 'the refreshed token is handed to storage');
+  assert.equal(bob.lastSeat().cid, cid);
+  assert.equal(bob.lastSeat().reconnectToken, bob.engine.reconnectToken, 'the refreshed token is handed to storage');
 });
 
 test('a reloaded page resumes its seat: the join carries reconnectCid/token and the host restarts ICE', () => {
   const { world, relay, media, alice, bob, roomId } = startCall();
-  const session = bob.lastSession();
+  const session = bob.lastSeat();
   bob.kill(); // page reload
   world.settle();
   assert.equal(alice.engine.connectionStatus, 'recovering', 'media dropped with the page');
@@ -118,7 +118,7 @@ test('resume with a stale token: INVALID_RECONNECT_TOKEN, then a fresh join', ()
   bob.input({ type: 'leave' });
   world.advance(100);
   assert.equal(bob.engine.phase, 'idle');
-  assert.deepEqual(bob.lastSession(), { type: 'session', roomId, cid: null, reconnectToken: null }, 'teardown clears the stored seat');
+  assert.deepEqual(bob.lastSession(), { type: 'session', seat: null }, 'teardown clears the stored seat');
   assert.equal(alice.engine.phase, 'waiting');
   const stale = new Client(world, relay, media, 'bob2', { resume: { roomId, cid: 'C-00000000000000ff', reconnectToken: 'nope' } });
   stale.input({ type: 'joinRoom', roomId });

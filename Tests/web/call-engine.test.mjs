@@ -135,7 +135,7 @@ test('INVALID_RECONNECT_TOKEN joins fresh and clears the stored session', () => 
   assert.equal(fresh.type, 'join');
   assert.equal(fresh.payload.reconnectCid, undefined);
   assert.equal(fresh.payload.reconnectToken, undefined);
-  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: null, reconnectToken: null }]);
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', seat: null }]);
 });
 
 test('escalation steps reach the right machines: ICE restart, offer resend, rejoin, transport fallback', () => {
@@ -176,6 +176,33 @@ test('late WebRTC news after the call is ignored', () => {
   assert.deepEqual(engine.handle({ type: 'iceStateChanged', state: 'closed' }), []);
 });
 
+test('replaced (close 4001): the call stops without a goodbye, says so with the seat to take back, and never reconnects', () => {
+  const engine = guestInCall();
+  const outputs = engine.handle({ type: 'replaced' });
+  assert.deepEqual(outputs[0], { type: 'emit', event: { type: 'replaced', seat: { roomId: rid, cid: 'C-g', reconnectToken: 'token-C-g' } } });
+  assert.deepEqual(sent(outputs), [], 'no leave: the seat belongs to the connection that replaced us');
+  assert.ok(!outputs.some((o) => o.type === 'httpLeave' || o.type === 'openTransport'));
+  // Media stops first, through the WebRTC queue; then the runtime closes the rest.
+  const close = outputs.findIndex((o) => o.type === 'engine' && o.command.type === 'close');
+  assert.deepEqual(outputs.slice(close, close + 3), [
+    { type: 'engine', command: { type: 'close' } }, { type: 'teardown' }, { type: 'emit', event: { type: 'phase', phase: 'ending' } },
+  ]);
+  assert.deepEqual(outputs.at(-1), { type: 'emit', event: { type: 'session', seat: null } }, 'the engine forgets the seat');
+  assert.ok(has(engine.handle({ type: 'teardownFinished' }), { type: 'emit', event: { type: 'phase', phase: 'idle' } }));
+  assert.deepEqual(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), [], 'nothing is left running to reconnect');
+  assert.deepEqual(engine.handle({ type: 'replaced' }), [], 'a stale 4001 after the call changes nothing');
+});
+
+test('offline: no ICE restart and no reconnect; an unhealthy call shows recovering at once, a healthy one nothing', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  assert.deepEqual(engine.handle({ type: 'networkOffline' }), [], 'a working call is not degraded by a hint');
+  engine.handle({ type: 'iceStateChanged', state: 'disconnected' });
+  const offline = engine.handle({ type: 'networkOffline' });
+  assert.ok(!offline.some((o) => (o.type === 'engine' && o.command.type === 'createOffer') || o.type === 'openTransport'));
+  assert.equal(engine.connectionStatus, 'recovering');
+});
+
 test('leaving with signaling down leaves over HTTP', () => {
   const engine = guestInCall();
   engine.handle({ type: 'transportClosed', reason: 'networkError' });
@@ -192,7 +219,7 @@ test('teardown says goodbye (leave has no rid), cancels every timer, and clears 
   const cancelled = outputs.filter((o) => o.type === 'timer' && o.command.type === 'cancel').map((o) => o.command.timer);
   for (const id of TIMER_IDS) assert.ok(cancelled.includes(id), id);
   assert.deepEqual(outputs.filter((o) => o.type === 'teardown').length, 1);
-  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: null, reconnectToken: null }]);
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', seat: null }]);
   assert.equal(engine.cid, null);
   assert.deepEqual(engine.participants, []);
 });
@@ -203,12 +230,12 @@ test('the reconnect token is renewed at half its TTL, so it outlives the server 
   engine.handle({ type: 'transportOpened', transport: 'ws' });
   const outputs = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2));
   assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 600000 } }));
-  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 'token-C-g' }]);
+  assert.deepEqual(emitted(outputs, 'session'), [{ type: 'session', seat: { roomId: rid, cid: 'C-g', reconnectToken: 'token-C-g' } }]);
   assert.deepEqual(sent(engine.handle({ type: 'timerFired', timer: 'reconnectTokenRefresh' })),
     [{ v: 1, type: 'reconnect-token-refresh', payload: {} }]);
   const refreshed = engine.handle(message('reconnect-token-refreshed', { reconnectToken: 't2', reconnectTokenTTLMs: 1200000 }));
   assert.ok(has(refreshed, { type: 'timer', command: { type: 'schedule', timer: 'reconnectTokenRefresh', afterMs: 600000 } }));
-  assert.deepEqual(emitted(refreshed, 'session'), [{ type: 'session', roomId: rid, cid: 'C-g', reconnectToken: 't2' }]);
+  assert.deepEqual(emitted(refreshed, 'session'), [{ type: 'session', seat: { roomId: rid, cid: 'C-g', reconnectToken: 't2' } }]);
   assert.equal(engine.reconnectToken, 't2');
   engine.handle({ type: 'transportClosed', reason: 'networkError' });
   assert.deepEqual(engine.handle({ type: 'timerFired', timer: 'reconnectTokenRefresh' }),
@@ -306,12 +333,12 @@ test('resume: the first join of that room proves the old seat; another room does
   const resume = { roomId: rid, cid: 'C-old', reconnectToken: 'tok-old' };
   const engine = new CallEngine({ jitterSeed: null, resume });
   const start = engine.handle({ type: 'joinRoom', roomId: rid });
-  assert.deepEqual(emitted(start, 'session'), [{ type: 'session', ...resume }]);
+  assert.deepEqual(emitted(start, 'session'), [{ type: 'session', seat: resume }]);
   const join = sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0];
   assert.deepEqual(join.payload, { capabilities: { trickleIce: true }, reconnectCid: 'C-old', reconnectToken: 'tok-old', device: 'web' });
   const back = engine.handle(joined('C-old', ['C-h', 'C-old'], 'C-h', 7, 'reattached'));
   assert.equal(engine.phase, 'inCall');
-  assert.deepEqual(emitted(back, 'session'), [{ type: 'session', roomId: rid, cid: 'C-old', reconnectToken: 'token-C-old' }]);
+  assert.deepEqual(emitted(back, 'session'), [{ type: 'session', seat: { roomId: rid, cid: 'C-old', reconnectToken: 'token-C-old' } }]);
 
   const other = new CallEngine({ jitterSeed: null, resume: { ...resume, roomId: 'R' + 'b'.repeat(26) } });
   other.handle({ type: 'joinRoom', roomId: rid });

@@ -24,6 +24,8 @@ public struct CallEngine: Sendable {
         case leave
         case end
         case dismissError
+        /// The server closed signaling because another connection proved this seat (WebSocket close 4001).
+        case replaced
         // HTTP results
         case roomIdCreated(String)
         case roomIdFailed(String)
@@ -49,6 +51,8 @@ public struct CallEngine: Sendable {
         // network
         case networkOnline
         case networkPathChanged
+        /// The device says it has no network. Nothing to retry against until `networkOnline`.
+        case networkOffline
         // runtime
         case timerFired(TimerID)
         case teardownFinished
@@ -134,6 +138,7 @@ public struct CallEngine: Sendable {
         case .leave: return phaseEvent(.leaveCall)
         case .end: return phaseEvent(.endCall)
         case .dismissError: return phaseEvent(.dismissError)
+        case .replaced: return phaseEvent(.replaced)
         case .roomIdCreated(let id): return phaseEvent(.roomIdReceived(id))
         case .roomIdFailed(let reason): return phaseEvent(.roomIdFailed(reason))
         case .turnCredentialsFetched(let ttl): return turnEvent(.fetched(ttlSeconds: ttl))
@@ -175,6 +180,10 @@ public struct CallEngine: Sendable {
             if phase.phase == .inCall, !healthy { out += statusEvent(.networkChanged) }
             if case .waitingToReconnect = link.state { out += linkEvent(.connect) }
             return out
+        case .networkOffline:
+            // No ICE restart and no reconnect now (they would fail); a call already unhealthy shows it at once.
+            let healthy = isSignalingUp && Self.health(negotiation.iceState) == .connected
+            return phase.phase == .inCall && !healthy ? statusEvent(.networkChanged) : []
         case .timerFired(let timer): return timerFired(timer)
         case .teardownFinished: return phaseEvent(.cleanupComplete)
         }
@@ -506,8 +515,8 @@ public struct CallEngine: Sendable {
     }
 
     private mutating func teardown(_ kind: CallPhaseMachine.Teardown) -> [Output] {
-        var out: [Output] = []
-        if kind != .roomGone {
+        var out: [Output] = kind == .replaced ? [.emit(.replaced(seat))] : []
+        if kind == .leave || kind == .endRoom {
             if isSignalingUp {
                 // Only the host can end the room; anyone else ending the call leaves it.
                 out.append(.send(Envelope(kind == .endRoom && hostCid == cid ? .endRoom : .leave)))
@@ -518,7 +527,9 @@ public struct CallEngine: Sendable {
         // `.teardown` closes the transport itself, after the goodbye above has been sent.
         out += joinEvent(.cancel) + turnEvent(.stop) + linkEvent(.stop).filter { $0 != .closeTransport }
         out += TimerID.allCases.map { .timer(.cancel($0)) }
-        out.append(.teardown)
+        // Media stops first (through the WebRTC queue, behind what is already queued); then the runtime flushes
+        // the goodbye and closes signaling.
+        out += [.engine(.close), .teardown]
         resetSession()
         return out
     }

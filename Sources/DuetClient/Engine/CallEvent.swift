@@ -19,6 +19,10 @@ public enum CallEvent: Sendable, Equatable {
     /// The seat to keep across a process death (nil once the call is over): pass it back as
     /// `CallEngine.Options.resume` to reclaim the seat instead of finding the room full.
     case session(Seat?)
+    /// The call was taken over by another connection with this seat's token (another tab, window or device):
+    /// this one stopped and did not say goodbye. Show it, and offer to take the call back: the seat is still
+    /// provable, so a new call engine with it as `CallEngine.Options.resume` reclaims it ("use here").
+    case replaced(Seat?)
 }
 
 /// A seat in a room, proven by its reconnect token.

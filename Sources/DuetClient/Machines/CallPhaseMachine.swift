@@ -30,6 +30,9 @@ public struct CallPhaseMachine: Sendable, Equatable {
         case roomEnded
         case cleanupComplete
         case dismissError
+        /// Another connection proved this seat with its token (close 4001: another tab, window or device took
+        /// the call over). The seat is theirs now: stop, without a goodbye that would remove it from under them.
+        case replaced
     }
 
     public enum Teardown: Sendable, Equatable {
@@ -39,6 +42,8 @@ public struct CallPhaseMachine: Sendable, Equatable {
         case endRoom
         /// The room is already gone: just clean up.
         case roomGone
+        /// The seat was taken over (`Event.replaced`): clean up, say nothing to the server.
+        case replaced
     }
 
     public enum Action: Sendable, Equatable {
@@ -86,6 +91,8 @@ public struct CallPhaseMachine: Sendable, Equatable {
             return move(to: .ending, [.teardown(.endRoom)])
         case (.waiting, .roomEnded), (.inCall, .roomEnded), (.joining, .roomEnded):
             return move(to: .ending, [.teardown(.roomGone)])
+        case (.joining, .replaced), (.waiting, .replaced), (.inCall, .replaced):
+            return move(to: .ending, [.teardown(.replaced)])
         case (.ending, .joinRoom(let id)):
             joinAfterCleanup = id
             return []

@@ -300,6 +300,8 @@ public actor DuetCall {
             connection = nil
             sendQueue?.finish()
             sendQueue = nil
+            // 4001: a newer connection proved this seat; reconnecting would take it back from under it.
+            if case .byServer(code: SignalingCloseReason.replacedCode?, _) = reason { return feed(.replaced) }
             let mapped: SignalingLinkMachine.CloseReason = switch reason {
             case .byServer: .closedByServer
             default: .networkError
@@ -387,7 +389,7 @@ public actor DuetCall {
         switch event {
         case .online: feed(.networkOnline)
         case .pathChanged: feed(.networkPathChanged)
-        case .offline: break  // the transports and ICE notice by themselves; nothing to retry against
+        case .offline: feed(.networkOffline)
         }
     }
 

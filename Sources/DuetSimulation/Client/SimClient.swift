@@ -25,18 +25,26 @@ final class SimClient {
     private(set) var transport: SignalingTransport?
     /// The user left or ended the call (so an end of the call is expected).
     private(set) var userLeft = false
+    /// Another connection proved this seat (close 4001): the call stopped here, legitimately, and the seat
+    /// it kept is taken back a moment later ("use here").
+    private(set) var replacedSeat: Seat??
     private(set) var frozen = false
     private var deferred: [() -> Void] = []
     /// Every event the app would have seen, with its time.
     private(set) var events: [(at: Int64, event: CallEvent)] = []
 
     let options: CallEngine.Options
+    /// This engine's trace in the world (differential replay), when recording.
+    private var engineTrace: Int?
     /// The seat the app keeps for a relaunch (from `CallEvent.session`).
     private(set) var seat: Seat?
     /// The process died: nothing of it runs any more.
     private(set) var dead = false
     /// When the TURN credentials this side last fetched expire (virtual time); nil before the first.
     private(set) var turnExpiresAt: Int64?
+
+    /// How long the user takes to read "continued in another tab" and press "use here".
+    static let useHereAfterMs: Int64 = 3_000
 
     init(side: Side, world: World, options: CallEngine.Options, history: [(at: Int64, event: CallEvent)] = []) {
         self.side = side
@@ -45,6 +53,7 @@ final class SimClient {
         self.events = history
         self.engine = CallEngine(options: options)
         self.sseSid = "sim-sid-\(side)"
+        self.engineTrace = world.beginEngineTrace(side, options)
     }
 
     // MARK: - The app
@@ -55,6 +64,7 @@ final class SimClient {
     func end() { run { self.userLeft = true; self.feed(.end) } }
     func networkOnline() { run { self.feed(.networkOnline) } }
     func networkPathChanged() { run { self.feed(.networkPathChanged) } }
+    func networkOffline() { run { self.feed(.networkOffline) } }
 
     /// Work for this side: postponed while the app is frozen, in arrival order.
     func run(_ work: @escaping () -> Void) {
@@ -90,6 +100,7 @@ final class SimClient {
         world.trace(side, "← \(Describe.input(input))")
         let queuedBefore = engine.queuedRelayTypes.count
         let outputs = engine.handle(input)
+        if let engineTrace { world.recordEngineStep(engineTrace, input, outputs) }
         if case .message(let envelope) = input { checkEpoch(envelope, sentEpoch: sentEpoch, outputs) }
         if engine.queuedRelayTypes.count > queuedBefore {
             world.trace(side, "queued for after the rejoin: \(engine.queuedRelayTypes.suffix(engine.queuedRelayTypes.count - queuedBefore).joined(separator: ", "))")
@@ -193,14 +204,18 @@ final class SimClient {
         events.append((world.scheduler.now, event))
         switch event {
         case .phase(let value):
-            world.monitor.phaseChanged(side, from: phase, to: value, userLeft: userLeft || world.client(side.other).userLeft)
+            world.monitor.phaseChanged(side, from: phase, to: value, userLeft: userLeft || replacedSeat != nil || world.client(side.other).userLeft)
             phase = value
+            if value == .idle, case .some(let kept?) = replacedSeat, !userLeft {
+                world.scheduler.after(Self.useHereAfterMs) { [self] in run { self.world.useHere(self.side, seat: kept) } }
+            }
             if value == .joining { acceptingWebRtcCommands = true }
         case .connectionStatus(let value):
             world.monitor.statusChanged(side, from: status, to: value)
             status = value
         case .transport(let value): transport = value
         case .session(let value): seat = value
+        case .replaced(let kept): replacedSeat = .some(kept)
         case .room(let id): world.roomCreated(id, by: side)
         case .participants(let list, let host, _): world.monitor.membership(side, participants: list.map(\.cid), host: host)
         default: break
@@ -272,6 +287,10 @@ final class SimClient {
             connection = nil
             source.clientOpen = false
             feed(.transportClosed(byServer ? .closedByServer : .networkError))
+        case .replaced:
+            connection = nil
+            source.clientOpen = false
+            feed(.replaced)
         }
     }
 

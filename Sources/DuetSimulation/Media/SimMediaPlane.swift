@@ -6,6 +6,13 @@ import DuetProtocol
 /// when both sides hold each other's current credentials and candidates over a working path, turns
 /// `disconnected` when consent checks stop, `failed` later, and a failed agent needs new credentials.
 /// Illegal calls (an offer while one is outstanding, an answer in `stable`) throw as in a browser.
+///
+/// A side can be `duet call` instead (`webrtcbinSides`): GStreamer's webrtcbin 1.22 as `GStreamerWebRtcEngine`
+/// drives it — no in-place ICE restart and no rollback: an ICE restart offer or a remote offer meeting our own
+/// unanswered one starts a fresh session (a new webrtcbin: new credentials, new candidates) when the old one is
+/// given up on (ICE failed, or media silent for `freshSessionAfterMs`) or must be (a remote offer in
+/// have-local-offer); otherwise the offer keeps the credentials it has. Its `o=` lines are webrtcbin's: an answer
+/// copies the offer's, and later offers reuse that session id, counting versions from 0.
 final class SimMediaPlane {
     struct PeerConnection {
         var instance: Int
@@ -26,6 +33,11 @@ final class SimMediaPlane {
         /// The path epochs (mine, theirs) of the selected candidate pair.
         var pair: [Int]?
         var disconnectedAt: Int64 = 0
+        /// webrtcbin: the `o=` session id it took from the first offer it answered, and how many offers it made.
+        var webrtcbinOriginId: UInt64?
+        var webrtcbinOffers: UInt64 = 0
+        /// The `o=` (id, version) of the remote offer being answered (webrtcbin copies it into its answer).
+        var remoteOfferOrigin: (id: UInt64, version: UInt64)?
     }
 
     enum Refusal: Error, CustomStringConvertible {
@@ -44,11 +56,15 @@ final class SimMediaPlane {
     static let disconnectAfterMs: Int64 = 2_500
     static let failAfterMs: Int64 = 15_000
     static let checkingFailsAfterMs: Int64 = 20_000
+    /// `GStreamerWebRtcEngine.Options.freshSessionAfter`.
+    static let freshSessionAfterMs: Int64 = 30_000
 
     unowned let world: World
     private var peers: [PeerConnection?] = [nil, nil]
     private var instances = 0
     private var ufrags = 0
+    /// Sides played by `duet call` (webrtcbin) instead of a browser.
+    var webrtcbinSides: Set<Side> = []
 
     init(world: World) { self.world = world }
 
@@ -65,6 +81,7 @@ final class SimMediaPlane {
     }
 
     func createOffer(_ side: Side, iceRestart: Bool) throws -> String {
+        if webrtcbinSides.contains(side) { return try webrtcbinOffer(side, iceRestart: iceRestart) }
         var peer = try live(side)
         guard peer.signaling == .stable else {
             throw Refusal.wrongState("createOffer in \(peer.signaling)\(peer.signaling == .haveLocalOffer ? ": an offer is already outstanding" : "")")
@@ -83,7 +100,8 @@ final class SimMediaPlane {
     func createAnswer(_ side: Side) throws -> String {
         var peer = try live(side)
         guard peer.signaling == .haveRemoteOffer else { throw Refusal.wrongState("createAnswer in \(peer.signaling)") }
-        let fresh = peer.localUfrag == nil || peer.answeredRemoteUfrag != peer.remoteUfrag
+        // webrtcbin answers an ICE restart with the credentials it has (no in-place restart of its own).
+        let fresh = peer.localUfrag == nil || (peer.answeredRemoteUfrag != peer.remoteUfrag && !webrtcbinSides.contains(side))
         if fresh { newCredentials(side, &peer) }
         peer.answeredRemoteUfrag = peer.remoteUfrag
         peer.signaling = .stable
@@ -92,12 +110,15 @@ final class SimMediaPlane {
         world.client(side).webRtcEvent(.signalingStateChanged(.stable))
         if fresh { gather(side) }
         evaluate()
+        if webrtcbinSides.contains(side), let origin = webrtcbinAnswerOrigin(side) { return sdp(side, peer, origin: origin) }
         return sdp(side, peer)
     }
 
     func setRemote(_ side: Side, _ kind: NegotiationMachine.DescriptionKind, sdp text: String) throws {
+        if webrtcbinSides.contains(side), kind == .offer { try webrtcbinBeforeRemoteOffer(side, sdp: text) }
         var peer = try live(side)
         guard let parsed = Self.parse(text) else { throw Refusal.badDescription }
+        if kind == .offer { peer.remoteOfferOrigin = Self.origin(text) }
         switch kind {
         case .offer:
             // A newer remote offer may replace one not yet answered (JSEP allows it).
@@ -116,6 +137,12 @@ final class SimMediaPlane {
     }
 
     func rollback(_ side: Side) throws {
+        if webrtcbinSides.contains(side) {
+            // No rollback in webrtcbin: the offer stays applied unless the session is given up on anyway.
+            _ = try live(side)
+            if needsFreshSession(side) { freshSession(side) }
+            return
+        }
         var peer = try live(side)
         guard peer.signaling != .stable else { throw Refusal.wrongState("rollback in stable") }
         if peer.signaling == .haveLocalOffer { peer.localUfrag = peer.rollbackUfrag }
@@ -201,7 +228,11 @@ final class SimMediaPlane {
         }
     }
 
-    private func pathEpochs(_ side: Side) -> [Int] { [world.network(side).pathEpoch, world.network(side.other).pathEpoch] }
+    /// The selected pair's identity: both sides' network paths and the remote peer connection (a pair with a
+    /// peer connection that is gone carries nothing, whatever replaced it).
+    private func pathEpochs(_ side: Side) -> [Int] {
+        [world.network(side).pathEpoch, world.network(side.other).pathEpoch, peers[side.other.rawValue]?.instance ?? 0]
+    }
 
     /// Both sides hold each other's current credentials and candidates, gathered on their current paths.
     private func canConnect(_ side: Side) -> Bool {
@@ -264,8 +295,73 @@ final class SimMediaPlane {
         peers[side.rawValue] = peer
     }
 
-    private func sdp(_ side: Side, _ peer: PeerConnection) -> String {
-        world.mutation.created("v=0\r\no=- \(9_000 + peer.instance) \(peer.descriptionsCreated) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
+    private func sdp(_ side: Side, _ peer: PeerConnection, origin: (id: UInt64, version: UInt64)? = nil) -> String {
+        let (id, version) = origin ?? (UInt64(9_000 + peer.instance), peer.descriptionsCreated)
+        return world.mutation.created("v=0\r\no=- \(id) \(version) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
+    }
+
+    /// The `o=` line's session id and version.
+    static func origin(_ sdp: String) -> (id: UInt64, version: UInt64)? {
+        guard let line = sdp.split(separator: "\r\n").first(where: { $0.hasPrefix("o=") }) else { return nil }
+        let fields = line.split(separator: " ")
+        guard fields.count >= 3, let id = UInt64(fields[1]), let version = UInt64(fields[2]) else { return nil }
+        return (id, version)
+    }
+
+    // MARK: - webrtcbin (duet call)
+
+    /// `GStreamerWebRtcEngine.needsFreshSession`: ICE failed, or inbound media silent for `freshSessionAfterMs`.
+    private func needsFreshSession(_ side: Side) -> Bool {
+        guard let peer = peers[side.rawValue], !peer.closed else { return false }
+        if peer.ice == .failed { return true }
+        return peer.ice == .disconnected && world.scheduler.now - peer.disconnectedAt >= Self.freshSessionAfterMs
+    }
+
+    /// A new webrtcbin in place of the old one: new credentials and candidates, nothing negotiated.
+    private func freshSession(_ side: Side) {
+        guard let old = peers[side.rawValue], !old.closed else { return }
+        world.trace(side, "webrtcbin: fresh session (pc#\(old.instance) given up)")
+        close(side)
+        instances += 1
+        peers[side.rawValue] = PeerConnection(instance: instances)
+        world.client(side).webRtcEvent(.signalingStateChanged(.stable))
+        world.client(side).webRtcEvent(.iceStateChanged(.new))
+        evaluate()
+    }
+
+    /// webrtcbin's offer: an ICE restart keeps the credentials unless the session is given up on (then a fresh
+    /// session makes new ones); the `o=` id is the one taken from the first answered offer, versions from 0.
+    private func webrtcbinOffer(_ side: Side, iceRestart: Bool) throws -> String {
+        if iceRestart, needsFreshSession(side) { freshSession(side) }
+        var peer = try live(side)
+        // An offer never rolled back is still applied: a new one replaces it (JSEP allows a local offer in
+        // have-local-offer; `GStreamerWebRtcEngine.rollback` counts on it).
+        guard peer.signaling == .stable || peer.signaling == .haveLocalOffer else { throw Refusal.wrongState("createOffer in \(peer.signaling)") }
+        let fresh = peer.localUfrag == nil
+        if fresh { newCredentials(side, &peer) }
+        peer.signaling = .haveLocalOffer
+        let origin = (peer.webrtcbinOriginId ?? UInt64(9_000 + peer.instance), peer.webrtcbinOffers)
+        peer.webrtcbinOffers += 1
+        update(side, peer)
+        world.client(side).webRtcEvent(.signalingStateChanged(.haveLocalOffer))
+        if fresh { gather(side) }
+        return sdp(side, peer, origin: origin)
+    }
+
+    /// webrtcbin takes a remote offer only in stable: with our offer still applied (never rolled back), or a
+    /// peer that restarted ICE on a session given up on, a fresh session takes it.
+    private func webrtcbinBeforeRemoteOffer(_ side: Side, sdp text: String) throws {
+        let peer = try live(side)
+        let restartedRemotely = peer.remoteUfrag != nil && Self.parse(text)?.ufrag != peer.remoteUfrag
+        if peer.signaling == .haveLocalOffer || (restartedRemotely && needsFreshSession(side)) { freshSession(side) }
+    }
+
+    /// webrtcbin's answer copies the offer's `o=` line, and its later offers go on with that session id.
+    private func webrtcbinAnswerOrigin(_ side: Side) -> (id: UInt64, version: UInt64)? {
+        guard var peer = peers[side.rawValue], let origin = peer.remoteOfferOrigin else { return nil }
+        if peer.webrtcbinOriginId == nil { peer.webrtcbinOriginId = origin.id }
+        peers[side.rawValue] = peer
+        return origin
     }
 
     static func parse(_ sdp: String) -> (instance: Int, ufrag: String)? {

@@ -32,6 +32,8 @@ final class SimConnection {
         case message(Envelope)
         /// The server closed the connection (`byServer`), or its process died (a reset).
         case closed(byServer: Bool)
+        /// WebSocket close 4001: a newer connection proved the same seat.
+        case replaced
         /// SSE comment: proof of life only.
         case comment
     }

@@ -34,7 +34,8 @@ public enum SeedSweep {
         }
     }
 
-    public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none) -> Summary {
+    /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
+    public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) -> Summary {
         let started = Date()
         let collected = Mutex(Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], events: 0, seconds: 0))
         let workers = max(1, jobs)
@@ -44,6 +45,7 @@ public enum SeedSweep {
             while index < count {
                 var options = Simulation.Options(seed: first + UInt64(index))
                 options.mutation = mutation
+                if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: options.seed) }
                 var result = Simulation.run(options)
                 local.seeds += 1
                 local.events += result.eventsRun

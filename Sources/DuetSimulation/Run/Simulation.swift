@@ -48,6 +48,10 @@ public enum Simulation {
         /// False when the scenario ends the call itself (its actions leave).
         public var expectsRecovery = true
         public var fullTrace = false
+        /// Keep every engine's inputs and outputs (`Result.engineTraces`) for the differential replay.
+        public var recordEngineTraces = false
+        /// This side is `duet call` (webrtcbin, host-only restarts) instead of a browser.
+        public var duetCallSide: Side?
         public init(seed: UInt64) { self.seed = seed }
     }
 
@@ -63,8 +67,13 @@ public enum Simulation {
         public var eventsRun: Int
         /// The slow clocks this run reached (eviction, token and TURN expiry, …).
         public var milestones: Set<Milestone>
+        /// With `Options.recordEngineTraces`: each engine of the run, in the order they were made.
+        public var engineTraces: [EngineTrace] = []
         public var passed: Bool { violations.isEmpty }
     }
+
+    /// The side `duet call` plays in a duet-call sweep: the host on even seeds, the guest on odd ones.
+    public static func duetCallSide(forSeed seed: UInt64) -> Side { seed % 2 == 0 ? .a : .b }
 
     public static func run(_ options: Options) -> Result {
         var draw = SplitMix64(seed: options.seed)
@@ -81,9 +90,16 @@ public enum Simulation {
             engine.sseOnly = sse[side] ?? false
             engine.jitterSeed = draw.next()
             engine.device = "sim-\(side)"
+            if side == options.duetCallSide {
+                engine.restartsOnlyAsHost = true  // what `duet call` runs with
+                engine.device = "sim-\(side)-duet-call"
+            }
             engineOptions[side] = engine
         }
-        let world = World(seed: draw.next(), options: engineOptions, mutation: options.mutation, fullTrace: options.fullTrace)
+        let world = World(
+            seed: draw.next(), options: engineOptions, mutation: options.mutation, fullTrace: options.fullTrace,
+            recordEngineTraces: options.recordEngineTraces)
+        if let side = options.duetCallSide { world.media.webrtcbinSides = [side] }
         for fault in faults { world.trace(nil, "schedule: \(fault)") }
         let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000), absenceMs: absenceMs)
         run.play()
@@ -91,7 +107,7 @@ public enum Simulation {
             seed: options.seed, faults: faults, violations: world.monitor.violations, recoveryMs: run.recoveryMs,
             establishedAt: run.establishedAt, trace: world.traceLines,
             events: [.a: world.client(.a).events, .b: world.client(.b).events], eventsRun: world.scheduler.eventsRun,
-            milestones: world.monitor.milestones)
+            milestones: world.monitor.milestones, engineTraces: world.engineTraces)
     }
 }
 

@@ -62,6 +62,7 @@ extension World {
                 if offline > 0 { net.offline += 1 }
             }
             if offline > 0 {
+                client(side).networkOffline()
                 scheduler.after(offline) { [self] in
                     trace(nil, "HEAL \(side) online on the new path")
                     updateNetwork(side) { $0.offline -= 1 }
@@ -131,7 +132,19 @@ extension World {
     private func restartProcess(_ side: Side) {
         let old = client(side)
         // What the app stored last: a relaunch that died before joining still has the older seat on disk.
-        let seat = old.seat ?? old.options.resume
+        // After a takeover the app keeps the replaced seat for "use here" (the web client keeps it in session storage).
+        relaunch(side, seat: old.seat ?? (old.replacedSeat ?? nil) ?? old.options.resume)
+    }
+
+    /// The user of a side whose seat was taken over (close 4001) presses "use here": the page reloads and proves
+    /// the seat it kept from `CallEvent.replaced`.
+    func useHere(_ side: Side, seat: Seat) {
+        trace(side, "the user takes the call back (use here)")
+        relaunch(side, seat: seat)
+    }
+
+    private func relaunch(_ side: Side, seat: Seat?) {
+        let old = client(side)
         old.kill()
         monitor.processRestarted(side)
         media.close(side)

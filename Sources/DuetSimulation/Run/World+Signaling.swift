@@ -163,11 +163,12 @@ extension World {
         if network(side).signalingUp { finish() } else { connection.heldUp.append(finish) }
     }
 
-    func serverClose(_ connection: SimConnection, byServer: Bool) {
+    func serverClose(_ connection: SimConnection, byServer: Bool, replaced: Bool = false) {
         guard connection.serverOpen else { return }
         connection.serverOpen = false
         process(server.core.handle(.closed(ConnectionID(connection.id)), nowMs: serverNowMs))
-        deliverDown(connection, .closed(byServer: byServer))
+        // Close 4001 reaches a WebSocket client; an SSE stream just ends.
+        deliverDown(connection, replaced && connection.kind == .ws ? .replaced : .closed(byServer: byServer))
     }
 
     /// Performs what the room logic asked for.
@@ -181,8 +182,8 @@ extension World {
                 }
                 monitor.serverSends(envelope, to: connection.side)
                 deliverDown(connection, .message(envelope))
-            case .close(let id, _):
-                if let connection = connections[id.raw] { serverClose(connection, byServer: true) }
+            case .close(let id, let reason):
+                if let connection = connections[id.raw] { serverClose(connection, byServer: true, replaced: reason == .replaced) }
             case .unauthorized(let id):
                 if let connection = connections[id.raw] {
                     scheduler.after(signalingDelay(connection.side)) { [self] in client(connection.side).run { self.client(connection.side).linkFailed(connection) } }

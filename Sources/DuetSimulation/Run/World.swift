@@ -27,8 +27,13 @@ final class World {
     /// The server's clock jumped: liveness measured on it is off by the jump, so the SSE liveness check rests.
     var serverClockJumped = false
 
-    init(seed: UInt64, options: [Side: CallEngine.Options], mutation: Mutation, fullTrace: Bool) {
+    /// Engine traces for the differential replay (kept only when asked for).
+    let recordsEngineTraces: Bool
+    private(set) var engineTraces: [EngineTrace] = []
+
+    init(seed: UInt64, options: [Side: CallEngine.Options], mutation: Mutation, fullTrace: Bool, recordEngineTraces: Bool = false) {
         rng = SplitMix64(seed: seed)
+        recordsEngineTraces = recordEngineTraces
         self.mutation = mutation
         keepsFullTrace = fullTrace
         monitor = InvariantMonitor(mutation: mutation)
@@ -59,6 +64,17 @@ final class World {
     }
 
     // MARK: - Trace
+
+    /// A new engine starts (a client, or a relaunched one): its trace index, or nil when not recording.
+    func beginEngineTrace(_ side: Side, _ options: CallEngine.Options) -> Int? {
+        guard recordsEngineTraces else { return nil }
+        engineTraces.append(EngineTrace(side: side, options: options.traceForm))
+        return engineTraces.count - 1
+    }
+
+    func recordEngineStep(_ index: Int, _ input: CallEngine.Input, _ outputs: [CallEngine.Output]) {
+        engineTraces[index].steps.append(["input": input.traceForm, "outputs": .array(outputs.map(\.traceForm))])
+    }
 
     func trace(_ side: Side?, _ text: String) {
         let line = "\(Describe.time(scheduler.now)) \(side.map { "\($0)" } ?? "·") \(text)"

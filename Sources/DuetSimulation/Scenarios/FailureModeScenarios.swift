@@ -145,11 +145,18 @@ extension NamedScenarios {
                     + check(outcome.events(.b).contains { $0.at > outcome.establishedAt + 25_000 }, "B did nothing after it thawed")
             }),
         NamedScenario(
-            "B15-replayed-token", "Someone replays B's reconnect token: B is displaced, reconnects and reclaims its seat.",
+            "B15-replayed-token",
+            "Someone replays B's reconnect token: B is displaced (close 4001), stops and says so without fighting for the seat; its user takes the call back.",
             options: { $0.faults = [fault(5_000, .tokenReplay(.b))] },
             expect: { outcome in
                 let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
-                return check(ids.count == 1, "B had the ids \(ids.sorted())")
+                let replaced = outcome.events(.b).filter { if case .replaced = $0.event { true } else { false } }
+                // Stopped, not reconnected: no rejoin between the 4001 and the user's "use here".
+                let stopped = outcome.phases(.b).split(separator: .idle).count >= 2
+                return check(replaced.count == 1, "B was told it was replaced \(replaced.count) times")
+                    + check(stopped, "B never stopped: \(outcome.phases(.b))")
+                    + check(!outcome.trace(.b, "the user takes the call back").isEmpty, "B's user never took the call back")
+                    + check(ids.count == 1, "B had the ids \(ids.sorted())")
             }),
         NamedScenario(
             "B16-state-kept-while-suspended", "While B is suspended A's network changes; all of it is caught up when B is back.",

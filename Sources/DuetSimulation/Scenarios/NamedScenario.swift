@@ -47,9 +47,10 @@ public struct NamedScenario: Sendable {
         }
     }
 
-    public func run(mutation: Mutation = .none, seed: UInt64 = 1) -> Outcome {
+    public func run(mutation: Mutation = .none, seed: UInt64 = 1, recordEngineTraces: Bool = false) -> Outcome {
         var options = Simulation.Options(seed: seed)
         options.mutation = mutation
+        options.recordEngineTraces = recordEngineTraces
         options.fullTrace = true
         options.ending = .guestLeavesFirst
         options.sseOnly = [.a: false, .b: false]

@@ -412,5 +412,7 @@ export class Client {
   eventsOf(type) { return this.events.filter((event) => event.type === type); }
   sentOf(type) { return this.outputs.filter((o) => o.type === 'send' && o.envelope.type === type).map((o) => o.envelope); }
   commandsOf(type) { return this.outputs.filter((o) => o.type === 'engine' && o.command.type === type).map((o) => o.command); }
+  /** The seat of the last `session` event (null once cleared). */
+  lastSeat() { return this.eventsOf('session').at(-1)?.seat ?? null; }
   lastSession() { return this.eventsOf('session').at(-1); }
 }

@@ -7,8 +7,7 @@
 // Inputs, outputs and events are plain objects `{type, ...}` named after the Swift cases, with
 // associated values as named fields (e.g. `{type:'joinRoom', roomId}`, `{type:'engine', command:
 // {type:'createOffer', iceRestart}}`). Enum values are the Swift case names ('inCall', 'recovering').
-// Web addition: `options.resume` and the `{type:'session', roomId, cid, reconnectToken}` event, so a
-// reloaded page can reclaim its seat.
+// `options.resume` and the `{type:'session', seat}` event let a reloaded page reclaim its seat.
 import { RESILIENCE } from '../constants.js';
 import { CallPhaseMachine } from '../machines/call-phase-machine.js';
 import { ConnectionStatusMachine } from '../machines/connection-status-machine.js';
@@ -201,14 +200,20 @@ export class CallEngine {
 
   /** One input in, every output it causes out. */
   handle(input) {
-    const cid = this.#cid;
-    const reconnectToken = this.#reconnectToken;
+    const before = this.#seat();
     const out = this.#route(input);
-    // Duet web: the runtime keeps the seat in sessionStorage so that a reload can reclaim it.
-    if (cid !== this.#cid || reconnectToken !== this.#reconnectToken) {
-      out.push(emit({ type: 'session', roomId: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken }));
+    // The app keeps the seat (on disk, in session storage) so that a new process or a reload can reclaim it.
+    const after = this.#seat();
+    if (before?.roomId !== after?.roomId || before?.cid !== after?.cid || before?.reconnectToken !== after?.reconnectToken) {
+      out.push(emit({ type: 'session', seat: after }));
     }
     return out;
+  }
+
+  /** Seat: `{roomId, cid, reconnectToken}` while all three are known, else null. */
+  #seat() {
+    if (this.#roomId == null || this.#cid == null || this.#reconnectToken == null) return null;
+    return { roomId: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken };
   }
 
   #route(input) {
@@ -220,6 +225,7 @@ export class CallEngine {
       case 'leave': return this.#phaseEvent({ type: 'leaveCall' });
       case 'end': return this.#phaseEvent({ type: 'endCall' });
       case 'dismissError': return this.#phaseEvent({ type: 'dismissError' });
+      case 'replaced': return this.#phaseEvent({ type: 'replaced' });
       case 'roomIdCreated': return this.#phaseEvent({ type: 'roomIdReceived', roomId: input.roomId });
       case 'roomIdFailed': return this.#phaseEvent({ type: 'roomIdFailed', reason: input.reason });
       case 'turnCredentialsFetched': return this.#turnEvent({ type: 'fetched', ttlSeconds: input.ttlSeconds });
@@ -273,6 +279,11 @@ export class CallEngine {
         if (this.phase === 'inCall' && !healthy) out.push(...this.#statusEvent({ type: 'networkChanged' }));
         if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' }));
         return out;
+      }
+      case 'networkOffline': {
+        // No ICE restart and no reconnect now (they would fail); a call already unhealthy shows it at once.
+        const healthy = this.isSignalingUp && health(this.negotiation.iceState) === 'connected';
+        return this.phase === 'inCall' && !healthy ? this.#statusEvent({ type: 'networkChanged' }) : [];
       }
       case 'timerFired': return this.#timerFired(input.timer);
       case 'teardownFinished': return this.#phaseEvent({ type: 'cleanupComplete' });
@@ -655,8 +666,8 @@ export class CallEngine {
   }
 
   #teardown(kind) {
-    const out = [];
-    if (kind !== 'roomGone') {
+    const out = kind === 'replaced' ? [emit({ type: 'replaced', seat: this.#seat() })] : [];
+    if (kind === 'leave' || kind === 'endRoom') {
       if (this.isSignalingUp) {
         // Only the host can end the room; anyone else ending the call leaves it.
         out.push(send(makeEnvelope(kind === 'endRoom' && this.#hostCid === this.#cid ? 'end_room' : 'leave')));
@@ -671,7 +682,8 @@ export class CallEngine {
       ...this.#linkEvent({ type: 'stop' }).filter((output) => output.type !== 'closeTransport'),
     );
     out.push(...TIMER_IDS.map((id) => timer(cancel(id))));
-    out.push({ type: 'teardown' });
+    // Media stops first (it goes through the WebRTC queue now); then the runtime flushes the goodbye and closes.
+    out.push(engine({ type: 'close' }), { type: 'teardown' });
     this.#resetSession();
     return out;
   }

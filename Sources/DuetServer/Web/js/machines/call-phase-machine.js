@@ -12,7 +12,7 @@
 export const CALL_PHASES = Object.freeze(['idle', 'creatingRoom', 'joining', 'waiting', 'inCall', 'ending', 'error']);
 
 /** Teardown kinds: send `leave`, send `end_room` (host), or the room is already gone: just clean up. */
-export const TEARDOWN = Object.freeze({ leave: 'leave', endRoom: 'endRoom', roomGone: 'roomGone' });
+export const TEARDOWN = Object.freeze({ leave: 'leave', endRoom: 'endRoom', roomGone: 'roomGone', replaced: 'replaced' });
 
 export const CallFailure = Object.freeze({
   roomCreationFailed: (reason) => ({ kind: 'roomCreationFailed', message: reason }),
@@ -33,7 +33,7 @@ export class CallPhaseMachine {
   /**
    * Events: startNewCall, joinRoom{roomId}, roomIdReceived{roomId}, roomIdFailed{reason},
    * joined{participants}, joinRefused{code, message}, joinHardTimeout, roomState{participants},
-   * leaveCall, endCall, roomEnded, cleanupComplete, dismissError.
+   * leaveCall, endCall, roomEnded, cleanupComplete, dismissError, replaced.
    * Actions: requestRoomId, startJoin{roomId}, phaseChanged{phase}, teardown{kind}, failed{failure}.
    */
   handle(event) {
@@ -85,6 +85,12 @@ export class CallPhaseMachine {
         // `room_ended`, or the server says the room is gone (`ROOM_ENDED` on a rejoin).
         if (phase === 'waiting' || phase === 'inCall' || phase === 'joining') {
           return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.roomGone }]);
+        }
+        break;
+      case 'replaced':
+        // Another connection proved this seat (close 4001): it is theirs now; stop without a goodbye.
+        if (phase === 'joining' || phase === 'waiting' || phase === 'inCall') {
+          return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.replaced }]);
         }
         break;
       case 'cleanupComplete':

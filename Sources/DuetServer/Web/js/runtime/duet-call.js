@@ -51,20 +51,6 @@ export class DuetCall extends EventTarget {
     this.farewell = roomId && cid && reconnectToken ? { rid: roomId, cid, reconnectToken } : null;
   }
 
-  // Another tab (or device) took over this seat with its token (close 4001): stop here without a goodbye,
-  // which would remove the seat from under the other tab.
-  abandon(reason) {
-    this.state.endReason = reason;
-    this.acceptingRtc = false;
-    this.detach()?.close();
-    this.timers.cancelAll();
-    this.peer.close();
-    this.unwatchNetwork();
-    this.state.phase = 'idle';
-    this.state.connectionStatus = 'connected';
-    this.state.transport = null;
-    this.emit('change', { type: 'phase', phase: 'idle' });
-  }
   dismissError() { this.feed({ type: 'dismissError' }); }
   stats() { return this.peer.stats(); }
   get iceConnectionState() { return this.peer.iceConnectionState; }
@@ -110,13 +96,18 @@ export class DuetCall extends EventTarget {
       case 'participants': s.participants = event.participants; s.hostCid = event.hostCid; s.cid = event.myCid || s.cid; break;
       case 'failure': s.failure = event.failure; break;
       case 'session':
-        s.cid = event.cid;
+        s.cid = event.seat?.cid ?? null;
         // A seat cleared by a failed join is still ours on the server (suspended): keep it for Try again.
         // Leave, end and a refused or ended room clear it (see teardown and observe).
-        if (event.cid && event.reconnectToken) sessionStore.save(event);
+        if (event.seat) sessionStore.save(event.seat);
         break;
       case 'escalation': s.escalation = event.step; break;
       case 'iceRestart': s.iceRestarts.push(event.reason); break;
+      case 'replaced':
+        // "Use here" reloads the page, which proves the seat again with what is kept here.
+        s.endReason = 'replaced';
+        if (event.seat) sessionStore.save(event.seat);
+        break;
     }
     this.emit('change', event);
   }
@@ -142,7 +133,9 @@ export class DuetCall extends EventTarget {
       onMessage: (envelope) => { if (generation === this.linkGeneration) this.feed({ type: 'message', envelope }); },
       onClose: (reason, detail) => {
         if (generation !== this.linkGeneration) return;
-        if (detail === 'replaced') return this.abandon('replaced');
+        // Close 4001: another tab (or device) proved this seat. The engine stops without a goodbye, which
+        // would remove the seat from under the other tab.
+        if (detail === 'replaced') { this.detach(); return this.feed({ type: 'replaced' }); }
         // 401: this sid's stream is not ours to resume; 410: the server forgot it. Either way, a new sid.
         if (detail === 'sidRejected') this.sid = sessionStore.renewSid(newSseSid);
         this.detach();
@@ -202,7 +195,7 @@ export class DuetCall extends EventTarget {
     }
     if (this.farewell) void this.httpLeave(this.farewell);
     this.farewell = null;
-    sessionStore.clear();
+    if (this.state.endReason !== 'replaced') sessionStore.clear();
     this.unwatchNetwork();
     this.feed({ type: 'teardownFinished' });
   }

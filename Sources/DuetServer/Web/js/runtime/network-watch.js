@@ -4,12 +4,12 @@
 export function watchNetwork(feed) {
   const online = () => feed({ type: 'networkOnline' });
   const changed = () => feed({ type: 'networkPathChanged' });
-  // Going offline is a path change too: the engine decides whether media or signaling suffered.
-  window.addEventListener('offline', changed);
+  const offline = () => feed({ type: 'networkOffline' });
+  window.addEventListener('offline', offline);
   window.addEventListener('online', online);
   navigator.connection?.addEventListener?.('change', changed);
   return () => {
-    window.removeEventListener('offline', changed);
+    window.removeEventListener('offline', offline);
     window.removeEventListener('online', online);
     navigator.connection?.removeEventListener?.('change', changed);
   };
