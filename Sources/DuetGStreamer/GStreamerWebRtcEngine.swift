@@ -39,6 +39,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var peer: OpaquePointer?
+    /// `close()` was called and no new call has made a peer since: a fresh session must not start one.
+    private var closed = false
     private var requests: [UInt64: CheckedContinuation<String?, any Error>] = [:]
     private var nextRequest: UInt64 = 1
     private var appliedTurn: Set<String> = []
@@ -78,6 +80,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public func ensurePeerConnection(_ configuration: RtcConfiguration) async throws {
         try lock.withLock {
             self.configuration = configuration
+            closed = false  // a new call
             if peer == nil { try createPeerLocked() }
         }
     }
@@ -128,13 +131,15 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     public func addRemoteCandidate(_ candidate: IceCandidate?) async throws {
-        guard let peer = lock.withLock({ peer }) else { return }
+        // Retained under the lock: a close or a fresh session meanwhile cannot free it under the call.
+        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return }
+        defer { duet_peer_release(peer.pointer) }
         guard let candidate else {
-            duet_peer_add_candidate(peer, 0, nil)
+            duet_peer_add_candidate(peer.pointer, 0, nil)
             return
         }
         let mline = candidate.sdpMLineIndex ?? 0
-        candidate.candidate.withCString { duet_peer_add_candidate(peer, UInt32(mline), $0) }
+        candidate.candidate.withCString { duet_peer_add_candidate(peer.pointer, UInt32(mline), $0) }
     }
 
     public func setConfiguration(_ configuration: RtcConfiguration) async throws {
@@ -147,6 +152,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     public func close() async {
         let (closing, waiting) = lock.withLock { () -> (OpaquePointer?, [CheckedContinuation<String?, any Error>]) in
+            closed = true
             watchdog?.cancel()
             watchdog = nil
             return detachLocked()
@@ -206,7 +212,11 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         if let old { duet_peer_free(old) }
         for continuation in waiting { continuation.resume(throwing: Failure(description: "superseded by a fresh session")) }
         logger.info("fresh webrtcbin session (ICE restart or rollback)")
-        try lock.withLock { try createPeerLocked() }
+        try lock.withLock {
+            // A close while the old session was being freed wins: no pipeline is started after it.
+            guard !closed else { throw Failure(description: "the peer connection was closed") }
+            try createPeerLocked()
+        }
     }
 
     /// Takes the peer and the requests waiting on it out of the engine; the caller frees and fails them
@@ -296,18 +306,22 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     private func request(_ start: @escaping (OpaquePointer, UInt64) -> Void) async throws -> String? {
         try await withCheckedThrowingContinuation { continuation in
-            let started: (OpaquePointer, UInt64)? = lock.withLock {
+            // The peer is retained under the lock and released after the call: a close or a fresh session meanwhile
+            // frees it only once this is done (and the C side refuses to work on a closed one).
+            let started: (PeerHandle, UInt64)? = lock.withLock {
                 guard let peer else { return nil }
                 let id = nextRequest
                 nextRequest += 1
                 requests[id] = continuation
-                return (peer, id)
+                duet_peer_retain(peer)
+                return (PeerHandle(pointer: peer), id)
             }
             guard let (peer, id) = started else {
                 continuation.resume(throwing: Failure(description: "there is no peer connection"))
                 return
             }
-            start(peer, id)
+            start(peer.pointer, id)
+            duet_peer_release(peer.pointer)
         }
     }
 

@@ -462,6 +462,9 @@ static void on_description_created(GstPromise *promise, gpointer data) {
 }
 
 static void create(DuetPeer *peer, const char *signal, uint64_t request) {
+    // A command that raced a close (the caller holds a reference, so the memory is still ours) never touches
+    // the stopped pipeline.
+    if (g_atomic_int_get(&peer->closed)) { reply(peer, request, NULL, "the peer connection is closed"); return; }
     GstPromise *promise = gst_promise_new_with_change_func(on_description_created, pending_new(peer, request), pending_free);
     g_signal_emit_by_name(peer->webrtc, signal, NULL, promise);
 }
@@ -479,6 +482,7 @@ static void on_remote_applied(GstPromise *promise, gpointer data) {
 }
 
 void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_t request) {
+    if (g_atomic_int_get(&peer->closed)) { reply(peer, request, NULL, "the peer connection is closed"); return; }
     GstSDPMessage *message = NULL;
     if (gst_sdp_message_new_from_text(sdp, &message) != GST_SDP_OK || !message) {
         reply(peer, request, NULL, "the remote SDP could not be parsed");
@@ -492,6 +496,7 @@ void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_
 }
 
 void duet_peer_add_candidate(DuetPeer *peer, unsigned mline, const char *candidate) {
+    if (g_atomic_int_get(&peer->closed)) return;
     // An empty candidate is webrtcbin's end-of-candidates.
     g_signal_emit_by_name(peer->webrtc, "add-ice-candidate", mline, candidate ? candidate : "");
 }

@@ -43,8 +43,13 @@ public actor DuetCall {
     private var sseSid = SessionIdFormat.random()
     private var timers: [TimerID: (generation: Int, task: Task<Void, Never>)] = [:]
     private var timerGeneration = 0
-    private let webRtcQueue: AsyncStream<EngineCommand>.Continuation
+    /// Every call into WebRTC goes through this queue, one at a time in the engine's order — teardown's close too.
+    private let webRtcQueue: AsyncStream<WebRtcWork>.Continuation
     private var fetchedIceServers: [IceServer] = []
+    /// The TURN fetch in flight: the first peer connection waits for it (bounded by the fetch's own timeout) so
+    /// that its first gathering already has relay candidates, as the browser runtime does.
+    private var turnFetch: Task<Void, Never>?
+    private var hasPeerConnection = false
     /// False from teardown until the next join: queued commands must not revive a closed connection.
     private var acceptingWebRtcCommands = true
     private var background: [Task<Void, Never>] = []
@@ -68,13 +73,19 @@ public actor DuetCall {
         self.http = http
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
-        let (commands, webRtcQueue) = AsyncStream<EngineCommand>.makeStream()
+        let (commands, webRtcQueue) = AsyncStream<WebRtcWork>.makeStream()
         self.webRtcQueue = webRtcQueue
         self.webRtcCommands = commands
         self.network = network
     }
 
-    private let webRtcCommands: AsyncStream<EngineCommand>
+    /// A command for WebRTC, or a barrier that resumes once everything queued before it has run.
+    enum WebRtcWork: Sendable {
+        case command(EngineCommand)
+        case barrier(CheckedContinuation<Void, Never>)
+    }
+
+    private let webRtcCommands: AsyncStream<WebRtcWork>
     private let network: any NetworkMonitor
     private var started = false
 
@@ -87,7 +98,12 @@ public actor DuetCall {
         let network = self.network
         // WebRTC calls run one after another, in the order the engine asked for them.
         background.append(Task { [weak self] in
-            for await command in commands { await self?.perform(command) }
+            for await work in commands {
+                switch work {
+                case .command(let command): await self?.perform(command)
+                case .barrier(let continuation): continuation.resume()
+                }
+            }
         })
         background.append(Task { [weak self] in
             for await event in webRtc.events { await self?.webRtcEvent(event) }
@@ -160,18 +176,22 @@ public actor DuetCall {
             Task { await detached.connection?.close() }
         case .send(let envelope): sendQueue?.yield(envelope)
         case .createRoomId: Task { await createRoomId() }
-        case .fetchTurnCredentials(let token): Task { await fetchTurn(token) }
+        case .fetchTurnCredentials(let token): turnFetch = Task { await fetchTurn(token) }
         case .prepareSnapshot: feed(.snapshotReady(nil))
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
         case .httpLeave(let request): Task { await httpLeave(request) }
-        case .engine(let command): webRtcQueue.yield(command)
+        case .engine(let command): webRtcQueue.yield(.command(command))
         case .timer(let command): timer(command)
         case .emit(let event): emit(event)
         case .teardown:
             acceptingWebRtcCommands = false
             Task {
                 await dropConnection(afterPendingSends: true)
-                await webRtc.close()
+                // The engine queued `.close` before `.teardown`: once the queue is past it, the peer connection is
+                // closed, and no command can touch it after (they are refused until the next join).
+                await withCheckedContinuation { continuation in
+                    if case .terminated = webRtcQueue.yield(.barrier(continuation)) { continuation.resume() }
+                }
                 feed(.teardownFinished)
             }
         }
@@ -339,7 +359,10 @@ public actor DuetCall {
         do {
             switch command {
             case .ensurePeerConnection:
+                if !hasPeerConnection, let turnFetch { await turnFetch.value }
+                guard acceptingWebRtcCommands else { return }  // the call ended while the TURN fetch was out
                 try await webRtc.ensurePeerConnection(rtcConfiguration())
+                hasPeerConnection = true
             case .createOffer(let restart):
                 let sdp = try await webRtc.createOffer(iceRestart: restart)
                 feed(.localDescriptionReady(.offer, sdp: sdp))
@@ -358,6 +381,7 @@ public actor DuetCall {
                 try await webRtc.setConfiguration(rtcConfiguration())
             case .close:
                 await webRtc.close()
+                hasPeerConnection = false
             }
         } catch {
             logger.warning("WebRTC command failed", metadata: ["command": "\(command)", "error": "\(error)"])

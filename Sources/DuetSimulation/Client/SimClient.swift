@@ -16,6 +16,10 @@ final class SimClient {
     private var connectionGeneration = 0
     private var webRtcQueue: [EngineCommand] = []
     private var webRtcBusy = false
+    /// Work waiting for the WebRTC queue to be empty (teardown waits for the engine's `.close` to have run).
+    private var whenWebRtcIdle: [() -> Void] = []
+    /// A TURN fetch is out: the first peer connection waits for it, as both runtimes do.
+    private var turnFetchPending = false
     private var acceptingWebRtcCommands = true
     private(set) var sseSid: String
     private var sidRenewals = 0
@@ -78,6 +82,7 @@ final class SimClient {
         deferred.removeAll()
         timers.removeAll()
         webRtcQueue.removeAll()
+        whenWebRtcIdle.removeAll()
         connection = nil
         for socket in world.connections.values.sorted(by: { $0.id < $1.id }) where socket.side == side && socket.clientGeneration >= 0 {
             world.clientClose(socket)
@@ -161,7 +166,10 @@ final class SimClient {
                 feed(id.map { .roomIdCreated($0) } ?? .roomIdFailed("unreachable"))
             }
         case .fetchTurnCredentials:
+            turnFetchPending = true
             world.http(side, timeoutMs: ResilienceConstants.TURN_FETCH_TIMEOUT_MS, request: { _ in World.turnTtlSeconds }) { [self] ttl in
+                turnFetchPending = false
+                defer { pumpWebRtc() }
                 if let ttl {
                     if let expiry = turnExpiresAt, expiry <= world.scheduler.now { world.monitor.reached(.turnExpiredThenRenewed) }
                     turnExpiresAt = world.scheduler.now + ttl * 1_000
@@ -187,8 +195,8 @@ final class SimClient {
                 finished = true
                 run {
                     if let detached = self.detach() { self.world.clientClose(detached) }
-                    self.world.media.close(self.side)
-                    self.feed(.teardownFinished)
+                    // The engine queued `.close` before `.teardown`: done once the WebRTC queue is past it.
+                    self.afterWebRtcQueue { self.feed(.teardownFinished) }
                 }
             }
             if let connection, !connection.postQueue.isEmpty {
@@ -320,8 +328,21 @@ final class SimClient {
 
     // MARK: - WebRTC, one command at a time
 
+    private func afterWebRtcQueue(_ work: @escaping () -> Void) {
+        if webRtcQueue.isEmpty, !webRtcBusy { return work() }
+        whenWebRtcIdle.append(work)
+    }
+
     private func pumpWebRtc() {
-        guard !webRtcBusy, !webRtcQueue.isEmpty else { return }
+        guard !webRtcBusy else { return }
+        guard let next = webRtcQueue.first else {
+            let waiting = whenWebRtcIdle
+            whenWebRtcIdle.removeAll()
+            waiting.forEach { $0() }
+            return
+        }
+        // The first peer connection is made with the TURN servers on their way (the fetch has its own timeout).
+        if next == .ensurePeerConnection, turnFetchPending, acceptingWebRtcCommands, !world.media.isOpen(side) { return }
         webRtcBusy = true
         world.scheduler.after(1) { [self] in
             run {
