@@ -7,9 +7,10 @@ else writes those tables; tests never touch docs/.
 
 A run is complete when run.json has finishedAt, every scenario the scripts define has its outcome (the lists come
 from the scripts themselves: chaos.py's SCENARIOS, the `scenario_*` functions of scenarios.py and
-peer_scenarios.py) and simulation/sweep.json is there. A partial run is refused. A failed run (exitStatus != 0, a
-scenario not recovered, a sweep with violations) is refused unless --allow-failed: then its rows say **no** with
-the reason, and a line above each table says the run failed.
+peer_scenarios.py) and simulation/sweep.json, simulation/sweep-duet-call.json and differential/report.json are
+there. A partial run is refused. A failed run (exitStatus != 0, a scenario not recovered, a sweep with violations,
+a diverging differential replay) is refused unless --allow-failed: then its rows say **no** with the reason, and a
+line above each table says the run failed.
 """
 import argparse
 import glob
@@ -24,7 +25,7 @@ E2E = os.path.join(ROOT, "Tests", "e2e")
 for folder in ("", "browser", "chaos", "peer"):
     sys.path.insert(0, os.path.join(E2E, folder))
 
-MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table"}
+MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table"}
 
 # The end-to-end table: the browser and peer scenarios that break something while media flows and pass only if
 # the call comes back with no user action. What they break and what they assert is written here; whether they
@@ -94,7 +95,7 @@ def load(path):
 class Run:
     def __init__(self, path, scenarios):
         self.path = os.path.abspath(path)
-        self.missing, self.outcomes, self.run, self.sweep = [], {}, None, None
+        self.missing, self.outcomes, self.run, self.sweep, self.duet_call_sweep, self.differential = [], {}, None, None, None, None
         run_json = os.path.join(self.path, "run.json")
         if not os.path.isfile(run_json):
             self.missing.append("run.json (not a run made by scripts/test.sh)")
@@ -109,17 +110,24 @@ class Run:
                     self.outcomes[f"{suite}:{name}"] = load(path)
                 else:
                     self.missing.append(f"{suite}/{name}.json")
-        sweep = os.path.join(self.path, "simulation", "sweep.json")
-        if os.path.isfile(sweep):
-            self.sweep = load(sweep)
-        else:
-            self.missing.append("simulation/sweep.json")
+        self.sweep = self._record("simulation/sweep.json")
+        self.duet_call_sweep = self._record("simulation/sweep-duet-call.json")
+        self.differential = self._record("differential/report.json")
         self.id = (self.run or {}).get("runId", os.path.basename(self.path))
         for key, outcome in self.outcomes.items():
             if outcome.get("runId") != self.id:
                 self.missing.append(f"{key} belongs to run {outcome.get('runId')!r}, not {self.id!r}")
-        if self.sweep is not None and self.sweep.get("runId") != self.id:
-            self.missing.append(f"simulation/sweep.json belongs to run {self.sweep.get('runId')!r}, not {self.id!r}")
+        for name, record in (("simulation/sweep.json", self.sweep), ("simulation/sweep-duet-call.json", self.duet_call_sweep),
+                             ("differential/report.json", self.differential)):
+            if record is not None and record.get("runId") != self.id:
+                self.missing.append(f"{name} belongs to run {record.get('runId')!r}, not {self.id!r}")
+
+    def _record(self, name):
+        path = os.path.join(self.path, *name.split("/"))
+        if os.path.isfile(path):
+            return load(path)
+        self.missing.append(name)
+        return None
 
     @property
     def complete(self):
@@ -134,6 +142,10 @@ class Run:
                 found.append(f"{key}: {first_line(outcome.get('reason'))}")
         if self.sweep and self.sweep.get("violations", 0) != 0:
             found.append(f"simulation: {self.sweep['violations']} violations")
+        if self.duet_call_sweep and self.duet_call_sweep.get("violations", 0) != 0:
+            found.append(f"simulation with duet call: {self.duet_call_sweep['violations']} violations")
+        if self.differential and self.differential.get("diverging"):
+            found.append(f"differential replay: {len(self.differential['diverging'])} diverging runs")
         return found
 
 
@@ -216,22 +228,40 @@ def e2e_table(run, scenarios):
 
 
 def simulation_table(run):
-    rows = ["| seeds | violations | recovery after the last heal: p50 / p90 / p99 / max | bound | wall time | commit | run |",
-            "|---|---|---|---|---|---|---|"]
-    s = run.sweep
-    if s is None:
-        return rows + ["| — | **no sweep recorded** | — | — | — | — | — |"]
-    first, count = s["firstSeed"], s["seeds"]
-    seeds = f"{count:,} (seeds {first:,}–{first + count - 1:,})"
-    violations = str(s["violations"])
-    if s["violations"]:
-        shown = "; ".join(f"seed {f['seed']}: {first_line(f['violation'], 80)}" for f in s.get("failures", [])[:3])
-        violations = f"**{s['violations']}** ({cell(shown)})"
-    r = s["recovery"]
-    recovery = " / ".join(f"{r[k] / 1000:.1f} s" for k in ("p50Ms", "p90Ms", "p99Ms", "maxMs"))
-    commit, rid = stamp(s)
-    wall = f"{s['wallSeconds']:.0f} s, {s['build']} build"
-    return rows + [f"| {seeds} | {violations} | {recovery} | {s['boundMs'] / 1000:g} s | {wall} | {commit} | {rid} |"]
+    rows = ["| sides | seeds | violations | recovery after the last heal: p50 / p90 / p99 / max | bound | wall time | commit | run |",
+            "|---|---|---|---|---|---|---|---|"]
+    for sides, s in (("two browser engines", run.sweep),
+                     ("one side `duet call` (host on even seeds, guest on odd)", run.duet_call_sweep)):
+        if s is None:
+            rows.append(f"| {sides} | — | **no sweep recorded** | — | — | — | — | — |")
+            continue
+        first, count = s["firstSeed"], s["seeds"]
+        seeds = f"{count:,} (seeds {first:,}–{first + count - 1:,})"
+        violations = str(s["violations"])
+        if s["violations"]:
+            shown = "; ".join(f"seed {f['seed']}: {first_line(f['violation'], 80)}" for f in s.get("failures", [])[:3])
+            violations = f"**{s['violations']}** ({cell(shown)})"
+        r = s["recovery"]
+        recovery = " / ".join(f"{r[k] / 1000:.1f} s" if r.get(k) is not None else "—" for k in ("p50Ms", "p90Ms", "p99Ms", "maxMs"))
+        commit, rid = stamp(s)
+        wall = f"{s['wallSeconds']:.0f} s, {s['build']} build"
+        rows.append(f"| {sides} | {seeds} | {violations} | {recovery} | {s['boundMs'] / 1000:g} s | {wall} | {commit} | {rid} |")
+    return rows
+
+
+def differential_table(run):
+    rows = ["| runs replayed | steps | diverging | commit | run |", "|---|---|---|---|---|"]
+    d = run.differential
+    if d is None:
+        return rows + ["| **no differential replay recorded** | — | — | — | — |"]
+    runs = (f"{d['runs']:,}: {d['seeds']:,} seeds, {d.get('duetCallSeeds', 0):,} seeds with one side as `duet call`, "
+            f"{d['scenarios']} named scenarios")
+    diverging = str(len(d["diverging"]))
+    if d["diverging"]:
+        shown = "; ".join(f"{x['run']} engine {x['engine']} step {x['step']}" for x in d["diverging"][:3])
+        diverging = f"**{len(d['diverging'])}** ({cell(shown)})"
+    commit, rid = stamp(d)
+    return rows + [f"| {runs} | {d['steps']:,} | {diverging} | {commit} | {rid} |"]
 
 
 def replace_between(doc, marker, lines, path):
@@ -247,7 +277,8 @@ def render(doc, run, scenarios, path):
     line = [heading(run, failures), ""]
     doc = replace_between(doc, MARKERS["chaos"], line + chaos_table(run, scenarios), path)
     doc = replace_between(doc, MARKERS["e2e"], line + e2e_table(run, scenarios), path)
-    return replace_between(doc, MARKERS["simulation"], line + simulation_table(run), path)
+    doc = replace_between(doc, MARKERS["simulation"], line + simulation_table(run), path)
+    return replace_between(doc, MARKERS["differential"], line + differential_table(run), path)
 
 
 def write_text(path, text):

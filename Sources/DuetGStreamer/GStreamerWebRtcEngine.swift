@@ -48,7 +48,9 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private var watchdog: Task<Void, Never>?
     private var reportedIce: NegotiationMachine.IceState = .new
     private var mediaSilent = false
-    /// When inbound media last stopped (nil while it flows, or before it ever did).
+    /// When inbound media last stopped, or when the session was made if none has arrived yet (nil while it flows):
+    /// a session that never carried media is given up after `freshSessionAfter` like one that stopped — its
+    /// candidates may belong to a network that is gone, and libnice cannot gather new ones in place.
     private var silentSince: ContinuousClock.Instant?
     /// What the sessions replaced so far received: a fresh session counts from zero, the call's totals go on.
     private var carried = Received()
@@ -253,7 +255,7 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         appliedTurn = []
         reportedIce = .new
         mediaSilent = false
-        silentSince = nil
+        silentSince = ContinuousClock.now
         applyTurnLocked(created)
         startWatchdogLocked(created)
     }

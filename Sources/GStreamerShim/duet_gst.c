@@ -1,4 +1,5 @@
 #define GST_USE_UNSTABLE_API 1
+#include <pthread.h>
 #include "duet_gst.h"
 
 #include <gst/gst.h>
@@ -30,8 +31,9 @@ struct DuetPeer {
     gint closed;  // set before teardown: callbacks stop reaching Swift
     gint video_frames;
     gint audio_packets;
-    // Decoded audio, written on GStreamer's streaming threads and read by stats: guarded by `audio_lock`.
-    GMutex audio_lock;
+    // Decoded audio, written on GStreamer's streaming threads and read by stats: guarded by `audio_lock`. A pthread
+    // mutex, not a GMutex: glib's is a bare futex that ThreadSanitizer cannot see (it reported this pair as a race).
+    pthread_mutex_t audio_lock;
     gint64 audio_samples;
     LevelSlot levels[LEVEL_SLOTS];
     guint next_level;
@@ -49,7 +51,7 @@ static void peer_unref(DuetPeer *peer) {
     gst_object_unref(peer->webrtc);
     gst_object_unref(peer->pipeline);
     g_strfreev(peer->offer_mids);
-    g_mutex_clear(&peer->audio_lock);
+    pthread_mutex_destroy(&peer->audio_lock);
     g_free(peer);
 }
 
@@ -143,9 +145,9 @@ static GstPadProbeReturn count_samples(GstPad *pad, GstPadProbeInfo *info, gpoin
     DuetPeer *peer = data;
     GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
     if (!buffer) return GST_PAD_PROBE_OK;
-    g_mutex_lock(&peer->audio_lock);
+    pthread_mutex_lock(&peer->audio_lock);
     peer->audio_samples += (gint64)(gst_buffer_get_size(buffer) / 2);
-    g_mutex_unlock(&peer->audio_lock);
+    pthread_mutex_unlock(&peer->audio_lock);
     return GST_PAD_PROBE_OK;
 }
 
@@ -179,10 +181,10 @@ static GstBusSyncReply on_bus_message(GstBus *bus, GstMessage *message, gpointer
     double power = level_field(s, "rms", FALSE, &has_rms);
     double peak = level_field(s, "peak", TRUE, &has_peak);
     if (has_rms) {
-        g_mutex_lock(&peer->audio_lock);
+        pthread_mutex_lock(&peer->audio_lock);
         peer->levels[peer->next_level] = (LevelSlot){g_get_monotonic_time(), power, has_peak ? peak : -INFINITY};
         peer->next_level = (peer->next_level + 1) % LEVEL_SLOTS;
-        g_mutex_unlock(&peer->audio_lock);
+        pthread_mutex_unlock(&peer->audio_lock);
     }
     gst_message_unref(message);
     return GST_BUS_DROP;
@@ -284,7 +286,7 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
     DuetPeer *peer = g_new0(DuetPeer, 1);
     peer->cb = callbacks;
     peer->refs = 1;
-    g_mutex_init(&peer->audio_lock);
+    pthread_mutex_init(&peer->audio_lock, NULL);
     peer->pipeline = pipeline;
     peer->webrtc = gst_bin_get_by_name(GST_BIN(pipeline), "w");
 
@@ -560,7 +562,7 @@ static void audio_stats(DuetPeer *peer, DuetStats *out) {
     gint64 since = g_get_monotonic_time() - LEVEL_WINDOW_US;
     double power = 0, peak = -INFINITY;
     int measured = 0;
-    g_mutex_lock(&peer->audio_lock);
+    pthread_mutex_lock(&peer->audio_lock);
     out->audio_samples = peer->audio_samples;
     for (guint i = 0; i < LEVEL_SLOTS; i++) {
         const LevelSlot *slot = &peer->levels[i];
@@ -569,7 +571,7 @@ static void audio_stats(DuetPeer *peer, DuetStats *out) {
         peak = fmax(peak, slot->peak);
         measured++;
     }
-    g_mutex_unlock(&peer->audio_lock);
+    pthread_mutex_unlock(&peer->audio_lock);
     double rms = measured && power > 0 ? 10.0 * log10(power / measured) : LEVEL_FLOOR_DB;
     out->audio_level_db = fmax(rms, LEVEL_FLOOR_DB);
     out->audio_peak_db = isfinite(peak) ? fmax(peak, LEVEL_FLOOR_DB) : LEVEL_FLOOR_DB;

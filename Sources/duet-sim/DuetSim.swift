@@ -75,7 +75,7 @@ struct DuetSim: ParsableCommand {
         let summary = SeedSweep.run(from: from, count: seeds, jobs: jobs, mutation: mutation, duetCall: duetCall)
         print(summary.text)
         if let report {
-            try SweepReport(summary, mutation: mutation, build: Self.build, provenance: .current()).write(to: report)
+            try SweepReport(summary, mutation: mutation, duetCall: duetCall, build: Self.build, provenance: .current()).write(to: report)
             print("report: \(report)")
         }
         if let failing = summary.firstFailure {

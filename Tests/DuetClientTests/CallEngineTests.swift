@@ -197,6 +197,26 @@ import Testing
         #expect(engine.status.status == .recovering)
     }
 
+    @Test("a rejoin refused for another reason (RATE_LIMITED) drops the transport and rejoins after the backoff; relays go out then")
+    func refusedRejoinIsRetried() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: "o"))  // kept for after the rejoin
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        #expect(sent(engine.handle(.transportOpened(.ws))).first?.messageType == .join)
+        let limited = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .rateLimited, message: "slow down", retryable: true)))
+        let refused = engine.handle(.message(limited))
+        #expect(refused.first == .closeTransport)
+        #expect(refused.contains { if case .timer(.schedule(.reconnectBackoff, _)) = $0 { true } else { false } })
+        #expect(engine.queuedRelayTypes == ["offer"], "the offer still waits for a rejoin")
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        #expect(sent(engine.handle(.transportOpened(.ws))).first?.messageType == .join)
+        let back = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2, kind: .reattached)))
+        #expect(sent(back).contains { $0.messageType == .offer })
+        // Outside a rejoin the same error changes nothing.
+        #expect(engine.handle(.message(limited)).isEmpty)
+    }
+
     @Test func leavingWithSignalingDownLeavesOverHTTP() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

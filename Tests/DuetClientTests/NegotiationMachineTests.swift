@@ -263,6 +263,19 @@ import Testing
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: next)))
     }
 
+    @Test("on webrtcbin's side, answers that copy the peer's o= do not make the peer's id ours: its overtaken offers still drop")
+    func copiedOriginsStayThePeers() {
+        var guest = side(host: false)
+        for version in [3, 5] {
+            let offer = described("h\(version)", session: "H", version: version)
+            #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: offer, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: offer)))
+            guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: described("w", session: "H", version: version))) }  // a copy
+        }
+        let overtaken = described("h4", session: "H", version: 4)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: overtaken, epoch: 1)) }.isEmpty)
+    }
+
     @Test("SDPOrigin reads the o= line and nothing else") func originParsing() {
         #expect(SDPOrigin(sdp: "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n") == SDPOrigin(sessionId: "4611731400430051336", version: 2))
         #expect(SDPOrigin(sdp: "v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n")?.version == UInt64.max)

@@ -34,6 +34,44 @@ import Testing
         }
     }
 
+    /// The same sweep with one side as `duet call` (webrtcbin: restarts only as host, no rollback, a fresh session
+    /// instead of an in-place ICE restart, webrtcbin's `o=` numbering): the host on even seeds, the guest on odd
+    /// ones. Written to `simulation/sweep-duet-call.json`, failed or not, for docs/resilience.md.
+    @Test func duetCallOnOneSideKeepsEveryInvariant() async throws {
+        let summary = await OneAtATime.heavyWork.run {
+            SeedSweep.run(from: 1, count: Self.duetCallSeedCount, jobs: ProcessInfo.processInfo.activeProcessorCount, duetCall: true)
+        }
+        print(summary.text)
+        let provenance = Provenance.current(in: packageRoot)
+        let report = SweepReport(summary, mutation: .none, duetCall: true, build: "debug", provenance: provenance)
+        try report.write(to: packageRoot + "/.build/results/\(provenance.runId)/simulation/sweep-duet-call.json")
+        #expect(summary.seeds == Self.duetCallSeedCount, "every seed ran")
+        #expect(summary.failures.map(\.seed) == [], "seeds that broke an invariant (replay: swift run duet-sim --seed N --duet-call --trace)")
+        #expect(summary.recoveries.count > Self.duetCallSeedCount / 2, "most runs measure a recovery")
+    }
+
+    static let duetCallSeedCount = 2_000
+
+    /// The duet-call side really is webrtcbin: seed 4 (duet call hosts) and seed 9 (it is the guest) replace a
+    /// given-up session with a fresh one, and its descriptions carry webrtcbin's numbering.
+    @Test(arguments: [(UInt64(4), Side.a), (UInt64(9), Side.b)])
+    func theDuetCallSideBehavesLikeWebrtcbin(seed: UInt64, side: Side) {
+        #expect(Simulation.duetCallSide(forSeed: seed) == side)
+        var options = Simulation.Options(seed: seed)
+        options.duetCallSide = side
+        options.fullTrace = true
+        options.recordEngineTraces = true
+        let result = Simulation.run(options)
+        #expect(result.passed, "\(result.violations)")
+        #expect(result.trace.contains { $0.contains(" \(side) webrtcbin: fresh session") }, "no fresh session on \(side)")
+        let engine = result.engineTraces.first { $0.side == side }
+        #expect(engine?.options["restartsOnlyAsHost"] == .bool(true))
+        #expect(engine?.options["device"] == .string("sim-\(side)-duet-call"))
+        var plain = Simulation.Options(seed: seed)
+        plain.fullTrace = true
+        #expect(!Simulation.run(plain).trace.contains { $0.contains("webrtcbin") }, "browsers never behave like webrtcbin")
+    }
+
     /// The report a sweep writes says what happened, failures included.
     @Test func theReportRecordsAFailedSweep() throws {
         let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)

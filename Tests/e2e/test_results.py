@@ -35,6 +35,10 @@ more prose
 <!-- e2e-table:begin -->
 | old e2e table |
 <!-- e2e-table:end -->
+
+<!-- differential-table:begin -->
+| old differential table |
+<!-- differential-table:end -->
 prose after
 """
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -50,7 +54,8 @@ class FakeResults:
             f.write(DOC)
         self.expected = publish_results.expected()
 
-    def run(self, rid, started, finished=True, status=0, skip=(), fail=None, sweep=True, violations=0):
+    def run(self, rid, started, finished=True, status=0, skip=(), fail=None, sweep=True, violations=0,
+            duet_call_sweep=True, differential=True, diverging=()):
         """A run: every expected outcome (recovered, with a time for the timed rows) except `skip`; `fail` is
         (key, reason) for one that did not recover."""
         path = os.path.join(self.results, rid)
@@ -70,12 +75,18 @@ class FakeResults:
                     "seconds": 1.5 if ok and timed else None, "how": f"how-{name}" if ok else "",
                     "reason": None if ok else fail[1], "lastSeen": None if ok else {"A": {"phase": "inCall"}},
                     "commit": COMMIT, "dirty": False, "runId": rid, "startedAt": started, "finishedAt": started})
-        if sweep:
-            results.write_json(os.path.join(path, "simulation", "sweep.json"), {
-                "seeds": 10000, "firstSeed": 1, "violations": violations,
-                "failures": [{"seed": 7, "violation": "not back within the bound"}] if violations else [],
-                "recovery": {"p50Ms": 100, "p90Ms": 12400, "p99Ms": 30300, "maxMs": 42700}, "boundMs": 64000,
-                "build": "debug", "wallSeconds": 61.2, "commit": COMMIT, "dirty": False, "runId": rid})
+        for wanted, name, seeds in ((sweep, "sweep.json", 10000), (duet_call_sweep, "sweep-duet-call.json", 2000)):
+            if wanted:
+                results.write_json(os.path.join(path, "simulation", name), {
+                    "seeds": seeds, "firstSeed": 1, "violations": violations,
+                    "failures": [{"seed": 7, "violation": "not back within the bound"}] if violations else [],
+                    "recovery": {"p50Ms": 100, "p90Ms": 12400, "p99Ms": 30300, "maxMs": 42700}, "boundMs": 64000,
+                    "build": "debug", "wallSeconds": 61.2, "commit": COMMIT, "dirty": False, "runId": rid})
+        if differential:
+            results.write_json(os.path.join(path, "differential", "report.json"), {
+                "runs": 2034, "seeds": 1000, "duetCallSeeds": 1000, "scenarios": 34, "steps": 573966,
+                "diverging": [{"run": r, "engine": 0, "side": "A", "step": 12} for r in diverging],
+                "commit": COMMIT, "dirty": False, "runId": rid})
         os.makedirs(os.path.join(path, "screenshots"), exist_ok=True)
         with open(os.path.join(path, "screenshots", "in-call.png"), "wb") as f:
             f.write(b"\x89PNG fake " + rid.encode())
@@ -107,15 +118,18 @@ class PublisherTests(unittest.TestCase):
         self.assertNotIn("old simulation row", doc)
         self.assertTrue(doc.startswith("# Resilience\n\nprose before\n") and doc.endswith("prose after\n"))
         rows = [line for line in doc.splitlines() if line.startswith("| ") and not line.startswith("| Scenario")
-                and not line.startswith("| test") and not line.startswith("| seeds")]
-        self.assertEqual(len(rows), len(self.fake.expected["chaos"]) + len(publish_results.E2E_ROWS) + 1)
+                and not line.startswith("| test") and not line.startswith("| sides") and not line.startswith("| runs replayed")]
+        self.assertEqual(len(rows), len(self.fake.expected["chaos"]) + len(publish_results.E2E_ROWS) + 2 + 1)
         for row in rows:
             self.assertIn("`0123456`", row)
             self.assertIn("`20260101T000000Z-aaaaaa`", row)
             self.assertNotIn("**no**", row)
         for title in publish_results.chaos_titles().values():
             self.assertIn(f"| {title} | yes | 1.5 s |", doc)
-        self.assertIn("| 10,000 (seeds 1–10,000) | 0 | 0.1 s / 12.4 s / 30.3 s / 42.7 s | 64 s | 61 s, debug build |", doc)
+        self.assertIn("| two browser engines | 10,000 (seeds 1–10,000) | 0 | 0.1 s / 12.4 s / 30.3 s / 42.7 s | 64 s | 61 s, debug build |", doc)
+        self.assertIn("| one side `duet call` (host on even seeds, guest on odd) | 2,000 (seeds 1–2,000) | 0 |", doc)
+        self.assertIn("| 2,034: 1,000 seeds, 1,000 seeds with one side as `duet call`, 34 named scenarios | 573,966 | 0 |", doc)
+        self.assertNotIn("old differential table", doc)
         self.assertNotIn("failed", doc)
         with open(os.path.join(self.fake.docs, "screenshots", "in-call.png"), "rb") as f:
             self.assertEqual(f.read(), b"\x89PNG fake 20260101T000000Z-aaaaaa")
@@ -125,6 +139,8 @@ class PublisherTests(unittest.TestCase):
             "missing outcome": ({"skip": ("peer:link-cut",)}, "peer/link-cut.json"),
             "unfinished": ({"finished": False}, "has not finished"),
             "no sweep": ({"sweep": False}, "simulation/sweep.json"),
+            "no duet call sweep": ({"duet_call_sweep": False}, "simulation/sweep-duet-call.json"),
+            "no differential": ({"differential": False}, "differential/report.json"),
         }
         for what, (kwargs, named) in cases.items():
             with self.subTest(what):
@@ -149,7 +165,7 @@ class PublisherTests(unittest.TestCase):
         self.assertEqual(code, 0, err)
         title = publish_results.chaos_titles()["cut-2s"]
         self.assertIn(f"| {title} | **no** | — | A: whole after the cut: not true after 90s | `0123456` |", doc)
-        self.assertEqual(doc.count("**This run failed**"), 3, "a line above each table")
+        self.assertEqual(doc.count("**This run failed**"), 4, "a line above each table")
 
     def test_sweep_with_violations_fails_the_run(self):
         path = self.fake.run("20260101T000000Z-cccccc", "20260101T000000Z", violations=2)
@@ -159,6 +175,15 @@ class PublisherTests(unittest.TestCase):
         code, err, doc = self.fake.publish("--allow-failed", path)
         self.assertEqual(code, 0, err)
         self.assertIn("| **2** (seed 7: not back within the bound) |", doc)
+
+    def test_a_diverging_differential_replay_fails_the_run(self):
+        path = self.fake.run("20260101T000000Z-dddddd", "20260101T000000Z", diverging=("seed-17",))
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("differential replay: 1 diverging runs", err)
+        code, err, doc = self.fake.publish("--allow-failed", path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| **1** (seed-17 engine 0 step 12) |", doc)
 
     def test_default_is_the_newest_complete_run(self):
         self.fake.run("20260101T000000Z-old000", "20260101T000000Z")

@@ -203,6 +203,24 @@ test('offline: no ICE restart and no reconnect; an unhealthy call shows recoveri
   assert.equal(engine.connectionStatus, 'recovering');
 });
 
+test('a rejoin refused for another reason (RATE_LIMITED) drops the transport and rejoins after the backoff; relays go out then', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' }); // kept for after the rejoin
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  assert.equal(sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0].type, 'join');
+  const limited = serverError('RATE_LIMITED', 'slow down');
+  const refused = engine.handle(limited);
+  assert.deepEqual(refused[0], { type: 'closeTransport' });
+  assert.ok(refused.some((o) => o.type === 'timer' && o.command.type === 'schedule' && o.command.timer === 'reconnectBackoff'));
+  assert.deepEqual(engine.queuedRelayTypes, ['offer'], 'the offer still waits for a rejoin');
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  assert.equal(sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0].type, 'join');
+  const back = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2, 'reattached'));
+  assert.ok(sent(back).some((e) => e.type === 'offer'));
+  assert.deepEqual(engine.handle(limited), [], 'outside a rejoin the same error changes nothing');
+});
+
 test('leaving with signaling down leaves over HTTP', () => {
   const engine = guestInCall();
   engine.handle({ type: 'transportClosed', reason: 'networkError' });

@@ -315,6 +315,17 @@ test('webrtcbin\'s numbering (answers copy our o=, its offers reuse that id from
   assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: next, epoch: 1 }), 'offer', next));
 });
 
+test("on webrtcbin's side, answers that copy the peer's o= do not make the peer's id ours: its overtaken offers still drop", () => {
+  const guest = side(false);
+  for (const version of [3, 5]) {
+    const offer = described(`h${version}`, version, 'H');
+    assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: offer, epoch: 1 }), 'offer', offer));
+    guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+    guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: described('w', version, 'H') }); // a copy
+  }
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h4', 4, 'H'), epoch: 1 }), []);
+});
+
 test('sdpOrigin reads the o= line and nothing else', () => {
   assert.deepEqual(sdpOrigin('v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n'), { sessionId: '4611731400430051336', version: 2n });
   assert.equal(sdpOrigin('v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n').version, 18446744073709551615n);

@@ -510,7 +510,11 @@ public struct CallEngine: Sendable {
         case (.waiting, .roomFull), (.inCall, .roomFull):
             return phaseEvent(.roomEnded)  // our seat is gone and someone else took it
         default:
-            return []
+            // A rejoin refused for a reason that is not about the room (rate limited, an internal error): the seat is
+            // still ours, but relays would wait for an ack that never comes. Drop this transport and come back after
+            // the backoff, which sends the rejoin again.
+            guard rejoinPending else { return [] }
+            return [.closeTransport] + linkEvent(.closed(.closedByServer))
         }
     }
 

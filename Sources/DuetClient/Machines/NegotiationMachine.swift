@@ -80,6 +80,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var newestRemoteOrigin: SDPOrigin?
     /// Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     private var localSessionIds: Set<String> = []
+    /// Session ids seen in remote descriptions: a local description carrying one was copied from the peer
+    /// (webrtcbin's answer copies the offer's `o=`), so the id stays the peer's and its count is still judged.
+    private var remoteSessionIds: Set<String> = []
     private var inCooldown = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
@@ -267,11 +270,13 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func noteLocalSession(_ sdp: String) {
         // Bounded: a peer connection has one session id (Chromium), webrtcbin adds the ids it copies.
-        if let id = SDPOrigin(sdp: sdp)?.sessionId, localSessionIds.count < 16 { localSessionIds.insert(id) }
+        guard let id = SDPOrigin(sdp: sdp)?.sessionId, !remoteSessionIds.contains(id), localSessionIds.count < 16 else { return }
+        localSessionIds.insert(id)
     }
 
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
         let origin = SDPOrigin(sdp: sdp).flatMap { localSessionIds.contains($0.sessionId) ? nil : $0 }
+        if let id = origin?.sessionId, remoteSessionIds.count < 16 { remoteSessionIds.insert(id) }
         // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
         if let origin, let newest = newestRemoteOrigin, origin.isOlder(than: newest) { return [] }
         switch kind {

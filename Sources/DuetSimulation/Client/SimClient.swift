@@ -66,9 +66,12 @@ final class SimClient {
     func join(_ roomId: String) { run { self.userLeft = false; self.feed(.joinRoom(roomId)) } }
     func leave() { run { self.userLeft = true; self.feed(.leave) } }
     func end() { run { self.userLeft = true; self.feed(.end) } }
-    func networkOnline() { run { self.feed(.networkOnline) } }
-    func networkPathChanged() { run { self.feed(.networkPathChanged) } }
-    func networkOffline() { run { self.feed(.networkOffline) } }
+    // The device's network hints. `duet call` has none on Linux (no network monitor there): it learns of a change only
+    // from its transports and ICE.
+    private var hasNetworkMonitor: Bool { !world.media.webrtcbinSides.contains(side) }
+    func networkOnline() { run { if self.hasNetworkMonitor { self.feed(.networkOnline) } } }
+    func networkPathChanged() { run { if self.hasNetworkMonitor { self.feed(.networkPathChanged) } } }
+    func networkOffline() { run { if self.hasNetworkMonitor { self.feed(.networkOffline) } } }
 
     /// Work for this side: postponed while the app is frozen, in arrival order.
     func run(_ work: @escaping () -> Void) {
@@ -113,17 +116,17 @@ final class SimClient {
         for output in outputs { perform(output) }
     }
 
-    /// ICE credentials of remote descriptions applied, per peer-connection instance: a description older than
-    /// one already applied (a lower ufrag generation from the same instance) is stale SDP reaching WebRTC.
-    private var appliedRemoteUfrag: [Int: Int] = [:]
+    /// The newest remote description applied, per peer-connection instance (the simulator's own creation count):
+    /// an older one of the same instance reaching WebRTC is stale SDP. (ICE credentials are no measure: a rollback
+    /// after the peer applied an offer brings the older credentials back, legitimately.)
+    private var appliedRemoteCreation: [Int: (created: UInt64, ufrag: String)] = [:]
 
     private func checkNotStale(_ sdp: String) {
-        guard let parsed = SimMediaPlane.parse(sdp), let ufrag = Int(parsed.ufrag.dropFirst()) else { return }
-        let instance = parsed.instance
-        if let applied = appliedRemoteUfrag[instance], ufrag < applied {
-            world.monitor.staleApplied(side, "a description with ICE credentials u\(ufrag) after u\(applied) of the same peer connection")
+        guard let parsed = SimMediaPlane.parse(sdp) else { return }
+        if let applied = appliedRemoteCreation[parsed.instance], parsed.created < applied.created {
+            world.monitor.staleApplied(side, "a description with ICE credentials \(parsed.ufrag) (made #\(parsed.created)) after \(applied.ufrag) (#\(applied.created)) of the same peer connection")
         }
-        appliedRemoteUfrag[instance] = max(ufrag, appliedRemoteUfrag[instance] ?? 0)
+        if parsed.created >= (appliedRemoteCreation[parsed.instance]?.created ?? 0) { appliedRemoteCreation[parsed.instance] = (parsed.created, parsed.ufrag) }
     }
 
     /// The epoch at which the current peer session began (the peer arrived, or the server restarted).

@@ -33,11 +33,18 @@ final class SimMediaPlane {
         /// The path epochs (mine, theirs) of the selected candidate pair.
         var pair: [Int]?
         var disconnectedAt: Int64 = 0
+        /// When the pairs being checked were formed (checking began, or new credentials on either side).
+        var checkingSince: Int64 = 0
+        /// When media stopped (left connected), or when the peer connection was made if it never was; nil while
+        /// connected (`GStreamerWebRtcEngine`'s `silentSince`, which its watchdog measures on inbound media).
+        var silentSince: Int64?
         /// webrtcbin: the `o=` session id it took from the first offer it answered, and how many offers it made.
         var webrtcbinOriginId: UInt64?
         var webrtcbinOffers: UInt64 = 0
         /// The `o=` (id, version) of the remote offer being answered (webrtcbin copies it into its answer).
         var remoteOfferOrigin: (id: UInt64, version: UInt64)?
+        /// webrtcbin: remote candidates that arrived before any remote description.
+        var pendingRemoteCandidates: [String] = []
     }
 
     enum Refusal: Error, CustomStringConvertible {
@@ -77,7 +84,7 @@ final class SimMediaPlane {
     func ensure(_ side: Side) {
         if let peer = peers[side.rawValue], !peer.closed { return }
         instances += 1
-        peers[side.rawValue] = PeerConnection(instance: instances)
+        peers[side.rawValue] = PeerConnection(instance: instances, silentSince: world.scheduler.now)
     }
 
     func createOffer(_ side: Side, iceRestart: Bool) throws -> String {
@@ -129,8 +136,13 @@ final class SimMediaPlane {
             peer.signaling = .stable
             peer.rollbackUfrag = nil
         }
-        if peer.remoteUfrag != parsed.ufrag { peer.remoteCandidates = 0 }
+        if peer.remoteUfrag != parsed.ufrag {
+            peer.remoteCandidates = 0
+            peer.checkingSince = world.scheduler.now
+        }
         peer.remoteUfrag = parsed.ufrag
+        peer.remoteCandidates += peer.pendingRemoteCandidates.filter { $0.hasPrefix("candidate:\(parsed.ufrag)x") }.count
+        peer.pendingRemoteCandidates = []
         update(side, peer)
         world.client(side).webRtcEvent(.signalingStateChanged(peer.signaling))
         evaluate()
@@ -155,6 +167,11 @@ final class SimMediaPlane {
     func addRemoteCandidate(_ side: Side, _ candidate: IceCandidate?) throws {
         var peer = try live(side)
         guard let candidate else { return }
+        if peer.remoteUfrag == nil, webrtcbinSides.contains(side) {
+            // webrtcbin keeps candidates that come before the remote description and adds them with it.
+            peer.pendingRemoteCandidates.append(candidate.candidate)
+            return update(side, peer)
+        }
         guard peer.remoteUfrag != nil else { throw Refusal.wrongState("candidate before a remote description") }
         // A candidate of older credentials is ignored, as browsers do (the foundation carries the ufrag here).
         guard candidate.candidate.hasPrefix("candidate:\(peer.remoteUfrag!)x") else { return }
@@ -189,8 +206,16 @@ final class SimMediaPlane {
                 if fresh {
                     if peer.ice == .new { setIce(side, &peer, .checking) }
                     later(side, token, after: 40) { _ in self.canConnect(side) ? .connected : nil }
-                } else if peer.ice == .checking, peer.remoteUfrag != nil {
+                } else if peer.ice == .new, peer.remoteUfrag != nil, peer.remoteCandidates > 0 {
+                    // Pairs to check, none that works (a dead path, candidates of a path left behind): checking,
+                    // and failed in the end.
+                    setIce(side, &peer, .checking)
                     later(side, token, after: Self.checkingFailsAfterMs) { _ in self.canConnect(side) ? nil : .failed }
+                } else if peer.ice == .checking, peer.remoteUfrag != nil {
+                    // Checks fail within a bound from when these pairs started (new credentials on either side make
+                    // new pairs); a re-sent copy of the same description adds nothing to check.
+                    let failsAt = peer.checkingSince + Self.checkingFailsAfterMs
+                    later(side, token, after: max(0, failsAt - world.scheduler.now)) { _ in self.canConnect(side) ? nil : .failed }
                 }
             case .connected, .completed:
                 if fresh { peer.pair = pathEpochs(side) }
@@ -206,8 +231,9 @@ final class SimMediaPlane {
                     later(side, token, after: failsAt - world.scheduler.now) { _ in self.canConnect(side) || self.pairAlive(side) ? nil : .failed }
                 }
             case .failed:
-                // A failed agent needs new credentials (an ICE restart), as in a real stack.
-                if fresh, peer.localUfrag != peer.failedUfrag {
+                // A failed agent needs new credentials (an ICE restart), as in Chromium. libnice (webrtcbin) keeps
+                // answering checks on a failed stream and goes back to connected when the peer's checks succeed.
+                if fresh, peer.localUfrag != peer.failedUfrag || webrtcbinSides.contains(side) {
                     setIce(side, &peer, .checking)
                     later(side, token, after: 40) { _ in self.canConnect(side) ? .connected : nil }
                 }
@@ -234,11 +260,13 @@ final class SimMediaPlane {
         [world.network(side).pathEpoch, world.network(side.other).pathEpoch, peers[side.other.rawValue]?.instance ?? 0]
     }
 
-    /// Both sides hold each other's current credentials and candidates, gathered on their current paths.
+    /// Both sides hold each other's current credentials, at least one holds the other's candidates (its checks
+    /// reach the other, which learns a peer-reflexive candidate from them: RFC 8445 §7.3.1.3), and the candidates
+    /// were gathered on the current paths.
     private func canConnect(_ side: Side) -> Bool {
         guard let me = peers[side.rawValue], let other = peers[side.other.rawValue], !me.closed, !other.closed,
             let mine = me.localUfrag, let theirs = other.localUfrag,
-            me.remoteUfrag == theirs, other.remoteUfrag == mine, me.remoteCandidates > 0, other.remoteCandidates > 0,
+            me.remoteUfrag == theirs, other.remoteUfrag == mine, me.remoteCandidates > 0 || other.remoteCandidates > 0,
             me.localPathEpoch == world.network(side).pathEpoch, other.localPathEpoch == world.network(side.other).pathEpoch
         else { return false }
         return world.mediaPathUp(side) && world.mediaPathUp(side.other)
@@ -256,6 +284,12 @@ final class SimMediaPlane {
         guard peer.ice != state else { return }
         if state == .failed { peer.failedUfrag = peer.localUfrag }
         if state == .disconnected { peer.disconnectedAt = world.scheduler.now }
+        if state == .checking { peer.checkingSince = world.scheduler.now }
+        if state == .connected || state == .completed {
+            peer.silentSince = nil
+        } else if peer.ice == .connected || peer.ice == .completed {
+            peer.silentSince = world.scheduler.now
+        }
         if state == .connected { world.monitor.iceConnected(side) }
         peer.ice = state
         world.client(side).webRtcEvent(.iceStateChanged(state))
@@ -263,6 +297,7 @@ final class SimMediaPlane {
 
     private func newCredentials(_ side: Side, _ peer: inout PeerConnection) {
         ufrags += 1
+        peer.checkingSince = world.scheduler.now
         peer.localUfrag = "u\(ufrags)"
         peer.localPathEpoch = world.network(side).pathEpoch
     }
@@ -297,7 +332,10 @@ final class SimMediaPlane {
 
     private func sdp(_ side: Side, _ peer: PeerConnection, origin: (id: UInt64, version: UInt64)? = nil) -> String {
         let (id, version) = origin ?? (UInt64(9_000 + peer.instance), peer.descriptionsCreated)
-        return world.mutation.created("v=0\r\no=- \(id) \(version) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
+        // `d<n>`: the simulator's own count of descriptions this peer connection made, the ground truth of their
+        // order for the stale-description check (the `o=` line is what the engines judge, and webrtcbin's is not
+        // monotonic).
+        return world.mutation.created("v=0\r\no=- \(id) \(version) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance) d\(peer.descriptionsCreated)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
     }
 
     /// The `o=` line's session id and version.
@@ -314,7 +352,8 @@ final class SimMediaPlane {
     private func needsFreshSession(_ side: Side) -> Bool {
         guard let peer = peers[side.rawValue], !peer.closed else { return false }
         if peer.ice == .failed { return true }
-        return peer.ice == .disconnected && world.scheduler.now - peer.disconnectedAt >= Self.freshSessionAfterMs
+        guard let silentSince = peer.silentSince else { return false }
+        return world.scheduler.now - silentSince >= Self.freshSessionAfterMs
     }
 
     /// A new webrtcbin in place of the old one: new credentials and candidates, nothing negotiated.
@@ -323,7 +362,7 @@ final class SimMediaPlane {
         world.trace(side, "webrtcbin: fresh session (pc#\(old.instance) given up)")
         close(side)
         instances += 1
-        peers[side.rawValue] = PeerConnection(instance: instances)
+        peers[side.rawValue] = PeerConnection(instance: instances, silentSince: world.scheduler.now)
         world.client(side).webRtcEvent(.signalingStateChanged(.stable))
         world.client(side).webRtcEvent(.iceStateChanged(.new))
         evaluate()
@@ -342,6 +381,7 @@ final class SimMediaPlane {
         peer.signaling = .haveLocalOffer
         let origin = (peer.webrtcbinOriginId ?? UInt64(9_000 + peer.instance), peer.webrtcbinOffers)
         peer.webrtcbinOffers += 1
+        peer.descriptionsCreated += 1
         update(side, peer)
         world.client(side).webRtcEvent(.signalingStateChanged(.haveLocalOffer))
         if fresh { gather(side) }
@@ -364,14 +404,17 @@ final class SimMediaPlane {
         return origin
     }
 
-    static func parse(_ sdp: String) -> (instance: Int, ufrag: String)? {
+    static func parse(_ sdp: String) -> (instance: Int, ufrag: String, created: UInt64)? {
         var instance: Int?
+        var created: UInt64 = 0
         var ufrag: String?
-        for line in sdp.split(separator: "\r\n") {
-            if line.hasPrefix("s=duet-sim "), let mark = line.range(of: "pc#") { instance = Int(line[mark.upperBound...]) }
-            if line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst("a=ice-ufrag:".count)) }
+        for line in sdp.split(separator: "\r\n") where line.hasPrefix("s=duet-sim ") {
+            let fields = line.split(separator: " ")
+            instance = fields.first { $0.hasPrefix("pc#") }.flatMap { Int($0.dropFirst(3)) }
+            created = fields.first { $0.hasPrefix("d") }.flatMap { UInt64($0.dropFirst()) } ?? 0
         }
+        for line in sdp.split(separator: "\r\n") where line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst("a=ice-ufrag:".count)) }
         guard let instance, let ufrag, !ufrag.isEmpty else { return nil }
-        return (instance, ufrag)
+        return (instance, ufrag, created)
     }
 }

@@ -24,13 +24,15 @@ public struct SweepReport: Codable, Sendable, Equatable {
     public var boundMs: Int64
     public var milestones: [String: Int]
     public var mutation: String
+    /// One side of every run was `duet call` (webrtcbin, host-only restarts): the host on even seeds, the guest on odd.
+    public var duetCall: Bool
     public var build: String
     public var wallSeconds: Double
     public var commit: String
     public var dirty: Bool
     public var runId: String
 
-    public init(_ summary: SeedSweep.Summary, mutation: Mutation, build: String, provenance: Provenance) {
+    public init(_ summary: SeedSweep.Summary, mutation: Mutation, duetCall: Bool = false, build: String, provenance: Provenance) {
         let sorted = summary.recoveries.sorted()
         func percentile(_ p: Double) -> Int64? { sorted.isEmpty ? nil : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         seeds = summary.seeds
@@ -43,6 +45,7 @@ public struct SweepReport: Codable, Sendable, Equatable {
         boundMs = RecoveryBound.ms
         milestones = Dictionary(uniqueKeysWithValues: Milestone.allCases.map { ($0.rawValue, summary.milestones[$0] ?? 0) })
         self.mutation = mutation.rawValue
+        self.duetCall = duetCall
         self.build = build
         wallSeconds = (summary.seconds * 10).rounded() / 10
         commit = provenance.commit

@@ -662,7 +662,11 @@ export class CallEngine {
     if ((phase === 'waiting' || phase === 'inCall') && code === 'ROOM_FULL') {
       return this.#phaseEvent({ type: 'roomEnded' }); // our seat is gone and someone else took it
     }
-    return [];
+    // A rejoin refused for a reason that is not about the room (rate limited, an internal error): the seat is still
+    // ours, but relays would wait for an ack that never comes. Drop this transport and come back after the
+    // backoff, which sends the rejoin again.
+    if (!this.#rejoinPending) return [];
+    return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })];
   }
 
   #teardown(kind) {

@@ -52,6 +52,9 @@ export class NegotiationMachine {
     this.newestRemoteOrigin = null;
     // Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     this.localSessionIds = new Set();
+    // Session ids seen in remote descriptions: a local description carrying one was copied from the peer
+    // (webrtcbin's answer copies the offer's `o=`), so the id stays the peer's and its count is still judged.
+    this.remoteSessionIds = new Set();
     this.inCooldown = false;
     this.peerEpoch = 0;
     this.applyingRemote = false;
@@ -273,12 +276,13 @@ export class NegotiationMachine {
   #noteLocalSession(sdp) {
     // Bounded: a peer connection has one session id (Chromium), webrtcbin adds the ids it copies.
     const id = sdpOrigin(sdp)?.sessionId;
-    if (id != null && this.localSessionIds.size < 16) this.localSessionIds.add(id);
+    if (id != null && !this.remoteSessionIds.has(id) && this.localSessionIds.size < 16) this.localSessionIds.add(id);
   }
 
   #remoteDescription(kind, sdp) {
     const parsed = sdpOrigin(sdp);
     const origin = parsed != null && !this.localSessionIds.has(parsed.sessionId) ? parsed : null;
+    if (origin != null && this.remoteSessionIds.size < 16) this.remoteSessionIds.add(origin.sessionId);
     // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
     if (origin != null && this.newestRemoteOrigin != null && isOlder(origin, this.newestRemoteOrigin)) return [];
     if (kind === 'offer') {
