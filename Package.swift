@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "duet-call", targets: ["duet-call"]),
         .library(name: "DuetProtocol", targets: ["DuetProtocol"]),
         .library(name: "DuetServer", targets: ["DuetServer"]),
+        .library(name: "DuetRooms", targets: ["DuetRooms"]),
         .library(name: "DuetTransport", targets: ["DuetTransport"]),
         .library(name: "DuetClient", targets: ["DuetClient"]),
         // Load generator and benchmarks (docs/benchmarks.md).
@@ -49,10 +50,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The room logic as a pure value (SignalingCore, its rules, the tokens it checks): what `duet serve` runs
+        // and what the simulator runs, without the HTTP server.
+        .target(
+            name: "DuetRooms",
+            dependencies: ["DuetProtocol", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         .target(
             name: "DuetServer",
             dependencies: [
-                "DuetProtocol",
+                "DuetProtocol", "DuetRooms",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -114,7 +122,7 @@ let package = Package(
         .target(
             name: "DuetSimulation",
             dependencies: [
-                "DuetClient", "DuetServer", "DuetProtocol",
+                "DuetClient", "DuetRooms", "DuetProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -138,12 +146,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient", "DuetTestSupport"], swiftSettings: strict),
-        // Test support shared by the test targets: the real server on an ephemeral port, subprocesses.
+        .testTarget(name: "DuetSimulationTests", dependencies: ["DuetSimulation", "DuetClient", "DuetTestBasics"], swiftSettings: strict),
+        // Test helpers that need no server: subprocesses, the heavy-work queue, TestFailure.
+        .target(name: "DuetTestBasics", swiftSettings: strict),
+        // Test support shared by the test targets: the real server on an ephemeral port (and the basics).
         .target(
             name: "DuetTestSupport",
             dependencies: [
-                "DuetServer", "DuetProtocol", "DuetTransport",
+                "DuetServer", "DuetProtocol", "DuetTransport", "DuetTestBasics",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -156,6 +166,12 @@ let package = Package(
         .testTarget(
             name: "DuetClientTests",
             dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer"],
+            swiftSettings: strict
+        ),
+        // The room rules alone: no HTTP server linked.
+        .testTarget(
+            name: "DuetRoomsTests",
+            dependencies: ["DuetRooms", "DuetProtocol", "DuetTestBasics", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         .testTarget(

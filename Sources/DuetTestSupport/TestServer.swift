@@ -93,14 +93,5 @@ public final class TestServer: Sendable {
         return HTTPResult(status: Int(response.status.code), body: String(buffer: bytes))
     }
 
-    public static func temporaryDirectory() -> String {
-        let path = NSTemporaryDirectory() + "duet-test-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-}
-
-public struct TestFailure: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+    public static func temporaryDirectory() -> String { DuetTestBasics.temporaryDirectory() }
 }

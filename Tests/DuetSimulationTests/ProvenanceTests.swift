@@ -1,5 +1,5 @@
 import DuetSimulation
-import DuetTestSupport
+import DuetTestBasics
 import Foundation
 import Testing
 
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func bothCopiesAgreeOnEveryKindOfChange() async throws {
-        let root = TestServer.temporaryDirectory()
+        let root = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let git = { (arguments: [String]) async throws in
             // No user configuration (commit signing, hidden untracked files) may change what is tested.

@@ -1,6 +1,6 @@
 import DuetClient
 import DuetSimulation
-import DuetTestSupport
+import DuetTestBasics
 import Foundation
 import Testing
 

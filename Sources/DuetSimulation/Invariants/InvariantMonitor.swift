@@ -1,6 +1,6 @@
 import DuetClient
 import DuetProtocol
-import DuetServer
+import DuetRooms
 
 /// Checks the promises as the run goes: every phase and status move, every offer and ICE restart, every
 /// remote description applied. The end-of-run checks (recovery, membership, leftovers) live in `Simulation`.

@@ -1,6 +1,6 @@
 import DuetClient
 import DuetProtocol
-import DuetServer
+import DuetRooms
 
 /// Turning a fault on and off.
 extension World {

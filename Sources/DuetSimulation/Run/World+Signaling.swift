@@ -1,6 +1,6 @@
 import DuetClient
 import DuetProtocol
-import DuetServer
+import DuetRooms
 
 /// Signaling over the simulated network: TCP-like connections (in order; held through a partition and
 /// delivered when it heals; dead for good after a network change), SSE POSTs (each on its own, so they

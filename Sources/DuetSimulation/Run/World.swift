@@ -1,6 +1,6 @@
 import DuetClient
 import DuetProtocol
-import DuetServer
+import DuetRooms
 
 /// Everything of one simulated run: the clock, the server, two callers, the media plane, the network
 /// and the checks. Single-threaded; every random draw comes from the seed.

@@ -1,7 +1,7 @@
 import Crypto
 import DuetClient
 import DuetProtocol
-import DuetServer
+import DuetRooms
 
 /// The real room logic (`SignalingCore`) inside a process that can die: a crash loses every room and
 /// connection, a restart keeps the secrets (room ids and reconnect tokens stay valid), as `duet serve`

@@ -1,5 +1,11 @@
 import DuetProtocol
-/// A simulated media plane for tests and the simulator: peer connections that negotiate with SDP
+@testable import DuetClient
+
+/// Test support only (it left the shipping DuetClient product): the DuetCall runtime tests drive real async
+/// runtimes against the real server, so they need a WebRtcEngine with real concurrency; the simulator's
+/// `SimMediaPlane` is the one model of WebRTC on a virtual clock, and the rules both follow are checked there.
+///
+/// A simulated media plane for the runtime tests: peer connections that negotiate with SDP
 /// (an ICE ufrag per description), trickle candidates, connect when both sides hold matching
 /// descriptions and candidates, count "frames" while connected, and lose connectivity when the
 /// link is cut — `disconnected` first, `failed` later, back by itself if restored before an ICE

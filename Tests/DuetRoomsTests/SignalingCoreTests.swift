@@ -1,7 +1,7 @@
-import DuetTestSupport
+import DuetTestBasics
 import Crypto
 import DuetProtocol
-@testable import DuetServer
+@testable import DuetRooms
 import Testing
 
 /// The room logic as a pure value: time is an argument, so timeouts are tested at their edges.
