@@ -71,3 +71,10 @@ public func awaitAtMost(_ timeout: Duration, _ operation: @escaping @Sendable ()
     }
     _ = await done.wait(timeout: timeout)
 }
+
+/// The close code and reason a server announced before ending an SSE stream (`: close 4001 replaced`).
+final class AnnouncedClose: Sendable {
+    private let value = Mutex<(code: Int, reason: String)?>(nil)
+    func set(_ close: (code: Int, reason: String)?) { value.withLock { $0 = close } }
+    var announced: (code: Int, reason: String)? { value.withLock { $0 } }
+}

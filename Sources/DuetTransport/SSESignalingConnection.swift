@@ -49,6 +49,8 @@ public final class SSESignalingConnection: SignalingConnection {
         let opened = OneShot<Result<Void, SignalingConnectError>>()
         let closedByClient = SharedFlag()
         let activity = ActivityClock()
+        /// The close code and reason the server announced before ending the stream.
+        let serverClose = AnnouncedClose()
         let pending = PendingReplies()
 
         let task = Task {
@@ -94,6 +96,7 @@ public final class SSESignalingConnection: SignalingConnection {
                             for item in parser.feed(chunk.readableBytesView) {
                                 switch item {
                                 case .comment(let text) where text == "ready": opened.fulfil(.success(()))
+                                case .comment(let text) where text.hasPrefix("close "): serverClose.set(Self.closeComment(text))
                                 case .comment: break
                                 case .data(let text): eventSink.yield(WebSocketSignalingConnection.event(from: Array(text.utf8)))
                                 }
@@ -110,6 +113,8 @@ public final class SSESignalingConnection: SignalingConnection {
                 opened.fulfil(.failure(.unreachable("\(error)")))
                 reason = .failed("\(error)")
             }
+            // The server said why it ended the stream (`: close CODE REASON`): the same reason a WebSocket would give.
+            if case .byServer(nil, nil) = reason, let (code, text) = serverClose.announced { reason = .byServer(code: code, reason: text) }
             eventSink.yield(.closed(closedByClient.isSet ? .byClient : reason))
             eventSink.finish()
             posts.finish()
@@ -126,6 +131,13 @@ public final class SSESignalingConnection: SignalingConnection {
             task.cancel()
             throw .timedOut
         }
+    }
+
+    /// `close 4001 replaced` → (4001, "replaced"); nil for anything else.
+    static func closeComment(_ text: String) -> (code: Int, reason: String)? {
+        let fields = text.split(separator: " ", maxSplits: 2)
+        guard fields.count >= 2, fields[0] == "close", let code = Int(fields[1]) else { return nil }
+        return (code, fields.count == 3 ? String(fields[2]) : "")
     }
 
     public func send(_ envelope: Envelope) async throws {

@@ -54,11 +54,13 @@ import Testing
         await back.close()
     }
 
-    @Test func newestProvenTransportWinsAndOldIsClosed() async throws {
+    /// Over SSE too: the stream ends with `: close 4001 replaced`, which the client reports like the WebSocket close.
+    @Test(arguments: [SignalingTransportKind.ws, .sse])
+    func newestProvenTransportWinsAndOldIsClosed(_ kind: SignalingTransportKind) async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let rid = try await server.roomId()
-        let first = try await TestClient.connect(.ws, to: server)
+        let first = try await TestClient.connect(kind, to: server)
         let joined = try await first.join(rid)
         let second = try await TestClient.connect(.ws, to: server)
         let again = try await second.join(rid, JoinPayload(reconnectCid: joined.cid, reconnectToken: joined.token))

@@ -83,8 +83,11 @@ struct SSETransport: Sendable {
                     try await writer.write(ByteBuffer(string: ": ping\n\n"))
                 case .outbound(.text(let text)):
                     try await writer.write(ByteBuffer(string: "data: \(text)\n\n"))
-                case .outbound(.close(_, let closeReason)):
+                case .outbound(.close(let code, let closeReason)):
                     reason = closeReason
+                    // What a WebSocket close frame would say, as a comment (older clients just hear a ping): the
+                    // client acts on the code (4001: a newer connection proved this seat — stop, do not fight for it).
+                    try? await writer.write(ByteBuffer(string: ": close \(code.rawValue) \(closeReason)\n\n"))
                     break loop
                 }
             }

@@ -62,15 +62,21 @@ export function openSseLink(baseUrl, sid, { onMessage, onClose }, signal) {
     const response = await fetch(url, { headers: { Accept: 'text/event-stream' }, signal: abort.signal, cache: 'no-store' });
     if (!response.ok || !response.body) throw new Error(`sse refused (${response.status})`);
     heard();
+    // `: close CODE REASON` before the stream ends: what a WebSocket close frame would say (4001: replaced).
+    let closeCode = null;
     readStream(response.body, {
-      onComment: heard,
+      onComment: (text) => {
+        heard();
+        const match = /^close (\d+)/.exec(text);
+        if (match) closeCode = Number(match[1]);
+      },
       onData: (data) => {
         heard();
         let envelope;
         try { envelope = JSON.parse(data); } catch { return; }
         if (!closed) onMessage(envelope);
       },
-    }).then(() => finish('closedByServer'), () => finish('networkError'));
+    }).then(() => finish('closedByServer', closeCode === 4001 ? 'replaced' : undefined), () => finish('networkError'));
     return link;
   })();
 }
