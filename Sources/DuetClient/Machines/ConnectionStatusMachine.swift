@@ -40,6 +40,8 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
     private var ice: IceHealth = .pending
     private var signalingUp = true
     private var escalationCount = 0
+    /// Steps actually taken in this retrying spell: the pause grows with these, not with turns skipped.
+    private var stepsTaken = 0
     /// In a call whose media has not connected yet. Not `recovering` (nothing was lost), but a call whose
     /// ICE never connects (a dead TURN server, no usable candidates) must escalate like one that dropped.
     private var awaitingFirstMedia = false
@@ -86,6 +88,7 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             awaitingFirstMedia = false
             status = .retrying
             escalationCount = 0
+            stepsTaken = 0
             return [.statusChanged(.retrying)] + escalate()
         case .timerFired(.retryEscalation):
             guard isActive, status == .retrying else { return [] }
@@ -113,6 +116,7 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
         let changed = status != .connected
         status = .connected
         escalationCount = 0
+        stepsTaken = 0
         awaitingFirstMedia = false
         return (changed ? [.statusChanged(.connected)] : []) + [.timer(.cancel(.retryingThreshold)), .timer(.cancel(.retryEscalation))]
     }
@@ -123,10 +127,11 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
         // A healthy transport is never closed for a media-only failure: its turn passes to the next step.
         if cycle[escalationCount % cycle.count] == .transportFallback, signalingUp { escalationCount += 1 }
         let step = cycle[escalationCount % cycle.count]
-        let pause = escalationCount >= 20
+        let pause = stepsTaken >= 20
             ? ResilienceConstants.RETRY_ESCALATION_CAP_MS
-            : min(ResilienceConstants.RETRY_ESCALATION_CAP_MS, ResilienceConstants.RETRY_ESCALATION_BASE_MS << Int64(escalationCount))
+            : min(ResilienceConstants.RETRY_ESCALATION_CAP_MS, ResilienceConstants.RETRY_ESCALATION_BASE_MS << Int64(stepsTaken))
         escalationCount += 1
+        stepsTaken += 1
         return [.escalate(step), .timer(.schedule(.retryEscalation, afterMs: pause))]
     }
 }

@@ -20,6 +20,8 @@ export class ConnectionStatusMachine {
     this.ice = 'pending';
     this.signalingUp = true;
     this.escalationCount = 0;
+    // Steps actually taken in this retrying spell: the pause grows with these, not with turns skipped.
+    this.stepsTaken = 0;
     /** In a call whose media has not connected yet: nothing was lost, but a call whose ICE never connects
      *  (a dead TURN server, no usable candidates) must escalate like one that dropped. */
     this.awaitingFirstMedia = false;
@@ -74,6 +76,7 @@ export class ConnectionStatusMachine {
           this.awaitingFirstMedia = false;
           this.status = 'retrying';
           this.escalationCount = 0;
+          this.stepsTaken = 0;
           return [{ type: 'statusChanged', status: 'retrying' }, ...this.#escalate()];
         }
         if (event.timer === 'retryEscalation') {
@@ -104,6 +107,7 @@ export class ConnectionStatusMachine {
     const changed = this.status !== 'connected';
     this.status = 'connected';
     this.escalationCount = 0;
+    this.stepsTaken = 0;
     this.awaitingFirstMedia = false;
     return [
       ...(changed ? [{ type: 'statusChanged', status: 'connected' }] : []),
@@ -120,10 +124,11 @@ export class ConnectionStatusMachine {
       this.escalationCount += 1;
     }
     const step = ESCALATION_STEPS[this.escalationCount % ESCALATION_STEPS.length];
-    const pause = this.escalationCount >= 20
+    const pause = this.stepsTaken >= 20
       ? RESILIENCE.RETRY_ESCALATION_CAP_MS
-      : Math.min(RESILIENCE.RETRY_ESCALATION_CAP_MS, RESILIENCE.RETRY_ESCALATION_BASE_MS * 2 ** this.escalationCount);
+      : Math.min(RESILIENCE.RETRY_ESCALATION_CAP_MS, RESILIENCE.RETRY_ESCALATION_BASE_MS * 2 ** this.stepsTaken);
     this.escalationCount += 1;
+    this.stepsTaken += 1;
     return [{ type: 'escalate', step }, timerAction(schedule('retryEscalation', pause))];
   }
 }
