@@ -45,6 +45,20 @@ if node Tests/web/differential/replay.mjs "$mutant/traces" --js-root "$mutant/js
   echo "self-check FAILED: a browser engine with another ICE-restart cooldown replayed without a divergence" >&2
   exit 1
 fi
-grep -q "FIRST DIVERGENCE" "$results/self-check.txt" && grep -q "iceRestartCooldown" "$results/self-check.txt" || {
+# The first differing outputs must be the cooldown timer itself (every dump mentions it: teardown cancels all timers).
+grep -q "FIRST DIVERGENCE" "$results/self-check.txt" && grep -A1 "first differing output" "$results/self-check.txt" | grep -q '"timer":"iceRestartCooldown"' || {
   echo "self-check FAILED: the mutant diverged without naming the cooldown timer:" >&2; cat "$results/self-check.txt" >&2; exit 1; }
 echo "self-check: a browser engine with the ICE-restart cooldown changed diverges ($(head -1 "$results/self-check.txt"))"
+
+# And one transition of a JS machine: a replaced call torn down like a room that is gone (B15 must diverge).
+rm -rf "$mutant/js" && cp -r Sources/DuetServer/Web/js "$mutant/js"
+sed -i 's/kind: TEARDOWN.replaced }/kind: TEARDOWN.roomGone }/' "$mutant/js/machines/call-phase-machine.js"
+if cmp -s Sources/DuetServer/Web/js/machines/call-phase-machine.js "$mutant/js/machines/call-phase-machine.js"; then
+  echo "self-check: could not change the replaced transition in the copy" >&2; exit 1
+fi
+if node Tests/web/differential/replay.mjs "$mutant/traces" --js-root "$mutant/js" > "$results/self-check-transition.txt"; then
+  echo "self-check FAILED: a browser engine with the replaced transition changed replayed without a divergence" >&2
+  exit 1
+fi
+grep -q "FIRST DIVERGENCE" "$results/self-check-transition.txt" || { cat "$results/self-check-transition.txt" >&2; exit 1; }
+echo "self-check: a browser engine with one transition changed diverges ($(head -1 "$results/self-check-transition.txt"))"

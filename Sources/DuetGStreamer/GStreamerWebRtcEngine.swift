@@ -387,21 +387,17 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         let handle = PeerHandle(pointer: pointer)
         watchdog = Task.detached { [weak self] in
             let peer = handle.pointer
-            var last: Int64 = -1
-            var quietSince = ContinuousClock.now
+            var watch = InboundWatch(startedAt: .now, silence: silence)
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
                 // Read under the lock, while the peer is surely still ours (and not freed).
                 guard let self, !Task.isCancelled,
                     let counted = self.lock.withLock({ self.peer == peer ? duet_peer_inbound(peer) : nil })
                 else { return }
-                let now = ContinuousClock.now
-                if counted != last {
-                    last = counted
-                    quietSince = now
-                    self.mediaHeard()
-                } else if now - quietSince >= silence {
-                    self.mediaSilentNow()
+                switch watch.read(counted, at: .now) {
+                case .heard: self.mediaHeard()
+                case .quiet: self.mediaSilentNow()
+                case .nothing: break
                 }
             }
         }
@@ -426,6 +422,31 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
             return true
         }
         if report { sink.yield(.iceConnectionState(.disconnected)) }
+    }
+}
+
+/// The media watchdog's reading of a session's inbound counters, pure so that its rule is tested without GStreamer:
+/// media is heard only when the count grows — a new session's zero is not media, so a session that never carried
+/// any stays silent from its creation (`silentSince`) and is given up after `freshSessionAfter` — and it is quiet
+/// once nothing grew for `silence`.
+struct InboundWatch: Sendable {
+    enum Reading: Equatable { case heard, quiet, nothing }
+    private var last: Int64 = 0
+    private var quietSince: ContinuousClock.Instant
+    let silence: Duration
+
+    init(startedAt: ContinuousClock.Instant, silence: Duration) {
+        quietSince = startedAt
+        self.silence = silence
+    }
+
+    mutating func read(_ count: Int64, at now: ContinuousClock.Instant) -> Reading {
+        if count > last {
+            last = count
+            quietSince = now
+            return .heard
+        }
+        return now - quietSince >= silence ? .quiet : .nothing
     }
 }
 

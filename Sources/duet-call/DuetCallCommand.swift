@@ -79,8 +79,10 @@ struct DuetCallCommand: AsyncParsableCommand {
         await call.join(roomId: target.roomId)
         var code = ExitCodes.left
         var wasInRoom = false
+        var replaced = false
         for await event in call.events {
             log.record(event)
+            if case .replaced = event { replaced = true }
             guard case .phase(let phase) = event else { continue }
             // The status machine reports changes only, and starts each call `connected`: say so, so a reader
             // of the events never has to assume a status nobody reported.
@@ -90,8 +92,8 @@ struct DuetCallCommand: AsyncParsableCommand {
                 code = ExitCodes.joinFailed
                 break
             }
-            if phase == .idle, wasInRoom {
-                code = leaving.requested ? ExitCodes.left : ExitCodes.roomEnded
+            if phase == .idle, wasInRoom || replaced {
+                code = leaving.requested ? ExitCodes.left : replaced ? ExitCodes.replaced : ExitCodes.roomEnded
                 break
             }
         }

@@ -8,6 +8,8 @@ enum ExitCodes {
     static let joinFailed: Int32 = 3
     /// The room ended during the call (the host ended it, or it expired).
     static let roomEnded: Int32 = 4
+    /// Another connection took this seat over with its token (close 4001): this peer stepped aside.
+    static let replaced: Int32 = 5
     /// Bad arguments (ArgumentParser's usage code).
     static let usage: Int32 = 64
 }

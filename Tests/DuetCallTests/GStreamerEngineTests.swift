@@ -4,6 +4,18 @@ import Testing
 
 /// The pure parts of the GStreamer engine: what it hands webrtcbin, and what it reads from SDP.
 @Suite struct GStreamerEngineTests {
+    /// A new session's zero count is not media: before this rule the watchdog's first reading counted as "heard",
+    /// cleared the session's silence, and a session that never carried media was never given up (seed 6124).
+    @Test func aSessionThatNeverCarriedMediaStaysSilent() {
+        let start = ContinuousClock.now
+        var watch = InboundWatch(startedAt: start, silence: .seconds(3))
+        #expect(watch.read(0, at: start + .milliseconds(500)) == .nothing, "zero inbound is not media")
+        #expect(watch.read(0, at: start + .seconds(3)) == .quiet)
+        #expect(watch.read(12, at: start + .milliseconds(3_500)) == .heard)
+        #expect(watch.read(12, at: start + .seconds(4)) == .nothing)
+        #expect(watch.read(12, at: start + .milliseconds(6_500)) == .quiet, "quiet again 3 s after the last growth")
+    }
+
     @Test func turnURLsCarryEscapedRESTCredentials() {
         // coturn REST credentials: `expiry:label` and a base64 HMAC, both full of characters URLs reserve.
         let server = IceServer(urls: ["turn:127.0.0.1:3478?transport=udp", "stun:127.0.0.1:3478", "turns:turn.example:5349"],

@@ -217,6 +217,18 @@ import Testing
         #expect(engine.handle(.message(limited)).isEmpty)
     }
 
+    @Test("a rejoin refused for good (INVALID_ROOM_ID, not retryable) ends the call instead of knocking forever")
+    func rejoinRefusedForGoodEndsTheCall() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let refused = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .invalidRoomId, message: "unknown room", retryable: false)))
+        let outputs = engine.handle(.message(refused))
+        #expect(outputs.contains(.emit(.phase(.ending))))
+        #expect(!outputs.contains { if case .timer(.schedule(.reconnectBackoff, _)) = $0 { true } else { false } })
+    }
+
     @Test func leavingWithSignalingDownLeavesOverHTTP() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -209,7 +209,7 @@ test('a rejoin refused for another reason (RATE_LIMITED) drops the transport and
   engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' }); // kept for after the rejoin
   engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
   assert.equal(sent(engine.handle({ type: 'transportOpened', transport: 'ws' }))[0].type, 'join');
-  const limited = serverError('RATE_LIMITED', 'slow down');
+  const limited = message('error', { code: 'RATE_LIMITED', message: 'slow down', retryable: true });
   const refused = engine.handle(limited);
   assert.deepEqual(refused[0], { type: 'closeTransport' });
   assert.ok(refused.some((o) => o.type === 'timer' && o.command.type === 'schedule' && o.command.timer === 'reconnectBackoff'));
@@ -219,6 +219,16 @@ test('a rejoin refused for another reason (RATE_LIMITED) drops the transport and
   const back = engine.handle(joined('C-g', ['C-h', 'C-g'], 'C-h', 2, 'reattached'));
   assert.ok(sent(back).some((e) => e.type === 'offer'));
   assert.deepEqual(engine.handle(limited), [], 'outside a rejoin the same error changes nothing');
+});
+
+test('a rejoin refused for good (INVALID_ROOM_ID, not retryable) ends the call instead of knocking forever', () => {
+  const engine = guestInCall();
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  const outputs = engine.handle(serverError('INVALID_ROOM_ID', 'unknown room'));
+  assert.ok(has(outputs, { type: 'emit', event: { type: 'phase', phase: 'ending' } }));
+  assert.ok(!outputs.some((o) => o.type === 'timer' && o.command.type === 'schedule' && o.command.timer === 'reconnectBackoff'));
 });
 
 test('leaving with signaling down leaves over HTTP', () => {

@@ -510,10 +510,12 @@ public struct CallEngine: Sendable {
         case (.waiting, .roomFull), (.inCall, .roomFull):
             return phaseEvent(.roomEnded)  // our seat is gone and someone else took it
         default:
-            // A rejoin refused for a reason that is not about the room (rate limited, an internal error): the seat is
-            // still ours, but relays would wait for an ack that never comes. Drop this transport and come back after
-            // the backoff, which sends the rejoin again.
+            // A rejoin refused for a reason that is not about the seat: relays would wait for an ack that never comes.
+            // Worth retrying (rate limited, an internal error): drop this transport and come back after the backoff,
+            // which sends the rejoin again. Never going to work (the room id is no longer valid, the protocol or the
+            // message refused): the room is gone for us, end the call rather than knock every 5 s forever.
             guard rejoinPending else { return [] }
+            guard error.retryable else { return phaseEvent(.roomEnded) }
             return [.closeTransport] + linkEvent(.closed(.closedByServer))
         }
     }

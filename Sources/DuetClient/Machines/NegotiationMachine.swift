@@ -233,6 +233,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         pendingRestart = nil
         hasRemoteDescription = false
         newestRemoteOrigin = nil
+        remoteSessionIds.removeAll()  // the next peer brings its own (and a long call must not fill the set)
         remoteCandidateBuffer.removeAll()
         inCooldown = false
         // An offer nobody will answer would block the next peer's negotiation.

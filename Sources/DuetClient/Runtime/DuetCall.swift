@@ -188,10 +188,17 @@ public actor DuetCall {
             Task {
                 await dropConnection(afterPendingSends: true)
                 // The engine queued `.close` before `.teardown`: once the queue is past it, the peer connection is
-                // closed, and no command can touch it after (they are refused until the next join).
-                await withCheckedContinuation { continuation in
-                    if case .terminated = webRtcQueue.yield(.barrier(continuation)) { continuation.resume() }
+                // closed, and no command can touch it after (they are refused until the next join). Bounded: a request
+                // WebRTC never answers would hold the queue, and only close() itself fails it — so close() then
+                // (closing twice does nothing).
+                let queue = webRtcQueue
+                await awaitAtMost(.milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS)) {
+                    await withCheckedContinuation { continuation in
+                        if case .terminated = queue.yield(.barrier(continuation)) { continuation.resume() }
+                    }
                 }
+                await webRtc.close()
+                hasPeerConnection = false
                 feed(.teardownFinished)
             }
         }
@@ -359,7 +366,9 @@ public actor DuetCall {
         do {
             switch command {
             case .ensurePeerConnection:
-                if !hasPeerConnection, let turnFetch { await turnFetch.value }
+                if !hasPeerConnection, let turnFetch {
+                    await awaitAtMost(.milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS)) { await turnFetch.value }
+                }
                 guard acceptingWebRtcCommands else { return }  // the call ended while the TURN fetch was out
                 try await webRtc.ensurePeerConnection(rtcConfiguration())
                 hasPeerConnection = true

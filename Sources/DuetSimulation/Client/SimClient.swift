@@ -190,8 +190,9 @@ final class SimClient {
         case .emit(let event): emit(event)
         case .teardown:
             acceptingWebRtcCommands = false
-            // The goodbye goes out first (an SSE POST is answered, bounded by the flush timeout), then the
-            // transport closes, then the peer connection.
+            // Media stopped first (the engine's `.close`, queued before this); the goodbye goes out (an SSE POST is
+            // answered, bounded by the flush timeout), then the transport closes, and teardown is done once the WebRTC
+            // queue is past that close.
             var finished = false
             let finish = { [self] in
                 guard !finished else { return }

@@ -32,7 +32,7 @@ final class SimConnection {
         case message(Envelope)
         /// The server closed the connection (`byServer`), or its process died (a reset).
         case closed(byServer: Bool)
-        /// WebSocket close 4001: a newer connection proved the same seat.
+        /// Close 4001 (WebSocket) or `: close 4001` (SSE): a newer connection proved the same seat.
         case replaced
         /// SSE comment: proof of life only.
         case comment

@@ -167,8 +167,8 @@ extension World {
         guard connection.serverOpen else { return }
         connection.serverOpen = false
         process(server.core.handle(.closed(ConnectionID(connection.id)), nowMs: serverNowMs))
-        // Close 4001 reaches a WebSocket client; an SSE stream just ends.
-        deliverDown(connection, replaced && connection.kind == .ws ? .replaced : .closed(byServer: byServer))
+        // Close 4001 reaches a WebSocket client as its close code, an SSE client as the stream's `: close 4001` comment.
+        deliverDown(connection, replaced ? .replaced : .closed(byServer: byServer))
     }
 
     /// Performs what the room logic asked for.

@@ -159,6 +159,23 @@ extension NamedScenarios {
                     + check(ids.count == 1, "B had the ids \(ids.sorted())")
             }),
         NamedScenario(
+            "B15-replayed-token-sse",
+            "The same over SSE: B's stream ends with `: close 4001 replaced`; B stops and says so, and its user takes the call back.",
+            options: {
+                $0.faults = [fault(5_000, .tokenReplay(.b))]
+                $0.sseOnly = [.a: false, .b: true]
+            },
+            expect: { outcome in
+                let ids = Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } })
+                let replaced = outcome.events(.b).filter { if case .replaced = $0.event { true } else { false } }
+                // Stopped, not reconnected: no rejoin between the 4001 and the user's "use here".
+                let stopped = outcome.phases(.b).split(separator: .idle).count >= 2
+                return check(replaced.count == 1, "B was told it was replaced \(replaced.count) times")
+                    + check(stopped, "B never stopped: \(outcome.phases(.b))")
+                    + check(!outcome.trace(.b, "the user takes the call back").isEmpty, "B's user never took the call back")
+                    + check(ids.count == 1, "B had the ids \(ids.sorted())")
+            }),
+        NamedScenario(
             "B16-state-kept-while-suspended", "While B is suspended A's network changes; all of it is caught up when B is back.",
             options: { $0.faults = [fault(5_000, 40_000, .partition(.b, .signaling)), fault(15_000, .networkChange(.a, offlineMs: 2_000))] },
             expect: { outcome in

@@ -73,6 +73,7 @@ function replayRun(path) {
   for (const line of lines) {
     const record = JSON.parse(line);
     if (record.options !== undefined) {
+      if (header != null && step !== header.steps) return { truncated: `${path}: engine ${header.engine} has ${step} of its ${header.steps} steps`, steps };
       header = record;
       engine = new CallEngine(engineOptions(record.options));
       step = 0;
@@ -89,7 +90,9 @@ function replayRun(path) {
       return { engine: header.engine, side: header.side, step, input: record.input, swift: record.outputs, js, difference: firstDifference(record.outputs, js), steps };
     }
     step += 1;
+    if (step > header.steps) return { truncated: `${path}: engine ${header.engine} has more steps than its header says`, steps };
   }
+  if (header != null && step !== header.steps) return { truncated: `${path}: engine ${header.engine} has ${step} of its ${header.steps} steps`, steps };
   return { steps };
 }
 
@@ -103,6 +106,10 @@ let steps = 0;
 for (const file of files) {
   const outcome = replayRun(join(directory, file));
   steps += outcome.steps;
+  if (outcome.truncated) {
+    console.error(`a trace is incomplete: ${outcome.truncated}`);
+    process.exit(2);
+  }
   if (outcome.input !== undefined) divergent.push({ run: file.replace(/\.jsonl$/, ''), ...outcome });
 }
 
@@ -119,7 +126,7 @@ if (divergent.length > 0) {
   console.log(`
 FIRST DIVERGENCE
   run:    ${first.run}   (engine ${first.engine}, side ${first.side})
-  step:   ${first.step}   (the ${first.step + 1}th input this engine was fed)
+  step:   ${first.step}   (input #${first.step + 1} this engine was fed)
   input:
 ${pretty(first.input)}
   first differing output: #${first.difference.index}

@@ -106,7 +106,7 @@ function decodeJoined(p) {
 
 function decodeError(p) {
   if (!ERROR_CODES.has(p.code) || !isString(p.message) || typeof p.retryable !== 'boolean') return null;
-  return { code: p.code, message: p.message };
+  return { code: p.code, message: p.message, retryable: p.retryable };
 }
 
 /** IceCandidate; `undefined` when malformed (null is end-of-candidates). */
@@ -662,10 +662,12 @@ export class CallEngine {
     if ((phase === 'waiting' || phase === 'inCall') && code === 'ROOM_FULL') {
       return this.#phaseEvent({ type: 'roomEnded' }); // our seat is gone and someone else took it
     }
-    // A rejoin refused for a reason that is not about the room (rate limited, an internal error): the seat is still
-    // ours, but relays would wait for an ack that never comes. Drop this transport and come back after the
-    // backoff, which sends the rejoin again.
+    // A rejoin refused for a reason that is not about the seat: relays would wait for an ack that never comes.
+    // Worth retrying (rate limited, an internal error): drop this transport and come back after the backoff, which
+    // sends the rejoin again. Never going to work (the room id is no longer valid, the protocol or the message
+    // refused): the room is gone for us, end the call rather than knock every 5 s forever.
     if (!this.#rejoinPending) return [];
+    if (!error.retryable) return this.#phaseEvent({ type: 'roomEnded' });
     return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })];
   }
 

@@ -235,6 +235,7 @@ export class NegotiationMachine {
     this.pendingRestart = null;
     this.hasRemoteDescription = false;
     this.newestRemoteOrigin = null;
+    this.remoteSessionIds.clear(); // the next peer brings its own (and a long call must not fill the set)
     this.remoteCandidateBuffer = [];
     this.inCooldown = false;
     // An offer nobody will answer would block the next peer's negotiation.

@@ -185,14 +185,18 @@ export class DuetCall extends EventTarget {
 
   async teardown() {
     this.acceptingRtc = false;
-    // Media stops the moment the user leaves, not after the goodbye has been flushed.
-    this.peer.close();
+    // The engine queued `close` just before this: media stops through the WebRTC queue, behind the command in
+    // flight and before anything else can touch the peer connection, not after the goodbye has been flushed.
+    const mediaStopped = this.rtcChain;
     this.timers.cancelAll();
     const link = this.detach();
     if (link) {
       await link.flush(RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS);  // leave / end_room must reach the server first
       link.close();
     }
+    // Bounded: a WebRTC call that never settles must not keep the call from ending (closing twice does nothing).
+    await Promise.race([mediaStopped, new Promise((resolve) => setTimeout(resolve, RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS))]);
+    this.peer.close();
     if (this.farewell) void this.httpLeave(this.farewell);
     this.farewell = null;
     if (this.state.endReason !== 'replaced') sessionStore.clear();
