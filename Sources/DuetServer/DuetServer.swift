@@ -29,7 +29,7 @@ public final class DuetServer: Sendable {
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
         let metrics = ServerMetrics()
         let hub = SessionHub(
-            core: SignalingCore(settings: settings, authorities: authorities, seed: UInt64.random(in: .min ... .max)),
+            core: SignalingCore(settings: settings, authorities: authorities, ids: .system),
             metrics: metrics, logger: logger,
             messageRate: configuration.rateLimits
                 ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil)
@@ -39,12 +39,17 @@ public final class DuetServer: Sendable {
         let limits = configuration.rateLimits
         let gate = Gatekeeper(
             origins: OriginPolicy(allowed: configuration.allowedOrigins),
+            addresses: ClientAddressResolver(trusted: configuration.trustedProxies),
             upgrades: IPRateLimiter(rule: configuration.rateRules.upgrades, enabled: limits),
             sse: IPRateLimiter(rule: configuration.rateRules.sse, enabled: limits),
             api: IPRateLimiter(rule: configuration.rateRules.api, enabled: limits),
+            connections: ConnectionLimiter(limits: .init(perAddress: configuration.maxConnectionsPerAddress, total: configuration.maxConnections)),
             metrics: metrics)
 
         let router = Router(context: DuetRequestContext.self)
+        let assets = WebAssets.bundled()
+        // First: middleware wraps only the routes added after it.
+        router.add(middleware: SecurityHeadersMiddleware(inlineScripts: assets.inlineScripts))
         let webSocketRouter = Router(context: DuetRequestContext.self)
         let blockWebSocket = configuration.blockWebSocket
         let webSocket = WebSocketTransport(hub: hub, gate: gate, blocked: { blockWebSocket })
@@ -53,10 +58,11 @@ public final class DuetServer: Sendable {
         SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
         APIRoutes(
             hub: hub, gate: gate, roomIds: authorities.roomIds, turnTokens: authorities.turnTokens,
-            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds)
+            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
+            turnPerSeat: IPRateLimiter(rule: configuration.rateRules.turnCredentials, enabled: limits)
         ).register(on: router)
-        OperationsRoutes(hub: hub, metrics: metrics).register(on: router)
-        WebClientRoutes(assets: .bundled()).register(on: router)
+        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken).register(on: router)
+        WebClientRoutes(assets: assets).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.listening = listening
@@ -69,7 +75,9 @@ public final class DuetServer: Sendable {
                     http1: .init(),
                     ws: WebSocketServerConfiguration(
                         maxFrameSize: WebSocketTransport.socketMessageCap,
-                        autoPing: .enabled(timePeriod: configuration.pingInterval)))),
+                        autoPing: .enabled(timePeriod: configuration.pingInterval),
+                        // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
+                        validateUTF8: true))),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "duet"),
             onServerRunning: { channel in

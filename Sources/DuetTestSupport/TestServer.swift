@@ -81,6 +81,8 @@ public final class TestServer: Sendable {
     public struct HTTPResult: Sendable {
         public var status: Int
         public var body: String
+        /// Lowercased names; repeated fields joined by ", ".
+        public var headers: [String: String] = [:]
     }
 
     public func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
@@ -90,7 +92,12 @@ public final class TestServer: Sendable {
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let bytes = try await response.body.collect(upTo: 4 << 20)
-        return HTTPResult(status: Int(response.status.code), body: String(buffer: bytes))
+        var headers: [String: String] = [:]
+        for (name, value) in response.headers {
+            let key = name.lowercased()
+            headers[key] = headers[key].map { $0 + ", " + value } ?? value
+        }
+        return HTTPResult(status: Int(response.status.code), body: String(buffer: bytes), headers: headers)
     }
 
     public static func temporaryDirectory() -> String { DuetTestBasics.temporaryDirectory() }

@@ -15,6 +15,9 @@ public final class SSESignalingConnection: SignalingConnection {
     private let task: Task<Void, Never>
     private let closedByClient: SharedFlag
     private let pending: PendingReplies
+    private let boundToken: SharedToken
+    /// This stream's POST token, from its first message (`sse_session`).
+    public var postToken: String? { boundToken.value }
 
     private struct Post: Sendable {
         var id: Int
@@ -23,9 +26,10 @@ public final class SSESignalingConnection: SignalingConnection {
 
     private init(
         sid: String, events: AsyncStream<SignalingEvent>, posts: AsyncStream<Post>.Continuation, task: Task<Void, Never>,
-        closedByClient: SharedFlag, pending: PendingReplies
+        closedByClient: SharedFlag, pending: PendingReplies, postToken: SharedToken
     ) {
         self.pending = pending
+        self.boundToken = postToken
         self.sid = sid
         self.events = events
         self.posts = posts
@@ -52,6 +56,8 @@ public final class SSESignalingConnection: SignalingConnection {
         /// The close code and reason the server announced before ending the stream.
         let serverClose = AnnouncedClose()
         let pending = PendingReplies()
+        /// This stream's POST token (`sse_session`): the sid is in URLs, so it is not what authorizes a POST.
+        let postToken = SharedToken()
 
         let task = Task {
             let poster = Task {
@@ -59,6 +65,7 @@ public final class SSESignalingConnection: SignalingConnection {
                     var request = HTTPClientRequest(url: streamURL)
                     request.method = .POST
                     request.headers.add(name: "Content-Type", value: "application/json")
+                    if let token = postToken.value { request.headers.add(name: SSEPostBinding.header, value: token) }
                     for (name, value) in headers { request.headers.add(name: name, value: value) }
                     request.body = .bytes(ByteBuffer(string: post.body))
                     do {
@@ -95,10 +102,16 @@ public final class SSESignalingConnection: SignalingConnection {
                             activity.touch()
                             for item in parser.feed(chunk.readableBytesView) {
                                 switch item {
-                                case .comment(let text) where text == "ready": opened.fulfil(.success(()))
                                 case .comment(let text) where text.hasPrefix("close "): serverClose.set(Self.closeComment(text))
                                 case .comment: break
-                                case .data(let text): eventSink.yield(WebSocketSignalingConnection.event(from: Array(text.utf8)))
+                                case .data(let text):
+                                    // The stream is open once it has said how to POST to it: nothing is posted before.
+                                    if let token = SSEPostBinding.token(inFirstMessage: text) {
+                                        postToken.value = token
+                                        opened.fulfil(.success(()))
+                                    } else {
+                                        eventSink.yield(WebSocketSignalingConnection.event(from: Array(text.utf8)))
+                                    }
                                 }
                             }
                         }
@@ -123,7 +136,7 @@ public final class SSESignalingConnection: SignalingConnection {
         }
         switch await opened.wait(timeout: timeout) {
         case .success?:
-            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient, pending: pending)
+            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient, pending: pending, postToken: postToken)
         case .failure(let error)?:
             task.cancel()
             throw error
@@ -170,6 +183,15 @@ public final class SSESignalingConnection: SignalingConnection {
     }
 
     private struct SilentStream: Error {}
+}
+
+/// The stream's POST token, written once by the reader and read by every POST.
+final class SharedToken: Sendable {
+    private let state = Mutex<String?>(nil)
+    var value: String? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
 }
 
 /// Senders waiting for their POST's status; every one is answered exactly once, also when the

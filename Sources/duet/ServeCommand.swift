@@ -37,8 +37,21 @@ struct ServeCommand: AsyncParsableCommand {
     var drainGrace: Double?
     @Option(help: "Log level: trace|debug|info|notice|warning|error. Env: DUET_LOG_LEVEL. Default: info")
     var logLevel: String?
+    @Option(help: "A proxy (address or CIDR) whose X-Forwarded-For/Forwarded name the client (repeatable). Env: DUET_TRUSTED_PROXIES (comma-separated). Default: none")
+    var trustedProxy: [String] = []
+    @Option(help: "Open WebSocket/SSE connections per client address (IPv6: per /64). Env: DUET_MAX_CONNECTIONS_PER_IP. Default: 200")
+    var maxConnectionsPerIp: Int?
+    @Option(help: "Open WebSocket/SSE connections in total. Env: DUET_MAX_CONNECTIONS. Default: 20000")
+    var maxConnections: Int?
+    @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
+    var metricsToken: String?
 
     enum Switch: String, ExpressibleByArgument { case on, off }
+
+    /// DUET_PING_INTERVAL → --ping-interval (DUET_PING_INTERVAL): one message names both ways of setting it.
+    static func flagName(_ key: String) -> String {
+        "--" + key.dropFirst("DUET_".count).lowercased().replacingOccurrences(of: "_", with: "-") + " (\(key))"
+    }
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
@@ -61,10 +74,21 @@ struct ServeCommand: AsyncParsableCommand {
             default: throw ValidationError("\(key)=\(raw): use on or off")
             }
         }
-        func seconds(_ flag: Double?, _ key: String) throws -> Duration? {
+        /// Every number is checked against a range: zero, negative, NaN or absurd values are refused (exit 64), never
+        /// trapped on or silently clamped.
+        func seconds(_ flag: Double?, _ key: String, _ range: ClosedRange<Double>) throws -> Duration? {
             guard let value = try value(flag, key) else { return nil }
-            guard value >= 0 else { throw ValidationError("\(key) must not be negative") }
+            guard value.isFinite, range.contains(value) else {
+                throw ValidationError("\(Self.flagName(key)) must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted()) seconds (got \(value))")
+            }
             return .milliseconds(Int64(value * 1000))
+        }
+        func count<T: BinaryInteger & LosslessStringConvertible>(_ flag: T?, _ key: String, _ range: ClosedRange<T>) throws -> T? {
+            guard let value = try value(flag, key) else { return nil }
+            guard range.contains(value) else {
+                throw ValidationError("\(Self.flagName(key)) must be between \(range.lowerBound) and \(range.upperBound) (got \(value))")
+            }
+            return value
         }
 
         var config = ServerConfiguration()
@@ -74,13 +98,24 @@ struct ServeCommand: AsyncParsableCommand {
         config.dataDirectory = try value(dataDir, "DUET_DATA_DIR") ?? config.dataDirectory
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
-        config.turnCredentialTTLSeconds = try value(turnTtl, "DUET_TURN_TTL") ?? config.turnCredentialTTLSeconds
+        config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 60...86_400) ?? config.turnCredentialTTLSeconds
         config.allowedOrigins = list(allowedOrigin, "DUET_ALLOWED_ORIGINS")
         config.rateLimits = try toggle(rateLimit, "DUET_RATE_LIMIT") ?? config.rateLimits
         config.blockWebSocket = try toggle(blockWebsocket, "DUET_BLOCK_WEBSOCKET") ?? config.blockWebSocket
-        config.evictionTimeout = try seconds(evictionTimeout, "DUET_EVICTION_TIMEOUT") ?? config.evictionTimeout
-        config.pingInterval = try seconds(pingInterval, "DUET_PING_INTERVAL") ?? config.pingInterval
-        config.drainGrace = try seconds(drainGrace, "DUET_DRAIN_GRACE") ?? config.drainGrace
+        config.evictionTimeout = try seconds(evictionTimeout, "DUET_EVICTION_TIMEOUT", 1...86_400) ?? config.evictionTimeout
+        config.pingInterval = try seconds(pingInterval, "DUET_PING_INTERVAL", 0.1...60) ?? config.pingInterval
+        config.drainGrace = try seconds(drainGrace, "DUET_DRAIN_GRACE", 0...300) ?? config.drainGrace
+        do {
+            config.trustedProxies = try ClientAddressResolver(parsing: list(trustedProxy, "DUET_TRUSTED_PROXIES")).trusted
+        } catch {
+            throw ValidationError(error.description)
+        }
+        config.maxConnectionsPerAddress = try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
+        config.maxConnections = try count(maxConnections, "DUET_MAX_CONNECTIONS", 1...10_000_000) ?? config.maxConnections
+        config.metricsToken = try value(metricsToken, "DUET_METRICS_TOKEN")
+        if let token = config.metricsToken, token.utf8.count < 16 {
+            throw ValidationError("--metrics-token must be at least 16 characters")
+        }
         if config.turnSecret != nil, config.turnURIs.isEmpty {
             throw ValidationError("--turn-secret needs at least one --turn-uri (e.g. turn:turn.example.com:3478)")
         }
@@ -96,7 +131,14 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "duet")
-        let server = try DuetServer(configuration: config, logger: logger)
+        let server: DuetServer
+        do {
+            server = try DuetServer(configuration: config, logger: logger)
+        } catch let error as ConfigurationError {
+            // A broken secrets file or data directory is the operator's to fix: say so, exit 78 (EX_CONFIG).
+            FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
+            throw ExitCode(78)
+        }
         let announce = Task {
             guard let port = await server.boundPort() else { return }
             let shownHost = config.host.contains(":") ? "[\(config.host)]" : config.host

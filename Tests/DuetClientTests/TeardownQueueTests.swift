@@ -38,7 +38,7 @@ import Testing
         await alice.finish(); await media.shutdown(); await server.stop()
     }
 
-    private func waitForValue<T: Sendable>(_ what: String, _ value: @Sendable () async -> T?) async throws -> T {
+    @discardableResult private func waitForValue<T: Sendable>(_ what: String, _ value: @Sendable () async -> T?) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if let found = await value() { return found }

@@ -18,13 +18,22 @@ import Testing
         var text = ""
         var parser = SSEParser()
         var comments: [String] = []
+        var data: [String] = []
         for try await chunk in response.body {
             text += String(buffer: chunk)
-            comments += parser.feed(chunk.readableBytesView).compactMap { if case .comment(let c) = $0 { c } else { nil } }
+            for item in parser.feed(chunk.readableBytesView) {
+                switch item {
+                case .comment(let comment): comments.append(comment)
+                case .data(let message): data.append(message)
+                }
+            }
             if comments.filter({ $0 == "ping" }).count >= 2 { break }
         }
         #expect(text.hasPrefix(": ready\n\n"))
         #expect(comments.first == "ready")
+        // The first message binds POSTs to this stream.
+        let first = try #require(data.first)
+        #expect(SSEPostBinding.token(inFirstMessage: first).map { $0.utf8.count >= 22 } == true, "\(first)")
     }
 
     @Test func postRulesBadRequestGoneNoContent() async throws {
@@ -36,19 +45,61 @@ import Testing
         #expect(try await server.http(.GET, "sse").status == 400)
         #expect(try await server.http(.POST, "sse?sid=" + SessionIdFormat.random(), body: ping).status == 410)
         let client = try await TestClient.connect(.sse, to: server)
-        let sid = (client.connection as! SSESignalingConnection).sid
-        #expect(try await server.http(.POST, "sse?sid=" + sid, body: ping).status == 204)
+        let connection = client.connection as! SSESignalingConnection
+        let sid = connection.sid
+        let token = try #require(connection.postToken)
+        #expect(try await server.http(.POST, "sse?sid=" + sid, body: ping, headers: [(SSEPostBinding.header, token)]).status == 204)
         _ = try await client.expect(.pong)
         await client.close()
         // After the stream is gone, its sid is gone too — once the server has seen the close (which takes as long as
         // the close takes to arrive: a fixed 100 ms wait failed under load). Until then a POST is still 204.
         let deadline = ContinuousClock.now + .seconds(5)
-        var status = try await server.http(.POST, "sse?sid=" + sid, body: ping).status
+        var status = try await server.http(.POST, "sse?sid=" + sid, body: ping, headers: [(SSEPostBinding.header, token)]).status
         while status == 204, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
-            status = try await server.http(.POST, "sse?sid=" + sid, body: ping).status
+            status = try await server.http(.POST, "sse?sid=" + sid, body: ping, headers: [(SSEPostBinding.header, token)]).status
         }
         #expect(status == 410)
+    }
+
+    /// The sid is in URLs (proxy logs); only the stream's POST token authorizes a POST. Someone who learnt a seated
+    /// participant's sid cannot leave, end the room or relay as them — and their attempts change nothing.
+    @Test func aStolenSidCannotLeaveEndOrRelay() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let rid = try await server.roomId()
+        let host = try await TestClient.connect(.sse, to: server)
+        let connection = host.connection as! SSESignalingConnection
+        _ = try await host.join(rid)
+        let guest = try await TestClient.connect(.ws, to: server)
+        _ = try await guest.join(rid)
+        _ = try await host.roomState()
+        _ = try await guest.roomState()
+
+        let token = try #require(connection.postToken)
+        #expect(token.utf8.count >= 22, "at least 128 bits of base64url")
+        let attempts: [(String, String)] = [
+            ("leave", Envelope(.leave, rid: rid).encodedString()),
+            ("end_room", Envelope(.endRoom, rid: rid).encodedString()),
+            ("offer", Envelope(.offer, rid: rid, payload: ["sdp": "v=0 forged"]).encodedString()),
+            ("ice", Envelope(.ice, rid: rid, payload: ["candidate": .null]).encodedString()),
+        ]
+        let wrongToken = (token.first == "A" ? "B" : "A") + token.dropFirst()
+        for (name, body) in attempts {
+            for headers in [[], [(SSEPostBinding.header, wrongToken)], [(SSEPostBinding.header, "")]] {
+                let status = try await server.http(.POST, "sse?sid=" + connection.sid, body: body, headers: headers).status
+                #expect(status == 401, "\(name) with \(headers) answered \(status)")
+            }
+        }
+        // Nothing happened: nobody left, the room did not end, no forged offer or candidate reached the guest.
+        try await guest.expectNo(.roomState)
+        try await guest.expectNo(.roomEnded)
+        try await guest.expectNo(.offer)
+        try await guest.expectNo(.ice)
+        #expect(server.server.hub.occupancy(of: rid) == 2)
+        // The owner, with the token, still relays.
+        try await host.send(.offer, rid: rid, payload: ["sdp": "v=0 real"])
+        #expect(try await guest.expect(.offer).payload["sdp"]?.stringValue == "v=0 real")
     }
 
     @Test func reusingASeatedSidNeedsTheReconnectToken() async throws {
@@ -73,11 +124,17 @@ import Testing
         await hijacker.close()
 
         // The owner reconnecting with the same sid proves the seat and gets it back.
+        let oldToken = try #require((owner.connection as! SSESignalingConnection).postToken)
         await owner.close()
         let back = try await TestClient.connect(.sse, to: server, sid: sid)
         let again = try await back.join(rid, JoinPayload(reconnectCid: joined.cid, reconnectToken: joined.token))
         #expect(again.payload.reconnect == .reattached)
         #expect(again.cid == joined.cid)
+        // The old stream's token died with it: only the new stream's token posts.
+        #expect((back.connection as! SSESignalingConnection).postToken != oldToken)
+        let leave = Envelope(.leave, rid: rid).encodedString()
+        #expect(try await server.http(.POST, "sse?sid=" + sid, body: leave, headers: [(SSEPostBinding.header, oldToken)]).status == 401)
+        #expect(server.server.hub.occupancy(of: rid) == 1)
         await back.close()
     }
 

@@ -1,5 +1,6 @@
 import DuetTestSupport
 import DuetProtocol
+import DuetServer
 import DuetTransport
 import Foundation
 import Testing
@@ -57,6 +58,54 @@ import Testing
         let turnWithoutUri = try await runCommand([binary, "serve", "--turn-secret", "s"], timeout: .seconds(10))
         #expect(turnWithoutUri.status != 0)
         #expect(turnWithoutUri.stderr.contains("--turn-uri"))
+    }
+
+    /// Every number is range-checked: zero, negative, NaN, absurd — a clear message naming the flag, exit 64, never
+    /// a trap or a silent clamp. A broken secrets file: a clear message, exit 78.
+    @Test func numericFlagsAndTheSecretsFileAreValidated() async throws {
+        let binary = try #require(duetBinary(), "build the package first (swift build)")
+        let data = TestServer.temporaryDirectory()
+        let cases: [([String], [String: String], String)] = [
+            (["--ping-interval", "0"], [:], "--ping-interval"),
+            (["--ping-interval", "-3"], [:], "--ping-interval"),
+            (["--turn-ttl", "-5"], [:], "--turn-ttl"),
+            (["--turn-ttl", "9999999999999"], [:], "--turn-ttl"),
+            (["--eviction-timeout", "1e300"], [:], "--eviction-timeout"),
+            (["--drain-grace", "nan"], [:], "--drain-grace"),
+            (["--max-connections", "0"], [:], "--max-connections"),
+            (["--max-connections-per-ip", "-1"], [:], "--max-connections-per-ip"),
+            (["--trusted-proxy", "10.0.0.0/99"], [:], "--trusted-proxy"),
+            (["--metrics-token", "short"], [:], "--metrics-token"),
+            ([], ["DUET_PING_INTERVAL": "nan"], "DUET_PING_INTERVAL"),
+            ([], ["DUET_TURN_TTL": "0"], "DUET_TURN_TTL"),
+            ([], ["DUET_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"], "nonsense"),
+        ]
+        for (flags, environment, named) in cases {
+            let result = try await runCommand([binary, "serve", "--port", "0", "--data-dir", data] + flags, environment: environment, timeout: .seconds(10))
+            #expect(result.status == 64, "\(flags) \(environment): exit \(result.status)")
+            #expect(result.stderr.contains(named), "\(flags) \(environment): \(result.stderr)")
+        }
+
+        let broken = TestServer.temporaryDirectory()
+        try Data("{\"roomIdSecret\": 5}".utf8).write(to: URL(fileURLWithPath: broken + "/secrets.json"))
+        let refused = try await runCommand([binary, "serve", "--port", "0", "--data-dir", broken], timeout: .seconds(10))
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("not a valid secrets file"), "\(refused.stderr)")
+        let weak = TestServer.temporaryDirectory()
+        try Data(#"{"roomIdSecret":"c2hvcnQ=","reconnectSecret":"c2hvcnQ=","turnTokenSecret":"c2hvcnQ="}"#.utf8).write(to: URL(fileURLWithPath: weak + "/secrets.json"))
+        let short = try await runCommand([binary, "serve", "--port", "0", "--data-dir", weak], timeout: .seconds(10))
+        #expect(short.status == 78)
+        #expect(short.stderr.contains("at least 32 bytes"), "\(short.stderr)")
+    }
+
+    /// The secrets file appears with mode 0600 from the start, and a second server uses the first one's keys.
+    @Test func theSecretsFileIsCreatedOnceAndPrivate() throws {
+        let directory = TestServer.temporaryDirectory() + "/fresh"
+        let first = try ServerSecrets.loadOrCreate(in: directory)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/secrets.json")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(try ServerSecrets.loadOrCreate(in: directory) == first)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["secrets.json"], "no temporary file left behind")
     }
 
     private func duetBinary() -> String? {

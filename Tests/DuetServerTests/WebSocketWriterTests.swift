@@ -30,7 +30,7 @@ import Testing
 
     @Test func framesGoOutInOrderAcrossBursts() async {
         let socket = Socket()
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         for burst in 0..<20 {
             for index in 0..<50 { writer.enqueue(.text("\(burst * 50 + index)")) }
             if burst.isMultiple(of: 3) { try? await Task.sleep(for: .milliseconds(1)) }  // let the writer go idle between some bursts
@@ -41,7 +41,7 @@ import Testing
 
     @Test func nothingIsWrittenAfterTheSocketRefusedAFrame() async {
         let socket = Socket(failAt: 3)
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         for index in 0..<10 { writer.enqueue(.text("\(index)")) }
         await settle(socket, count: 3)
         writer.enqueue(.text("late"))
@@ -51,7 +51,7 @@ import Testing
 
     @Test func aCloseIsTheLastFrame() async {
         let socket = Socket()
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         writer.enqueue(.text("error"))
         writer.enqueue(.close(.messageTooBig, reason: "message too large"))
         writer.enqueue(.text("after close"))
@@ -61,7 +61,7 @@ import Testing
 
     @Test func whatWasQueuedBeforeFinishStillGoesOutButNothingAfter() async {
         let socket = Socket()
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         writer.enqueue(.text("a"))
         writer.enqueue(.close(.serviceRestart, reason: "server shutting down"))
         writer.finish()
@@ -72,7 +72,7 @@ import Testing
 
     @Test func repliesToTheConnectionsOwnMessageAreWrittenBeforeItReadsTheNext() async {
         let socket = Socket()
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         await writer.handlingOwnMessage {
             writer.enqueue(.text("joined"))
             writer.enqueue(.text("peer relay that arrived meanwhile"))
@@ -87,7 +87,7 @@ import Testing
 
     @Test func closingWritesEverythingQueuedFirst() async {
         let socket = Socket()
-        let writer = WebSocketWriter(write: socket.write)
+        let writer = WebSocketWriter(budget: OutboundBudget(maxMessages: .max, maxBytes: .max), write: socket.write)
         for index in 0..<200 { writer.enqueue(.text("\(index)")) }  // a drain task is on its way through these
         writer.finish()
         await writer.flushBeforeClose()
@@ -115,5 +115,44 @@ import Testing
         #expect(socket.written.withLock { $0 }.first == .text("pong"))
         writer.finish()
         await writer.flushBeforeClose()
+    }
+
+    /// A client that does not read: the socket never takes a frame. The writer's queue stops at `OutboundBound`, in
+    /// messages or in bytes, whichever comes first, and says so (the hub then cuts the connection off).
+    @Test func aQueueThatIsNotReadStopsAtItsBound() async {
+        let stuck = Gate()
+        let byCount = WebSocketWriter(budget: OutboundBudget(maxMessages: 10, maxBytes: 1 << 20)) { _ in await stuck.wait(); return true }
+        let admitted = (0..<15).map { byCount.enqueue(.text("\($0)")) }
+        #expect(admitted == Array(repeating: true, count: 10) + Array(repeating: false, count: 5))
+        #expect(byCount.budget.queued.messages == 10)
+
+        let bySize = WebSocketWriter(budget: OutboundBudget(maxMessages: 1_000, maxBytes: 100_000)) { _ in await stuck.wait(); return true }
+        let big = String(repeating: "x", count: 30_000)
+        #expect((0..<5).map { _ in bySize.enqueue(.text(big)) } == [true, true, true, false, false])
+        // A close is never refused: the hub must always be able to say goodbye.
+        #expect(bySize.enqueue(.close(.notReading, reason: "not_reading")))
+
+        // Once the socket takes frames again, the budget is given back.
+        let flowing = Socket()
+        let recovering = WebSocketWriter(budget: OutboundBudget(maxMessages: 4, maxBytes: 1 << 20), write: flowing.write)
+        for index in 0..<4 { #expect(recovering.enqueue(.text("\(index)"))) }
+        await settle(flowing, count: 4)
+        #expect(recovering.budget.queued.messages == 0)
+        #expect(recovering.enqueue(.text("4")))
+        await stuck.open()
+    }
+
+    actor Gate {
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+        private var isOpen = false
+        func wait() async {
+            if isOpen { return }
+            await withCheckedContinuation { waiters.append($0) }
+        }
+        func open() {
+            isOpen = true
+            for waiter in waiters { waiter.resume() }
+            waiters = []
+        }
     }
 }

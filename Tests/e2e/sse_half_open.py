@@ -36,6 +36,10 @@ class SSEClient:
         response = self.stream.getresponse()
         expect(response.status == 200, f"GET /sse answered {response.status}")
         threading.Thread(target=self._read, args=(response,), daemon=True).start()
+        # The stream's first message is the token every POST must carry (protocol: POST binding).
+        first = self.messages.get(timeout=10)
+        expect(first is not None and first.get("type") == "sse_session", f"first SSE message: {first}")
+        self.post_token = first["payload"]["postToken"]
 
     def _read(self, response):
         try:
@@ -50,7 +54,7 @@ class SSEClient:
     def post(self, message, timeout=5):
         connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         connection.request("POST", f"/sse?sid={self.sid}", body=json.dumps({"v": 1, **message}),
-                           headers={"Content-Type": "application/json"})
+                           headers={"Content-Type": "application/json", "X-Duet-Post-Token": self.post_token})
         status = connection.getresponse().status
         connection.close()
         return status

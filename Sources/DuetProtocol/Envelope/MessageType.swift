@@ -19,6 +19,8 @@ public enum MessageType: String, Sendable, CaseIterable {
     case relayFailed = "relay_failed"
     case roomStatuses = "room_statuses"
     case roomStatusUpdate = "room_status_update"
+    /// First message of an SSE stream: the token its POSTs must carry (`SSEPostBinding`).
+    case sseSession = "sse_session"
 
     /// Messages the server forwards from one participant to the other.
     public var isRelayed: Bool { self == .offer || self == .answer || self == .ice }

@@ -39,6 +39,26 @@ struct Room: Sendable, Equatable {
     }
 }
 
+/// Connected and suspended seats over all rooms, updated where a seat changes.
+struct SeatCounts: Sendable, Equatable {
+    var connected = 0
+    var suspendedCount = 0
+
+    mutating func suspended() {
+        connected -= 1
+        suspendedCount += 1
+    }
+
+    mutating func resumed() {
+        connected += 1
+        suspendedCount -= 1
+    }
+
+    mutating func removed(_ participant: Participant) {
+        if participant.connection == nil { suspendedCount -= 1 } else { connected -= 1 }
+    }
+}
+
 struct Tombstone: Sendable, Equatable {
     var endedBy: String
     var reason: String
@@ -75,7 +95,7 @@ struct ConnectionState: Sendable, Equatable {
 
 /// Small deterministic PRNG so the core stays a pure value (the simulator seeds it).
 struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
-    private var state: UInt64
+    private(set) var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

@@ -68,6 +68,7 @@ extension SignalingCore {
                 connections[old]?.seat = nil
                 out.append(.close(old, .replaced))
             }
+            if rooms[rid]!.participants[index].connection == nil { seatCounts.resumed() }
             rooms[rid]!.participants[index].connection = connection
             rooms[rid]!.participants[index].suspendedAt = nil
             rooms[rid]!.epoch += 1
@@ -85,6 +86,7 @@ extension SignalingCore {
 
     private mutating func seat(cid: String, rid: String, connection: ConnectionID, nowMs: Int64) {
         let participant = Participant(cid: cid, joinedAt: nowMs, connection: connection, suspendedAt: nil)
+        seatCounts.connected += 1
         if rooms[rid] == nil {
             rooms[rid] = Room(rid: rid, hostCid: cid, participants: [participant], epoch: 1)
         } else {
@@ -108,7 +110,7 @@ extension SignalingCore {
 
     private func sendJoined(cid: String, rid: String, kind: ReconnectKind, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
         guard let room = rooms[rid] else { return }
-        let turn = authorities.turnTokens.issue(nowMs: nowMs)
+        let turn = authorities.turnTokens.issue(rid: rid, cid: cid, nowMs: nowMs)
         let payload = JoinedPayload(
             hostCid: room.hostCid, participants: room.participants.map(\.info),
             maxParticipants: ProtocolLimits.maxParticipants, reconnect: kind, epoch: room.epoch,

@@ -6,6 +6,7 @@ extension SignalingCore {
         guard let index = rooms[rid]?.index(of: cid), rooms[rid]!.participants[index].connection != nil else { return }
         rooms[rid]!.participants[index].connection = nil
         rooms[rid]!.participants[index].suspendedAt = nowMs
+        seatCounts.suspended()
         rooms[rid]!.epoch += 1
         out.append(.event(.suspended(rid: rid, cid: cid)))
         broadcastRoomState(rid, nowMs: nowMs, into: &out)
@@ -15,6 +16,7 @@ extension SignalingCore {
         guard var room = rooms[rid], let index = room.index(of: cid) else { return }
         if let connection = room.participants[index].connection { connections[connection]?.seat = nil }
         for (sid, seatedCid) in sseSeats where seatedCid == cid { sseSeats[sid] = nil }
+        seatCounts.removed(room.participants[index])
         room.participants.remove(at: index)
         out.append(.event(.left(rid: rid, cid: cid, reason: reason)))
         if room.participants.isEmpty {
@@ -35,9 +37,10 @@ extension SignalingCore {
         }
         let payload = RoomEndedPayload(by: seat.cid, reason: "host_ended")
         for participant in room.participants {
+            seatCounts.removed(participant)
             // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost
             // room recreated by recovery), however long its owner was away.
-            endedSeats["\(participant.cid)|\(room.rid)"] = nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000)
+            endedSeats.insert("\(participant.cid)|\(room.rid)", until: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
             if let target = participant.connection {
                 connections[target]?.seat = nil
                 out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
@@ -64,8 +67,8 @@ extension SignalingCore {
             }
         }
         tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
-        revokedSeats = revokedSeats.filter { $0.value > nowMs }
-        endedSeats = endedSeats.filter { $0.value > nowMs }
+        revokedSeats.prune(nowMs: nowMs)
+        endedSeats.prune(nowMs: nowMs)
     }
 
     /// `SSELiveness`: the seat is suspended now (the peer is told at once); the transport's own `closed`
@@ -79,15 +82,15 @@ extension SignalingCore {
     }
 
     mutating func revoke(cid: String, rid: String, nowMs: Int64) {
-        revokedSeats["\(cid)|\(rid)"] = nowMs + authorities.reconnectTokens.ttlMs + 1_000
+        revokedSeats.insert("\(cid)|\(rid)", until: nowMs + authorities.reconnectTokens.ttlMs + 1_000)
     }
 
     func seatsRoomEnded(cid: String, rid: String, nowMs: Int64) -> Bool {
-        (endedSeats["\(cid)|\(rid)"] ?? 0) > nowMs
+        endedSeats.contains("\(cid)|\(rid)", nowMs: nowMs)
     }
 
     func isRevoked(cid: String, rid: String, nowMs: Int64) -> Bool {
-        (revokedSeats["\(cid)|\(rid)"] ?? 0) > nowMs
+        revokedSeats.contains("\(cid)|\(rid)", nowMs: nowMs)
     }
 
     func broadcastRoomState(_ rid: String, nowMs: Int64, into out: inout [Output]) {

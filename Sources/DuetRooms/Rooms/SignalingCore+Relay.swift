@@ -75,4 +75,17 @@ extension SignalingCore {
         default: return false
         }
     }
+
+    /// The transport could not take `envelope` for `target` (its client stopped reading): the connection is gone (its
+    /// seat is suspended, as for any lost transport) and, if it was a relayed message, its sender hears
+    /// `relay_failed target_suspended` — exactly what it would hear had the target been suspended a moment earlier.
+    mutating func undeliverable(_ envelope: Envelope, to target: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        let targetSeat = connections[target]?.seat
+        closed(target, nowMs: nowMs, into: &out)
+        guard envelope.messageType?.isRelayed == true, let targetSeat, let from = envelope.payload["from"]?.stringValue,
+            let room = rooms[targetSeat.rid], let sender = room.participant(from), let senderConnection = sender.connection
+        else { return }
+        let failed = RelayFailedPayload(reason: .targetSuspended, targets: [targetSeat.cid], of: envelope.type)
+        out.append(.send(senderConnection, Self.envelope(.relayFailed, rid: targetSeat.rid, cid: from, ts: nowMs, epoch: room.epoch, failed)))
+    }
 }

@@ -15,6 +15,8 @@ public struct SignalingCore: Sendable {
         /// `SSELiveness`: silent SSE streams are closed and their seats suspended. Off only in the simulator's
         /// `sseLivenessRemoved` mutation, which proves the rule is needed.
         public var closesSilentSSEStreams = true
+        /// Revoked seats and seats of ended rooms remembered at most (each); the oldest are forgotten first.
+        public var maxRememberedSeats = 200_000
         public init() {}
     }
 
@@ -33,12 +35,16 @@ public struct SignalingCore: Sendable {
         case opened(ConnectionID, TransportKind, sid: String?)
         case message(ConnectionID, Envelope)
         case closed(ConnectionID)
+        /// The transport refused `Envelope` for this connection (its client stopped reading) and is being cut off.
+        case undeliverable(ConnectionID, Envelope)
         /// Periodic: evictions and expiries.
         case tick
         case drain
     }
 
     public enum CloseReason: String, Sendable {
+        /// The client stopped reading: its queue reached the bound (`undeliverable`).
+        case notReading = "not_reading"
         /// A newer, proven transport took over this participant.
         case replaced
         /// An SSE stream whose sid sent nothing for `SSELiveness.silenceLimitMs`: its client is gone.
@@ -72,18 +78,33 @@ public struct SignalingCore: Sendable {
     var sseStreams: [String: ConnectionID] = [:]
     /// sid → the seat it last held, so that reusing a sid cannot take the seat over.
     var sseSeats: [String: String] = [:]
-    /// "cid|rid" → unix ms after which the revocation no longer matters (the token expired anyway).
-    var revokedSeats: [String: Int64] = [:]
-    /// "cid|rid" of seats whose room was ended by its host → unix ms when their tokens have surely expired.
-    var endedSeats: [String: Int64] = [:]
+    /// "cid|rid" until the revocation no longer matters (the token expired anyway).
+    var revokedSeats: ExpiringKeys
+    /// "cid|rid" of seats whose room was ended by its host, until their tokens have surely expired.
+    var endedSeats: ExpiringKeys
     var watchers: [String: Set<ConnectionID>] = [:]
-    var rng: SplitMix64
+    var seatCounts = SeatCounts()
+    var ids: IdRandomness
     public private(set) var isDraining = false
 
-    public init(settings: Settings, authorities: Authorities, seed: UInt64) {
+    /// Where participant ids come from. A cid is public (peers see it) but must not predict the next one, so the
+    /// server draws them from the system's CSPRNG; the simulator seeds a small PRNG to replay a run exactly.
+    public enum IdRandomness: Sendable {
+        case system
+        case seeded(UInt64)
+    }
+
+    public init(settings: Settings, authorities: Authorities, ids: IdRandomness) {
         self.settings = settings
         self.authorities = authorities
-        self.rng = SplitMix64(seed: seed)
+        self.ids = ids
+        self.revokedSeats = ExpiringKeys(capacity: settings.maxRememberedSeats)
+        self.endedSeats = ExpiringKeys(capacity: settings.maxRememberedSeats)
+    }
+
+    /// Deterministic ids (simulator, tests).
+    public init(settings: Settings, authorities: Authorities, seed: UInt64) {
+        self.init(settings: settings, authorities: authorities, ids: .seeded(seed))
     }
 
     public mutating func handle(_ input: Input, nowMs: Int64) -> [Output] {
@@ -96,6 +117,8 @@ public struct SignalingCore: Sendable {
             message(envelope, from: connection, nowMs: nowMs, into: &out)
         case .closed(let connection):
             closed(connection, nowMs: nowMs, into: &out)
+        case .undeliverable(let connection, let envelope):
+            undeliverable(envelope, to: connection, nowMs: nowMs, into: &out)
         case .tick:
             tick(nowMs: nowMs, into: &out)
         case .drain:
@@ -128,10 +151,19 @@ public struct SignalingCore: Sendable {
     public var connectionCount: Int { connections.count }
     /// Whether the core still counts this connection as open (the simulator's liveness invariant asks).
     public func isOpen(_ connection: ConnectionID) -> Bool { connections[connection] != nil }
+    /// Kept as seats change, so `/metrics` reads two numbers instead of walking every room under the hub's lock.
     public func participantCount(_ status: ParticipantConnectionStatus) -> Int {
+        status == .connected ? seatCounts.connected : seatCounts.suspendedCount
+    }
+    /// The same counts by walking every room: what `seatCounts` must always equal (tests and the simulator check).
+    /// Revoked seats and seats of ended rooms remembered now (bounded by `Settings.maxRememberedSeats`).
+    public var rememberedSeats: (revoked: Int, ended: Int) { (revokedSeats.count, endedSeats.count) }
+    public func participantCountByWalk(_ status: ParticipantConnectionStatus) -> Int {
         rooms.values.reduce(0) { $0 + $1.participants.filter { $0.status == status }.count }
     }
     public func occupancy(of rid: String) -> Int { rooms[rid]?.participants.count ?? 0 }
+    /// Whether this seat exists now, connected or suspended (TURN credentials are only for a seat).
+    public func hasSeat(rid: String, cid: String) -> Bool { rooms[rid]?.participant(cid) != nil }
     /// Who sits in a room (join order) and who hosts it.
     public func roomView(_ rid: String) -> (cids: [String], host: String)? {
         rooms[rid].map { ($0.participants.map(\.cid), $0.hostCid) }
@@ -198,7 +230,7 @@ public struct SignalingCore: Sendable {
                 guard let seat = connections[connection]?.seat else {
                     throw ProtocolError(.turnRefreshFailed, "TURN credentials are only issued to a participant of a room; join first")
                 }
-                let turn = authorities.turnTokens.issue(nowMs: nowMs)
+                let turn = authorities.turnTokens.issue(rid: seat.rid, cid: seat.cid, nowMs: nowMs)
                 let payload = TurnRefreshedPayload(turnToken: turn.token, turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
                 out.append(.send(connection, Self.envelope(.turnRefreshed, rid: seat.rid, cid: seat.cid, ts: nowMs, payload)))
             case .reconnectTokenRefresh?:
@@ -244,8 +276,23 @@ public struct SignalingCore: Sendable {
     mutating func makeCid(in rid: String) -> String {
         var cid: String
         repeat {
-            cid = "C-" + Hex.encode(withUnsafeBytes(of: rng.next().bigEndian) { Array($0) })
+            cid = "C-" + Hex.encode(withUnsafeBytes(of: ids.next().bigEndian) { Array($0) })
         } while rooms[rid]?.participant(cid) != nil
         return cid
+    }
+}
+
+extension SignalingCore.IdRandomness {
+    mutating func next() -> UInt64 {
+        switch self {
+        case .system:
+            var generator = SystemRandomNumberGenerator()
+            return generator.next()
+        case .seeded(let state):
+            var generator = SplitMix64(seed: state)
+            let value = generator.next()
+            self = .seeded(generator.state)
+            return value
+        }
     }
 }

@@ -35,10 +35,3 @@ public struct RoomIdAuthority: Sendable {
         Array(HMAC<SHA256>.authenticationCode(for: random + Self.context, using: key).prefix(8))
     }
 }
-
-func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    guard lhs.count == rhs.count else { return false }
-    var difference: UInt8 = 0
-    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-    return difference == 0
-}

@@ -18,10 +18,20 @@ public struct ServerConfiguration: Sendable {
         public var upgrades = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
         public var sse = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
         public var messages = IPRateLimiter.Rule(capacity: 100, refillPerSecond: 50)
+        /// `/api/turn-credentials` per seat: a call fetches them at join and on a few ICE restarts.
+        public var turnCredentials = IPRateLimiter.Rule(capacity: 10, refillPerSecond: 0.2)
         public init() {}
     }
     public var rateRules = RateRules()
     public var blockWebSocket = false
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` name the client (`--trusted-proxy`); nobody else's are read.
+    public var trustedProxies: [CIDRRange] = []
+    /// Open WebSocket and SSE connections per client address: a NAT (a school, an office, a carrier) puts many
+    /// users behind one address.
+    public var maxConnectionsPerAddress = 200
+    public var maxConnections = 20_000
+    /// `/metrics` with `Authorization: Bearer <token>`; without a token only loopback peers may read it.
+    public var metricsToken: String?
     public var evictionTimeout: Duration = .seconds(600)
     public var tombstoneDuration: Duration = .seconds(300)
     public var reconnectTokenTTL: Duration = .seconds(1200)

@@ -9,27 +9,37 @@ struct APIRoutes: Sendable {
     let roomIds: RoomIdAuthority
     let turnTokens: TurnTokenAuthority
     let turn: TurnCredentialIssuer?
+    let turnPerSeat: IPRateLimiter
 
     func register(on router: Router<DuetRequestContext>) {
         let issueRoomId: @Sendable (Request, DuetRequestContext) async throws -> Response = { request, context in
-            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
             return .json(.ok, RoomIdResponse(roomId: roomIds.issue()))
         }
         router.get("/api/room-id", use: issueRoomId)
         router.post("/api/room-id", use: issueRoomId)
 
         router.get("/api/turn-credentials") { request, context -> Response in
-            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
             guard let turn else { return .text(.serviceUnavailable, "no TURN server is configured") }
             let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
-            guard let token = request.uri.queryParameters["token"].map(String.init), turnTokens.isValid(token, nowMs: nowMs) else {
+            guard let token = request.uri.queryParameters["token"].map(String.init), let seat = turnTokens.seat(of: token, nowMs: nowMs) else {
                 return .text(.unauthorized, "missing, invalid or expired TURN token; refresh it with turn-refresh")
+            }
+            // Relay credentials are for a seat that exists now (connected or suspended), not for whoever once held one.
+            guard hub.hasSeat(rid: seat.rid, cid: seat.cid) else {
+                return .text(.unauthorized, "this TURN token's seat has left the room (or the room ended); join again")
+            }
+            guard turnPerSeat.allow(seat.rid + "|" + seat.cid, nowMs: nowMs) else {
+                var response = Response.text(.tooManyRequests, "too many TURN credential requests for this seat; retry shortly")
+                response.headers[.retryAfter] = "5"
+                return response
             }
             return .json(.ok, turn.credentials(nowMs: nowMs))
         }
 
         router.post("/api/leave") { request, context -> Response in
-            if let status = gate.refusal(request, context: context, entry: .api) { return .text(status, "refused") }
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
             var request = request
             let leave: LeaveRequest
             do {

@@ -2,35 +2,79 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The checks every entry point shares: origin, per-IP rate, draining. Returns the refusal, if any.
+/// The checks every entry point shares: origin, per-address rate, connection caps. Returns the refusal, if any.
 struct Gatekeeper: Sendable {
     let origins: OriginPolicy
+    let addresses: ClientAddressResolver
     let upgrades: IPRateLimiter
     let sse: IPRateLimiter
     let api: IPRateLimiter
+    let connections: ConnectionLimiter
     let metrics: ServerMetrics
 
     enum Entry: String { case ws, sse, api }
 
-    func refusal(_ request: Request, context: DuetRequestContext, entry: Entry, consume: Bool = true) -> HTTPResponse.Status? {
+    struct Refusal: Error {
+        var status: HTTPResponse.Status
+        var message: String
+        var retryAfterSeconds: Int?
+
+        var response: Response {
+            var response = Response.text(status, message)
+            if let retryAfterSeconds { response.headers[.retryAfter] = "\(retryAfterSeconds)" }
+            return response
+        }
+    }
+
+    /// The client's rate-limit key: its address (IPv6: its /64), read through trusted proxies only.
+    func clientKey(_ request: Request, context: DuetRequestContext) -> String {
+        addresses.clientKey(
+            peer: context.remoteAddress?.ipAddress,
+            forwardedFor: request.headers[values: .init("X-Forwarded-For")!],
+            forwarded: request.headers[values: .init("Forwarded")!])
+    }
+
+    func refusal(_ request: Request, context: DuetRequestContext, entry: Entry, consume: Bool = true) -> Refusal? {
         let origin = request.headers[.origin]
         let host = request.head.authority
-        guard origins.permits(origin: origin, host: host) else { return reject(entry, .forbidden) }
+        guard origins.permits(origin: origin, host: host) else { return reject(entry, .forbidden, "origin not allowed") }
         guard consume else { return nil }
         let limiter = switch entry {
         case .ws: upgrades
         case .sse: sse
         case .api: api
         }
-        guard limiter.allow(context.clientAddress, nowMs: Int64(Date().timeIntervalSince1970 * 1000)) else {
-            return reject(entry, .tooManyRequests)
+        guard limiter.allow(clientKey(request, context: context), nowMs: Int64(Date().timeIntervalSince1970 * 1000)) else {
+            return reject(entry, .tooManyRequests, "too many requests from this address; back off and retry", retryAfter: 1)
         }
         return nil
     }
 
-    private func reject(_ entry: Entry, _ status: HTTPResponse.Status) -> HTTPResponse.Status {
+    /// Takes a connection slot for a WebSocket or SSE stream, or says why not (503 + Retry-After).
+    func admit(_ request: Request, context: DuetRequestContext, entry: Entry) -> Result<ConnectionLimiter.Ticket, Refusal> {
+        switch connections.admit(clientKey(request, context: context)) {
+        case .success(let ticket): return .success(ticket)
+        case .failure(let cap): return .failure(capRefusal(cap, entry: entry))
+        }
+    }
+
+    /// Why an upgrade from this client would be refused for a cap now, if it would.
+    func capRefusal(_ request: Request, context: DuetRequestContext, entry: Entry) -> Refusal? {
+        connections.wouldRefuse(clientKey(request, context: context)).map { capRefusal($0, entry: entry) }
+    }
+
+    private func capRefusal(_ cap: ConnectionLimiter.Refusal, entry: Entry) -> Refusal {
+        switch cap {
+        case .perAddress:
+            reject(entry, .serviceUnavailable, "too many open connections from this address (\(connections.limits.perAddress)); retry later", retryAfter: 5)
+        case .total:
+            reject(entry, .serviceUnavailable, "the server is at its connection limit; retry later", retryAfter: 5)
+        }
+    }
+
+    private func reject(_ entry: Entry, _ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) -> Refusal {
         metrics.httpRejected(entry.rawValue, status: status.code)
-        return status
+        return Refusal(status: status, message: message, retryAfterSeconds: retryAfter)
     }
 }
 

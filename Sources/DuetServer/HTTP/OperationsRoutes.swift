@@ -1,20 +1,40 @@
+import DuetProtocol
 import Hummingbird
+import NIOCore
 
 /// `/healthz` and `/metrics`.
 struct OperationsRoutes: Sendable {
     let hub: SessionHub
     let metrics: ServerMetrics
+    /// `--metrics-token`: with one set, `/metrics` needs `Authorization: Bearer <token>` (from anywhere); without,
+    /// only loopback peers may read it. The TCP peer decides, never a forwarding header.
+    let token: String?
 
     func register(on router: Router<DuetRequestContext>) {
         router.get("/healthz") { _, _ -> Response in
             hub.isDraining ? .text(.serviceUnavailable, "draining") : .text(.ok, "ok")
         }
-        router.get("/metrics") { _, _ -> Response in
+        router.get("/metrics") { request, context -> Response in
+            guard mayRead(request, peer: context.remoteAddress) else {
+                return .text(.forbidden, token == nil
+                    ? "/metrics is served to loopback only; set --metrics-token to scrape it from elsewhere"
+                    : "/metrics needs Authorization: Bearer <the --metrics-token>")
+            }
+            // Counted as seats change (SignalingCore.seatCounts): reading them does not walk the rooms under the lock.
             let snapshot = hub.snapshot()
             metrics.roomCounts(rooms: snapshot.rooms, connected: snapshot.connected, suspended: snapshot.suspended)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
+    }
+
+    func mayRead(_ request: Request, peer: SocketAddress?) -> Bool {
+        if let token {
+            guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return false }
+            return constantTimeEquals(Array(header.dropFirst(7).utf8), Array(token.utf8))
+        }
+        guard let address = peer?.ipAddress.flatMap({ IPAddress($0) }) else { return false }
+        return address.bytes.count == 4 ? address.bytes[0] == 127 : address.bytes == [UInt8](repeating: 0, count: 15) + [1]
     }
 }

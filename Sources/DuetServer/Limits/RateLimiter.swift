@@ -1,6 +1,7 @@
 import Synchronization
 
-/// Per-IP token buckets for the HTTP entry points (`/ws` upgrades, `/sse`, `/api/*`).
+/// Token buckets by key for the HTTP entry points (`/ws` upgrades, `/sse`, `/api/*`: per client address) and for
+/// TURN credentials (per seat), in bounded memory (`BoundedBuckets`).
 public final class IPRateLimiter: Sendable {
     public struct Rule: Sendable {
         public var capacity: Double
@@ -11,24 +12,20 @@ public final class IPRateLimiter: Sendable {
         }
     }
 
-    private let rule: Rule
     private let enabled: Bool
-    private let buckets = Mutex<[String: TokenBucket]>([:])
-    private static let maxTrackedAddresses = 100_000
+    private let buckets: Mutex<BoundedBuckets>
+    /// Per generation: 2 × 50,000 buckets is a few MiB at most.
+    public static let generationSize = 50_000
 
-    public init(rule: Rule, enabled: Bool) {
-        self.rule = rule
+    public init(rule: Rule, enabled: Bool, generationSize: Int = IPRateLimiter.generationSize) {
         self.enabled = enabled
+        self.buckets = Mutex(BoundedBuckets(rule: rule, generationSize: generationSize))
     }
 
-    public func allow(_ address: String, nowMs: Int64) -> Bool {
+    public func allow(_ key: String, nowMs: Int64) -> Bool {
         guard enabled else { return true }
-        return buckets.withLock { buckets in
-            if buckets.count > Self.maxTrackedAddresses { buckets.removeAll(keepingCapacity: true) }
-            var bucket = buckets[address] ?? TokenBucket(capacity: rule.capacity, refillPerSecond: rule.refillPerSecond)
-            let allowed = bucket.take(nowMs: nowMs)
-            buckets[address] = bucket
-            return allowed
-        }
+        return buckets.withLock { $0.take(key, nowMs: nowMs) }
     }
+
+    public var trackedKeys: Int { buckets.withLock { $0.count } }
 }

@@ -1,5 +1,10 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The HMAC keys of one deployment. Persisted in the data directory so that room ids and tokens
 /// issued before a restart stay valid after it (that is what makes `reconnect:"recovered"` possible).
@@ -13,24 +18,52 @@ public struct ServerSecrets: Codable, Sendable, Equatable {
         return ServerSecrets(roomIdSecret: key(), reconnectSecret: key(), turnTokenSecret: key())
     }
 
-    /// Reads `secrets.json` from `directory`, creating the directory and the file (mode 0600) on first run.
+    /// Reads `secrets.json` from `directory`, creating the directory (0700) and the file (0600) on first run.
+    ///
+    /// The file appears atomically and is never overwritten: it is written to a fresh temporary file (`O_EXCL`, mode
+    /// 0600 from the start, so the keys are never readable by others) and linked into place, which fails if it exists.
+    /// Two servers starting at once therefore agree on one set of keys, and nobody reads a half-written file.
     public static func loadOrCreate(in directory: String) throws -> ServerSecrets {
-        let fileManager = FileManager.default
-        let url = URL(fileURLWithPath: directory).appendingPathComponent("secrets.json")
-        if let data = fileManager.contents(atPath: url.path) {
-            do {
-                return try JSONDecoder().decode(ServerSecrets.self, from: data)
-            } catch {
-                throw ConfigurationError("\(url.path) is not a valid secrets file (\(error)); move it away to generate new secrets")
-            }
-        }
-        try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let secrets = generate()
+        let path = URL(fileURLWithPath: directory).appendingPathComponent("secrets.json").path
+        if let existing = try read(path) { return existing }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let secrets = generate()
         let data = try encoder.encode(secrets)
-        guard fileManager.createFile(atPath: url.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw ConfigurationError("cannot write \(url.path)")
+        let temporary = path + ".new-\(UInt64.random(in: .min ... .max))"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw ConfigurationError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        defer { unlink(temporary) }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced else { throw ConfigurationError("cannot write \(temporary)") }
+        if link(temporary, path) != 0 {
+            guard errno == EEXIST, let theirs = try read(path) else {
+                throw ConfigurationError("cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+            return theirs  // another server created it first: use its keys
+        }
+        return secrets
+    }
+
+    /// The secrets in `path`, nil if there is no such file; a clear error for anything else.
+    static func read(_ path: String) throws -> ServerSecrets? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("\(path) exists but cannot be read; check its owner and permissions")
+        }
+        let secrets: ServerSecrets
+        do {
+            secrets = try JSONDecoder().decode(ServerSecrets.self, from: data)
+        } catch {
+            throw ConfigurationError("\(path) is not a valid secrets file (\(error)); move it away to generate new secrets")
+        }
+        for (name, value) in [("roomIdSecret", secrets.roomIdSecret), ("reconnectSecret", secrets.reconnectSecret), ("turnTokenSecret", secrets.turnTokenSecret)] {
+            guard let key = Data(base64Encoded: value), key.count >= 32 else {
+                throw ConfigurationError("\(path): \(name) must be at least 32 bytes of base64; move the file away to generate new secrets")
+            }
         }
         return secrets
     }

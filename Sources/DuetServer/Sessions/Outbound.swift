@@ -12,4 +12,20 @@ public enum CloseCode: UInt16, Sendable {
     case serviceRestart = 1012
     /// Private range: a newer transport proved the same participant.
     case replaced = 4001
+    /// Private range: the client stopped reading and its queue reached `OutboundBound`; its seat is suspended.
+    case notReading = 4002
+}
+
+extension CloseCode {
+    /// The reason text sent with the code, and the label of the close in metrics and logs.
+    var reason: String {
+        switch self {
+        case .goingAway: "going_away"
+        case .policyViolation: "policy_violation"
+        case .messageTooBig: "message_too_big"
+        case .serviceRestart: "service_restart"
+        case .replaced: "replaced"
+        case .notReading: "not_reading"
+        }
+    }
 }

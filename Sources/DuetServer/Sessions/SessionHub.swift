@@ -16,6 +16,8 @@ public final class SessionHub: Sendable {
         case unauthorized
         /// SSE POST for a sid with no open stream (410).
         case unknownSession
+        /// SSE POST without the current stream's `X-Duet-Post-Token` (401): nothing was done.
+        case wrongPostToken
     }
 
     private let state: Mutex<SessionState>
@@ -41,15 +43,18 @@ public final class SessionHub: Sendable {
 
     // MARK: - Transport side
 
-    /// A connection whose outbound messages are read from the returned stream (SSE).
-    public func open(_ kind: TransportKind, sid: String? = nil) -> (ConnectionID, AsyncStream<Outbound>) {
-        let (sink, stream) = OutboundSink.stream()
-        return (open(kind, sid: sid, sink: sink), stream)
+    /// An SSE stream: its outbound messages are read from the returned stream, the first of which is
+    /// `sse_session {postToken}`; POSTs for `sid` are accepted only with that token.
+    /// `budget` is what the stream has queued and not written (the reader reports what it writes); `abort` closes
+    /// the stream's connection at once.
+    func openSSE(sid: String, postToken: String, budget: OutboundBudget, abort: @escaping @Sendable () -> Void) -> (ConnectionID, AsyncStream<Outbound>) {
+        let (sink, stream) = OutboundSink.stream(budget: budget, abort: abort)
+        return (locked { $0.open(.sse, sid: sid, postToken: postToken, sink: sink) }, stream)
     }
 
     /// A connection whose outbound messages go to `sink` (WebSocket).
-    public func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
-        locked { $0.open(kind, sid: sid, sink: sink) }
+    public func open(_ kind: TransportKind, sink: OutboundSink) -> ConnectionID {
+        locked { $0.open(kind, sid: nil, postToken: nil, sink: sink) }
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body).
@@ -58,9 +63,9 @@ public final class SessionHub: Sendable {
         locked { $0.receive(bytes, from: id) }
     }
 
-    /// An SSE POST: find the stream by sid.
-    public func receive(_ bytes: [UInt8], sid: String) -> Verdict {
-        locked { $0.receive(bytes, sid: sid) }
+    /// An SSE POST: find the stream by sid; it must carry that stream's POST token.
+    public func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> Verdict {
+        locked { $0.receive(bytes, sid: sid, postToken: postToken) }
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
@@ -92,4 +97,6 @@ public final class SessionHub: Sendable {
     }
 
     public func occupancy(of rid: String) -> Int { locked { $0.occupancy(of: rid) } }
+
+    public func hasSeat(rid: String, cid: String) -> Bool { locked { $0.hasSeat(rid: rid, cid: cid) } }
 }

@@ -19,14 +19,21 @@ struct SessionState {
         var kind: TransportKind
         var sink: OutboundSink
         var bucket: TokenBucket?
-        var droppedForRate = 0
+        /// Messages dropped for rate in the current `floodWindowMs` (a rate, not a lifetime count: a connection of
+        /// a week that was told to slow down now and then is not flooding).
+        var droppedInWindow = 0
+        var windowStartMs: Int64 = 0
         var lastRateErrorMs: Int64?
         /// Why the server asked this connection to close; wins over what the transport reports.
         var closeReason: String?
+        /// SSE only: what every POST for this stream must carry (`SSEPostBinding`).
+        var postToken: [UInt8]?
     }
 
-    /// Messages dropped for rate before the connection is closed as abusive.
+    /// Messages dropped for rate within `floodWindowMs` before the connection is closed as abusive: a client that
+    /// keeps sending twice what it may for 10 s.
     static let floodCloseThreshold = 100
+    static let floodWindowMs: Int64 = 10_000
 
     init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
@@ -44,11 +51,14 @@ struct SessionState {
     // MARK: - Transport side
 
     /// A new connection of either transport; what it must send goes to `sink`.
-    mutating func open(_ kind: TransportKind, sid: String? = nil, sink: OutboundSink) -> ConnectionID {
+    mutating func open(_ kind: TransportKind, sid: String?, postToken: String?, sink: OutboundSink) -> ConnectionID {
         nextConnection += 1
         let id = ConnectionID(nextConnection)
-        outlets[id] = Outlet(kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) })
+        outlets[id] = Outlet(
+            kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) },
+            postToken: postToken.map { Array($0.utf8) })
         metrics.connectionOpened(kind)
+
         perform(core.handle(.opened(id, kind, sid: sid), nowMs: now()))
         return id
     }
@@ -84,9 +94,14 @@ struct SessionState {
         return .accepted
     }
 
-    /// An SSE POST: find the stream by sid.
-    mutating func receive(_ bytes: [UInt8], sid: String) -> SessionHub.Verdict {
-        guard let id = core.sseConnection(for: sid) else { return .unknownSession }
+    /// An SSE POST: find the stream by sid; without that stream's POST token nothing happens.
+    mutating func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> SessionHub.Verdict {
+        guard let id = core.sseConnection(for: sid), let expected = outlets[id]?.postToken else { return .unknownSession }
+        guard let postToken, constantTimeEquals(Array(postToken.utf8), expected) else {
+            metrics.httpRejected("sse", status: 401)
+            note(.notice, "refused SSE POST without the stream's post token", metadata: ["conn": "\(id)"])
+            return .wrongPostToken
+        }
         return receive(bytes, from: id)
     }
 
@@ -137,6 +152,8 @@ struct SessionState {
 
     func occupancy(of rid: String) -> Int { core.occupancy(of: rid) }
 
+    func hasSeat(rid: String, cid: String) -> Bool { core.hasSeat(rid: rid, cid: cid) }
+
     // MARK: - Internals
 
     private mutating func admit(_ id: ConnectionID, nowMs: Int64) -> Bool {
@@ -147,15 +164,19 @@ struct SessionState {
             return true
         }
         outlet.bucket = bucket
-        outlet.droppedForRate += 1
-        if outlet.droppedForRate >= Self.floodCloseThreshold {
+        if nowMs - outlet.windowStartMs >= Self.floodWindowMs {
+            outlet.windowStartMs = nowMs
+            outlet.droppedInWindow = 0
+        }
+        outlet.droppedInWindow += 1
+        if outlet.droppedInWindow >= Self.floodCloseThreshold {
             note(.notice, "closing flooding connection", metadata: ["conn": "\(id)"])
             outlet.closeReason = "rate_limited"
-            outlet.sink.yield(.close(.policyViolation, reason: "rate limited"))
+            _ = outlet.sink.yield(.close(.policyViolation, reason: "rate limited"))
         } else if outlet.lastRateErrorMs.map({ nowMs - $0 >= 1000 }) ?? true {
             outlet.lastRateErrorMs = nowMs
             let error = SignalingCore.errorEnvelope(ProtocolError(.rateLimited, "too many messages; slow down"), nowMs: nowMs)
-            outlet.sink.yield(.text(error.encodedString()))
+            _ = outlet.sink.yield(.text(error.encodedString()))
             metrics.messageOut(error.type)
             metrics.error(.rateLimited)
         }
@@ -165,13 +186,16 @@ struct SessionState {
     private mutating func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String) {
         guard var outlet = outlets[id] else { return }
         outlet.closeReason = outlet.closeReason ?? reason.replacingOccurrences(of: " ", with: "_")
-        outlet.sink.yield(.close(code, reason: reason))
+        _ = outlet.sink.yield(.close(code, reason: reason))
         outlets[id] = outlet
     }
 
-    private func send(_ envelope: Envelope, to id: ConnectionID) {
+    private mutating func send(_ envelope: Envelope, to id: ConnectionID) {
         guard let outlet = outlets[id] else { return }
-        outlet.sink.yield(.text(envelope.encodedString()))
+        guard outlet.sink.yield(.text(envelope.encodedString())) else {
+            cutOff(id, undelivered: envelope)
+            return
+        }
         metrics.messageOut(envelope.type)
         if envelope.messageType == .error, let code = envelope.payload["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) {
             metrics.error(code)
@@ -191,6 +215,7 @@ struct SessionState {
                 case .rateLimited: .policyViolation
                 case .shutdown: .serviceRestart
                 case .silent: .goingAway
+                case .notReading: .notReading
                 }
                 requestClose(id, code, reason: reason.rawValue)
             case .unauthorized:
@@ -199,6 +224,20 @@ struct SessionState {
                 log(event)
             }
         }
+    }
+
+    /// The client stopped reading and its queue reached `OutboundBound`: nothing more is buffered for it. The
+    /// connection is closed at once (a close frame could not reach a client that does not read) and the core treats
+    /// it as a lost transport — the seat is suspended, the partner is told, and the partner's message that did not
+    /// fit is answered `relay_failed`. The client reconnects and reattaches when it reads again.
+    private mutating func cutOff(_ id: ConnectionID, undelivered envelope: Envelope) {
+        guard let outlet = outlets.removeValue(forKey: id) else { return }
+        note(.notice, "cut off a connection that stopped reading", metadata: ["conn": "\(id)", "bound": "\(OutboundBound.messages) messages / \(OutboundBound.bytes) bytes"])
+        metrics.connectionClosed(outlet.kind, reason: CloseCode.notReading.reason)
+        _ = outlet.sink.yield(.close(.notReading, reason: CloseCode.notReading.reason))
+        outlet.sink.finish()
+        outlet.sink.abort()
+        perform(core.handle(.undeliverable(id, envelope), nowMs: now()))
     }
 
     mutating func takeLogs() -> [LogEntry] {

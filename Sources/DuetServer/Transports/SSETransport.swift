@@ -1,4 +1,6 @@
 import DuetProtocol
+import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -15,18 +17,27 @@ struct SSETransport: Sendable {
             guard let sid = request.uri.queryParameters["sid"].map(String.init), SessionIdFormat.isWellFormed(sid) else {
                 return .text(.badRequest, "sid is required: S- followed by 16 lowercase hex digits")
             }
-            if let status = gate.refusal(request, context: context, entry: .sse) { return .text(status, "refused") }
+            if let refusal = gate.refusal(request, context: context, entry: .sse) { return refusal.response }
             if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
-            let (id, queue) = hub.open(.sse, sid: sid)
+            let admission = context.admission
+            switch gate.admit(request, context: context, entry: .sse) {
+            case .success(let ticket): admission.hold(ticket, of: gate.connections)
+            case .failure(let refusal): return refusal.response
+            }
+            let budget = OutboundBudget()
+            let channel = context.channel
+            let postToken = secureRandomToken()
+            let (id, queue) = hub.openSSE(sid: sid, postToken: postToken, budget: budget, abort: { channel.close(mode: .all, promise: nil) })
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
                 body: ResponseBody { writer in
                     // Without this a hung-up client is noticed only at the next write (ping).
                     try? await request.body.consumeWithCancellationOnInboundClose { _ in
-                        try await stream(queue, id: id, to: &writer)
+                        try await stream(queue, id: id, postToken: postToken, budget: budget, to: &writer)
                     }
                     hub.closed(id, reason: "client_closed")
+                    admission.release()
                     try? await writer.finish(nil)
                 })
         }
@@ -35,7 +46,7 @@ struct SSETransport: Sendable {
             guard let sid = request.uri.queryParameters["sid"].map(String.init), SessionIdFormat.isWellFormed(sid) else {
                 return .text(.badRequest, "sid is required: S- followed by 16 lowercase hex digits")
             }
-            if let status = gate.refusal(request, context: context, entry: .sse, consume: false) { return .text(status, "refused") }
+            if let refusal = gate.refusal(request, context: context, entry: .sse, consume: false) { return refusal.response }
             var request = request
             let body: ByteBuffer
             do {
@@ -43,8 +54,11 @@ struct SSETransport: Sendable {
             } catch {
                 return .text(.contentTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes")
             }
-            switch hub.receive(Array(body.readableBytesView), sid: sid) {
+            let postToken = request.headers[HTTPField.Name(SSEPostBinding.header)!]
+            switch hub.receive(Array(body.readableBytesView), sid: sid, postToken: postToken) {
             case .accepted: return Response(status: .noContent)
+            case .wrongPostToken:
+                return .text(.unauthorized, "\(SSEPostBinding.header) is missing or is not this stream's token (the stream's first message, sse_session, gives it)")
             case .unknownSession: return .text(.gone, "no open stream for this sid; open GET /sse?sid= again")
             case .unauthorized:
                 return .text(.unauthorized, "this sid belongs to a participant: the first message must be a join with its reconnectCid and reconnectToken")
@@ -57,7 +71,7 @@ struct SSETransport: Sendable {
         case ping
     }
 
-    private func stream(_ queue: AsyncStream<Outbound>, id: ConnectionID, to writer: inout any ResponseBodyWriter) async throws {
+    private func stream(_ queue: AsyncStream<Outbound>, id: ConnectionID, postToken: String, budget: OutboundBudget, to writer: inout any ResponseBodyWriter) async throws {
         let (items, continuation) = AsyncStream<Item>.makeStream()
         let forward = Task {
             for await item in queue { continuation.yield(.outbound(item)) }
@@ -76,13 +90,17 @@ struct SSETransport: Sendable {
         }
         var reason = "server_closed"
         do {
-            try await writer.write(ByteBuffer(string: ": ready\n\n"))
+            // One write: the stream is usable (the client may POST) as soon as its first bytes arrive. Whatever the
+            // hub queued for this connection meanwhile follows.
+            let session = SSEPostBinding.firstMessage(postToken: postToken, nowMs: Int64(Date().timeIntervalSince1970 * 1000)).encodedString()
+            try await writer.write(ByteBuffer(string: ": ready\n\ndata: \(session)\n\n"))
             loop: for await item in items.cancelOnGracefulShutdown() {
                 switch item {
                 case .ping:
                     try await writer.write(ByteBuffer(string: ": ping\n\n"))
                 case .outbound(.text(let text)):
                     try await writer.write(ByteBuffer(string: "data: \(text)\n\n"))
+                    budget.written(.text(text))
                 case .outbound(.close(let code, let closeReason)):
                     reason = closeReason
                     // What a WebSocket close frame would say, as a comment (older clients just hear a ping): the

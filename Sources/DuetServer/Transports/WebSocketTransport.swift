@@ -17,9 +17,14 @@ struct WebSocketTransport: Sendable {
         router.ws("/ws") { request, context in
             if blocked() || gate.refusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
             if hub.isDraining { return .dontUpgrade }
+            guard case .success(let ticket) = gate.admit(request, context: context, entry: .ws) else { return .dontUpgrade }
+            context.admission.hold(ticket, of: gate.connections)
             return .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            await serve(inbound: inbound, outbound: outbound)
+        } onUpgrade: { inbound, outbound, context in
+            let admission = context.requestContext.admission
+            defer { admission.release() }
+            let channel = context.requestContext.channel
+            try await serve(inbound: inbound, outbound: outbound, abort: { channel.close(mode: .all, promise: nil) })
         }
     }
 
@@ -27,10 +32,9 @@ struct WebSocketTransport: Sendable {
     func registerRefusals(on router: Router<DuetRequestContext>) {
         router.get("/ws") { request, context -> Response in
             if blocked() { return .text(.forbidden, "WebSocket is disabled on this server; use /sse") }
-            if let status = gate.refusal(request, context: context, entry: .ws, consume: false) {
-                return .text(status, "origin not allowed")
-            }
+            if let refusal = gate.refusal(request, context: context, entry: .ws, consume: false) { return refusal.response }
             if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            if let refusal = gate.capRefusal(request, context: context, entry: .ws) { return refusal.response }
             if request.headers[.upgrade]?.lowercased() == "websocket" {
                 return .text(.tooManyRequests, "too many connection attempts; back off and retry")
             }
@@ -38,8 +42,10 @@ struct WebSocketTransport: Sendable {
         }
     }
 
-    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
-        let writer = WebSocketWriter { item in
+    /// Rethrows what ended the inbound stream, so that the WebSocket layer closes with the code that names it
+    /// (1007 for a text message that is not UTF-8, 1009 for a message past the socket's cap) instead of 1000.
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, abort: @escaping @Sendable () -> Void) async throws {
+        let writer = WebSocketWriter(abort: abort) { item in
             switch item {
             case .text(let text):
                 do { try await outbound.write(.text(text)) } catch { return false }
@@ -51,6 +57,7 @@ struct WebSocketTransport: Sendable {
         }
         let id = hub.open(.ws, sink: writer.sink)
         var reason = "client_closed"
+        var failure: (any Error)?
         do {
             for try await message in inbound.messages(maxSize: Self.socketMessageCap) {
                 await writer.handlingOwnMessage {
@@ -69,9 +76,11 @@ struct WebSocketTransport: Sendable {
             }
         } catch {
             reason = "socket_error"
+            failure = error
         }
         // Ends the writer too: the hub finishes the sink. What it queued until now still goes out, before the close.
         hub.closed(id, reason: reason)
         await writer.flushBeforeClose()
+        if let failure { throw failure }
     }
 }

@@ -20,24 +20,37 @@ final class WebSocketWriter: Sendable {
     private let state = Mutex(State())
     /// Writes one frame; returns false once the socket can take no more (closed, or a close was sent).
     private let writeFrame: @Sendable (Outbound) async -> Bool
+    /// What is queued and not yet written, against `OutboundBound`.
+    let budget: OutboundBudget
+    private let abort: @Sendable () -> Void
 
-    init(write: @escaping @Sendable (Outbound) async -> Bool) {
+    init(budget: OutboundBudget = OutboundBudget(), abort: @escaping @Sendable () -> Void = {}, write: @escaping @Sendable (Outbound) async -> Bool) {
         writeFrame = write
+        self.budget = budget
+        self.abort = abort
     }
 
     var sink: OutboundSink {
-        OutboundSink(yield: { [self] in enqueue($0) }, finish: { [self] in finish() })
+        OutboundSink(yield: { [self] in enqueue($0) }, finish: { [self] in finish() }, abort: abort)
     }
 
-    func enqueue(_ item: Outbound) {
+    /// Queues a frame; false when the queue is over its bound (the client is not reading), and the frame is dropped.
+    @discardableResult
+    func enqueue(_ item: Outbound) -> Bool {
+        var admitted = true
         let start = state.withLock { state -> Bool in
             guard !state.finished else { return false }
+            guard budget.admit(item) else {
+                admitted = false
+                return false
+            }
             state.pending.append(item)
             if state.draining || state.ownerWillFlush { return false }
             state.draining = true
             return true
         }
         if start { Task { await drain() } }
+        return admitted
     }
 
     /// Nothing more will be written; frames already queued still go out (a close after an error, say).
@@ -112,7 +125,11 @@ final class WebSocketWriter: Sendable {
 
     /// Writes in order; after a refused frame (or a close) nothing more is written, ever.
     private func write(_ batch: [Outbound]) async -> Bool {
-        for item in batch where !(await writeFrame(item)) {
+        for item in batch {
+            if await writeFrame(item) {
+                budget.written(item)
+                continue
+            }
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.finished = true
                 state.pending = []

@@ -10,6 +10,9 @@ struct WebAssets: Sendable {
     }
 
     private let assets: [String: Asset]
+    /// The exact text of every script the pages carry inline: the Content-Security-Policy allows these by hash and
+    /// no other inline script.
+    private(set) var inlineScripts: Set<String> = []
 
     /// Loads every file under the bundled `Web` folder, keyed by its URL path (`/js/app.js`).
     static func bundled() -> WebAssets {
@@ -28,21 +31,24 @@ struct WebAssets: Sendable {
             files[String(url.standardizedFileURL.path.dropFirst(rootPath.count))] = (data, url.pathExtension)
         }
         var assets: [String: Asset] = [:]
+        var inlineScripts: Set<String> = []
         for (path, file) in files {
             var data = file.data
             if file.pathExtension == "html", let page = String(data: data, encoding: .utf8) {
-                data = Data(inliningScripts(page) { files[$0].flatMap { String(data: $0.data, encoding: .utf8) } }.utf8)
+                data = Data(inliningScripts(page, inlined: { inlineScripts.insert($0) }) { files[$0].flatMap { String(data: $0.data, encoding: .utf8) } }.utf8)
             }
             assets[path] = Asset(body: ByteBuffer(bytes: data), contentType: contentType(of: file.pathExtension))
         }
-        return WebAssets(assets: assets)
+        var web = WebAssets(assets: assets)
+        web.inlineScripts = inlineScripts
+        return web
     }
 
     /// A page names a script that must not be able to fail to load on its own (the load guard, whose job is to
     /// notice that the others failed) as `<script src="/js/x.js" data-duet-inline></script>`, and is served with
     /// that file's text inline: one source for every page, nothing extra to fetch. A tag naming no shipped file, or
     /// a script that would end the inline element early (`</script`), is left as it is (and `HTTPAPITests` fails).
-    static func inliningScripts(_ page: String, source: (String) -> String?) -> String {
+    static func inliningScripts(_ page: String, inlined: (String) -> Void = { _ in }, source: (String) -> String?) -> String {
         var page = page
         var searchFrom = page.startIndex
         while let open = page.range(of: "<script src=\"", range: searchFrom..<page.endIndex),
@@ -56,7 +62,9 @@ struct WebAssets: Sendable {
                 searchFrom = quote.upperBound
                 continue
             }
-            let inline = "<script>\n" + script + (script.hasSuffix("\n") ? "" : "\n") + "</script>"
+            let content = "\n" + script + (script.hasSuffix("\n") ? "" : "\n")
+            inlined(content)
+            let inline = "<script>" + content + "</script>"
             let start = page.utf8.distance(from: page.startIndex, to: open.lowerBound)
             let end = page.utf8.index(quote.lowerBound, offsetBy: tail.utf8.count)
             page.replaceSubrange(open.lowerBound..<end, with: inline)

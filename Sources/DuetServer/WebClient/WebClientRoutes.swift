@@ -12,6 +12,8 @@ struct WebClientRoutes: Sendable {
         for folder in ["js", "css", "img"] {
             router.get("/\(folder)/**") { request, _ in file(request.uri.path) }
         }
+        // Any other GET: a 404 that, unlike the router's own, passes through the middleware (security headers).
+        router.get("/**") { _, _ in Response.text(.notFound, "no such page") }
     }
 
     private func page(_ path: String) -> Response {
@@ -27,13 +29,9 @@ struct WebClientRoutes: Sendable {
     }
 
     private func response(_ asset: WebAssets.Asset) -> Response {
-        var headers: HTTPFields = [
-            .contentType: asset.contentType,
-            // Revalidate every load: a deployed fix must reach the next reload, and the files are tiny.
-            .cacheControl: "no-cache",
-            .init("X-Content-Type-Options")!: "nosniff",
-        ]
-        headers[.init("Referrer-Policy")!] = "no-referrer"  // room links must not leak to other sites
+        // Revalidate every load: a deployed fix must reach the next reload, and the files are tiny. The security
+        // headers are added to every response by SecurityHeadersMiddleware.
+        let headers: HTTPFields = [.contentType: asset.contentType, .cacheControl: "no-cache"]
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: asset.body))
     }
 }

@@ -1,0 +1,59 @@
+import DuetTestSupport
+import Foundation
+
+/// `duet serve` as its own process, so a test can measure the server's memory (RSS) apart from its own.
+final class ServerProcess: Sendable {
+    let process: Process
+    let port: Int
+    let dataDirectory: String
+
+    static var binary: String? {
+        if let explicit = ProcessInfo.processInfo.environment["DUET_BINARY"] { return explicit }
+        return [".build/debug/duet", ".build/x86_64-unknown-linux-gnu/debug/duet", ".build/aarch64-unknown-linux-gnu/debug/duet"]
+            .map { packageRoot + "/" + $0 }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private init(process: Process, port: Int, dataDirectory: String) {
+        self.process = process
+        self.port = port
+        self.dataDirectory = dataDirectory
+    }
+
+    static func start(_ arguments: [String] = [], environment: [String: String] = [:]) async throws -> ServerProcess {
+        guard let binary else { throw TestFailure("build the package first (swift build): .build/debug/duet not found") }
+        let dataDirectory = TestServer.temporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let line = try await RawSocket.offPool { () -> String in
+            var bytes: [UInt8] = []
+            while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 0x0a { bytes.append(byte) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        guard let port = line.split(separator: ":").last.flatMap({ Int($0.filter(\.isNumber)) }) else {
+            process.terminate()
+            throw TestFailure("duet serve printed no URL: \(line)")
+        }
+        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory)
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)/" }
+    var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
+
+    /// Resident memory now, from /proc.
+    var residentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.filter(\.isNumber)) ?? 0) * 1024
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
