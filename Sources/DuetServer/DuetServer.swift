@@ -37,9 +37,10 @@ public final class DuetServer: Sendable {
         self.metrics = metrics
 
         let limits = configuration.rateLimits
+        let addresses = ClientAddressResolver(trusted: configuration.trustedProxies, header: configuration.forwardedHeader)
         let gate = Gatekeeper(
             origins: OriginPolicy(allowed: configuration.allowedOrigins),
-            addresses: ClientAddressResolver(trusted: configuration.trustedProxies),
+            addresses: addresses,
             upgrades: IPRateLimiter(rule: configuration.rateRules.upgrades, enabled: limits),
             sse: IPRateLimiter(rule: configuration.rateRules.sse, enabled: limits),
             api: IPRateLimiter(rule: configuration.rateRules.api, enabled: limits),
@@ -61,7 +62,7 @@ public final class DuetServer: Sendable {
             turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
             turnPerSeat: IPRateLimiter(rule: configuration.rateRules.turnCredentials, enabled: limits)
         ).register(on: router)
-        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken).register(on: router)
+        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))

@@ -39,6 +39,8 @@ struct ServeCommand: AsyncParsableCommand {
     var logLevel: String?
     @Option(help: "A proxy (address or CIDR) whose X-Forwarded-For/Forwarded name the client (repeatable). Env: DUET_TRUSTED_PROXIES (comma-separated). Default: none")
     var trustedProxy: [String] = []
+    @Option(help: "The header the trusted proxies write: x-forwarded-for|forwarded (only that one is read). Env: DUET_FORWARDED_HEADER. Default: x-forwarded-for")
+    var forwardedHeader: String?
     @Option(help: "Open WebSocket/SSE connections per client address (IPv6: per /64). Env: DUET_MAX_CONNECTIONS_PER_IP. Default: 200")
     var maxConnectionsPerIp: Int?
     @Option(help: "Open WebSocket/SSE connections in total. Env: DUET_MAX_CONNECTIONS. Default: 20000")
@@ -109,6 +111,12 @@ struct ServeCommand: AsyncParsableCommand {
             config.trustedProxies = try ClientAddressResolver(parsing: list(trustedProxy, "DUET_TRUSTED_PROXIES")).trusted
         } catch {
             throw ValidationError(error.description)
+        }
+        if let header = try value(forwardedHeader, "DUET_FORWARDED_HEADER") {
+            guard let parsed = ClientAddressResolver.Header(rawValue: header.lowercased()) else {
+                throw ValidationError("\(Self.flagName("DUET_FORWARDED_HEADER")) must be x-forwarded-for or forwarded (got \(header))")
+            }
+            config.forwardedHeader = parsed
         }
         config.maxConnectionsPerAddress = try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
         config.maxConnections = try count(maxConnections, "DUET_MAX_CONNECTIONS", 1...10_000_000) ?? config.maxConnections

@@ -22,9 +22,13 @@ import Testing
         #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: ["1.2.3.4", "203.0.113.9"], forwarded: []) == "203.0.113.9")
         // Garbage where the client should be: the proxy's own address, never the garbage.
         #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: ["203.0.113.9, not-an-ip"], forwarded: []) == "10.0.0.2")
-        // Forwarded (RFC 7239), quoted IPv6 with port; X-Forwarded-For wins when both are present.
-        #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: [], forwarded: [#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#]) == "2001:db8:cafe:0::/64")
+        // Only the header the proxy writes is read: with X-Forwarded-For, a client's own Forwarded picks nothing…
+        #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: [], forwarded: ["for=192.0.2.60"]) == "10.0.0.2")
         #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: ["for=192.0.2.60"]) == "203.0.113.9")
+        // …and with Forwarded (RFC 7239; quoted IPv6 with port), a client's own X-Forwarded-For picks nothing.
+        let rfc = ClientAddressResolver(trusted: proxies.trusted, header: .forwarded)
+        #expect(rfc.clientKey(peer: "10.0.0.2", forwardedFor: [], forwarded: [#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#]) == "2001:db8:cafe:0::/64")
+        #expect(rfc.clientKey(peer: "10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: []) == "10.0.0.2")
         // IPv4-mapped IPv6 peers are IPv4; IPv6 clients count per /64.
         #expect(proxies.clientKey(peer: "::ffff:10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: []) == "203.0.113.9")
         #expect(proxies.clientKey(peer: "2001:db8:1:2:3:4:5:6", forwardedFor: [], forwarded: []) == "2001:db8:1:2::/64")
@@ -124,15 +128,23 @@ import Testing
     }
 
     @Test func metricsAreForLoopbackWithoutAToken() throws {
-        let routes = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: nil)
+        let routes = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: nil, addresses: ClientAddressResolver(trusted: []))
         let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/metrics"), body: .init(buffer: ByteBuffer()))
+        // Behind a proxy on the same host every request comes from 127.0.0.1: forwarded requests are not local…
+        let forwarded = Request(
+            head: .init(method: .get, scheme: "http", authority: "x", path: "/metrics", headerFields: [.init("X-Forwarded-For")!: "203.0.113.9"]),
+            body: .init(buffer: ByteBuffer()))
+        #expect(!routes.mayRead(forwarded, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
+        // …nor is anything from a trusted proxy.
+        let proxied = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: nil, addresses: ClientAddressResolver(trusted: [CIDRRange("127.0.0.1")!]))
+        #expect(!proxied.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
         #expect(routes.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
         #expect(routes.mayRead(request, peer: try SocketAddress(ipAddress: "::1", port: 1)))
         #expect(!routes.mayRead(request, peer: try SocketAddress(ipAddress: "10.1.2.3", port: 1)))
         #expect(!routes.mayRead(request, peer: try SocketAddress(ipAddress: "2001:db8::1", port: 1)))
         #expect(!routes.mayRead(request, peer: nil))
         // With a token, loopback is not enough.
-        let guarded = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: "a-long-enough-metrics-token")
+        let guarded = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: "a-long-enough-metrics-token", addresses: ClientAddressResolver(trusted: []))
         #expect(!guarded.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
     }
 

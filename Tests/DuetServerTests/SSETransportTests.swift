@@ -121,6 +121,10 @@ import Testing
             try await hijacker.send(.join, rid: rid, JoinPayload())
         }
         try await owner.expectNo(.roomState)
+        // Nor does the hijacker's stream divert the owner's POSTs (they are routed by the owner's token): the owner
+        // is not cut off.
+        try await owner.send(.ping, payload: ["ts": 42])
+        #expect(try await owner.expect(.pong).payload["ts"] == 42)
         await hijacker.close()
 
         // The owner reconnecting with the same sid proves the seat and gets it back.

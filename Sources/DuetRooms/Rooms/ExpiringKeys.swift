@@ -15,10 +15,16 @@ struct ExpiringKeys: Sendable, Equatable {
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
     var count: Int { expiries.count }
+    /// Entries in the order list not yet dropped (what a repeated insert must not grow).
+    var orderLength: Int { order.count - head }
 
     func contains(_ key: String, nowMs: Int64) -> Bool { (expiries[key] ?? .min) > nowMs }
 
-    mutating func insert(_ key: String, until expiry: Int64) {
+    /// A key that is still live keeps its first expiry: every key of a set has the same lifetime, so the first
+    /// one already covers what it guards (a token issued before it), and a repeated insert (a leave posted again
+    /// and again) must not grow the order list.
+    mutating func insert(_ key: String, until expiry: Int64, nowMs: Int64) {
+        if contains(key, nowMs: nowMs) { return }
         expiries[key] = expiry
         order.append((key, expiry))
         while expiries.count > capacity, head < order.count { dropFront() }

@@ -40,7 +40,7 @@ extension SignalingCore {
             seatCounts.removed(participant)
             // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost
             // room recreated by recovery), however long its owner was away.
-            endedSeats.insert("\(participant.cid)|\(room.rid)", until: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
+            endedSeats.insert("\(participant.cid)|\(room.rid)", until: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000), nowMs: nowMs)
             if let target = participant.connection {
                 connections[target]?.seat = nil
                 out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
@@ -82,7 +82,7 @@ extension SignalingCore {
     }
 
     mutating func revoke(cid: String, rid: String, nowMs: Int64) {
-        revokedSeats.insert("\(cid)|\(rid)", until: nowMs + authorities.reconnectTokens.ttlMs + 1_000)
+        revokedSeats.insert("\(cid)|\(rid)", until: nowMs + authorities.reconnectTokens.ttlMs + 1_000, nowMs: nowMs)
     }
 
     func seatsRoomEnded(cid: String, rid: String, nowMs: Int64) -> Bool {

@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var blockWebSocket = false
     /// Proxies whose `X-Forwarded-For` / `Forwarded` name the client (`--trusted-proxy`); nobody else's are read.
     public var trustedProxies: [CIDRRange] = []
+    /// Which header those proxies write (`--forwarded-header`).
+    public var forwardedHeader: ClientAddressResolver.Header = .xForwardedFor
     /// Open WebSocket and SSE connections per client address: a NAT (a school, an office, a carrier) puts many
     /// users behind one address.
     public var maxConnectionsPerAddress = 200

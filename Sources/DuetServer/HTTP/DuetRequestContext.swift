@@ -8,16 +8,26 @@ public struct DuetRequestContext: RequestContext, WebSocketRequestContext, Remot
     public var coreContext: CoreRequestContextStorage
     public let webSocket: WebSocketHandlerReference<Self>
     public let remoteAddress: SocketAddress?
-    let channel: any Channel
-    /// The connection-cap ticket a WebSocket upgrade took, handed from the upgrade check to the connection.
-    let admission = AdmissionSlot()
+    /// Weak: Hummingbird keeps an upgraded connection's context in a box the context itself points to, so anything
+    /// held strongly here would live as long as the process.
+    let channel: WeakChannel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress
-        self.channel = source.channel
+        self.channel = WeakChannel(source.channel)
     }
 
     public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// A channel that is closed on demand if it still exists.
+final class WeakChannel: Sendable {
+    weak let channel: (any Channel)?
+
+    init(_ channel: any Channel) { self.channel = channel }
+
+    /// Closes the connection at once (nothing more is written).
+    func close() { channel?.close(mode: .all, promise: nil) }
 }

@@ -9,6 +9,9 @@ struct OperationsRoutes: Sendable {
     /// `--metrics-token`: with one set, `/metrics` needs `Authorization: Bearer <token>` (from anywhere); without,
     /// only loopback peers may read it. The TCP peer decides, never a forwarding header.
     let token: String?
+    /// A loopback peer that is a trusted proxy, or that forwards for someone, is not "local": behind a proxy on the
+    /// same host every internet request arrives from 127.0.0.1.
+    let addresses: ClientAddressResolver
 
     func register(on router: Router<DuetRequestContext>) {
         router.get("/healthz") { _, _ -> Response in
@@ -17,7 +20,7 @@ struct OperationsRoutes: Sendable {
         router.get("/metrics") { request, context -> Response in
             guard mayRead(request, peer: context.remoteAddress) else {
                 return .text(.forbidden, token == nil
-                    ? "/metrics is served to loopback only; set --metrics-token to scrape it from elsewhere"
+                    ? "/metrics is served to direct loopback peers only (not through a proxy); set --metrics-token to scrape it from elsewhere"
                     : "/metrics needs Authorization: Bearer <the --metrics-token>")
             }
             // Counted as seats change (SignalingCore.seatCounts): reading them does not walk the rooms under the lock.
@@ -34,7 +37,9 @@ struct OperationsRoutes: Sendable {
             guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return false }
             return constantTimeEquals(Array(header.dropFirst(7).utf8), Array(token.utf8))
         }
-        guard let address = peer?.ipAddress.flatMap({ IPAddress($0) }) else { return false }
+        guard let address = peer?.ipAddress.flatMap({ IPAddress($0) }), !addresses.isTrusted(address),
+            request.headers[values: .init("X-Forwarded-For")!].isEmpty, request.headers[values: .init("Forwarded")!].isEmpty
+        else { return false }
         return address.bytes.count == 4 ? address.bytes[0] == 127 : address.bytes == [UInt8](repeating: 0, count: 15) + [1]
     }
 }

@@ -2,9 +2,21 @@
 /// read from `X-Forwarded-For` (or `Forwarded`) — but only when the TCP peer is a proxy the operator trusts
 /// (`--trusted-proxy`); from anyone else those headers are ignored, or any client could pick its own bucket.
 public struct ClientAddressResolver: Sendable {
-    public let trusted: [CIDRRange]
+    /// The one header the trusted proxy writes. Only that one is read: a proxy that writes `Forwarded` passes a
+    /// client's own `X-Forwarded-For` through untouched (and the other way round), so reading both would let the
+    /// client choose its bucket.
+    public enum Header: String, Sendable, CaseIterable {
+        case xForwardedFor = "x-forwarded-for"
+        case forwarded
+    }
 
-    public init(trusted: [CIDRRange]) { self.trusted = trusted }
+    public let trusted: [CIDRRange]
+    public let header: Header
+
+    public init(trusted: [CIDRRange], header: Header = .xForwardedFor) {
+        self.trusted = trusted
+        self.header = header
+    }
 
     /// Parses `--trusted-proxy` values; the error names the bad one.
     public init(parsing specs: [String]) throws(ConfigurationError) {
@@ -16,6 +28,7 @@ public struct ClientAddressResolver: Sendable {
             ranges.append(range)
         }
         trusted = ranges
+        header = .xForwardedFor
     }
 
     func isTrusted(_ address: IPAddress) -> Bool { trusted.contains { $0.contains(address) } }
@@ -24,13 +37,15 @@ public struct ClientAddressResolver: Sendable {
     /// - Parameters:
     ///   - peer: the TCP peer's address text.
     ///   - forwardedFor: every `X-Forwarded-For` header value, in order.
-    ///   - forwarded: every `Forwarded` header value (RFC 7239), in order; used when there is no X-Forwarded-For.
+    ///   - forwarded: every `Forwarded` header value (RFC 7239), in order.
+    /// Only the header chosen by `header` is read.
     public func clientKey(peer: String?, forwardedFor: [String], forwarded: [String]) -> String {
         guard let peerText = peer, let peerAddress = IPAddress(peerText) else { return peer ?? "unknown" }
         guard isTrusted(peerAddress) else { return peerAddress.rateKey }
-        let chain = !forwardedFor.isEmpty
-            ? forwardedFor.flatMap { $0.split(separator: ",") }.map(String.init)
-            : forwarded.flatMap { Self.forElements(of: $0) }
+        let chain = switch header {
+        case .xForwardedFor: forwardedFor.flatMap { $0.split(separator: ",") }.map(String.init)
+        case .forwarded: forwarded.flatMap { Self.forElements(of: $0) }
+        }
         // Walk from the right: each trusted proxy appended the address it saw. The first one that is not a trusted
         // proxy is the client; whatever is to its left was written by the client and proves nothing.
         for entry in chain.reversed() {

@@ -27,8 +27,17 @@ struct SessionState {
         /// Why the server asked this connection to close; wins over what the transport reports.
         var closeReason: String?
         /// SSE only: what every POST for this stream must carry (`SSEPostBinding`).
-        var postToken: [UInt8]?
+        var postToken: String?
     }
+
+    /// SSE POST token → its stream. POSTs are routed by token, not by sid: someone who learnt a seated sid and opens a
+    /// stream with it (which must then prove the seat) does not divert the owner's POSTs, so the owner is not cut off.
+    private var postTokens: [String: ConnectionID] = [:]
+    /// SSE stream → its sid (a POST's token must belong to a stream of the sid in its URL).
+    private var streamSids: [ConnectionID: String] = [:]
+    /// Connections cut off while outputs were being performed, with the message that did not fit (`cutOff`).
+    private var cutOffs: [(ConnectionID, Envelope)] = []
+    private var performing = 0
 
     /// Messages dropped for rate within `floodWindowMs` before the connection is closed as abusive: a client that
     /// keeps sending twice what it may for 10 s.
@@ -56,7 +65,11 @@ struct SessionState {
         let id = ConnectionID(nextConnection)
         outlets[id] = Outlet(
             kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) },
-            postToken: postToken.map { Array($0.utf8) })
+            postToken: postToken)
+        if let postToken, let sid {
+            postTokens[postToken] = id
+            streamSids[id] = sid
+        }
         metrics.connectionOpened(kind)
 
         perform(core.handle(.opened(id, kind, sid: sid), nowMs: now()))
@@ -96,10 +109,11 @@ struct SessionState {
 
     /// An SSE POST: find the stream by sid; without that stream's POST token nothing happens.
     mutating func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> SessionHub.Verdict {
-        guard let id = core.sseConnection(for: sid), let expected = outlets[id]?.postToken else { return .unknownSession }
-        guard let postToken, constantTimeEquals(Array(postToken.utf8), expected) else {
+        // 192 random bits: a guess cannot hit, and looking the token up leaks nothing worth timing.
+        guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else {
+            guard let current = core.sseConnection(for: sid) else { return .unknownSession }
             metrics.httpRejected("sse", status: 401)
-            note(.notice, "refused SSE POST without the stream's post token", metadata: ["conn": "\(id)"])
+            note(.notice, "refused SSE POST without the post token of an open stream of its sid", metadata: ["conn": "\(current)"])
             return .wrongPostToken
         }
         return receive(bytes, from: id)
@@ -108,6 +122,7 @@ struct SessionState {
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     mutating func closed(_ id: ConnectionID, reason: String) {
         guard let outlet = outlets.removeValue(forKey: id) else { return }
+        forgetStream(outlet, id)
         outlet.sink.finish()
         let reason = outlet.closeReason ?? reason
         metrics.connectionClosed(outlet.kind, reason: reason)
@@ -205,6 +220,17 @@ struct SessionState {
     /// Room and participant gauges are not touched here: counting them walks every room, so `/metrics`
     /// refreshes them when it is scraped (OperationsRoutes).
     private mutating func perform(_ outputs: [SignalingCore.Output]) {
+        performing += 1
+        defer { performing -= 1 }
+        performOutputs(outputs)
+        // Outermost only: cut-offs met while performing are handed to the core after the whole batch went out.
+        while performing == 1, !cutOffs.isEmpty {
+            let (id, envelope) = cutOffs.removeFirst()
+            performOutputs(core.handle(.undeliverable(id, envelope), nowMs: now()))
+        }
+    }
+
+    private mutating func performOutputs(_ outputs: [SignalingCore.Output]) {
         for output in outputs {
             switch output {
             case .send(let id, let envelope):
@@ -232,12 +258,20 @@ struct SessionState {
     /// fit is answered `relay_failed`. The client reconnects and reattaches when it reads again.
     private mutating func cutOff(_ id: ConnectionID, undelivered envelope: Envelope) {
         guard let outlet = outlets.removeValue(forKey: id) else { return }
+        forgetStream(outlet, id)
         note(.notice, "cut off a connection that stopped reading", metadata: ["conn": "\(id)", "bound": "\(OutboundBound.messages) messages / \(OutboundBound.bytes) bytes"])
         metrics.connectionClosed(outlet.kind, reason: CloseCode.notReading.reason)
         _ = outlet.sink.yield(.close(.notReading, reason: CloseCode.notReading.reason))
         outlet.sink.finish()
         outlet.sink.abort()
-        perform(core.handle(.undeliverable(id, envelope), nowMs: now()))
+        // The core hears of it once the outputs being performed are all out: its answer (a room_state saying the
+        // reader is suspended) must not reach the partner before an older room_state still waiting in this batch.
+        cutOffs.append((id, envelope))
+    }
+
+    private mutating func forgetStream(_ outlet: Outlet, _ id: ConnectionID) {
+        if let token = outlet.postToken { postTokens[token] = nil }
+        streamSids[id] = nil
     }
 
     mutating func takeLogs() -> [LogEntry] {

@@ -19,7 +19,8 @@ struct SSETransport: Sendable {
             }
             if let refusal = gate.refusal(request, context: context, entry: .sse) { return refusal.response }
             if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
-            let admission = context.admission
+            // Given back when the stream ends, or, should the body never be written, when the slot is dropped.
+            let admission = AdmissionSlot()
             switch gate.admit(request, context: context, entry: .sse) {
             case .success(let ticket): admission.hold(ticket, of: gate.connections)
             case .failure(let refusal): return refusal.response
@@ -27,7 +28,7 @@ struct SSETransport: Sendable {
             let budget = OutboundBudget()
             let channel = context.channel
             let postToken = secureRandomToken()
-            let (id, queue) = hub.openSSE(sid: sid, postToken: postToken, budget: budget, abort: { channel.close(mode: .all, promise: nil) })
+            let (id, queue) = hub.openSSE(sid: sid, postToken: postToken, budget: budget, abort: { channel.close() })
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],

@@ -17,14 +17,22 @@ struct WebSocketTransport: Sendable {
         router.ws("/ws") { request, context in
             if blocked() || gate.refusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
             if hub.isDraining { return .dontUpgrade }
-            guard case .success(let ticket) = gate.admit(request, context: context, entry: .ws) else { return .dontUpgrade }
-            context.admission.hold(ticket, of: gate.connections)
+            // Only a check here: a slot taken now would leak if the client hung up before the upgrade completed.
+            if gate.capRefusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            let admission = context.requestContext.admission
-            defer { admission.release() }
+            // The slot is taken by the connection itself and given back when it ends, however it ends.
+            let ticket: ConnectionLimiter.Ticket
+            switch gate.admit(context.request, context: context.requestContext, entry: .ws) {
+            case .success(let admitted): ticket = admitted
+            case .failure(let refusal):
+                // Filled up since the check: what WebSocket has for 503 + Retry-After.
+                try? await outbound.close(.init(codeNumber: 1013), reason: refusal.message)
+                return
+            }
+            defer { gate.connections.release(ticket) }
             let channel = context.requestContext.channel
-            try await serve(inbound: inbound, outbound: outbound, abort: { channel.close(mode: .all, promise: nil) })
+            try await serve(inbound: inbound, outbound: outbound, abort: { channel.close() })
         }
     }
 
