@@ -37,5 +37,8 @@ status=0
 swift build --build-tests && swift test --skip-build "$@" || status=$?
 # The browser engine against the Swift engine, step by step, on 1,000 seeds, 1,000 with duet call, every scenario.
 if [ "$status" -eq 0 ] && [ $# -eq 0 ]; then scripts/differential.sh || status=$?; fi
+# Every libFuzzer target (address sanitizer) for 10 s from the checked-in seeds and regressions: a crash fails the run
+# (docs/security.md has the long runs).
+if [ "$status" -eq 0 ] && [ $# -eq 0 ]; then scripts/fuzz.sh all 10 || status=$?; fi
 python3 Tests/e2e/results.py finish "$status"
 exit "$status"

@@ -37,7 +37,11 @@ public struct ReconnectTokenParts: Sendable, Equatable {
 
     public init?(parsing token: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // `exp` only as it is issued, decimal digits with no sign and no leading zero: one token, one spelling
+        // (`Int64` alone also reads "01700001200", as fuzz-tokens found, and "+1700001200").
         guard parts.count == 2, parts[0].utf8.count == 64, parts[0].utf8.allSatisfy(Hex.isLowerDigit),
+            let first = parts[1].utf8.first, first != UInt8(ascii: "0"),
+            parts[1].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
             let exp = Int64(parts[1]), exp > 0
         else { return nil }
         self.mac = String(parts[0])

@@ -1,0 +1,9 @@
+import DuetProtocol
+
+/// libFuzzer's entry point: `FuzzChecks.sseParser` on each input; a failure it reports is a crash.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let bytes = Array(UnsafeRawBufferPointer(start: start, count: count))
+    if let failure = FuzzChecks.sseParser(bytes) { fatalError(failure) }
+    return 0
+}
