@@ -60,6 +60,7 @@ for name in "${run[@]}"; do
   # One process, one job (2 cores: the machine has other work); a single input over 10 s counts as a hang.
   code=0
   started=$SECONDS
+  touch "$out/.started"
   "$bin/$name" "$corpus" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$out/artifacts/" "$@" >"$log" 2>&1 || code=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -72,10 +73,10 @@ for name in "${run[@]}"; do
   fi
   if [ "$code" -ne 0 ]; then
     status=1
-    line="$line — FAILED (exit $code); artifacts: $(ls "$out/artifacts" | sed "s|^|$out/artifacts/|" | tr '\n' ' ')"
-    grep -m1 -E '^(==[0-9]+==ERROR|Fatal error|.*Fatal error:|SUMMARY|ALARM|==[0-9]+== ERROR)' "$log" || true
+    line="$line — FAILED (exit $code); new artifacts: $(find "$out/artifacts" -type f -newer "$out/.started" | tr '\n' ' ')"
+    grep -a -m1 -E '^(==[0-9]+==ERROR|Fatal error|.*Fatal error:|SUMMARY|ALARM|==[0-9]+== ERROR)' "$log" || true
     echo "fuzz: last lines of $log:"
-    tail -25 "$log"
+    tail -25 "$log" | cut -c1-400
   fi
   echo "fuzz: $line"
   summary+=("$line")

@@ -18,7 +18,7 @@ import Testing
 
     private func run(_ kind: SignalingTransportKind) async throws {
         let server = try await ServerProcess.start(["--rate-limit", "off"])
-        defer { server.stop() }
+        defer { Task { await server.stop() } }
         let roomId = try await HTTPClient.shared.execute(HTTPClientRequest(url: server.baseURL + "api/room-id"), timeout: .seconds(10))
         let rid = try #require(try JSONSerialization.jsonObject(with: Data(buffer: try await roomId.body.collect(upTo: 4096))) as? [String: Any])["roomId"] as! String
 
@@ -54,7 +54,8 @@ import Testing
         let readerCid = try #require(try await partner.roomState { $0.participants.count == 2 }.participants.first?.cid)
         let baseline = server.residentBytes
 
-        // 60 KB offers, 50 a second (the default per-connection rate) for 20 s: 60 MB if the server kept them all.
+        // 60 KB offers, 20 a second for 20 s: 24 MB if the server kept them all (with the bound removed the server
+        // grows by about that much and this test fails); light enough not to starve the tests running beside it.
         // Encoded once: the test itself must not eat the CPU the server needs.
         let sdp = String(repeating: "a=x-padding:0123456789abcdef\r\n", count: 2_000)
         let offer = Envelope(.offer, rid: rid, payload: ["sdp": .string(sdp)]).encodedString()
@@ -65,13 +66,13 @@ import Testing
             try await partner.sendRaw(offer)
             sent += 1
             if sent.isMultiple(of: 10) { peak = max(peak, server.residentBytes) }
-            try await Task.sleep(until: start + .milliseconds(20 * sent))
+            try await Task.sleep(until: start + .milliseconds(50 * sent))
         }
         peak = max(peak, server.residentBytes)
 
         let growth = peak - baseline
         print("slow \(kind.rawValue) reader: \(sent) offers of \(sdp.utf8.count) bytes sent; server RSS \(baseline >> 20) MiB → peak \(peak >> 20) MiB (+\(growth >> 20) MiB)")
-        #expect(growth < 40 << 20, "the server grew by \(growth >> 20) MiB while a reader did not read")
+        #expect(growth < 12 << 20, "the server grew by \(growth >> 20) MiB while a reader did not read")
 
         // The partner was told: the relay that did not fit, and the suspension.
         let failed = try await partner.expect(.relayFailed, timeout: .seconds(5)).payload.decode(RelayFailedPayload.self)

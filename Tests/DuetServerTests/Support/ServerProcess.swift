@@ -1,5 +1,8 @@
 import DuetTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `duet serve` as its own process, so a test can measure the server's memory (RSS) apart from its own.
 final class ServerProcess: Sendable {
@@ -24,8 +27,9 @@ final class ServerProcess: Sendable {
         guard let binary else { throw TestFailure("build the package first (swift build): .build/debug/duet not found") }
         let dataDirectory = TestServer.temporaryDirectory()
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory] + arguments
+        // Niced: the server under measurement must not take the CPU the other tests' timing needs.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
+        process.arguments = ["-n", "10", binary, "serve", "--port", "0", "--data-dir", dataDirectory] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
@@ -52,8 +56,11 @@ final class ServerProcess: Sendable {
         return (Int(line.filter(\.isNumber)) ?? 0) * 1024
     }
 
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+    /// SIGKILL, and the wait for the exit off the cooperative pool: a blocked pool thread (there are two here) would
+    /// stall every other test for the server's drain grace.
+    func stop() async {
+        let process = self.process
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        _ = try? await RawSocket.offPool { process.waitUntilExit() }
     }
 }
