@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// A bare TCP client for hostile-client tests: what no well-behaved client library will do (stop reading, send
-/// invalid UTF-8 or oversized fragments, connect from a chosen loopback address). Blocking calls run on a Dispatch
-/// thread, never on the cooperative pool (2 threads here), and every read has a timeout.
+/// invalid UTF-8 or oversized fragments, connect from a chosen loopback address). Blocking calls run on threads of
+/// their own (`offPool`), and every read has a timeout.
 final class RawSocket: Sendable {
     private let descriptor: Mutex<Int32>
 
@@ -90,9 +90,11 @@ final class RawSocket: Sendable {
 
     deinit { close() }
 
+    /// A thread of its own for each blocking call: not the cooperative pool, and not Dispatch's global queue either —
+    /// that one is as wide as the CPUs (two here), and blocking it stalls whatever else in the process uses it.
     static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
         }
     }
 }
