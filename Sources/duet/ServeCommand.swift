@@ -100,7 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
         config.dataDirectory = try value(dataDir, "DUET_DATA_DIR") ?? config.dataDirectory
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
-        config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 60...86_400) ?? config.turnCredentialTTLSeconds
+        config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 1...86_400) ?? config.turnCredentialTTLSeconds
         config.allowedOrigins = list(allowedOrigin, "DUET_ALLOWED_ORIGINS")
         config.rateLimits = try toggle(rateLimit, "DUET_RATE_LIMIT") ?? config.rateLimits
         config.blockWebSocket = try toggle(blockWebsocket, "DUET_BLOCK_WEBSOCKET") ?? config.blockWebSocket
