@@ -7,10 +7,7 @@ import Testing
 /// What the room logic remembers stays bounded, its counters agree with its rooms, and a connection cut off for not
 /// reading is a lost transport whose undelivered relay is answered.
 @Suite struct BoundedRoomStateTests {
-    let authorities = SignalingCore.Authorities(
-        roomIds: RoomIdAuthority(key: SymmetricKey(size: .bits256)),
-        reconnectTokens: ReconnectTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 1_200_000),
-        turnTokens: TurnTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 900_000))
+    let authorities = SignalingCore.Authorities.forTests()
 
     @Test func expiringKeysForgetTheOldestFirstAndWhatExpired() {
         var keys = ExpiringKeys(capacity: 3)

@@ -6,10 +6,7 @@ import Testing
 
 /// The room logic as a pure value: time is an argument, so timeouts are tested at their edges.
 @Suite struct SignalingCoreTests {
-    let authorities = SignalingCore.Authorities(
-        roomIds: RoomIdAuthority(key: SymmetricKey(size: .bits256)),
-        reconnectTokens: ReconnectTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 1_200_000),
-        turnTokens: TurnTokenAuthority(key: SymmetricKey(size: .bits256), ttlMs: 900_000))
+    let authorities = SignalingCore.Authorities.forTests()
 
     func makeCore(eviction: Int64 = 600_000) -> SignalingCore {
         var settings = SignalingCore.Settings()
