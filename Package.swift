@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
@@ -69,6 +70,11 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                // HTTPS and WSS without a proxy (`--tls-cert`, `--tls-key`), on swift-nio-ssl.
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             // The browser client: plain HTML/CSS/JavaScript modules, served as they are.
             resources: [.copy("Web")],
@@ -87,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "duet",
             dependencies: [
-                "DuetServer",
+                "DuetServer", "DuetProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

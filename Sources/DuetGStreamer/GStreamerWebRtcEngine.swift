@@ -261,6 +261,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     private func applyTurnLocked(_ peer: OpaquePointer, live: Bool = false) {
+        if let stun = Self.stunURL(configuration.iceServers), !appliedTurn.contains(stun) {
+            _ = stun.withCString { duet_peer_set_stun(peer, $0) }
+            appliedTurn.insert(stun)
+        }
         for url in Self.turnURLs(configuration.iceServers) where !appliedTurn.contains(url) {
             if url.withCString({ duet_peer_add_turn(peer, $0) }) != 0 {
                 appliedTurn.insert(url)
@@ -269,6 +273,17 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 logger.warning("webrtcbin refused a TURN server", metadata: ["url": "\(url.prefix(12))…"])
             }
         }
+    }
+
+    /// The first `stun:host:port` as webrtcbin spells it (`stun://host:port`); webrtcbin holds one STUN server.
+    static func stunURL(_ servers: [IceServer]) -> String? {
+        for server in servers {
+            for url in server.urls where url.hasPrefix("stun:") {
+                let rest = url.dropFirst("stun:".count).drop { $0 == "/" }
+                return "stun://" + rest.prefix { $0 != "?" }
+            }
+        }
+        return nil
     }
 
     /// `turn:host:port?transport=udp` + credentials → `turn://user:pass@host:port?transport=udp`, escaped.

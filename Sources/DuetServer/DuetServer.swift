@@ -3,7 +3,10 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import HummingbirdCore
+import HummingbirdTLS
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 
 /// `duet serve`: assembles the session hub, the transports and the HTTP API, and runs them under
@@ -13,6 +16,7 @@ public final class DuetServer: Sendable {
     public let hub: SessionHub
     public let metrics: ServerMetrics
     private let group: ServiceGroup
+    private let stun: STUNService?
     private let listening: AsyncStream<Int>
     private let listeningContinuation: AsyncStream<Int>.Continuation
 
@@ -57,9 +61,17 @@ public final class DuetServer: Sendable {
         webSocket.register(on: webSocketRouter)
         webSocket.registerRefusals(on: router)
         SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
+        let stun = configuration.stunPort.map {
+            STUNService(host: configuration.host, port: $0, rateLimits: limits, metrics: metrics, logger: logger)
+        }
+        self.stun = stun
+        let iceServers = IceServerList(
+            ownStunPort: { stun?.boundPort }, stunURIs: configuration.stunURIs,
+            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
+            ttlSeconds: configuration.turnCredentialTTLSeconds, listenHost: configuration.host)
         APIRoutes(
             hub: hub, gate: gate, roomIds: authorities.roomIds, turnTokens: authorities.turnTokens,
-            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
+            iceServers: iceServers,
             turnPerSeat: IPRateLimiter(rule: configuration.rateRules.turnCredentials, enabled: limits)
         ).register(on: router)
         OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses).register(on: router)
@@ -68,17 +80,18 @@ public final class DuetServer: Sendable {
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.listening = listening
         self.listeningContinuation = listeningContinuation
+        let http: HTTPServerBuilder = .http1WebSocketUpgrade(
+            webSocketRouter: webSocketRouter,
+            configuration: .init(
+                http1: .init(),
+                ws: WebSocketServerConfiguration(
+                    maxFrameSize: WebSocketTransport.socketMessageCap,
+                    autoPing: .enabled(timePeriod: configuration.pingInterval),
+                    // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
+                    validateUTF8: true)))
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter,
-                configuration: .init(
-                    http1: .init(),
-                    ws: WebSocketServerConfiguration(
-                        maxFrameSize: WebSocketTransport.socketMessageCap,
-                        autoPing: .enabled(timePeriod: configuration.pingInterval),
-                        // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
-                        validateUTF8: true))),
+            server: try configuration.tls.map { try .tls(http, tlsConfiguration: Self.tlsConfiguration($0)) } ?? http,
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "duet"),
             onServerRunning: { channel in
@@ -88,7 +101,7 @@ public final class DuetServer: Sendable {
             logger: logger)
         self.group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [
+                services: (stun.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
                     .init(service: app),
                     .init(service: HousekeepingService(hub: hub)),
                     .init(service: DrainService(hub: hub, grace: configuration.drainGrace, logger: logger)),
@@ -97,10 +110,39 @@ public final class DuetServer: Sendable {
                 logger: logger))
     }
 
-    /// Runs until shut down (signal or `shutdown()`).
+    /// Runs until shut down (signal or `shutdown()`). The STUN socket is bound first: a port in use fails here, before
+    /// the HTTP listener announces itself.
     public func run() async throws {
+        defer { listeningContinuation.finish() }
+        try await stun?.bind()
         try await group.run()
-        listeningContinuation.finish()
+    }
+
+    /// The built-in STUN server's UDP port once bound; nil when it is off.
+    public var stunPort: Int? { stun?.boundPort }
+
+    /// A certificate or key that cannot be read is the operator's to fix (exit 78 from `duet serve`), said plainly.
+    static func tlsConfiguration(_ files: ServerConfiguration.TLSFiles) throws -> TLSConfiguration {
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(files.certificateChain)
+        } catch {
+            throw ConfigurationError("cannot read the TLS certificate chain \(files.certificateChain) (\(error)); it must be a PEM file readable by this user")
+        }
+        guard !chain.isEmpty else { throw ConfigurationError("\(files.certificateChain) holds no PEM certificate") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: files.privateKey, format: .pem)
+        } catch {
+            throw ConfigurationError("cannot read the TLS private key \(files.privateKey) (\(error)); it must be an unencrypted PEM key readable by this user")
+        }
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        do {
+            _ = try NIOSSLContext(configuration: configuration)  // a key that does not match the certificate fails here, at start
+        } catch {
+            throw ConfigurationError("the TLS key \(files.privateKey) does not fit the certificate \(files.certificateChain) (\(error))")
+        }
+        return configuration
     }
 
     /// The bound port, once the server listens (useful with port 0). Nil if it never did.

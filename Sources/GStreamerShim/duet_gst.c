@@ -414,6 +414,11 @@ int duet_peer_add_turn(DuetPeer *peer, const char *url) {
     return added;
 }
 
+int duet_peer_set_stun(DuetPeer *peer, const char *url) {
+    g_object_set(peer->webrtc, "stun-server", url, NULL);
+    return 1;
+}
+
 // MARK: - negotiation
 
 static void on_local_applied(GstPromise *promise, gpointer data) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DuetProtocol
 import DuetServer
 import Foundation
 import Logging
@@ -23,6 +24,14 @@ struct ServeCommand: AsyncParsableCommand {
     var turnUri: [String] = []
     @Option(help: "Lifetime of TURN credentials in seconds. Env: DUET_TURN_TTL. Default: 3600")
     var turnTtl: Int64?
+    @Option(help: "UDP port of the built-in STUN server, on --host; 0 turns it off. Env: DUET_STUN_PORT. Default: 3478")
+    var stunPort: Int?
+    @Option(help: "Another STUN server handed to clients, e.g. stun:turn.example.com:3478 (repeatable). Env: DUET_STUN_URIS (comma-separated)")
+    var stunUri: [String] = []
+    @Option(help: "PEM certificate chain: serve HTTPS and WSS directly (with --tls-key). Env: DUET_TLS_CERT")
+    var tlsCert: String?
+    @Option(help: "PEM private key for --tls-cert. Env: DUET_TLS_KEY")
+    var tlsKey: String?
     @Option(help: "Extra allowed browser Origin (repeatable). Env: DUET_ALLOWED_ORIGINS (comma-separated)")
     var allowedOrigin: [String] = []
     @Option(help: "Per-IP and per-connection rate limits: on|off. Env: DUET_RATE_LIMIT. Default: on")
@@ -101,6 +110,20 @@ struct ServeCommand: AsyncParsableCommand {
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
         config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 1...86_400) ?? config.turnCredentialTTLSeconds
+        let stun = try count(stunPort, "DUET_STUN_PORT", 0...65_535) ?? 3478
+        config.stunPort = stun == 0 ? nil : stun
+        config.stunURIs = list(stunUri, "DUET_STUN_URIS")
+        for uri in config.stunURIs where !(uri.hasPrefix("stun:") || uri.hasPrefix("stuns:")) {
+            throw ValidationError("--stun-uri \(uri) must start with stun: or stuns: (TURN servers go in --turn-uri)")
+        }
+        for uri in config.turnURIs where !IceServer.isRelay(uri) {
+            throw ValidationError("--turn-uri \(uri) must start with turn: or turns:")
+        }
+        switch (try value(tlsCert, "DUET_TLS_CERT"), try value(tlsKey, "DUET_TLS_KEY")) {
+        case (nil, nil): break
+        case (let cert?, let key?): config.tls = .init(certificateChain: cert, privateKey: key)
+        default: throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
+        }
         config.allowedOrigins = list(allowedOrigin, "DUET_ALLOWED_ORIGINS")
         config.rateLimits = try toggle(rateLimit, "DUET_RATE_LIMIT") ?? config.rateLimits
         config.blockWebSocket = try toggle(blockWebsocket, "DUET_BLOCK_WEBSOCKET") ?? config.blockWebSocket
@@ -151,10 +174,18 @@ struct ServeCommand: AsyncParsableCommand {
             guard let port = await server.boundPort() else { return }
             let shownHost = config.host.contains(":") ? "[\(config.host)]" : config.host
             // Unbuffered: scripts read this line while the server keeps running.
-            FileHandle.standardOutput.write(Data("http://\(shownHost):\(port)/\n".utf8))
-            logger.info("listening", metadata: ["port": "\(port)", "dataDir": "\(config.dataDirectory)", "turn": "\(config.turnURIs.isEmpty ? "off" : "on")"])
+            FileHandle.standardOutput.write(Data("\(config.tls == nil ? "http" : "https")://\(shownHost):\(port)/\n".utf8))
+            logger.info("listening", metadata: [
+                "port": "\(port)", "dataDir": "\(config.dataDirectory)", "turn": "\(config.turnURIs.isEmpty ? "off" : "on")",
+                "stun": "\(server.stunPort.map { "udp \($0)" } ?? "off")", "tls": "\(config.tls == nil ? "off" : "on")",
+            ])
         }
-        try await server.run()
+        do {
+            try await server.run()
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
+            throw ExitCode(78)
+        }
         announce.cancel()
     }
 }

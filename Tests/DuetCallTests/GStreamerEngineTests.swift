@@ -1,4 +1,5 @@
 import DuetClient
+import DuetProtocol
 @testable import DuetGStreamer
 import Testing
 
@@ -25,6 +26,10 @@ import Testing
             "turns://1795397000%3Aduet:a%2Bb%2Fc%3D@turn.example:5349",
         ])
         #expect(GStreamerWebRtcEngine.turnURLs([IceServer(urls: ["turn:h:3478"])]).isEmpty, "no credentials, no TURN")
+        // The server's list: its own STUN first, then TURN. webrtcbin takes the first STUN as stun://host:port.
+        #expect(GStreamerWebRtcEngine.stunURL([IceServer(urls: ["stun:203.0.113.5:3478", "stun:b:1"]), server]) == "stun://203.0.113.5:3478")
+        #expect(GStreamerWebRtcEngine.stunURL([server]) == "stun://127.0.0.1:3478")
+        #expect(GStreamerWebRtcEngine.stunURL([IceServer(urls: ["turn:h:3478"], username: "u", credential: "p")]) == nil)
     }
 
     @Test func aFreshSessionKeepsTheNegotiatedOrderAndMids() {

@@ -19,11 +19,13 @@ import Testing
         let fetched = try await server.joinAndFetchTurnCredentials()
         #expect(fetched.status == 200)
         let credentials = try #require(fetched.credentials)
+        let username = try #require(credentials.username)
+        let password = try #require(credentials.password)
 
-        let expiresAt = try #require(credentials.username.split(separator: ":").first.flatMap { Int64($0) })
+        let expiresAt = try #require(username.split(separator: ":").first.flatMap { Int64($0) })
         let result = try await runCommand(
             ["unshare", "-n", "bash", packageRoot + "/Tests/e2e/coturn-check.sh"],
-            environment: ["TURN_SECRET": secret, "TURN_USER": credentials.username, "TURN_PASS": credentials.password, "EXPIRES_AT": String(expiresAt)],
+            environment: ["TURN_SECRET": secret, "TURN_USER": username, "TURN_PASS": password, "EXPIRES_AT": String(expiresAt)],
             timeout: .seconds(60))
         let lines = Dictionary(result.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
             let parts = line.split(separator: ":", maxSplits: 1)

@@ -47,11 +47,14 @@ import Testing
         let joined = fetched.joined
         #expect(credentials.uris.count == 2)
         #expect(credentials.ttl == 3600)
-        let parts = credentials.username.split(separator: ":")
+        let username = try #require(credentials.username)
+        let parts = username.split(separator: ":")
         let expiry = try #require(Int64(parts[0]))
         #expect(abs(expiry - Int64(Date().timeIntervalSince1970) - 3600) < 5)
-        let expected = Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(credentials.username.utf8), using: SymmetricKey(data: Data(secret.utf8)))).base64EncodedString()
+        let expected = Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8)))).base64EncodedString()
         #expect(credentials.password == expected)
+        // The list a client hands its RTCPeerConnection: TURN only (no STUN configured on this server), with these credentials.
+        #expect(credentials.iceServers == [IceServer(urls: credentials.uris, username: username, credential: expected)])
 
         #expect(try await server.http(.GET, "api/turn-credentials").status == 401)
         #expect(try await server.http(.GET, "api/turn-credentials?token=x.y").status == 401)

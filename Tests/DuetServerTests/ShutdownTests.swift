@@ -8,11 +8,11 @@ import Testing
 /// The `duet` binary itself: CLI contract and graceful shutdown on SIGTERM.
 @Suite struct ShutdownTests {
     @Test func sigtermDrainsThenClosesAndExits() async throws {
-        let binary = try #require(duetBinary(), "build the package first (swift build): .build/debug/duet not found")
+        let binary = try #require(ServerProcess.binary, "build the package first (swift build): .build/debug/duet not found")
         let dataDirectory = TestServer.temporaryDirectory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "1.5"]
+        process.arguments = ["serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "1.5"]
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"]) { _, new in new }
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func flagsAndEnvironmentAreValidated() async throws {
-        let binary = try #require(duetBinary(), "build the package first (swift build)")
+        let binary = try #require(ServerProcess.binary, "build the package first (swift build)")
         let badPort = try await runCommand([binary, "serve", "--port", "70000"], timeout: .seconds(10))
         #expect(badPort.status != 0)
         #expect(badPort.stderr.contains("port"))
@@ -63,7 +63,7 @@ import Testing
     /// Every number is range-checked: zero, negative, NaN, absurd — a clear message naming the flag, exit 64, never
     /// a trap or a silent clamp. A broken secrets file: a clear message, exit 78.
     @Test func numericFlagsAndTheSecretsFileAreValidated() async throws {
-        let binary = try #require(duetBinary(), "build the package first (swift build)")
+        let binary = try #require(ServerProcess.binary, "build the package first (swift build)")
         let data = TestServer.temporaryDirectory()
         let cases: [([String], [String: String], String)] = [
             (["--ping-interval", "0"], [:], "--ping-interval"),
@@ -79,9 +79,13 @@ import Testing
             ([], ["DUET_PING_INTERVAL": "nan"], "DUET_PING_INTERVAL"),
             ([], ["DUET_TURN_TTL": "0"], "DUET_TURN_TTL"),
             ([], ["DUET_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"], "nonsense"),
+            (["--stun-port", "70000"], [:], "--stun-port"),
+            (["--stun-uri", "turn:turn.example.test:3478"], [:], "--stun-uri"),
+            (["--turn-secret", "s", "--turn-uri", "stun:stun.example.test"], [:], "--turn-uri"),
+            (["--tls-cert", "/nonexistent.pem"], [:], "--tls-key"),
         ]
         for (flags, environment, named) in cases {
-            let result = try await runCommand([binary, "serve", "--port", "0", "--data-dir", data] + flags, environment: environment, timeout: .seconds(10))
+            let result = try await runCommand([binary, "serve", "--port", "0", "--stun-port", "0", "--data-dir", data] + flags, environment: environment, timeout: .seconds(10))
             #expect(result.status == 64, "\(flags) \(environment): exit \(result.status)")
             #expect(result.stderr.contains(named), "\(flags) \(environment): \(result.stderr)")
         }
@@ -106,13 +110,6 @@ import Testing
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         #expect(try ServerSecrets.loadOrCreate(in: directory) == first)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["secrets.json"], "no temporary file left behind")
-    }
-
-    private func duetBinary() -> String? {
-        if let explicit = ProcessInfo.processInfo.environment["DUET_BINARY"] { return explicit }
-        return [".build/debug/duet", ".build/x86_64-unknown-linux-gnu/debug/duet", ".build/aarch64-unknown-linux-gnu/debug/duet"]
-            .map { packageRoot + "/" + $0 }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     private func readLine(_ handle: FileHandle) async throws -> String {

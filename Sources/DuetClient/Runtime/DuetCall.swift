@@ -449,7 +449,7 @@ public actor DuetCall {
             let body = try await response.body.collect(upTo: 64 * 1024)
             guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
             let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(body.readableBytesView))
-            fetchedIceServers = [IceServer(urls: credentials.uris, username: credentials.username, credential: credentials.password)]
+            fetchedIceServers = credentials.iceServers
             feed(.turnCredentialsFetched(ttlSeconds: credentials.ttl))
         } catch {
             feed(.turnCredentialsFailed)

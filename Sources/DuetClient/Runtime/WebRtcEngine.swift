@@ -58,17 +58,6 @@ public enum WebRtcEvent: Sendable, Equatable {
     case signalingState(NegotiationMachine.SignalingState)
 }
 
-public struct IceServer: Sendable, Equatable, Codable {
-    public var urls: [String]
-    public var username: String?
-    public var credential: String?
-    public init(urls: [String], username: String? = nil, credential: String? = nil) {
-        self.urls = urls
-        self.username = username
-        self.credential = credential
-    }
-}
-
 public struct RtcConfiguration: Sendable, Equatable {
     public var iceServers: [IceServer]
     /// `iceTransportPolicy: relay`.

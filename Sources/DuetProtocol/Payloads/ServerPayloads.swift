@@ -132,13 +132,36 @@ public struct RoomStatusUpdatePayload: Codable, Sendable, Equatable {
 }
 
 /// `GET /api/turn-credentials` answer, in coturn's REST form.
+/// One entry of an RTCConfiguration's `iceServers`: STUN entries carry no credentials, TURN entries do.
+public struct IceServer: Codable, Sendable, Equatable {
+    public var urls: [String]
+    public var username: String?
+    public var credential: String?
+    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+        self.urls = urls
+        self.username = username
+        self.credential = credential
+    }
+
+    /// True for `turn:` and `turns:` URLs (the ones that can give a relay candidate).
+    public static func isRelay(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return lower.hasPrefix("turn:") || lower.hasPrefix("turns:")
+    }
+}
+
+/// `GET /api/turn-credentials`: every ICE server a client should use — the server's own STUN, any configured
+/// STUN, and TURN with fresh coturn REST credentials. `username`, `password` and `uris` repeat the TURN entry in the
+/// original (v1) shape and are absent when no TURN server is configured.
 public struct TurnCredentials: Codable, Sendable, Equatable {
-    public var username: String
-    public var password: String
+    public var iceServers: [IceServer]
+    public var username: String?
+    public var password: String?
     public var uris: [String]
-    /// Seconds.
+    /// Seconds the credentials (and so this list) stay valid.
     public var ttl: Int64
-    public init(username: String, password: String, uris: [String], ttl: Int64) {
+    public init(iceServers: [IceServer], username: String?, password: String?, uris: [String], ttl: Int64) {
+        self.iceServers = iceServers
         self.username = username
         self.password = password
         self.uris = uris

@@ -8,6 +8,21 @@ public struct ServerConfiguration: Sendable {
     public var turnSecret: String?
     public var turnURIs: [String] = []
     public var turnCredentialTTLSeconds: Int64 = 3600
+    /// UDP port of the built-in STUN server (on `host`); nil: off. 0 picks a free port (tests). `duet serve`
+    /// turns it on at 3478 unless `--stun-port 0`.
+    public var stunPort: Int?
+    /// More STUN servers handed to clients (`--stun-uri`), e.g. coturn's when it runs beside the server.
+    public var stunURIs: [String] = []
+    /// HTTPS and WSS served directly (`--tls-cert`, `--tls-key`): PEM files.
+    public struct TLSFiles: Sendable {
+        public var certificateChain: String
+        public var privateKey: String
+        public init(certificateChain: String, privateKey: String) {
+            self.certificateChain = certificateChain
+            self.privateKey = privateKey
+        }
+    }
+    public var tls: TLSFiles?
     public var allowedOrigins: [String] = []
     public var rateLimits = true
     /// The buckets `rateLimits` turns on: per client address for the HTTP entry points, per connection for

@@ -2,13 +2,13 @@ import DuetProtocol
 import Foundation
 import Hummingbird
 
-/// `/api/room-id`, `/api/turn-credentials`, `/api/leave`.
+/// `/api/room-id`, `/api/turn-credentials` (the ICE servers: STUN, and TURN with credentials), `/api/leave`.
 struct APIRoutes: Sendable {
     let hub: SessionHub
     let gate: Gatekeeper
     let roomIds: RoomIdAuthority
     let turnTokens: TurnTokenAuthority
-    let turn: TurnCredentialIssuer?
+    let iceServers: IceServerList
     let turnPerSeat: IPRateLimiter
 
     func register(on router: Router<DuetRequestContext>) {
@@ -21,7 +21,7 @@ struct APIRoutes: Sendable {
 
         router.get("/api/turn-credentials") { request, context -> Response in
             if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
-            guard let turn else { return .text(.serviceUnavailable, "no TURN server is configured") }
+            guard !iceServers.isEmpty else { return .text(.serviceUnavailable, "no STUN or TURN server is configured") }
             let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
             guard let token = request.uri.queryParameters["token"].map(String.init), let seat = turnTokens.seat(of: token, nowMs: nowMs) else {
                 return .text(.unauthorized, "missing, invalid or expired TURN token; refresh it with turn-refresh")
@@ -35,7 +35,7 @@ struct APIRoutes: Sendable {
                 response.headers[.retryAfter] = "5"
                 return response
             }
-            return .json(.ok, turn.credentials(nowMs: nowMs))
+            return .json(.ok, iceServers.response(hostHeader: request.head.authority, nowMs: nowMs))
         }
 
         router.post("/api/leave") { request, context -> Response in

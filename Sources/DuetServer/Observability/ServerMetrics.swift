@@ -19,10 +19,17 @@ public final class ServerMetrics: Sendable {
         self.factory = factory
         messagesIn = MessageCounters(name: "duet_messages_in_total", factory: factory)
         messagesOut = MessageCounters(name: "duet_messages_out_total", factory: factory)
+        stunAnswered = CoreMetrics.Counter(label: "duet_stun_requests_total", dimensions: [("result", "answered")], factory: factory)
+        stunDropped = CoreMetrics.Counter(label: "duet_stun_requests_total", dimensions: [("result", "dropped")], factory: factory)
     }
 
     private let messagesIn: MessageCounters
     private let messagesOut: MessageCounters
+    private let stunAnswered: CoreMetrics.Counter
+    private let stunDropped: CoreMetrics.Counter
+
+    /// A datagram on the STUN port: answered, or dropped (not a Binding request, or over the address's rate).
+    public func stunRequest(answered: Bool) { (answered ? stunAnswered : stunDropped).increment() }
 
     public func connectionOpened(_ kind: TransportKind) { gauge("duet_connections", ["transport": kind.rawValue]).increment(by: 1) }
     public func connectionClosed(_ kind: TransportKind, reason: String) {

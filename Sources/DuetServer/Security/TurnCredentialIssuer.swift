@@ -19,9 +19,10 @@ public struct TurnCredentialIssuer: Sendable {
         self.label = label
     }
 
-    public func credentials(nowMs: Int64) -> TurnCredentials {
+    /// The TURN entry of the ICE server list, with credentials valid for `ttlSeconds` from now.
+    public func credentials(nowMs: Int64) -> IceServer {
         let username = "\(nowMs / 1000 + ttlSeconds):\(label)"
         let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Array(username.utf8), using: key)
-        return TurnCredentials(username: username, password: Data(mac).base64EncodedString(), uris: uris, ttl: ttlSeconds)
+        return IceServer(urls: uris, username: username, credential: Data(mac).base64EncodedString())
     }
 }

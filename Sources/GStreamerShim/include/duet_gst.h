@@ -48,6 +48,8 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
 void duet_peer_set_offer_mids(DuetPeer *peer, const char *mids);
 /// `turn(s)://user:pass@host:port?transport=udp|tcp`, user and password percent-escaped. Applies to the live peer.
 int duet_peer_add_turn(DuetPeer *peer, const char *url);
+/// `stun://host:port`: webrtcbin takes one STUN server (gathering a server-reflexive candidate through it).
+int duet_peer_set_stun(DuetPeer *peer, const char *url);
 void duet_peer_create_offer(DuetPeer *peer, uint64_t request);
 void duet_peer_create_answer(DuetPeer *peer, uint64_t request);
 void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_t request);

@@ -34,7 +34,7 @@ final class ServerUnderTest: @unchecked Sendable {
         case .duet:
             process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["DUET_BINARY"] ?? binDir + "/duet")
             process.arguments = ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", dataDirectory.path,
-                                 "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0"]
+                                 "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0", "--stun-port", "0"]
         case .node:
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["node", benchmarks + "/node-relay.js", "\(port)"]

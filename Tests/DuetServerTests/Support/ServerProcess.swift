@@ -9,6 +9,8 @@ final class ServerProcess: Sendable {
     let process: Process
     let port: Int
     let dataDirectory: String
+    /// The URL line `duet serve` printed first.
+    let announced: String
 
     static var binary: String? {
         if let explicit = ProcessInfo.processInfo.environment["DUET_BINARY"] { return explicit }
@@ -17,8 +19,9 @@ final class ServerProcess: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    private init(process: Process, port: Int, dataDirectory: String) {
+    private init(process: Process, port: Int, dataDirectory: String, announced: String) {
         self.process = process
+        self.announced = announced
         self.port = port
         self.dataDirectory = dataDirectory
     }
@@ -29,7 +32,7 @@ final class ServerProcess: Sendable {
         let process = Process()
         // Niced: the server under measurement must not take the CPU the other tests' timing needs.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-        process.arguments = ["-n", "10", binary, "serve", "--port", "0", "--data-dir", dataDirectory] + arguments
+        process.arguments = ["-n", "10", binary, "serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
@@ -43,7 +46,7 @@ final class ServerProcess: Sendable {
             process.terminate()
             throw TestFailure("duet serve printed no URL: \(line)")
         }
-        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory)
+        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory, announced: line)
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)/" }

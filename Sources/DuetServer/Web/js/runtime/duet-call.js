@@ -274,9 +274,11 @@ export class DuetCall extends EventTarget {
       url.searchParams.set('token', token);
       const response = await fetch(url, { signal: AbortSignal.timeout(RESILIENCE.TURN_FETCH_TIMEOUT_MS) });
       if (!response.ok) throw new Error(`the server answered ${response.status}`);
-      const credentials = await response.json();
-      this.fetchedIceServers = [{ urls: credentials.uris, username: credentials.username, credential: credentials.password }];
-      this.feed({ type: 'turnCredentialsFetched', ttlSeconds: credentials.ttl });
+      // The server's whole list: its own STUN, any configured STUN, and TURN with fresh credentials.
+      const { iceServers, ttl } = await response.json();
+      if (!Array.isArray(iceServers)) throw new Error('the server sent no iceServers');
+      this.fetchedIceServers = iceServers;
+      this.feed({ type: 'turnCredentialsFetched', ttlSeconds: ttl });
     } catch {
       this.feed({ type: 'turnCredentialsFailed' });
     }

@@ -3,11 +3,13 @@
 
 // What stats() reports, all cumulative since the connection was made: video frames decoded; audio packets
 // received, samples played out (including concealed ones), concealed samples, and the audio's total energy and
-// duration (mean power over a window = Δenergy / Δduration); the selected pair's local candidate type and RTT.
+// duration (mean power over a window = Δenergy / Δduration); the selected pair's candidate types (host, srflx,
+// prflx, relay), the local candidate's protocol, the relay's protocol to its TURN server (udp, tcp, tls), and RTT.
 export function emptyStats() {
   return {
     videoFramesDecoded: 0, audioPacketsReceived: 0, audioSamplesReceived: 0, audioConcealedSamples: 0,
-    audioEnergy: 0, audioSamplesDuration: 0, candidateType: null, rttMs: null,
+    audioEnergy: 0, audioSamplesDuration: 0, candidateType: null, remoteCandidateType: null,
+    localProtocol: null, relayProtocol: null, rttMs: null,
   };
 }
 
@@ -107,7 +109,11 @@ export class PeerConnection {
     });
     if (!pair) report.forEach((s) => { if (s.type === 'candidate-pair' && s.nominated && s.state === 'succeeded') pair = s; });
     if (pair) {
-      result.candidateType = report.get(pair.localCandidateId)?.candidateType ?? null;
+      const local = report.get(pair.localCandidateId);
+      result.candidateType = local?.candidateType ?? null;
+      result.localProtocol = local?.protocol ?? null;
+      result.relayProtocol = local?.relayProtocol ?? null;
+      result.remoteCandidateType = report.get(pair.remoteCandidateId)?.candidateType ?? null;
       if (pair.currentRoundTripTime !== undefined) result.rttMs = Math.round(pair.currentRoundTripTime * 1000);
     }
     return result;
