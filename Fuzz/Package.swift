@@ -35,6 +35,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "fuzz-stun",
+            dependencies: [.product(name: "DuetProtocol", package: duet)],
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "fuzz-tokens",
             dependencies: [.product(name: "DuetProtocol", package: duet), .product(name: "DuetRooms", package: duet)],
             swiftSettings: strict

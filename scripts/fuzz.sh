@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target of the fuzz package (Fuzz/) for a bounded time:
-#   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags…]      TARGET: fuzz-envelope, fuzz-json-text, fuzz-sse-parser,
+#   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags…]      TARGET: fuzz-envelope, fuzz-json-text, fuzz-sse-parser, fuzz-stun,
 #   scripts/fuzz.sh all SECONDS [libFuzzer flags…]                 fuzz-tokens, or all (each in turn)
 # Builds the fuzz package (address sanitizer and libFuzzer; DUET_FUZZ_CONFIG=debug for a debug build), starts from a
 # copy of the checked-in seeds (Fuzz/Corpus/TARGET/) and of every input that once crashed (Fuzz/Regressions/TARGET/),
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(fuzz-envelope fuzz-json-text fuzz-sse-parser fuzz-tokens)
+targets=(fuzz-envelope fuzz-json-text fuzz-sse-parser fuzz-stun fuzz-tokens)
 usage() {
   echo "usage: scripts/fuzz.sh {$(IFS='|'; echo "${targets[*]}")|all} SECONDS [libFuzzer flags…]" >&2
   exit 2

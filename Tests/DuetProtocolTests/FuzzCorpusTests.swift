@@ -10,12 +10,14 @@ import Testing
         case jsonText = "fuzz-json-text"
         case sseParser = "fuzz-sse-parser"
         case tokens = "fuzz-tokens"
+        case stun = "fuzz-stun"
 
         func check(_ bytes: [UInt8]) -> String? {
             switch self {
             case .envelope: FuzzChecks.envelope(bytes)
             case .jsonText: FuzzChecks.jsonText(bytes)
             case .sseParser: FuzzChecks.sseParser(bytes)
+            case .stun: FuzzChecks.stun(bytes)
             // The DuetRooms half of this target's check runs in DuetRoomsTests (TokenFuzzCorpusTests).
             case .tokens: FuzzChecks.identifiers(bytes)
             }

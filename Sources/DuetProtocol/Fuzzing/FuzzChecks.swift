@@ -104,6 +104,47 @@ public enum FuzzChecks {
         return nil
     }
 
+    /// The STUN server's datagram path: `STUNMessage.parse` accepts only what it would write back byte for byte
+    /// (encode ∘ parse is the identity, so no two spellings of one message); `STUNBinding.reply` answers only Binding
+    /// requests, with a reply that parses, carries the request's transaction id, is under 2.5× its size, and names the
+    /// sender exactly (XOR-MAPPED-ADDRESS decodes to it).
+    public static func stun(_ bytes: [UInt8]) -> String? {
+        let parsed = STUNMessage.parse(bytes)
+        if let parsed {
+            let fingerprinted = parsed.attributes.last?.type == STUNMessage.Attribute.fingerprint
+            let body = STUNMessage(type: parsed.type, transactionID: parsed.transactionID,
+                                   attributes: fingerprinted ? Array(parsed.attributes.dropLast()) : parsed.attributes)
+            // Padding bytes are not kept (RFC 5769's own vector pads with spaces), so the FINGERPRINT of the re-encoding
+            // may differ: compare everything else, and that a FINGERPRINT is there again.
+            guard let again = STUNMessage.parse(body.encoded(fingerprint: fingerprinted)),
+                  STUNMessage(type: again.type, transactionID: again.transactionID,
+                              attributes: fingerprinted ? Array(again.attributes.dropLast()) : again.attributes) == body,
+                  (again.attributes.last?.type == STUNMessage.Attribute.fingerprint) == fingerprinted
+            else { return "parse → encode → parse changed \(bytes)" }
+        }
+        let sources = [
+            STUNBinding.Endpoint(address: [203, 0, 113, bytes.first ?? 0], port: 40_000),
+            STUNBinding.Endpoint(address: [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: bytes.last ?? 1, count: 12), port: 1),
+        ]
+        for source in sources {
+            guard let reply = STUNBinding.reply(to: bytes, from: source) else { continue }
+            guard let request = parsed, request.type == STUNMessage.MessageType.bindingRequest else {
+                return "answered something that is not a Binding request: \(bytes)"
+            }
+            guard let response = STUNMessage.parse(reply) else { return "the reply does not parse: \(reply)" }
+            guard response.transactionID == request.transactionID else { return "the reply has another transaction id" }
+            guard reply.count * 2 < bytes.count * 5 else { return "reply of \(reply.count) bytes to \(bytes.count): an amplifier" }
+            if response.type == STUNMessage.MessageType.bindingSuccess {
+                guard let value = response.attribute(STUNMessage.Attribute.xorMappedAddress),
+                      STUNBinding.mappedEndpoint(value, transactionID: request.transactionID) == source
+                else { return "the reply does not name the sender" }
+            } else if response.type != STUNMessage.MessageType.bindingError {
+                return "a reply of type \(response.type)"
+            }
+        }
+        return nil
+    }
+
     /// The shape checks (`RoomIdFormat`, `SessionIdFormat`, `ParticipantIdFormat`) against a plain restatement
     /// of their patterns; `Base64URL` round trips; `ReconnectTokenParts` accepts only the spelling it would write.
     public static func identifiers(_ bytes: [UInt8]) -> String? {
