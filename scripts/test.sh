@@ -21,11 +21,21 @@ command -v iptables >/dev/null || need+=(iptables)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
 command -v openssl >/dev/null || need+=(openssl)
+# The deployment tests (DeployTests) run deploy/ for real: nginx in front (nginx -t, then a call through it),
+# systemd-analyze verify on the units, nft -c on the firewall.
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  # The tests start nginx themselves, inside namespaces; a package that started its default site on the machine's
+  # own port 80 (on a host that runs systemd) is stopped again.
+  if [[ " ${need[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+    $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
 
 # Every result of this run goes under .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py): run.json with the

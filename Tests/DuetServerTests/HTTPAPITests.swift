@@ -169,7 +169,7 @@ import Testing
         let guardScript = try await server.http(.GET, "js/load-guard.js")
         #expect(guardScript.status == 200)
         #expect(guardScript.body.contains("duet.loadAttempts"))
-        for page in ["", "call/" + (try await server.roomId())] {
+        for page in ["", "call/" + (try await server.roomId()), "check"] {
             let html = try await server.http(.GET, page)
             #expect(html.status == 200)
             #expect(html.body.contains("<script>\n" + guardScript.body + "</script>"), "/\(page) lacks the inline guard")

@@ -1,4 +1,4 @@
-"""Scenario outcomes under `.build/results/<run-id>/`, for every end-to-end suite (chaos, browser, peer).
+"""Scenario outcomes under `.build/results/<run-id>/`, for every end-to-end suite (chaos, browser, peer, natlab, deploy).
 
 Every scenario run writes `<suite>/<scenario>.json` whether it passed or not: `recovered` (true only when every
 assert passed), the time to recover and what recovered it when the scenario measures one (`report`), and on a
@@ -23,7 +23,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RESULTS = os.path.join(ROOT, ".build", "results")
-SUITES = ("chaos", "browser", "peer")
+SUITES = ("chaos", "browser", "peer", "natlab", "deploy")
 
 
 def now():
@@ -89,14 +89,18 @@ def write_json(path, value):
         raise
 
 
-def record(suite, scenario, title, recovered, seconds=None, how="", reason=None, last_seen=None, started_at=None):
-    """Writes one outcome (the results contract) and returns it."""
+def record(suite, scenario, title, recovered, seconds=None, how="", reason=None, last_seen=None, started_at=None,
+           details=None):
+    """Writes one outcome (the results contract) and returns it. `details`: what the scenario measured besides
+    the time (e.g. the NAT lab's time to connect and candidate types per side), also for a failure."""
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}")
     outcome = {"suite": suite, "scenario": scenario, "title": title, "recovered": bool(recovered),
                "seconds": seconds, "how": how or "", "reason": reason, "lastSeen": last_seen,
                "commit": commit(), "dirty": dirty(), "runId": run_id(),
                "startedAt": started_at or now(), "finishedAt": now()}
+    if details:
+        outcome["details"] = details
     path = os.path.join(run_dir(), suite, f"{scenario}.json")
     write_json(path, outcome)
     print(f"OUTCOME {'recovered' if recovered else 'FAILED'} -> {os.path.relpath(path, ROOT)}", flush=True)
@@ -131,6 +135,12 @@ def report(seconds=None, how=None):
         _reported["seconds"] = round(float(seconds), 1)
     if how is not None:
         _reported["how"] = how
+
+
+def detail(**values):
+    """Adds measurements to the outcome's `details` as the scenario goes, so a failure records what was measured
+    before it (a value given again replaces the earlier one)."""
+    _reported.setdefault("details", {}).update(values)
 
 
 def how_recovered(*sides):
@@ -239,9 +249,10 @@ def outcome(suite, scenario, title):
         yield
     except BaseException as error:
         record(suite, scenario, title, False, _reported.get("seconds"), _reported.get("how", ""),
-               describe(error), _seen_at(error), started)
+               describe(error), _seen_at(error), started, _reported.get("details"))
         raise
-    record(suite, scenario, title, True, _reported.get("seconds"), _reported.get("how", ""), None, None, started)
+    record(suite, scenario, title, True, _reported.get("seconds"), _reported.get("how", ""), None, None, started,
+           _reported.get("details"))
 
 
 # MARK: - run.json, for scripts/test.sh

@@ -29,11 +29,12 @@ final class STUNService: Service, Sendable {
     /// The bound UDP port (the configured one, or the one picked for port 0); nil before `bind()`.
     var boundPort: Int? { channel.withLock { $0?.localAddress?.port } }
 
+    /// No SO_REUSEADDR: with it, Linux lets a second UDP socket (coturn's, say) share the port, and each datagram goes
+    /// to one of the two — TURN allocations would vanish into the STUN server. A port in use must be an error.
     func bind() async throws {
         let handler = STUNDatagramHandler(limiter: limiter, metrics: metrics)
         do {
             let bound = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
                 .bind(host: host, port: port).get()
             channel.withLock { $0 = bound }

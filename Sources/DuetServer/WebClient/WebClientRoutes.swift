@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 
-/// `/` (home), `/call/{roomId}` (the call page) and the client's static files.
+/// `/` (home), `/call/{roomId}` (the call page), `/check` (the connection check) and the client's static files.
 struct WebClientRoutes: Sendable {
     let assets: WebAssets
 
@@ -9,6 +9,8 @@ struct WebClientRoutes: Sendable {
         router.get("/") { _, _ in page("/index.html") }
         // Any id gets the page: the page itself explains an invalid or ended link, with a way home.
         router.get("/call/{roomId}") { _, _ in page("/call.html") }
+        // The connection check: signaling, STUN, TURN, camera and microphone, tested in the visitor's browser.
+        router.get("/check") { _, _ in page("/check.html") }
         for folder in ["js", "css", "img"] {
             router.get("/\(folder)/**") { request, _ in file(request.uri.path) }
         }

@@ -19,6 +19,8 @@ import Testing
     @Test func turnServerDiesAndReturnsICERestartsThroughIt() async throws { try await run("relay-restart") }
     @Test func blockedCameraOffersAudioOnlyAndRetry() async throws { try await run("permission-denied") }
     @Test func aPageWhoseModuleFailsToLoadRetriesThenSaysSo() async throws { try await run("load-retry") }
+    @Test func checkPageTestsSignalingStunTurnOverUdpTcpTlsCameraAndMicrophone() async throws { try await run("check-page") }
+    @Test func blockedDirectPathWithoutRelayIsExplainedUntilMediaConnects() async throws { try await run("cannot-connect") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try #require(commandExists("chromium") && commandExists("unshare") && commandExists("ip"),

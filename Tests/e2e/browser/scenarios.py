@@ -36,15 +36,16 @@ def log(*parts):
 class Server:
     """`duet serve` on a free port; restartable on the same port and data dir (a server restart)."""
 
-    def __init__(self, *args, host="127.0.0.1"):
-        self.args, self.data, self.host = list(args), tempfile.mkdtemp(prefix="duet-e2e-data-"), host
+    def __init__(self, *args, host="127.0.0.1", prefix=()):
+        # prefix: a command the server runs under, e.g. `ip netns exec NS` (the NAT lab's public namespace)
+        self.args, self.data, self.host, self.prefix = list(args), tempfile.mkdtemp(prefix="duet-e2e-data-"), host, list(prefix)
         self.port, self.proc = 0, None
         self.start()
 
     def start(self):
         self.log = open(os.path.join(self.data, "serve.log"), "ab")
         self.proc = subprocess.Popen(
-            [DUET, "serve", "--host", self.host, "--port", str(self.port), "--data-dir", self.data,
+            [*self.prefix, DUET, "serve", "--host", self.host, "--port", str(self.port), "--data-dir", self.data,
              "--log-level", "info", *self.args],
             stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline().strip()
@@ -81,12 +82,14 @@ class Server:
 
 
 class Coturn:
-    def __init__(self, secret, listen=("127.0.0.1",), port=3478):
+    def __init__(self, secret, listen=("127.0.0.1",), port=3478, relay="127.0.0.1", tls=None):
+        # tls: (certificate file, key file, port) for TURN over TLS as well (turns:); UDP and TCP are always on
         self.dir = tempfile.mkdtemp(prefix="duet-e2e-turn-")
+        tls_args = [f"--cert={tls[0]}", f"--pkey={tls[1]}", f"--tls-listening-port={tls[2]}"] if tls else ["--no-tls"]
         self.proc = subprocess.Popen(
-            ["turnserver", "-n", *(f"--listening-ip={ip}" for ip in listen), "--relay-ip=127.0.0.1", f"--listening-port={port}",
+            ["turnserver", "-n", *(f"--listening-ip={ip}" for ip in listen), f"--relay-ip={relay}", f"--listening-port={port}",
              "--use-auth-secret", f"--static-auth-secret={secret}", "--realm=duet.test", "--allow-loopback-peers",
-             "--no-tls", "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log"],
+             *tls_args, "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log"],
             stdout=open(os.path.join(self.dir, "turn.log"), "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         time.sleep(0.5)
 
@@ -102,7 +105,9 @@ class TurnDeployment:
         # server_args: extra `duet serve` flags, e.g. a short --turn-ttl
         self.secret = "e2e-" + os.urandom(8).hex()
         self.turn = Coturn(self.secret) if start_turn else None
-        self.server = Server("--turn-secret", self.secret, "--turn-uri", f"turn:127.0.0.1:3478?transport={transport}", *server_args)
+        # coturn has 127.0.0.1:3478 (STUN and TURN): the server's own STUN server moves aside to 3479.
+        self.server = Server("--stun-port", "3479", "--turn-secret", self.secret, "--turn-uri",
+                             f"turn:127.0.0.1:3478?transport={transport}", *server_args)
 
     def start_turn(self):
         self.turn = Coturn(self.secret)
@@ -669,11 +674,205 @@ def scenario_load_retry(browser):
         server.stop()
 
 
+# MARK: why a call does not connect: the /check page, and the explanation on the call page
+
+CHECK_IDS = ("websocket", "sse", "stun", "turnUdp", "turnTcp", "turnTls", "camera", "microphone")
+
+
+def self_signed_certificate(address):
+    """A throwaway certificate for the IP `address` and its key (openssl), with the base64 SHA-256 of its public key:
+    what Chromium's --ignore-certificate-errors-spki-list takes. Chromium checks a TURN server's TLS certificate like
+    a web server's (a self-made one gets error 701 "Failed to establish connection"); that flag trusts this key only."""
+    directory = tempfile.mkdtemp(prefix="duet-e2e-cert-")
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+                    "-subj", f"/CN={address}", "-addext", f"subjectAltName=IP:{address}"], check=True, capture_output=True)
+    spki = subprocess.run(f"openssl x509 -in {cert} -pubkey -noout | openssl pkey -pubin -outform der | "
+                          "openssl dgst -sha256 -binary | base64", shell=True, check=True, capture_output=True, text=True)
+    return cert, key, spki.stdout.strip()
+
+
+def run_check(page, url):
+    """Opens /check at `url` (or runs it where the page is, url None) and waits for every row: window.duetCheck."""
+    if url:
+        page.navigate(url)
+    page.wait_for("window.duetCheck && duetCheck.done", 60, message="the check finishes")
+    result = page.evaluate("JSON.parse(JSON.stringify(window.duetCheck))")
+    shown = page.evaluate("Object.fromEntries([...document.querySelectorAll('.check-row')].map(r => "
+                          "[r.id.slice(6), {status: r.dataset.status, text: r.innerText}]))")
+    for check in CHECK_IDS:
+        expect(shown[check]["status"] == result["results"][check]["status"], f"{check}: the row shows its result: {shown[check]}")
+        expect(result["results"][check]["detail"] in shown[check]["text"], f"{check}: the row says what happened: {shown[check]}")
+    log("check", {k: (v["status"], v["detail"]) for k, v in result["results"].items()})
+    return result
+
+
+def rooms_left(page, rooms):
+    """Occupancy of `rooms` as the server tells a watcher (watch_rooms over a WebSocket from `page`)."""
+    return page.evaluate("""(rids => new Promise((resolve, reject) => {
+        const ws = new WebSocket(location.origin.replace('http', 'ws') + '/ws');
+        ws.onopen = () => ws.send(JSON.stringify({v: 1, type: 'watch_rooms', payload: {rids}}));
+        ws.onmessage = (e) => { const m = JSON.parse(e.data); if (m.type === 'room_statuses') { ws.close(); resolve(m.payload); } };
+        ws.onerror = () => reject(new Error('watch_rooms failed'));
+        setTimeout(() => reject(new Error('no room_statuses')), 5000);
+    }))(%s)""" % json.dumps(rooms))
+
+
+def shot_page(page, name, width=1280):
+    """A screenshot of the whole page at `width` (the viewport made as tall as the page)."""
+    page.set_viewport(width, 800)
+    height = page.evaluate("Math.ceil(document.documentElement.scrollHeight)")
+    shot(page, name, width, max(800, height))
+
+
+def scenario_check_page(_):
+    """The connection check (/check) in a real browser: every row passes against a full deployment. Against duet serve
+    with its STUN server and coturn over UDP, TCP and TLS every row passes, each with what it found; against a server
+    without TURN (and a dead one) the TURN rows say skip or fail with what to do; a browser that does not trust the
+    relay's certificate fails TURN over TLS, naming the certificate."""
+    make_network()  # a machine with a network: 10.77.0.1 and 10.77.0.2
+    address = "10.77.0.1"
+    # A NAT on the way to the full server's STUN port, as behind a home router: the STUN server sees another address
+    # (10.77.0.2, another port), so Chromium gets a server-reflexive candidate. (Without one, the address STUN sees is
+    # the device's own, and Chromium drops it as a duplicate: the bare server's STUN, on 3479, shows that case.)
+    sh(f"iptables -t nat -A POSTROUTING -p udp -d {address} --dport 3478 -j SNAT --to-source 10.77.0.2:40000-40999")
+    cert, key, spki = self_signed_certificate(address)
+    secret = "e2e-" + os.urandom(8).hex()
+    turn_uris = (f"turn:{address}:3490?transport=udp", f"turn:{address}:3490?transport=tcp", f"turns:{address}:5349?transport=tcp")
+    turn = Coturn(secret, listen=(address,), port=3490, relay=address, tls=(cert, key, 5349))
+    servers = []
+    try:
+        full = Server("--turn-secret", secret, *(arg for uri in turn_uris for arg in ("--turn-uri", uri)), host=address)
+        servers.append(full)
+        # No TURN but one that is not there (UDP, dead port); its own STUN port, the full server has 3478.
+        bare = Server("--stun-port", "3479", "--turn-secret", secret, "--turn-uri", f"turn:{address}:3999?transport=udp", host=address)
+        servers.append(bare)
+        origins = ",".join(s.url.rstrip("/") for s in servers)  # camera and microphone need a secure origin
+        flags = (f"--unsafely-treat-insecure-origin-as-secure={origins}",)
+        with Browser.launch(extra_flags=(*flags, f"--ignore-certificate-errors-spki-list={spki}")) as browser:
+            page = watch(browser.new_page(full.url), "check")
+            page.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
+            expect(page.evaluate("document.querySelector('a[href=\"/check\"]')?.textContent") == "Check your connection",
+                   "home links to the check")
+            page.evaluate("document.querySelector('a[href=\"/check\"]').click()")
+            page.wait_for("location.pathname === '/check' && window.duetCheck", 10, message="the link opens the check")
+            result = run_check(page, None)
+            failed = {k: v for k, v in result["results"].items() if v["status"] != "pass"}
+            expect(not failed, f"every row passes against the full deployment: {failed}")
+            m = result["measurements"]
+            expect(m["stun"]["srflx"], f"STUN passed on a server-reflexive candidate: {m['stun']}")
+            expect(result["results"]["stun"]["detail"].startswith("Your network’s public address is 10.77.0.2"), result["results"]["stun"])
+            for check, transport, uri in zip(("turnUdp", "turnTcp", "turnTls"), ("udp", "tcp", "tls"), turn_uris):
+                relays = m[check]["relays"]
+                expect(relays and all(r["relayProtocol"] == transport and r["url"] == uri for r in relays),
+                       f"{check}: a relay candidate over {transport} from {uri}: {relays}")
+            expect(m["camera"]["width"] > 0 and m["microphone"]["peakLevel"] > 0.01, f"camera picture, microphone sound: {m}")
+            expect(page.evaluate("document.getElementById('check-summary').textContent").startswith("Everything works"), "summary")
+            expect(page.evaluate("!document.getElementById('camera-still').hidden"), "the camera row shows a still")
+            occupancy = rooms_left(page, result["rooms"])
+            expect(len(result["rooms"]) == 2 and all(n == 0 for n in occupancy.values()),
+                   f"both test rooms were joined and left: {result['rooms']} → {occupancy}")
+            shot_page(page, "check")
+            # Run again (a user gesture): everything passes again, the camera permission now granted (no mDNS).
+            page.evaluate("document.getElementById('check-again').click()")
+            page.wait_for("!duetCheck.done", 5, message="running again")
+            again = run_check(page, None)
+            expect(all(v["status"] == "pass" for v in again["results"].values()), f"all pass again: {again['results']}")
+
+            result = run_check(page, bare.url + "check")
+            r = result["results"]
+            expect([r[c]["status"] for c in CHECK_IDS] == ["pass", "pass", "pass", "fail", "skip", "skip", "pass", "pass"],
+                   f"no TURN over TCP or TLS (skip), TURN over UDP not there (fail): {r}")
+            expect(r["turnTcp"]["detail"] == "No TURN over TCP is configured on this Duet server." and "transport=tcp" in r["turnTcp"]["todo"], r["turnTcp"])
+            expect(r["turnTls"]["detail"] == "No TURN over TLS is configured on this Duet server." and "turns:" in r["turnTls"]["todo"], r["turnTls"])
+            expect("relay address over UDP" in r["turnUdp"]["detail"] and "firewall" in r["turnUdp"]["todo"], r["turnUdp"])
+            expect("already its public one" in r["stun"]["detail"], f"no NAT before this STUN server: {r['stun']}")
+            expect(page.evaluate("document.getElementById('check-summary').textContent") == "One problem found: see what to do below.", "summary")
+            shot_page(page, "check-problems")
+        # Without trusting the relay's certificate, Chromium refuses TURN over TLS: the row says so.
+        with Browser.launch(extra_flags=flags) as untrusting:
+            page = watch(untrusting.new_page(), "untrusting")
+            r = run_check(page, full.url + "check")["results"]
+            expect(r["turnUdp"]["status"] == r["turnTcp"]["status"] == "pass", f"UDP and TCP relays still pass: {r}")
+            expect(r["turnTls"]["status"] == "fail" and "certificate" in r["turnTls"]["todo"], f"TLS fails, naming the certificate: {r['turnTls']}")
+    finally:
+        for server in servers:
+            server.stop()
+        turn.stop()
+
+
+BLOCK_UDP = ("iptables -N DUETBLOCK && iptables -A DUETBLOCK -p udp --dport 3478 -j RETURN && "
+             "iptables -A DUETBLOCK -p udp --sport 3478 -j RETURN && iptables -A DUETBLOCK -p udp -j DROP && "
+             "iptables -I INPUT -j DUETBLOCK")
+UNBLOCK_UDP = "iptables -D INPUT -j DUETBLOCK"
+PROBLEM_SHOWN = ("duet.connectivityProblem && duet.connectivityProblem.code === 'direct-failed-no-relay' && "
+                 "!document.getElementById('connectivity').hidden && document.body.dataset.connectivityProblem === 'direct-failed-no-relay'")
+
+
+def scenario_cannot_connect(browser):
+    """No relay and the direct path blocked: both pages explain why the call does not connect. iptables drops every
+    UDP packet but STUN's, and the server has no TURN: both pages say "No relay server is configured, and a direct
+    connection between your networks failed", with what was tried and what to do, while the engine keeps retrying;
+    once the block is lifted the call connects by itself and the explanation goes away."""
+    server = Server()  # its STUN server on 127.0.0.1:3478, no TURN
+    try:
+        sh(BLOCK_UDP)
+        link = server.url + "call/" + server.new_room()
+        a = open_call(browser, link, "A")
+        b = open_call(browser, link, "B")
+        for name, page in (("A", a), ("B", b)):
+            page.wait_for("duet.phase === 'inCall'", 15, message=f"{name} is in the call (signaling works)")
+        for name, page in (("A", a), ("B", b)):
+            page.wait_for(PROBLEM_SHOWN, 25, message=f"{name} explains why media does not connect")
+        problem = a.evaluate("duet.connectivityProblem")
+        log("A explains", problem)
+        message = "No relay server is configured, and a direct connection between your networks failed."
+        expect(problem["message"] == message, f"the message says what is missing and what failed: {problem}")
+        text = a.evaluate("document.getElementById('connectivity').innerText")
+        for part in (message, "What Duet tried", "A relay server: none is configured on this Duet server.", "What you can do",
+                     "--turn-uri", "Duet keeps trying"):
+            expect(part in text, f"the panel shows {part!r}: {text!r}")
+        expect("STUN server" in problem["tried"][0], f"what STUN did is said: {problem['tried']}")
+        box = a.evaluate("(r => ({top: r.top, bottom: r.bottom, height: r.height, vh: innerHeight}))"
+                         "(document.getElementById('connectivity').getBoundingClientRect())")
+        expect(box["height"] > 100 and box["top"] >= 0 and box["top"] < box["vh"] / 2, f"the panel is on screen: {box}")
+        expect(a.evaluate("document.querySelector('#connectivity a[href=\"/check\"]')?.target") == "_blank",
+               "it links to the check, in a new tab (the call goes on)")
+        expect(message in a.evaluate("document.getElementById('announcer').textContent"), "announced to screen readers")
+        expect(a.evaluate("duet.phase") == "inCall" and a.evaluate("duet.badge.kind") in ("connecting", "retrying"),
+               "still in the call, saying Connecting…, never Connected")
+        shot(a, "cannot-connect", 1280, 800)
+        shot(b, "cannot-connect-phone", 390, 844)
+        expect(b.evaluate("document.documentElement.scrollWidth <= 390"), "nothing overflows at phone width")
+        # The engine keeps retrying meanwhile (its escalation), and the explanation stays while nothing changes.
+        a.wait_for("duet.connectionStatus === 'retrying'", 20, message="A keeps retrying")
+        a.wait_for("duet.iceRestarts.length > 0", 30, message="A (the host) restarts ICE while the path is blocked")
+        time.sleep(2)
+        expect(a.evaluate(PROBLEM_SHOWN) and b.evaluate(PROBLEM_SHOWN), "the explanation stays while media cannot connect")
+        sh(UNBLOCK_UDP)
+        lifted = time.monotonic()
+        log("UDP unblocked")
+        for name, page in (("A", a), ("B", b)):
+            in_call(page, 60, what=f"{name} connects by itself once the direct path is open")
+        for name, page in (("A", a), ("B", b)):
+            media_flows(page, what=f"{name}: video and audio both ways")
+            page.wait_for("duet.connectivityProblem === null && document.getElementById('connectivity').hidden && "
+                          "document.body.dataset.connectivityProblem === ''", 5, message=f"{name}: the explanation is gone")
+        report(seconds=time.monotonic() - lifted, how=results.how_recovered(a, b) + " (time from lifting the block)")
+    finally:
+        server.stop()
+
+
 def collect(namespace):
     """The scenarios a script defines, by name: `scenario_relay_restart` is `relay-restart` (also how
     scripts/publish_results.py knows which outcomes a complete run has)."""
     return {name[len("scenario_"):].replace("_", "-"): fn for name, fn in namespace.items()
             if name.startswith("scenario_") and callable(fn)}
+
+
+def title(name, scenario):
+    """A scenario's title in its outcome and the docs' tables: its docstring's first sentence."""
+    return " ".join((scenario.__doc__ or name).split()).split(". ")[0]
 
 
 def run(scenarios, browser_options=lambda name: {}, suite="browser"):
@@ -682,7 +881,7 @@ def run(scenarios, browser_options=lambda name: {}, suite="browser"):
     `suite`, a failure with its reason and what the watched pages and peers last showed."""
     name = sys.argv[1]
     scenario = scenarios[name]
-    title = " ".join((scenario.__doc__ or name).split()).split(". ")[0]  # its docstring's first sentence
+    title_ = title(name, scenario)
     # A runaway scenario must end by itself, and SIGTERM must still clean up (Chromium, servers).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"scenario {name} ran over {HARD_LIMIT_S}s")))
@@ -696,7 +895,7 @@ def run(scenarios, browser_options=lambda name: {}, suite="browser"):
             signal.alarm(0)  # cleanup and the record must not be cut short by the alarm
             results.capture_failing()
 
-    with results.outcome(suite, name, title):
+    with results.outcome(suite, name, title_):
         options = browser_options(name)
         if options is None:
             attempt(None)
@@ -711,6 +910,8 @@ def run(scenarios, browser_options=lambda name: {}, suite="browser"):
 
 
 def browser_options(name):
+    if name == "check-page":  # launches its own Chromiums, once its servers are up (their origins are flags)
+        return None
     # Without the fake permission UI, permissions set over CDP decide what getUserMedia may use.
     if name == "permission-denied":
         return {"without_flags": ("--use-fake-ui-for-media-stream",)}

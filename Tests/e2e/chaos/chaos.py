@@ -275,7 +275,8 @@ def turn_expiry(net):
     secret = "chaos-" + os.urandom(6).hex()
     turn = Coturn(secret, listen=("10.9.1.1",), port=3478)
     try:
-        with serving("--turn-secret", secret, "--turn-uri", "turn:10.9.1.1:3478?transport=udp", "--turn-ttl", "20") as server:
+        # coturn has 10.9.1.1:3478 and the server binds 0.0.0.0: its own STUN server stays off.
+        with serving("--stun-port", "0", "--turn-secret", secret, "--turn-uri", "turn:10.9.1.1:3478?transport=udp", "--turn-ttl", "20") as server:
             start(net, server, "?relay=1")
             time.sleep(30)  # the first credentials have expired; the engine refreshed them at 80 %
             with blocked("INPUT -p udp --dport 3478 -j DROP", what="TURN traffic cut for 15 s"):

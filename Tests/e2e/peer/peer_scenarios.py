@@ -34,10 +34,11 @@ NO_MEDIA = {"videoFramesReceived": 0, "audioPacketsReceived": 0, "audioSamplesDe
 class Peer:
     """A running `duet-call --events jsonl`, its events collected as they arrive."""
 
-    def __init__(self, link, *args, netns_pid=None, log_level=None):
+    def __init__(self, link, *args, netns_pid=None, log_level=None, prefix=()):
         command = [PEER, link, "--events", "jsonl", "--log-level", log_level or os.environ.get("PEER_LOG", "info"), *args]
         if netns_pid:  # run inside another network namespace (the far side of a veth pair)
             command = ["nsenter", "-t", str(netns_pid), "-n", *command]
+        command = [*prefix, *command]  # e.g. `ip netns exec NS` (the NAT lab's homes)
         self.err_path = f"/tmp/duet-call-{os.getpid()}-{id(self)}.err"
         self.err = open(self.err_path, "wb")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)

@@ -8,6 +8,7 @@ import { PeerConnection } from './peer-connection.js';
 import { TimerTable } from './timers.js';
 import { watchNetwork } from './network-watch.js';
 import { sessionStore } from './session-store.js';
+import { ConnectivityFacts } from './connectivity-facts.js';
 
 export class DuetCall extends EventTarget {
   constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null }) {
@@ -18,10 +19,14 @@ export class DuetCall extends EventTarget {
     this.fetchedIceServers = [];
     this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined });
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
+    // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
+    // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
+    this.connectivity = new ConnectivityFacts({ relayOnly });
     this.peer = new PeerConnection({
       localMedia,
       onEvent: (input) => this.feed(input),
       onRemoteStream: (stream) => this.emit('remotestream', stream),
+      onLocalCandidate: (candidate) => this.noteConnectivity((c) => c.localCandidate(candidate)),
     });
     this.sid = sessionStore.sid(newSseSid);
     this.pendingOpen = null;
@@ -52,6 +57,11 @@ export class DuetCall extends EventTarget {
   }
 
   dismissError() { this.feed({ type: 'dismissError' }); }
+
+  // Connectivity facts are only observed: whatever goes wrong in noting them must never touch the call.
+  noteConnectivity(note) {
+    try { note(this.connectivity); } catch (error) { console.warn('connectivity facts', error); }
+  }
   stats() { return this.peer.stats(); }
   get iceConnectionState() { return this.peer.iceConnectionState; }
   get scheduledTimers() { return this.timers.scheduled; }
@@ -59,6 +69,7 @@ export class DuetCall extends EventTarget {
   // MARK: the loop
   feed(input) {
     if (input.type === 'message') this.observe(input.envelope);
+    this.noteConnectivity((c) => c.input(input, Date.now()));
     if (input.type === 'iceStateChanged') this.emit('ice', input.state);
     for (const output of this.engine.handle(input)) this.perform(output);
   }
@@ -109,6 +120,7 @@ export class DuetCall extends EventTarget {
         if (event.seat) sessionStore.save(event.seat);
         break;
     }
+    this.noteConnectivity((c) => c.event(event, Date.now()));
     this.emit('change', event);
   }
 
@@ -217,6 +229,7 @@ export class DuetCall extends EventTarget {
           // Gather with the TURN servers that are on their way (bounded by the fetch's own timeout).
           if (!this.peer.pc && this.turnFetch) await this.turnFetch;
           if (!this.acceptingRtc) return;  // the call ended while the TURN fetch was out
+          if (!this.peer.pc) this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);
@@ -273,13 +286,16 @@ export class DuetCall extends EventTarget {
       const url = new URL('api/turn-credentials', this.baseUrl);
       url.searchParams.set('token', token);
       const response = await fetch(url, { signal: AbortSignal.timeout(RESILIENCE.TURN_FETCH_TIMEOUT_MS) });
+      if (response.status === 503) this.noteConnectivity((c) => c.iceServersNone());  // no STUN and no TURN at all
       if (!response.ok) throw new Error(`the server answered ${response.status}`);
       // The server's whole list: its own STUN, any configured STUN, and TURN with fresh credentials.
       const { iceServers, ttl } = await response.json();
       if (!Array.isArray(iceServers)) throw new Error('the server sent no iceServers');
       this.fetchedIceServers = iceServers;
+      this.noteConnectivity((c) => c.iceServersFetched(iceServers));
       this.feed({ type: 'turnCredentialsFetched', ttlSeconds: ttl });
     } catch {
+      this.noteConnectivity((c) => c.iceServersFailed());
       this.feed({ type: 'turnCredentialsFailed' });
     }
   }

@@ -14,10 +14,13 @@ export function emptyStats() {
 }
 
 export class PeerConnection {
-  constructor({ localMedia, onEvent, onRemoteStream }) {
+  // onLocalCandidate (optional): every gathered RTCIceCandidate as it is, for observers (its type, relay protocol
+  // and TURN URL); the engine gets its own copy through onEvent.
+  constructor({ localMedia, onEvent, onRemoteStream, onLocalCandidate = () => {} }) {
     this.localMedia = localMedia;
     this.onEvent = onEvent;
     this.onRemoteStream = onRemoteStream;
+    this.onLocalCandidate = onLocalCandidate;
     this.pc = null;
   }
 
@@ -32,6 +35,7 @@ export class PeerConnection {
     pc.onicecandidate = ({ candidate }) => {
       if (pc !== this.pc) return;
       if (candidate && candidate.candidate) {
+        this.onLocalCandidate(candidate);
         this.onEvent({ type: 'localCandidate', candidate: {
           candidate: candidate.candidate, sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex,
           usernameFragment: candidate.usernameFragment ?? undefined } });

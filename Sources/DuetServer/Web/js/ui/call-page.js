@@ -6,6 +6,7 @@ import { LocalMedia } from '../runtime/media.js';
 import { sessionStore } from '../runtime/session-store.js';
 import { TimerTable } from '../runtime/timers.js';
 import { StatusBadgeMachine } from './status-badge-machine.js';
+import { diagnose } from './connectivity-advice.js';
 import { recentRooms } from './recent-rooms.js';
 import { $, setScreen, showError, describeFailure, describeEnd } from './call-view.js';
 
@@ -16,6 +17,8 @@ const media = new LocalMedia();
 const badge = new StatusBadgeMachine();
 const badgeTimers = new TimerTable(() => runBadge({ type: 'timerFired' }));
 let call = null;
+let connectivityProblem = null;  // what the page shows: why media does not connect (null while fine)
+let connectivityTicker = null;
 let micOn = true;
 let cameraOn = true;
 
@@ -33,6 +36,9 @@ window.duet = {
   get screen() { return document.body.dataset.screen; },
   get failure() { return call?.state.failure ?? null; },
   get endReason() { return call?.state.endReason ?? null; },
+  // Why media cannot connect, as shown: null while fine, else {code, message, tried, missing, todo}
+  // (codes: js/ui/connectivity-advice.js).
+  get connectivityProblem() { return connectivityProblem; },
   get timers() { return call?.scheduledTimers ?? []; },
   // Why each ICE restart of this call happened, oldest first.
   get iceRestarts() { return call?.state.iceRestarts ?? []; },
@@ -96,6 +102,9 @@ function joinCall() {
   call.addEventListener('change', onChange);
   call.addEventListener('ice', onIce);
   call.addEventListener('remotestream', ({ detail }) => { $('remote-video').srcObject = detail; });
+  // The explanation depends on time (how long media has been missing) as well as on events.
+  clearInterval(connectivityTicker);
+  connectivityTicker = setInterval(renderConnectivity, 1000);
   call.join(roomId);
 }
 
@@ -107,6 +116,7 @@ function onChange({ detail: event }) {
   if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
   if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
+  renderConnectivity();
   if (event.type === 'participants') {
     const peer = event.participants.find((p) => p.cid !== event.myCid);
     runBadge({ type: 'peer', suspended: peer?.connectionStatus === 'suspended' });
@@ -117,6 +127,42 @@ function onChange({ detail: event }) {
 
 function onIce({ detail: state }) {
   runBadge({ type: 'media', connected: state === 'connected' || state === 'completed' });
+  renderConnectivity();
+}
+
+// Why media does not connect: shown calmly under the badge while the engine keeps retrying, gone once media
+// connects. Only a change re-renders; only a new problem is announced, so a screen reader hears it once.
+function renderConnectivity() {
+  let problem = null;
+  try {
+    problem = call && call.state.phase === 'inCall' ? diagnose(call.connectivity.snapshot(Date.now())) : null;
+  } catch (error) {
+    console.warn('connectivity advice', error);  // an explanation that fails must not take the call page with it
+  }
+  if (sameProblem(problem, connectivityProblem)) return;
+  const before = connectivityProblem;
+  connectivityProblem = problem;
+  document.body.dataset.connectivityProblem = problem?.code ?? '';
+  $('connectivity').hidden = !problem;
+  if (!problem) return;
+  $('connectivity-message').textContent = problem.message;
+  $('connectivity-tried').replaceChildren(...problem.tried.map(listItem));
+  $('connectivity-missing').textContent = problem.missing ?? '';
+  $('connectivity-todo').replaceChildren(...problem.todo.map(listItem));
+  // Said once per problem: details that change underneath (what was tried) are there to read, not announced.
+  if (problem.message !== before?.message) announce(`The call is not connecting. ${problem.message}`);
+}
+
+function sameProblem(a, b) {
+  if (!a || !b) return a === b;
+  return a.code === b.code && a.message === b.message && a.missing === b.missing
+    && a.tried.join('\n') === b.tried.join('\n') && a.todo.join('\n') === b.todo.join('\n');
+}
+
+function listItem(text) {
+  const item = document.createElement('li');
+  item.textContent = text;
+  return item;
 }
 
 function renderScreen(event) {
