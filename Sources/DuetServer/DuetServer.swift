@@ -62,7 +62,7 @@ public final class DuetServer: Sendable {
         webSocket.registerRefusals(on: router)
         SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
         let stun = configuration.stunPort.map {
-            STUNService(host: configuration.host, port: $0, rateLimits: limits, metrics: metrics, logger: logger)
+            STUNService(host: configuration.host, port: $0, required: configuration.stunPortRequired, rateLimits: limits, metrics: metrics, logger: logger)
         }
         self.stun = stun
         let iceServers = IceServerList(
@@ -136,7 +136,9 @@ public final class DuetServer: Sendable {
         } catch {
             throw ConfigurationError("cannot read the TLS private key \(files.privateKey) (\(error)); it must be an unencrypted PEM key readable by this user")
         }
-        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        // TLS 1.0 and 1.1 are deprecated (RFC 8996); every browser that can make a WebRTC call speaks 1.2.
+        configuration.minimumTLSVersion = .tlsv12
         do {
             _ = try NIOSSLContext(configuration: configuration)  // a key that does not match the certificate fails here, at start
         } catch {

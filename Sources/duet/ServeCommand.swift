@@ -110,19 +110,28 @@ struct ServeCommand: AsyncParsableCommand {
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
         config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 1...86_400) ?? config.turnCredentialTTLSeconds
-        let stun = try count(stunPort, "DUET_STUN_PORT", 0...65_535) ?? 3478
+        // Given (flag or environment): a port in use is an error. The default: a port in use (coturn on this machine,
+        // say) only turns the built-in STUN server off, with a warning — `swift run duet serve` must just work.
+        let givenStunPort = try count(stunPort, "DUET_STUN_PORT", 0...65_535)
+        let stun = givenStunPort ?? 3478
         config.stunPort = stun == 0 ? nil : stun
+        config.stunPortRequired = givenStunPort != nil
         config.stunURIs = list(stunUri, "DUET_STUN_URIS")
-        for uri in config.stunURIs where !(uri.hasPrefix("stun:") || uri.hasPrefix("stuns:")) {
-            throw ValidationError("--stun-uri \(uri) must start with stun: or stuns: (TURN servers go in --turn-uri)")
+        // A URI a browser refuses would make every call's RTCPeerConnection throw: refuse it here, naming it.
+        for uri in config.stunURIs {
+            if let problem = IceServerURI.problem(uri, kind: .stun) {
+                throw ValidationError("--stun-uri (DUET_STUN_URIS) \(uri): \(problem)")
+            }
         }
-        for uri in config.turnURIs where !IceServer.isRelay(uri) {
-            throw ValidationError("--turn-uri \(uri) must start with turn: or turns:")
+        for uri in config.turnURIs {
+            if let problem = IceServerURI.problem(uri, kind: .turn) {
+                throw ValidationError("--turn-uri (DUET_TURN_URIS) \(uri): \(problem)")
+            }
         }
         switch (try value(tlsCert, "DUET_TLS_CERT"), try value(tlsKey, "DUET_TLS_KEY")) {
         case (nil, nil): break
         case (let cert?, let key?): config.tls = .init(certificateChain: cert, privateKey: key)
-        default: throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
+        default: throw ValidationError("--tls-cert (DUET_TLS_CERT) and --tls-key (DUET_TLS_KEY) go together: give both, or neither")
         }
         config.allowedOrigins = list(allowedOrigin, "DUET_ALLOWED_ORIGINS")
         config.rateLimits = try toggle(rateLimit, "DUET_RATE_LIMIT") ?? config.rateLimits
@@ -149,6 +158,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if config.turnSecret != nil, config.turnURIs.isEmpty {
             throw ValidationError("--turn-secret needs at least one --turn-uri (e.g. turn:turn.example.com:3478)")
+        }
+        if config.turnSecret == nil, !config.turnURIs.isEmpty {
+            throw ValidationError("--turn-uri needs --turn-secret (DUET_TURN_SECRET), coturn's static-auth-secret: without it no client could use the relay")
         }
         let level = try value(logLevel, "DUET_LOG_LEVEL").map { raw -> Logger.Level in
             guard let level = Logger.Level(rawValue: raw) else { throw ValidationError("unknown log level \(raw)") }

@@ -81,6 +81,10 @@ import Testing
             ([], ["DUET_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"], "nonsense"),
             (["--stun-port", "70000"], [:], "--stun-port"),
             (["--stun-uri", "turn:turn.example.test:3478"], [:], "--stun-uri"),
+            (["--stun-uri", "stun:stun.example.test:3478?transport=udp"], [:], "takes no query"),
+            ([], ["DUET_STUN_URIS": "stun://x"], "DUET_STUN_URIS"),
+            (["--turn-secret", "s", "--turn-uri", "turn:turn.example.test:3478?transport=sctp"], [:], "--turn-uri"),
+            (["--turn-uri", "turn:turn.example.test:3478"], [:], "--turn-secret"),
             (["--turn-secret", "s", "--turn-uri", "stun:stun.example.test"], [:], "--turn-uri"),
             (["--tls-cert", "/nonexistent.pem"], [:], "--tls-key"),
         ]

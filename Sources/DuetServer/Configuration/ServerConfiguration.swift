@@ -11,6 +11,9 @@ public struct ServerConfiguration: Sendable {
     /// UDP port of the built-in STUN server (on `host`); nil: off. 0 picks a free port (tests). `duet serve`
     /// turns it on at 3478 unless `--stun-port 0`.
     public var stunPort: Int?
+    /// True when the port was asked for: then a port in use stops the server. False (`duet serve`'s default 3478):
+    /// the server runs without its STUN server and says so.
+    public var stunPortRequired = true
     /// More STUN servers handed to clients (`--stun-uri`), e.g. coturn's when it runs beside the server.
     public var stunURIs: [String] = []
     /// HTTPS and WSS served directly (`--tls-cert`, `--tls-key`): PEM files.

@@ -11,14 +11,16 @@ import Synchronization
 final class STUNService: Service, Sendable {
     private let host: String
     private let port: Int
+    private let required: Bool
     private let limiter: IPRateLimiter
     private let metrics: ServerMetrics
     private let logger: Logger
     private let channel = Mutex<(any Channel)?>(nil)
 
-    init(host: String, port: Int, rateLimits: Bool, metrics: ServerMetrics, logger: Logger) {
+    init(host: String, port: Int, required: Bool, rateLimits: Bool, metrics: ServerMetrics, logger: Logger) {
         self.host = host
         self.port = port
+        self.required = required
         // A browser sends a handful of Binding requests per gathering; 50/s with a burst of 100 per address is far
         // above that and keeps the server from being a cheap reflector.
         self.limiter = IPRateLimiter(rule: .init(capacity: 100, refillPerSecond: 50), enabled: rateLimits)
@@ -40,7 +42,12 @@ final class STUNService: Service, Sendable {
             channel.withLock { $0 = bound }
             logger.info("STUN listening", metadata: ["udp": "\(host):\(bound.localAddress?.port ?? port)"])
         } catch {
-            // Usually another STUN/TURN server (coturn) already has the port: the operator's to settle.
+            // Usually another STUN/TURN server (coturn) already has the port: the operator's to settle — or, for the
+            // default port, a server that runs on without its own STUN (clients still get --stun-uri and TURN).
+            guard required else {
+                logger.warning("the built-in STUN server is off: udp \(host):\(port) is taken (\(error)); pass --stun-port to choose another port, or --stun-uri to hand out the server that has it")
+                return
+            }
             throw ConfigurationError("cannot listen for STUN on udp \(host):\(port) (\(error)); pass --stun-port 0 to turn the built-in STUN server off, or choose another port")
         }
     }
@@ -94,6 +101,11 @@ final class STUNDatagramHandler: ChannelInboundHandler, Sendable {
         case .v6(let v6):
             var addr = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &addr) { Array($0) }
+            // An IPv4 client of a dual-stack socket (`--host ::`) arrives as ::ffff:a.b.c.d; it must be told its IPv4
+            // address, or its server-reflexive candidate is an IPv6 address it cannot use.
+            if bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] {
+                return .init(address: Array(bytes.suffix(4)), port: UInt16(port))
+            }
             return .init(address: bytes, port: UInt16(port))
         default:
             return nil

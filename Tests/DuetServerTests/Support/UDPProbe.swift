@@ -10,9 +10,14 @@ final class UDPProbe: Sendable {
     let fd: Int32
     let port: Int
 
-    init(bindPort: Int = 0) throws {
+    /// `reuseAddress`: SO_REUSEADDR, as coturn sets it — a second socket with it too could then share the port.
+    init(bindPort: Int = 0, reuseAddress: Bool = false) throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        if reuseAddress {
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(bindPort).bigEndian)
