@@ -1,4 +1,5 @@
 import DuetProtocol
+import Foundation
 import Testing
 
 /// What `duet serve` accepts in `--stun-uri` and `--turn-uri`: exactly what a browser's RTCPeerConnection accepts.
@@ -32,5 +33,14 @@ struct IceServerURITests {
             let problem = IceServerURI.problem(uri, kind: .turn)
             #expect(problem?.contains(reason) == true, "\(uri): \(problem ?? "accepted")")
         }
+    }
+
+    /// The list a client decodes from `/api/turn-credentials`; an older server's TURN-only answer still gives the relay.
+    @Test func theIceServerListDecodesFromNewAndOlderServers() throws {
+        let new = #"{"iceServers":[{"urls":["stun:a:3478"]},{"urls":["turn:b:3478"],"username":"1:duet","credential":"p"}],"uris":["turn:b:3478"],"username":"1:duet","password":"p","ttl":60}"#
+        #expect(try JSONDecoder().decode(TurnCredentials.self, from: Data(new.utf8)).iceServers.count == 2)
+        let old = #"{"uris":["turn:b:3478"],"username":"1:duet","password":"p","ttl":60}"#
+        #expect(try JSONDecoder().decode(TurnCredentials.self, from: Data(old.utf8)).iceServers == [IceServer(urls: ["turn:b:3478"], username: "1:duet", credential: "p")])
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(TurnCredentials.self, from: Data(#"{"ttl":60}"#.utf8)) }
     }
 }

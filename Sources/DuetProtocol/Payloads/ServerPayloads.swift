@@ -167,6 +167,25 @@ public struct TurnCredentials: Codable, Sendable, Equatable {
         self.uris = uris
         self.ttl = ttl
     }
+
+    private enum CodingKeys: String, CodingKey { case iceServers, username, password, uris, ttl }
+
+    /// A server from before `iceServers` sent only the TURN fields: the list is made from them, so a newer client
+    /// keeps its relay against an older server.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        username = try container.decodeIfPresent(String.self, forKey: .username)
+        password = try container.decodeIfPresent(String.self, forKey: .password)
+        uris = try container.decodeIfPresent([String].self, forKey: .uris) ?? []
+        ttl = try container.decode(Int64.self, forKey: .ttl)
+        if let list = try container.decodeIfPresent([IceServer].self, forKey: .iceServers) {
+            iceServers = list
+        } else if let username, let password, !uris.isEmpty {
+            iceServers = [IceServer(urls: uris, username: username, credential: password)]
+        } else {
+            throw DecodingError.keyNotFound(CodingKeys.iceServers, .init(codingPath: decoder.codingPath, debugDescription: "neither iceServers nor TURN credentials"))
+        }
+    }
 }
 
 public struct RoomIdResponse: Codable, Sendable, Equatable {
