@@ -120,3 +120,50 @@ test('the summary counts what is done, then problems, then skips', () => {
   assert.equal(summarize({ ...all('pass'), turnTls: { status: 'skip' }, turnTcp: { status: 'fail' } }), 'One problem found: see what to do below.');
   assert.equal(summarize({ ...all('fail') }), '8 problems found: see what to do below.');
 });
+
+test('STUN per URL: a silent STUN server is not hidden behind one that answers; each URL’s result is said', () => {
+  const OTHER = 'stun:stun.example.org:3478';
+  const results = [
+    { url: STUN, srflx: [], errors: [{ url: STUN, code: 701, text: 'STUN binding request timed out.' }], gatheringComplete: true, timedOut: false },
+    { url: OTHER, srflx: ['203.0.113.9'], errors: [], gatheringComplete: false, timedOut: false },
+  ];
+  const mixed = stunVerdict(fetched, { urls: [STUN, OTHER], results });
+  assert.equal(mixed.status, 'fail');
+  assert.match(mixed.detail, /^1 of 2 STUN servers do not work: /);
+  assert.ok(mixed.detail.includes(`${STUN} could not be reached: ${STUN} answered 701`), mixed.detail);
+  assert.ok(mixed.detail.includes(`${OTHER} found your network’s public address, 203.0.113.9.`), mixed.detail);
+  assert.match(mixed.todo, /Calls use the STUN servers that answer/);
+  const silent = stunVerdict(fetched, { urls: [STUN, OTHER], results: [
+    { url: STUN, srflx: [], errors: [], gatheringComplete: false, timedOut: true },
+    { url: OTHER, srflx: [], errors: [], gatheringComplete: true, timedOut: false }] });
+  assert.equal(silent.status, 'fail');
+  assert.ok(silent.detail.includes(`No answer from ${STUN} within 8 s.`) && silent.detail.includes(`${OTHER} answered`), silent.detail);
+  const both = stunVerdict(fetched, { urls: [STUN, OTHER], results: [
+    { url: STUN, srflx: ['203.0.113.9'], errors: [], gatheringComplete: true },
+    { url: OTHER, srflx: [], errors: [], gatheringComplete: true }] });
+  assert.equal(both.status, 'pass');
+  assert.match(both.detail, new RegExp(`^Your network’s public address is 203\\.0\\.113\\.9 \\(found through ${STUN}\\)\\. Each STUN server answered`));
+  const none = stunVerdict(fetched, { urls: [STUN, OTHER], results: results.map((r) => ({ ...r, srflx: [], timedOut: true, errors: [] , gatheringComplete: false })) });
+  assert.match(none.detail, /^No STUN server works: /);
+  // One URL measured on its own reads as before.
+  assert.deepEqual(stunVerdict(fetched, { urls: [STUN], results: [{ url: STUN, srflx: ['203.0.113.9'], errors: [], gatheringComplete: true }] }),
+    { status: 'pass', detail: `Your network’s public address is 203.0.113.9 (found through ${STUN}).`, todo: '' });
+});
+
+test('a URL the browser refuses (new RTCPeerConnection threw) is said as such, not as no answer', () => {
+  const BAD = 'stun:bad host:3478';
+  const refusedError = { url: BAD, code: 0, text: "Failed to construct 'RTCPeerConnection': 'stun:bad host:3478' is not a valid URL.", refused: true };
+  const stun = stunVerdict(fetched, { urls: [BAD], results: [{ url: BAD, srflx: [], errors: [refusedError], gatheringComplete: false, timedOut: false }] });
+  assert.equal(stun.status, 'fail');
+  assert.match(stun.detail, /^This browser refuses the STUN server address stun:bad host:3478 \(/);
+  assert.ok(!/No answer/.test(stun.detail));
+  assert.match(stun.todo, /Tell whoever runs this Duet server: stun:bad host:3478 is not a STUN URL browsers accept/);
+  const BAD_TURN = 'turn:bad host:3478?transport=udp';
+  const turn = turnVerdict('turnUdp', fetched, { urls: [BAD_TURN], relays: [], errors: [{ ...refusedError, url: BAD_TURN }], timedOut: false });
+  assert.equal(turn.status, 'fail');
+  assert.match(turn.detail, /^This browser refuses the TURN server address turn:bad host:3478\?transport=udp/);
+  assert.match(turn.todo, /--turn-uri/);
+  // Even when the URL is not known, a refusal is not "no answer".
+  const unnamed = turnVerdict('turnUdp', fetched, { urls: [TURN_UDP], relays: [], errors: [{ ...refusedError, url: '' }], timedOut: false });
+  assert.match(unnamed.detail, /^This browser refuses the TURN server address/);
+});

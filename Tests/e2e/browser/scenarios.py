@@ -808,11 +808,15 @@ UNBLOCK_UDP = "iptables -D INPUT -j DUETBLOCK"
 PROBLEM_SHOWN = ("duet.connectivityProblem && duet.connectivityProblem.code === 'direct-failed-no-relay' && "
                  "!document.getElementById('connectivity').hidden && document.body.dataset.connectivityProblem === 'direct-failed-no-relay'")
 
+PROBLEM_ANY = ("duet.connectivityProblem && ['direct-failed-no-relay', 'direct-pending-no-relay'].includes(duet.connectivityProblem.code) && "
+               "!document.getElementById('connectivity').hidden")
+
 
 def scenario_cannot_connect(browser):
     """No relay and the direct path blocked: both pages explain why the call does not connect. iptables drops every
-    UDP packet but STUN's, and the server has no TURN: both pages say "No relay server is configured, and a direct
-    connection between your networks failed", with what was tried and what to do, while the engine keeps retrying;
+    UDP packet but STUN's, and the server has no TURN: while ICE checks, both pages say the direct connection has not
+    connected yet; once ICE fails, "No relay server is configured, and a direct connection between your networks
+    failed", with what was tried and what to do, while the engine keeps retrying;
     once the block is lifted the call connects by itself and the explanation goes away."""
     server = Server()  # its STUN server on 127.0.0.1:3478, no TURN
     try:
@@ -822,8 +826,16 @@ def scenario_cannot_connect(browser):
         b = open_call(browser, link, "B")
         for name, page in (("A", a), ("B", b)):
             page.wait_for("duet.phase === 'inCall'", 15, message=f"{name} is in the call (signaling works)")
+        # While ICE is still checking, the direct connection is said not to have connected yet (never "failed").
         for name, page in (("A", a), ("B", b)):
-            page.wait_for(PROBLEM_SHOWN, 25, message=f"{name} explains why media does not connect")
+            page.wait_for(PROBLEM_ANY, 25, message=f"{name} explains why media does not connect")
+            early = page.evaluate("[duet.connectivityProblem, duet.iceConnectionState]")
+            if early[0]["code"] == "direct-pending-no-relay":
+                expect(early[1] not in ("failed", "disconnected") and "has not connected after" in early[0]["message"]
+                       and "failed" not in early[0]["message"], f"{name}: not said to have failed while ICE checks: {early}")
+        # Once ICE gives up (failed), it says the direct connection failed.
+        for name, page in (("A", a), ("B", b)):
+            page.wait_for(PROBLEM_SHOWN, 60, message=f"{name} says the direct connection failed once ICE failed")
         problem = a.evaluate("duet.connectivityProblem")
         log("A explains", problem)
         message = "No relay server is configured, and a direct connection between your networks failed."

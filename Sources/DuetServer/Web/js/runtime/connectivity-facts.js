@@ -54,6 +54,67 @@ export function relayProtocolOf({ relayProtocol, url } = {}) {
   return turnTransport(url);
 }
 
+/**
+ * The ICE servers of a /api/turn-credentials answer: its `iceServers`, or, from an older server that answers only
+ * {uris, username, password, ttl}, those as one TURN entry; null when the answer has neither.
+ */
+export function iceServersOf(body) {
+  if (Array.isArray(body?.iceServers)) return body.iceServers;
+  const uris = typeof body?.uris === 'string' ? [body.uris] : body?.uris;
+  if (Array.isArray(uris) && uris.length && typeof body.username === 'string' && typeof body.password === 'string') {
+    return [{ urls: uris, username: body.username, credential: body.password }];
+  }
+  return null;
+}
+
+/** Whether `address` (an IP literal of a candidate) is a public one: not private, loopback, link-local, CGNAT or mDNS. */
+export function isPublicAddress(address) {
+  const a = String(address ?? '').toLowerCase().replace(/^\[|\]$/g, '');
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(a);
+  if (v4) {
+    const [x, y] = [Number(v4[1]), Number(v4[2])];
+    if (x === 0 || x === 10 || x === 127 || x >= 224) return false;
+    if (x === 169 && y === 254) return false;
+    if (x === 172 && y >= 16 && y <= 31) return false;
+    if (x === 192 && y === 168) return false;
+    if (x === 100 && y >= 64 && y <= 127) return false;  // carrier-grade NAT
+    return true;
+  }
+  if (!a.includes(':')) return false;  // a name (mDNS .local) hides the address
+  return /^[23][0-9a-f]{0,3}:/.test(a) && !a.startsWith('2001:db8:');  // global unicast (2000::/3)
+}
+
+/** An ICE server URL reduced to compare: lower case, no query, the default port made explicit. */
+export function iceUrlKey(url) {
+  const match = /^(stuns?|turns?):([^?]*)/i.exec(String(url ?? '').trim());
+  if (!match) return String(url ?? '').trim().toLowerCase();
+  const scheme = match[1].toLowerCase();
+  let hostPort = match[2].toLowerCase();
+  if (!/(\]|^[^:]*):\d+$/.test(hostPort) && !/^\[.*\]:\d+$/.test(hostPort)) {
+    hostPort = `${hostPort}:${scheme.endsWith('s') ? 5349 : 3478}`;
+  }
+  return `${scheme}:${hostPort}`;
+}
+
+/**
+ * The URL of `iceServers` a browser refused (new RTCPeerConnection / setConfiguration threw `error`): the one its
+ * message names, else the first that is not a well-formed stun:/stuns:/turn:/turns: URL, else ''.
+ */
+export function refusedIceServerUrl(iceServers, error) {
+  const message = String(error?.message ?? error ?? '');
+  const urls = [];
+  for (const server of Array.isArray(iceServers) ? iceServers : []) {
+    for (const url of Array.isArray(server?.urls) ? server.urls : [server?.urls]) urls.push(String(url ?? ''));
+  }
+  const named = urls.find((url) => url && message.includes(url));
+  if (named) return named;
+  const wellFormed = /^(stuns?|turns?):(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?(\?transport=(udp|tcp))?$/i;
+  return urls.find((url) => !wellFormed.test(url.trim())) ?? '';
+}
+
+// ICE restarts that mean the attempt before did not connect (not a network change or a signaling reconnect).
+const GAVE_UP_REASONS = new Set(['escalation', 'iceFailed', 'iceDisconnected']);
+
 export class ConnectivityFacts {
   constructor({ relayOnly = false } = {}) {
     this.relayOnly = relayOnly;
@@ -71,6 +132,7 @@ export class ConnectivityFacts {
     this.peerPresent = false;
     this.waitingSinceMs = null;
     this.failed = false;
+    this.refused = null;  // {url, message}: the browser refused the ICE servers (its RTCPeerConnection threw)
   }
 
   // MARK: what the server handed out
@@ -81,8 +143,16 @@ export class ConnectivityFacts {
    * fetched stays in use (the engine keeps working credentials), and a 503 already said there is none. */
   iceServersFailed() { if (this.iceServers.status === 'pending') this.iceServers = { status: 'failed', list: [] }; }
 
+  /** The browser refused the configuration (`new RTCPeerConnection` or setConfiguration threw `error`). */
+  iceServersRefused(iceServers, error) {
+    this.refused = { url: refusedIceServerUrl(iceServers, error), message: String(error?.message ?? error ?? '') };
+  }
+  /** The browser took the configuration. */
+  iceServersAccepted() { this.refused = null; }
+
   // MARK: this browser's peer connection
   newPeerConnection(nowMs) {
+    this.refused = null;
     this.local = generation();
     this.localBefore = generation();
     this.remote = generation();
@@ -98,12 +168,19 @@ export class ConnectivityFacts {
     // A new ufrag is a new gathering (an ICE restart): once it is complete, it alone says what is reachable now.
     if (ufrag && ufrag !== this.local.ufrag) {
       if (this.local.candidates.length) this.localBefore = this.local;
+      const errors = this.local.candidates.length ? [] : this.local.errors;  // reported before its first candidate
       this.local = generation(ufrag);
+      this.local.errors = errors;
     }
     this.local.candidates.push({
       type: parsed.type, protocol: parsed.protocol, address: parsed.address,
       relayProtocol: parsed.type === 'relay' ? relayProtocolOf({ relayProtocol, url }) : null,
     });
+  }
+
+  /** An icecandidateerror here ({url, errorCode, errorText}): a STUN or TURN server that did not answer, or refused. */
+  localCandidateError({ url, errorCode, errorText } = {}) {
+    this.local.errors.push({ url: typeof url === 'string' ? url : '', code: Number(errorCode) || 0, text: errorText ?? '' });
   }
 
   // MARK: what DuetCall feeds its engine and what the engine tells the page
@@ -119,6 +196,12 @@ export class ConnectivityFacts {
     switch (event?.type) {
       case 'phase': this.phase = event.phase; break;
       case 'transport': this.signalingUp = event.transport != null; break;
+      case 'iceRestart':
+        // The engine gave up on an ICE attempt (its retrying escalation, or ICE failed or disconnected) while
+        // media could have connected: that attempt failed, even though ICE itself never said 'failed' (a
+        // restart puts it back to checking before Chromium's own timeout, about 30 s, runs out).
+        if (this.waitingSinceMs != null && GAVE_UP_REASONS.has(event.reason)) this.failed = true;
+        return;
       case 'participants':
         this.peerPresent = (event.participants ?? []).some((p) => p.cid !== event.myCid && p.connectionStatus !== 'suspended');
         break;
@@ -167,8 +250,13 @@ export class ConnectivityFacts {
     return {
       nowMs, waitingSinceMs: this.waitingSinceMs, relayOnly: this.relayOnly, iceState: this.iceState, failed: this.failed,
       iceServers: { status: this.iceServers.status, list: this.iceServers.list },
+      refused: this.refused,
       // gatheringComplete: some gathering of this peer connection completed (so its STUN requests were answered or failed)
-      local: { candidates: counted(this.local, this.localBefore), gatheringComplete: this.local.done || this.localBefore.done },
+      local: {
+        candidates: counted(this.local, this.localBefore), gatheringComplete: this.local.done || this.localBefore.done,
+        // icecandidateerror events of those gatherings: {url, code, text}
+        errors: this.local.done ? [...this.local.errors] : [...this.localBefore.errors, ...this.local.errors],
+      },
       remote: { candidates: counted(this.remote, this.remoteBefore) },
     };
   }
@@ -176,5 +264,5 @@ export class ConnectivityFacts {
 
 /** The candidates of one ICE generation; done: gathering complete (ours) or end-of-candidates received (theirs). */
 function generation(ufrag = null) {
-  return { ufrag, candidates: [], done: false };
+  return { ufrag, candidates: [], errors: [], done: false };
 }

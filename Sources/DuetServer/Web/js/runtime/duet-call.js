@@ -8,7 +8,7 @@ import { PeerConnection } from './peer-connection.js';
 import { TimerTable } from './timers.js';
 import { watchNetwork } from './network-watch.js';
 import { sessionStore } from './session-store.js';
-import { ConnectivityFacts } from './connectivity-facts.js';
+import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
 
 export class DuetCall extends EventTarget {
   constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null }) {
@@ -27,6 +27,8 @@ export class DuetCall extends EventTarget {
       onEvent: (input) => this.feed(input),
       onRemoteStream: (stream) => this.emit('remotestream', stream),
       onLocalCandidate: (candidate) => this.noteConnectivity((c) => c.localCandidate(candidate)),
+      onCandidateError: (error) => this.noteConnectivity((c) => c.localCandidateError(error)),
+      onConfigurationRefused: (configuration, error) => this.noteConnectivity((c) => c.iceServersRefused(configuration?.iceServers, error)),
     });
     this.sid = sessionStore.sid(newSseSid);
     this.pendingOpen = null;
@@ -252,7 +254,9 @@ export class DuetCall extends EventTarget {
         case 'applyFetchedIceServers':
         case 'applyFallbackIceServers':
           if (command.type === 'applyFallbackIceServers') this.fetchedIceServers = [];
-          return this.peer.setConfiguration(this.rtcConfiguration());
+          this.peer.setConfiguration(this.rtcConfiguration());
+          if (this.peer.pc) this.noteConnectivity((c) => c.iceServersAccepted());
+          return;
         case 'close': return this.peer.close();
       }
     } catch (error) {
@@ -289,8 +293,10 @@ export class DuetCall extends EventTarget {
       if (response.status === 503) this.noteConnectivity((c) => c.iceServersNone());  // no STUN and no TURN at all
       if (!response.ok) throw new Error(`the server answered ${response.status}`);
       // The server's whole list: its own STUN, any configured STUN, and TURN with fresh credentials.
-      const { iceServers, ttl } = await response.json();
-      if (!Array.isArray(iceServers)) throw new Error('the server sent no iceServers');
+      const body = await response.json();
+      const iceServers = iceServersOf(body);
+      if (!iceServers) throw new Error('the server sent no iceServers');
+      const { ttl } = body;
       this.fetchedIceServers = iceServers;
       this.noteConnectivity((c) => c.iceServersFetched(iceServers));
       this.feed({ type: 'turnCredentialsFetched', ttlSeconds: ttl });

@@ -15,18 +15,30 @@ export function emptyStats() {
 
 export class PeerConnection {
   // onLocalCandidate (optional): every gathered RTCIceCandidate as it is, for observers (its type, relay protocol
-  // and TURN URL); the engine gets its own copy through onEvent.
-  constructor({ localMedia, onEvent, onRemoteStream, onLocalCandidate = () => {} }) {
+  // and TURN URL); the engine gets its own copy through onEvent. onCandidateError (optional): every
+  // icecandidateerror ({url, errorCode, errorText}: a STUN or TURN server that did not answer or refused).
+  // onConfigurationRefused (optional): (configuration, error) when the browser refuses the configuration
+  // (`new RTCPeerConnection` or setConfiguration throws, say on a malformed ICE server URL); the error is rethrown.
+  constructor({ localMedia, onEvent, onRemoteStream, onLocalCandidate = () => {}, onCandidateError = () => {},
+    onConfigurationRefused = () => {} }) {
     this.localMedia = localMedia;
     this.onEvent = onEvent;
     this.onRemoteStream = onRemoteStream;
     this.onLocalCandidate = onLocalCandidate;
+    this.onCandidateError = onCandidateError;
+    this.onConfigurationRefused = onConfigurationRefused;
     this.pc = null;
   }
 
   ensure(configuration) {
     if (this.pc) return;
-    const pc = new RTCPeerConnection(configuration);
+    let pc;
+    try {
+      pc = new RTCPeerConnection(configuration);
+    } catch (error) {
+      this.onConfigurationRefused(configuration, error);
+      throw error;
+    }
     this.pc = pc;
     const stream = this.localMedia.stream;
     if (stream) for (const track of stream.getTracks()) pc.addTrack(track, stream);
@@ -42,6 +54,9 @@ export class PeerConnection {
       } else {
         this.onEvent({ type: 'gatheringComplete' });
       }
+    };
+    pc.onicecandidateerror = (event) => {
+      if (pc === this.pc) this.onCandidateError({ url: event.url, errorCode: event.errorCode, errorText: event.errorText });
     };
     pc.oniceconnectionstatechange = () => pc === this.pc && this.onEvent({ type: 'iceStateChanged', state: pc.iceConnectionState });
     pc.onconnectionstatechange = () => {
@@ -83,7 +98,12 @@ export class PeerConnection {
   }
 
   setConfiguration(configuration) {
-    this.pc?.setConfiguration(configuration);
+    try {
+      this.pc?.setConfiguration(configuration);
+    } catch (error) {
+      this.onConfigurationRefused(configuration, error);
+      throw error;
+    }
   }
 
   async replaceVideoTrack(track) {

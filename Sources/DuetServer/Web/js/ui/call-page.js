@@ -149,8 +149,10 @@ function renderConnectivity() {
   $('connectivity-tried').replaceChildren(...problem.tried.map(listItem));
   $('connectivity-missing').textContent = problem.missing ?? '';
   $('connectivity-todo').replaceChildren(...problem.todo.map(listItem));
-  // Said once per problem: details that change underneath (what was tried) are there to read, not announced.
-  if (problem.message !== before?.message) announce(`The call is not connecting. ${problem.message}`);
+  // Said once per problem: details that change underneath (what was tried, how many seconds it has been) are
+  // there to read, not announced.
+  const gist = (message) => message?.replace(/\d+ s\b/g, 'N s');
+  if (gist(problem.message) !== gist(before?.message)) announce(`The call is not connecting. ${problem.message}`);
 }
 
 function sameProblem(a, b) {
@@ -189,6 +191,9 @@ function renderScreen(event) {
 }
 
 function stopMedia() {
+  // Nothing left to explain once the call is over: the ticker stops with it (a rejoin starts a new one).
+  clearInterval(connectivityTicker);
+  connectivityTicker = null;
   media.stop();
   $('local-video').srcObject = null;
   $('remote-video').srcObject = null;

@@ -5,7 +5,7 @@
 // measurements: {id: what the verdict was made from}, rooms: [the test rooms joined and left]}.
 import { openWebSocketLink } from '../runtime/websocket-link.js';
 import { openSseLink, newSseSid } from '../runtime/sse-link.js';
-import { parseCandidate, relayProtocolOf, summarizeIceServers } from '../runtime/connectivity-facts.js';
+import { iceServersOf, parseCandidate, refusedIceServerUrl, relayProtocolOf, summarizeIceServers } from '../runtime/connectivity-facts.js';
 import { RESILIENCE } from '../constants.js';
 import {
   CHECKS, CHECK_TIMEOUT_MS, MICROPHONE_SIGNAL_LEVEL, cameraVerdict, microphoneVerdict, signalingVerdict, stunVerdict,
@@ -187,8 +187,8 @@ async function fetchIceServers(token, signal) {
     const response = await fetch(url, { signal });
     if (response.status === 503) return { status: 'fetched', list: [] };
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
-    const { iceServers } = await response.json();
-    if (!Array.isArray(iceServers)) throw new Error('the answer has no iceServers');
+    const iceServers = iceServersOf(await response.json());  // also an older server's {uris, username, password}
+    if (!iceServers) throw new Error('the answer has no iceServers');
     return { status: 'fetched', list: iceServers };
   } catch (error) {
     return { status: 'failed', error: String(error?.message ?? error) };
@@ -203,12 +203,19 @@ async function checkNetworkPaths(servers) {
   show('stun', 'running');
   for (const id of ['turnUdp', 'turnTcp', 'turnTls']) show(id, 'running');
   const stun = (async () => {
-    const urls = summary.stun;
+    const urls = [...new Set(summary.stun)];
     if (servers.status !== 'fetched' || !urls.length) return settle('stun', stunVerdict(servers, { urls, srflx: [], errors: [] }));
-    const found = await gather({ iceServers: [{ urls }] }, (c) => c.type === 'srflx');
+    // One peer connection per STUN URL: a STUN server that does not answer is not hidden behind one that does.
+    const results = await Promise.all(urls.map(async (url) => {
+      const found = await gather({ iceServers: [{ urls: [url] }] }, (c) => c.type === 'srflx');
+      return {
+        url, srflx: found.candidates.filter((c) => c.type === 'srflx').map((c) => c.address),
+        errors: found.errors, gatheringComplete: found.gatheringComplete, timedOut: found.timedOut,
+      };
+    }));
     const measured = {
-      urls, srflx: found.candidates.filter((c) => c.type === 'srflx').map((c) => c.address),
-      errors: found.errors, gatheringComplete: found.gatheringComplete, timedOut: found.timedOut,
+      urls, results, srflx: results.flatMap((r) => r.srflx), errors: results.flatMap((r) => r.errors),
+      gatheringComplete: results.every((r) => r.gatheringComplete), timedOut: results.some((r) => r.timedOut),
     };
     settle('stun', stunVerdict(servers, measured), measured);
   })();
@@ -242,7 +249,10 @@ async function gather(configuration, enough) {
   try {
     pc = new RTCPeerConnection(configuration);
   } catch (error) {
-    found.errors.push({ url: '', code: 0, text: String(error?.message ?? error) });
+    // The browser refuses the configuration itself (a malformed URL): said as such, naming the URL.
+    const urls = (configuration.iceServers ?? []).flatMap((s) => (Array.isArray(s.urls) ? s.urls : [s.urls]));
+    const url = refusedIceServerUrl(configuration.iceServers, error) || (urls.length === 1 ? urls[0] : '');
+    found.errors.push({ url, code: 0, text: String(error?.message ?? error), refused: true });
     return found;
   }
   let finish;
@@ -323,7 +333,8 @@ async function watchCamera(track) {
   element.playsInline = true;
   element.srcObject = new MediaStream([track]);
   const deadline = performance.now() + CHECK_TIMEOUT_MS;
-  try { await element.play(); } catch { /* the size is what counts */ }
+  // play() waits for a first frame: a camera that gives none must not hold the check past its deadline.
+  try { await Promise.race([element.play(), sleep(CHECK_TIMEOUT_MS)]); } catch { /* the size is what counts */ }
   while (!(element.videoWidth > 0) && track.readyState === 'live' && performance.now() < deadline) await sleep(50);
   const measured = { label: track.label || 'camera', live: track.readyState === 'live', width: element.videoWidth, height: element.videoHeight };
   if (measured.width > 0) {
@@ -351,6 +362,8 @@ async function listen(track) {
     const meter = $('microphone-level');
     meter.hidden = false;
     measured.measured = true;
+    // A quiet room says nothing: the user is asked to speak while the check listens.
+    show('microphone', 'running', 'Listening — say something.');
     const started = performance.now();
     for (;;) {
       await sleep(50);

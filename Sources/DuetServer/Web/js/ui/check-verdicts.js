@@ -3,6 +3,8 @@
 // {status: 'pass' | 'fail' | 'skip', detail, todo} — detail says what happened, todo what the user (or whoever runs
 // the server) can do; todo is '' when there is nothing to do.
 
+import { iceUrlKey } from '../runtime/connectivity-facts.js';
+
 // Every network measurement gives up after this long, and says so.
 export const CHECK_TIMEOUT_MS = 8000;
 
@@ -48,10 +50,13 @@ function serverListProblem(servers) {
 }
 
 /**
- * m: {urls: [stun url], srflx: [address], errors: [{url, code, text}], gatheringComplete, timedOut}: a peer
- * connection with only the STUN servers gathered (until complete, or for CHECK_TIMEOUT_MS).
+ * m: {urls: [stun url], results: [{url, srflx: [address], errors: [{url, code, text, refused}], gatheringComplete,
+ * timedOut}]}: one peer connection per STUN URL gathered (until complete, or for CHECK_TIMEOUT_MS), so a STUN
+ * server that does not answer is not hidden behind one that does. (Also taken: one result for all the URLs,
+ * {urls, srflx, errors, gatheringComplete, timedOut}.)
  * A server-reflexive candidate proves the STUN server answered. Chromium drops one that repeats the device's own
  * address (no NAT on the way); its gathering then completes quickly with no error, which is also an answer.
+ * An error with `refused`: this browser refused the URL itself (new RTCPeerConnection threw).
  */
 export function stunVerdict(servers, m) {
   const listProblem = serverListProblem(servers);
@@ -60,13 +65,54 @@ export function stunVerdict(servers, m) {
     return skip('This Duet server hands out no STUN server.',
       'Calls between different networks need one to find each side’s public address. Whoever runs this Duet server can turn on its built-in STUN server (duet serve --stun-port 3478, UDP) or name one (--stun-uri).');
   }
-  if (m.srflx.length) return pass(`Your network’s public address is ${m.srflx[0]} (found through ${m.urls.join(', ')}).`);
-  const errors = m.errors.filter((e) => m.urls.includes(e.url));
-  if (m.gatheringComplete && !errors.length) {
-    return pass(`The STUN server answered (${m.urls.join(', ')}): your device’s address is already its public one, with no address translation on the way.`);
+  const results = Array.isArray(m.results) && m.results.length
+    ? m.results.map((r) => ({ ...r, urls: [r.url] }))
+    : [{ urls: m.urls, srflx: m.srflx ?? [], errors: m.errors ?? [], gatheringComplete: m.gatheringComplete, timedOut: m.timedOut }];
+  const outcomes = results.map(stunOutcome);
+  const working = outcomes.filter((o) => o.kind === 'srflx' || o.kind === 'answered');
+  const broken = outcomes.filter((o) => o.kind !== 'srflx' && o.kind !== 'answered');
+  const found = outcomes.find((o) => o.kind === 'srflx');
+  const foundThrough = found && `Your network’s public address is ${found.srflx[0]} (found through ${outcomes.filter((o) => o.kind === 'srflx').map((o) => o.urls.join(', ')).join(', ')}).`;
+  const refused = broken.filter((o) => o.kind === 'refused');
+  const todo = refused.length
+    ? `Tell whoever runs this Duet server: ${listOf(refused.map((o) => o.urls.join(', ')))} ${refused.length === 1 ? 'is not a STUN URL' : 'are not STUN URLs'} browsers accept (check --stun-uri).`
+    : `${working.length ? 'Calls use the STUN servers that answer, but ' : ''}${working.length ? 'your' : 'Your'} network may block UDP to ${working.length ? 'the others' : 'it'}. Calls can still work through a relay (the TURN rows below). Whoever runs this Duet server can check that its STUN port (UDP 3478 by default) is reachable from outside.`;
+  if (outcomes.length === 1) {
+    const [o] = outcomes;
+    if (o.kind === 'srflx') return pass(foundThrough);
+    if (o.kind === 'answered') return pass(`The STUN server answered (${o.urls.join(', ')}): your device’s address is already its public one, with no address translation on the way.`);
+    if (o.kind === 'refused') return fail(`This browser refuses the STUN server address ${o.urls.join(', ')}${o.refused.text ? ` (${o.refused.text})` : ''}.`, todo);
+    if (o.kind === 'error') return fail(`The STUN server could not be reached: ${describeErrors(o.errors)}.`, todo);
+    return fail(`No answer from the STUN server (${o.urls.join(', ')}) within ${seconds(CHECK_TIMEOUT_MS)}.`, todo);
   }
-  const why = errors.length ? `The STUN server could not be reached: ${describeErrors(errors)}.` : `No answer from the STUN server (${m.urls.join(', ')}) within ${seconds(CHECK_TIMEOUT_MS)}.`;
-  return fail(why, 'Your network may block UDP to it. Calls can still work through a relay (the TURN rows below). Whoever runs this Duet server can check that its STUN port (UDP 3478 by default) is reachable from outside.');
+  const each = outcomes.map((o) => {
+    const url = o.urls.join(', ');
+    switch (o.kind) {
+      case 'srflx': return `${url} found your network’s public address, ${o.srflx[0]}.`;
+      case 'answered': return `${url} answered: your device’s address is already its public one.`;
+      case 'refused': return `This browser refuses ${url}${o.refused.text ? ` (${o.refused.text})` : ''}.`;
+      case 'error': return `${url} could not be reached: ${describeErrors(o.errors)}.`;
+      default: return `No answer from ${url} within ${seconds(CHECK_TIMEOUT_MS)}.`;
+    }
+  });
+  if (!broken.length) return pass(`${foundThrough ? `${foundThrough} ` : ''}Each STUN server answered: ${each.join(' ')}`);
+  return fail(`${broken.length === outcomes.length ? 'No STUN server works' : `${broken.length} of ${outcomes.length} STUN servers do not work`}: ${each.join(' ')}`, todo);
+}
+
+/** What one STUN gathering showed: {kind: 'srflx' | 'answered' | 'refused' | 'error' | 'silent', urls, srflx, errors, refused}. */
+function stunOutcome(r) {
+  const keys = new Set(r.urls.map(iceUrlKey));
+  const errors = (r.errors ?? []).filter((e) => e.refused || keys.has(iceUrlKey(e.url)));
+  const refused = errors.find((e) => e.refused) ?? null;
+  const kind = refused ? 'refused'
+    : r.srflx?.length ? 'srflx'
+      : r.gatheringComplete && !errors.length ? 'answered'
+        : errors.length ? 'error' : 'silent';
+  return { kind, urls: r.urls, srflx: r.srflx ?? [], errors, refused };
+}
+
+function listOf(words) {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;
 }
 
 const TURN_TRANSPORTS = { turnUdp: 'udp', turnTcp: 'tcp', turnTls: 'tls' };
@@ -90,7 +136,13 @@ export function turnVerdict(id, servers, m) {
   if (!m.urls.length) return skip(`No TURN over ${name} is configured on this Duet server.`, TURN_ADVICE[transport]);
   const relay = m.relays[0];
   if (relay) return pass(`Got a relay address (${relay.address}) over ${name} from ${relay.url ?? m.urls[0]}.`);
-  const errors = m.errors.filter((e) => m.urls.includes(e.url));
+  const errors = m.errors.filter((e) => e.refused || m.urls.includes(e.url));
+  const refused = errors.filter((e) => e.refused);
+  if (refused.length) {
+    const urls = [...new Set(refused.map((e) => e.url).filter(Boolean))];
+    return fail(`This browser refuses the TURN server address ${urls.length ? listOf(urls) : `(${m.urls.join(', ')})`}${refused[0].text ? ` (${refused[0].text})` : ''}.`,
+      `Tell whoever runs this Duet server: ${urls.length ? listOf(urls) : 'its TURN server address'} is not a TURN URL browsers accept (check --turn-uri).`);
+  }
   if (errors.some((e) => e.code === 401)) {
     return fail(`The relay server refused the credentials (401) at ${errors.find((e) => e.code === 401).url}.`,
       'Whoever runs this Duet server: coturn’s static-auth-secret must be the same as duet serve --turn-secret.');
