@@ -1,13 +1,13 @@
-"""Regenerates the generated parts of docs/resilience.md from ONE complete run under .build/results/<run-id>/
-(the results contract: Tests/e2e/results.py) and copies that run's screenshots to docs/screenshots. Nothing
-else writes those tables; tests never touch docs/.
+"""Regenerates the generated parts of docs/resilience.md and docs/networks.md (the NAT lab's table) from ONE complete
+run under .build/results/<run-id>/ (the results contract: Tests/e2e/results.py) and copies that run's screenshots to
+docs/screenshots. Nothing else writes those tables; tests never touch docs/.
 
     scripts/publish-results.sh [--allow-failed] [RUN_DIR]       (default: the newest complete run)
     scripts/publish-results.sh --dry-run --allow-partial RUN_DIR  (print what would be written, write nothing)
 
 A run is complete when run.json has finishedAt, every scenario the scripts define has its outcome (the lists come
-from the scripts themselves: chaos.py's SCENARIOS, the `scenario_*` functions of scenarios.py and
-peer_scenarios.py) and simulation/sweep.json, simulation/sweep-duet-call.json and differential/report.json are
+from the scripts themselves: chaos.py's SCENARIOS, the `scenario_*` functions of scenarios.py, peer_scenarios.py
+and natlab.py) and simulation/sweep.json, simulation/sweep-duet-call.json and differential/report.json are
 there. A partial run is refused. A failed run (exitStatus != 0, a scenario not recovered, a sweep with violations,
 a diverging differential replay) is refused unless --allow-failed: then its rows say **no** with the reason, and a
 line above each table says the run failed.
@@ -22,10 +22,11 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 E2E = os.path.join(ROOT, "Tests", "e2e")
-for folder in ("", "browser", "chaos", "peer"):
+for folder in ("", "browser", "chaos", "peer", "natlab"):
     sys.path.insert(0, os.path.join(E2E, folder))
 
-MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table"}
+MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table",
+           "natlab": "natlab-table"}
 
 # The end-to-end table: the browser and peer scenarios that break something while media flows and pass only if
 # the call comes back with no user action. What they break and what they assert is written here; whether they
@@ -73,16 +74,24 @@ class Refused(Exception):
 def expected():
     """Every scenario each suite defines, read from the scripts the suites run."""
     import chaos
+    import natlab
     import peer_scenarios
     import scenarios
     return {"chaos": list(chaos.SCENARIOS),
             "browser": list(scenarios.collect(vars(scenarios))),
-            "peer": list(scenarios.collect(vars(peer_scenarios)))}
+            "peer": list(scenarios.collect(vars(peer_scenarios))),
+            "natlab": list(natlab.SCENARIOS)}
 
 
 def chaos_titles():
     import chaos
     return {name: title for name, (title, _) in chaos.SCENARIOS.items()}
+
+
+def natlab_titles():
+    import natlab
+    import scenarios
+    return {name: scenarios.title(name, fn) for name, fn in natlab.SCENARIOS.items()}
 
 
 def load(path):
@@ -264,6 +273,47 @@ def differential_table(run):
     return rows + [f"| {runs} | {d['steps']:,} | {diverging} | {commit} | {rid} |"]
 
 
+def natlab_time(details):
+    """Time to media both ways, and what else the scenario timed (the explanation, TURN added, a recovery)."""
+    parts = []
+    if details.get("mediaSeconds") is not None:
+        parts.append(f"{details['mediaSeconds']} s")
+    if details.get("explainedSeconds") is not None:
+        parts.append(f"explained after {details['explainedSeconds']} s")
+    if details.get("turnAddedToMediaSeconds") is not None:
+        parts.append(f"media {details['turnAddedToMediaSeconds']} s after TURN was added")
+    if details.get("recoverySeconds") is not None:
+        parts.append(f"back {details['recoverySeconds']} s after the change")
+    return "; ".join(parts) or "—"
+
+
+def natlab_path(side):
+    """`srflx ↔ prflx`, `relay (TCP) ↔ srflx`, `host (duet call)`: the selected pair as that side saw it."""
+    if not side or not side.get("local"):
+        return "—"
+    local = side["local"] + (f" ({side['relayProtocol'].upper()})" if side.get("relayProtocol") else "")
+    text = f"{local} ↔ {side['remote']}" if side.get("remote") else local
+    return text + (" (duet call)" if side.get("client") == "duet call" else "")
+
+
+def natlab_table(run, scenarios):
+    titles = natlab_titles()
+    rows = ["| Scenario | Passed? | Networks | Time to media both ways | A: local ↔ remote candidate | "
+            "B: local ↔ remote candidate | What was seen (or why not) | Commit | Run |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name in scenarios["natlab"]:
+        outcome = run.outcomes.get(f"natlab:{name}")
+        details = (outcome or {}).get("details") or {}
+        sides = details.get("sidesAfter") or details.get("sides") or details.get("sidesAtFailure") or {}
+        network = details.get("network") or {}
+        networks = "; ".join(f"{k}: {v}" for k, v in sorted(network.items())) or "—"
+        passed, _, seen, commit, rid = outcome_row(outcome)
+        rows.append("| " + " | ".join([cell(titles.get(name, name)), passed, cell(networks), cell(natlab_time(details)),
+                                       cell(natlab_path(sides.get("A"))), cell(natlab_path(sides.get("B"))), seen,
+                                       commit, rid]) + " |")
+    return rows
+
+
 def replace_between(doc, marker, lines, path):
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     if doc.count(begin) != 1 or doc.count(end) != 1 or doc.index(begin) > doc.index(end):
@@ -301,19 +351,27 @@ def publish(args):
     doc_path = os.path.join(args.docs, "resilience.md")
     with open(doc_path) as f:
         doc = render(f.read(), run, scenarios, doc_path)
+    networks_path = os.path.join(args.docs, "networks.md")
+    if not os.path.isfile(networks_path):
+        raise Refused(f"{networks_path} is missing (it holds the NAT lab's table between <!-- natlab-table:begin/end -->)")
+    with open(networks_path) as f:
+        networks = replace_between(f.read(), MARKERS["natlab"], [heading(run, failures), ""] + natlab_table(run, scenarios),
+                                   networks_path)
     shots = sorted(glob.glob(os.path.join(run.path, "screenshots", "*.png")))
     if not shots and not args.allow_partial:
         raise Refused(f"{run.path} has no screenshots (BrowserCallTests writes them to screenshots/)")
     if args.dry_run:
         print(doc)
-        print(f"(dry run: {doc_path} and {len(shots)} screenshots not written)", file=sys.stderr)
+        print(networks)
+        print(f"(dry run: {doc_path}, {networks_path} and {len(shots)} screenshots not written)", file=sys.stderr)
         return run
     write_text(doc_path, doc)
+    write_text(networks_path, networks)
     target = os.path.join(args.docs, "screenshots")
     os.makedirs(target, exist_ok=True)
     for shot in shots:
         shutil.copyfile(shot, os.path.join(target, os.path.basename(shot)))
-    print(f"published run {run.id} ({run.path}): {doc_path}, {len(shots)} screenshots"
+    print(f"published run {run.id} ({run.path}): {doc_path}, {networks_path}, {len(shots)} screenshots"
           + (f"; the run FAILED ({len(failures)} failures)" if failures else ""))
     return run
 

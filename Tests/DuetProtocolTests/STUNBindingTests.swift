@@ -76,7 +76,7 @@ struct STUNBindingTests {
             .enumerated().map { $0.offset == 3 ? 4 : $0.element } + [0x80, 0x22, 0x00, 0x08]  // attribute longer than the message
         let cases: [(String, [UInt8])] = [
             ("empty", []), ("short header", Array(Self.rfc5769Request.prefix(19))), ("bad fingerprint", badFingerprint),
-            ("no magic cookie (RFC 3489)", noCookie), ("length disagrees", shortLength), ("a response", response),
+            ("a classic (RFC 3489) message with a FINGERPRINT", noCookie), ("length disagrees", shortLength), ("a response", response),
             ("an indication", indication), ("attribute overruns", overrun), ("trailing byte", Self.rfc5769Request + [0]),
             ("HTTP", Array("GET / HTTP/1.1\r\n\r\n".utf8)),
         ]
@@ -84,5 +84,24 @@ struct STUNBindingTests {
             #expect(STUNBinding.reply(to: datagram, from: source) == nil, "\(name) must not be answered")
         }
         #expect(STUNBinding.reply(to: Self.rfc5769Request, from: .init(address: [1, 2, 3], port: 1)) == nil, "a source that is no address")
+    }
+
+    /// libnice (webrtcbin, so `duet call`) asks the RFC 3489 way: no magic cookie, a 128-bit transaction id. It gets
+    /// MAPPED-ADDRESS, the only address attribute it knows, and never a reply aimed elsewhere: RESPONSE-ADDRESS
+    /// (0x0002) is an unknown comprehension-required attribute, answered 420 to the sender.
+    @Test func aClassicRFC3489RequestGetsMappedAddress() throws {
+        let id: [UInt8] = Array(100..<116)
+        let request = [0x00, 0x01, 0x00, 0x00] + id
+        let source = STUNBinding.Endpoint(address: [203, 0, 113, 11], port: 51_000)
+        let reply = try #require(STUNBinding.reply(to: request, from: source))
+        #expect(Array(reply[4..<20]) == id, "the whole 16-byte transaction id comes back, no magic cookie")
+        let response = try #require(STUNMessage.parse(reply))
+        #expect(response.type == STUNMessage.MessageType.bindingSuccess && response.isClassic)
+        #expect(response.attributes.map(\.type) == [STUNMessage.Attribute.mappedAddress])
+        #expect(response.attribute(STUNMessage.Attribute.mappedAddress) == [0, 1, 0xC7, 0x38, 203, 0, 113, 11])
+
+        let redirect = [0x00, 0x01, 0x00, 0x0C] + id + [0x00, 0x02, 0x00, 0x08, 0x00, 0x01, 0x00, 0x35, 192, 0, 2, 1]
+        let refused = try #require(STUNBinding.reply(to: redirect, from: source).flatMap(STUNMessage.parse))
+        #expect(refused.type == STUNMessage.MessageType.bindingError && refused.attribute(STUNMessage.Attribute.unknownAttributes) == [0x00, 0x02])
     }
 }

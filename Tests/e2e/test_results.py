@@ -42,6 +42,21 @@ more prose
 prose after
 """
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+NETWORKS = """# Networks
+
+prose before
+<!-- natlab-table:begin -->
+| old natlab table |
+<!-- natlab-table:end -->
+prose after
+"""
+# What a NAT lab outcome measured (natlab.py's `details`): a relayed call over TCP, and a recovery.
+NATLAB_DETAILS = {
+    "network": {"A": "endpoint-independent NAT", "B": "endpoint-independent NAT, UDP blocked"},
+    "connectSeconds": 1.9, "mediaSeconds": 2.8,
+    "sides": {"A": {"client": "chromium", "local": "srflx", "remote": "relay", "relayProtocol": None},
+              "B": {"client": "chromium", "local": "relay", "remote": "srflx", "relayProtocol": "tcp"}},
+}
 
 
 class FakeResults:
@@ -52,6 +67,8 @@ class FakeResults:
         os.makedirs(os.path.join(self.docs, "screenshots"))
         with open(os.path.join(self.docs, "resilience.md"), "w") as f:
             f.write(DOC)
+        with open(os.path.join(self.docs, "networks.md"), "w") as f:
+            f.write(NETWORKS)
         self.expected = publish_results.expected()
 
     def run(self, rid, started, finished=True, status=0, skip=(), fail=None, sweep=True, violations=0,
@@ -74,7 +91,8 @@ class FakeResults:
                     "suite": suite, "scenario": name, "title": name, "recovered": ok,
                     "seconds": 1.5 if ok and timed else None, "how": f"how-{name}" if ok else "",
                     "reason": None if ok else fail[1], "lastSeen": None if ok else {"A": {"phase": "inCall"}},
-                    "commit": COMMIT, "dirty": False, "runId": rid, "startedAt": started, "finishedAt": started})
+                    "commit": COMMIT, "dirty": False, "runId": rid, "startedAt": started, "finishedAt": started,
+                    **({"details": NATLAB_DETAILS} if suite == "natlab" else {})})
         for wanted, name, seeds in ((sweep, "sweep.json", 10000), (duet_call_sweep, "sweep-duet-call.json", 2000)):
             if wanted:
                 results.write_json(os.path.join(path, "simulation", name), {
@@ -99,6 +117,10 @@ class FakeResults:
             code = publish_results.main(["--results", self.results, "--docs", self.docs, *args])
         with open(os.path.join(self.docs, "resilience.md")) as f:
             return code, err.getvalue(), f.read()
+
+    def networks(self):
+        with open(os.path.join(self.docs, "networks.md")) as f:
+            return f.read()
 
 
 class PublisherTests(unittest.TestCase):
@@ -219,8 +241,53 @@ class PublisherTests(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("e2e-table", err)
 
+    def test_the_nat_lab_table_has_a_row_per_scenario_with_time_and_candidate_types(self):
+        path = self.fake.run("20260101T000000Z-ffffff", "20260101T000000Z")
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 0, err)
+        doc = self.fake.networks()
+        self.assertTrue(doc.startswith("# Networks\n\nprose before\n") and doc.endswith("prose after\n"))
+        self.assertNotIn("old natlab table", doc)
+        rows = [line for line in doc.splitlines() if line.startswith("| ") and not line.startswith("| Scenario")]
+        self.assertEqual(len(rows), len(self.fake.expected["natlab"]))
+        for name, title in publish_results.natlab_titles().items():
+            self.assertIn(name, self.fake.expected["natlab"])
+            self.assertIn(f"| {title} | yes | A: endpoint-independent NAT; B: endpoint-independent NAT, UDP blocked | 2.8 s | "
+                          f"srflx ↔ relay | relay (TCP) ↔ srflx | how-{name} | `0123456` | `20260101T000000Z-ffffff` |", doc)
+
+    def test_a_failed_nat_lab_scenario_fails_the_run_and_its_row_says_no_with_what_it_measured(self):
+        path = self.fake.run("20260101T000000Z-gggggg", "20260101T000000Z",
+                             fail=("natlab:direct", "A's local candidate is ['prflx', 'srflx']: relay"))
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("natlab:direct: A's local candidate is", err)
+        self.assertEqual(self.fake.networks(), NETWORKS, "nothing is written")
+        code, err, _ = self.fake.publish("--allow-failed", path)
+        self.assertEqual(code, 0, err)
+        doc = self.fake.networks()
+        title = publish_results.natlab_titles()["direct"]
+        self.assertIn(f"| {title} | **no** | A: endpoint-independent NAT; B: endpoint-independent NAT, UDP blocked | 2.8 s | "
+                      "srflx ↔ relay | relay (TCP) ↔ srflx | A's local candidate is ['prflx', 'srflx']: relay |", doc)
+        self.assertEqual(doc.count("**This run failed**"), 1)
+
+    def test_a_missing_nat_lab_outcome_makes_the_run_partial(self):
+        path = self.fake.run("20260101T000000Z-hhhhhh", "20260101T000000Z", skip=("natlab:mapping-flush",))
+        code, err, _ = self.fake.publish("--allow-failed", path)
+        self.assertEqual(code, 2)
+        self.assertIn("natlab/mapping-flush.json", err)
+
+    def test_networks_md_without_markers_is_refused(self):
+        path = self.fake.run("20260101T000000Z-iiiiii", "20260101T000000Z")
+        with open(os.path.join(self.fake.docs, "networks.md"), "w") as f:
+            f.write(NETWORKS.replace("<!-- natlab-table:begin -->\n", ""))
+        code, err, doc = self.fake.publish(path)
+        self.assertEqual(code, 2)
+        self.assertIn("natlab-table", err)
+        self.assertEqual(doc, DOC, "resilience.md is not written either")
+
     def test_expected_lists_come_from_the_scripts(self):
         self.assertIn("cut-2s", self.fake.expected["chaos"])
+        self.assertIn("symmetric-no-turn", self.fake.expected["natlab"])
         self.assertIn("server-restart", self.fake.expected["browser"])
         self.assertIn("link-cut-duet-call-hosts", self.fake.expected["peer"])
         for key in publish_results.E2E_ROWS:
@@ -262,6 +329,18 @@ class OutcomeTests(unittest.TestCase):
         o = self.read("browser", "x")
         self.assertEqual((o["recovered"], o["seconds"], o["how"], o["reason"], o["runId"]), (True, 2.3, "ICE restart", None, "test-run"))
         self.assertEqual(len(o["commit"]), 40)
+        self.assertNotIn("details", o, "no details unless the scenario gave some")
+
+    def test_details_are_recorded_for_a_pass_and_for_a_failure(self):
+        with contextlib.redirect_stdout(io.StringIO()), results.outcome("natlab", "d", "D"):
+            results.detail(mediaSeconds=2.5, sides={"A": {"local": "srflx"}})
+            results.detail(mediaSeconds=2.7)
+        self.assertEqual(self.read("natlab", "d")["details"], {"mediaSeconds": 2.7, "sides": {"A": {"local": "srflx"}}})
+        with self.assertRaises(AssertionError), contextlib.redirect_stdout(io.StringIO()), results.outcome("natlab", "e", "E"):
+            results.detail(connectSeconds=1.0)
+            raise AssertionError("B's local candidate is relay")
+        o = self.read("natlab", "e")
+        self.assertEqual((o["recovered"], o["details"]), (False, {"connectSeconds": 1.0}))
 
     def test_a_failure_records_the_reason_and_what_was_seen_before_cleanup(self):
         peer = self.FakePeer()

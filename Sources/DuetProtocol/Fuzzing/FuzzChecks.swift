@@ -135,9 +135,10 @@ public enum FuzzChecks {
             guard response.transactionID == request.transactionID else { return "the reply has another transaction id" }
             guard reply.count * 2 < bytes.count * 5 else { return "reply of \(reply.count) bytes to \(bytes.count): an amplifier" }
             if response.type == STUNMessage.MessageType.bindingSuccess {
-                guard let value = response.attribute(STUNMessage.Attribute.xorMappedAddress),
-                      STUNBinding.mappedEndpoint(value, transactionID: request.transactionID) == source
-                else { return "the reply does not name the sender" }
+                let named = request.isClassic
+                    ? response.attribute(STUNMessage.Attribute.mappedAddress).flatMap(STUNBinding.plainEndpoint)
+                    : response.attribute(STUNMessage.Attribute.xorMappedAddress).flatMap { STUNBinding.mappedEndpoint($0, transactionID: request.transactionID) }
+                guard named == source, response.isClassic == request.isClassic else { return "the reply does not name the sender" }
             } else if response.type != STUNMessage.MessageType.bindingError {
                 return "a reply of type \(response.type)"
             }

@@ -39,9 +39,12 @@ public enum STUNBinding {
             ])
             return error.encoded(fingerprint: fingerprint)
         }
-        let response = STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: request.transactionID, attributes: [
-            (STUNMessage.Attribute.xorMappedAddress, xorMappedAddress(source, transactionID: request.transactionID)),
-        ])
+        // A classic (RFC 3489) client knows only MAPPED-ADDRESS (RFC 8489 §12.2's backwards compatibility); its
+        // RESPONSE-ADDRESS and CHANGE-REQUEST are unknown attributes above, so a reply never goes anywhere but back.
+        let mapped = request.isClassic
+            ? (STUNMessage.Attribute.mappedAddress, mappedAddress(source))
+            : (STUNMessage.Attribute.xorMappedAddress, xorMappedAddress(source, transactionID: request.transactionID))
+        let response = STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: request.transactionID, attributes: [mapped])
         return response.encoded(fingerprint: fingerprint)
     }
 
@@ -54,6 +57,21 @@ public enum STUNBinding {
         append16(&value, endpoint.port ^ UInt16(STUNMessage.magicCookie >> 16))
         value += zip(endpoint.address, mask).map { $0 ^ $1 }
         return value
+    }
+
+    /// RFC 3489 §11.2.1: family, port, address, in the clear.
+    static func mappedAddress(_ endpoint: Endpoint) -> [UInt8] {
+        var value: [UInt8] = [0, endpoint.address.count == 4 ? 0x01 : 0x02]
+        append16(&value, endpoint.port)
+        return value + endpoint.address
+    }
+
+    /// The endpoint a MAPPED-ADDRESS value names.
+    public static func plainEndpoint(_ value: [UInt8]) -> Endpoint? {
+        guard value.count >= 4 else { return nil }
+        let length = value[1] == 0x01 ? 4 : value[1] == 0x02 ? 16 : 0
+        guard length > 0, value.count == 4 + length else { return nil }
+        return Endpoint(address: Array(value[4...]), port: read16(value, 2))
     }
 
     /// The reverse, for clients and tests: the endpoint an XOR-MAPPED-ADDRESS value names.

@@ -1,6 +1,8 @@
 /// A STUN message (RFC 8489): a 20-byte header — type, length, the magic cookie, a 96-bit transaction id — and
 /// type-length-value attributes padded to 4 bytes. Parsing is strict (every length must add up) because the bytes
-/// come from anyone on the Internet; a message that does not parse is dropped without an answer.
+/// come from anyone on the Internet; a message that does not parse is dropped without an answer. A "classic" RFC 3489
+/// message has no magic cookie and a 128-bit transaction id (libnice, and so `duet call`, still asks that way): it is
+/// kept as a 16-byte `transactionID`.
 public struct STUNMessage: Sendable, Equatable {
     public static let magicCookie: UInt32 = 0x2112_A442
     public static let headerLength = 20
@@ -33,6 +35,7 @@ public struct STUNMessage: Sendable, Equatable {
     }
 
     public var type: UInt16
+    /// 12 bytes after the magic cookie (RFC 8489), or 16 bytes for a classic RFC 3489 message.
     public var transactionID: [UInt8]
     public var attributes: [(type: UInt16, value: [UInt8])]
 
@@ -49,13 +52,17 @@ public struct STUNMessage: Sendable, Equatable {
 
     public func attribute(_ type: UInt16) -> [UInt8]? { attributes.first { $0.type == type }?.value }
 
-    /// Nil unless `bytes` is exactly one well-formed STUN message with the magic cookie (RFC 3489's cookie-less
-    /// messages are not answered) whose FINGERPRINT, if present, is last and correct.
+    /// True for an RFC 3489 message (no magic cookie, a 16-byte transaction id).
+    public var isClassic: Bool { transactionID.count == 16 }
+
+    /// Nil unless `bytes` is exactly one well-formed STUN message whose FINGERPRINT, if present, is last and correct
+    /// (a classic message, which RFC 3489 gave no FINGERPRINT, must not carry one).
     public static func parse(_ bytes: [UInt8]) -> STUNMessage? {
         guard bytes.count >= headerLength, bytes[0] & 0xC0 == 0 else { return nil }
         let type = read16(bytes, 0)
         let length = Int(read16(bytes, 2))
-        guard length % 4 == 0, bytes.count == headerLength + length, read32(bytes, 4) == magicCookie else { return nil }
+        guard length % 4 == 0, bytes.count == headerLength + length else { return nil }
+        let classic = read32(bytes, 4) != magicCookie
         var attributes: [(type: UInt16, value: [UInt8])] = []
         var offset = headerLength
         while offset < bytes.count {
@@ -66,17 +73,18 @@ public struct STUNMessage: Sendable, Equatable {
             guard bytes.count - offset - 4 >= padded else { return nil }
             if attributeType == Attribute.fingerprint {
                 // Last, 4 bytes, and the CRC of everything before it.
-                guard valueLength == 4, offset + 8 == bytes.count,
+                guard !classic, valueLength == 4, offset + 8 == bytes.count,
                       read32(bytes, offset + 4) == CRC32.checksum(bytes[0..<offset]) ^ fingerprintXor else { return nil }
             }
             attributes.append((attributeType, Array(bytes[(offset + 4)..<(offset + 4 + valueLength)])))
             offset += 4 + padded
         }
-        return STUNMessage(type: type, transactionID: Array(bytes[8..<20]), attributes: attributes)
+        return STUNMessage(type: type, transactionID: Array(bytes[(classic ? 4 : 8)..<20]), attributes: attributes)
     }
 
-    /// The wire form; with `fingerprint` a FINGERPRINT attribute is appended.
-    public func encoded(fingerprint: Bool = false) -> [UInt8] {
+    /// The wire form; with `fingerprint` a FINGERPRINT attribute is appended (never to a classic message).
+    public func encoded(fingerprint requested: Bool = false) -> [UInt8] {
+        let fingerprint = requested && !isClassic
         var body: [UInt8] = []
         for attribute in attributes {
             append16(&body, attribute.type)
@@ -87,7 +95,7 @@ public struct STUNMessage: Sendable, Equatable {
         var bytes: [UInt8] = []
         append16(&bytes, type)
         append16(&bytes, UInt16(body.count + (fingerprint ? 8 : 0)))
-        append32(&bytes, Self.magicCookie)
+        if !isClassic { append32(&bytes, Self.magicCookie) }
         bytes += transactionID
         bytes += body
         if fingerprint {
