@@ -44,6 +44,10 @@ E2E_ROWS = {
         "`.unreachableRelayEscalatesAndConnectsWhenItAppears`",
         "relay-only call, coturn not running yet",
         "first-media deadline → `retrying` (\"Connecting…\", Leave call), connects once coturn starts"),
+    "browser:cannot-connect": (
+        "`.blockedDirectPathWithoutRelayIsExplainedUntilMediaConnects`",
+        "no TURN and UDP between the pages blocked: media cannot connect",
+        "both pages explain it (no relay configured, the direct path down) while the engine retries; block lifted → ICE restart, media both ways, the explanation gone"),
     "browser:network-online": (
         "`.comingBackOnlineRestartsICE`",
         "the page's network interface goes down and up",
