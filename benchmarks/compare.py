@@ -164,12 +164,17 @@ def render(results):
         "",
     ]
     path = os.path.join(ROOT, "docs", "benchmarks.md")
-    notes = ""
+    notes = cluster = ""
     if os.path.exists(path):
         old = open(path).read()
         if "<!-- notes:begin -->" in old:
             notes = old.split("<!-- notes:begin -->", 1)[1].split("<!-- notes:end -->", 1)[0]
+        # The "Cluster" section is benchmarks/cluster.sh's (a run of its own): kept as it is.
+        if "<!-- cluster:begin -->" in old and "<!-- cluster:end -->" in old:
+            cluster = "<!-- cluster:begin -->" + old.split("<!-- cluster:begin -->", 1)[1].split("<!-- cluster:end -->", 1)[0] + "<!-- cluster:end -->"
     text = "\n".join(lines).replace("<!-- notes:begin -->\n<!-- notes:end -->", "<!-- notes:begin -->" + (notes or "\n") + "<!-- notes:end -->")
+    if cluster:
+        text = text.replace("\n## Targets\n", "\n" + cluster + "\n\n## Targets\n", 1)
     with open(path, "w") as f:
         f.write(text)
     print("wrote docs/benchmarks.md")

@@ -26,6 +26,9 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
+# The store tests (Tests/DuetServerTests/Store) and the cluster tests run PostgreSQL 15 of their own, each in a
+# directory of its own (Tests/e2e/cluster/postgres.py), as an unprivileged user.
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -35,6 +38,10 @@ if [ ${#need[@]} -gt 0 ]; then
   # own port 80 (on a host that runs systemd) is stopped again.
   if [[ " ${need[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
     $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
+  # Likewise the cluster Debian creates and starts on port 5432: the tests never use it.
+  if [[ " ${need[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+    $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
   fi
 fi
 

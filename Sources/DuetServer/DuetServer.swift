@@ -1,4 +1,5 @@
 import Crypto
+import DuetRooms
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
@@ -19,10 +20,53 @@ public final class DuetServer: Sendable {
     private let stun: STUNService?
     private let listening: AsyncStream<Int>
     private let listeningContinuation: AsyncStream<Int>.Continuation
+    private let store: (any RoomStateStore)?
+    /// Whether the store answers (`/healthz`, `/metrics`); nil without a store.
+    public let storeHealth: StoreHealth?
+    private let logger: Logger
 
-    public init(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) throws {
-        self.configuration = configuration
+    /// One node with its state in SQLite in the data directory (`duet serve` without `--database-url`).
+    public convenience init(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) throws {
+        guard configuration.databaseURL == nil else {
+            throw ConfigurationError("--database-url needs DuetServer.make (the secrets are read from the database)")
+        }
         let secrets = try ServerSecrets.loadOrCreate(in: configuration.dataDirectory)
+        let store: (any RoomStateStore)? = configuration.persistsRoomState
+            ? SQLiteRoomStateStore(path: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("rooms.sqlite").path) : nil
+        try self.init(configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, store: store, engine: "sqlite")
+    }
+
+    /// Any configuration: with `--database-url` the node connects to PostgreSQL first, creates or migrates the
+    /// schema, and takes the cluster's secrets from it (the first node's), so every node accepts every room id and
+    /// token. A database that cannot be reached at start is an error: without the secrets no node can serve.
+    public static func make(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) async throws -> DuetServer {
+        guard let url = configuration.databaseURL else {
+            return try DuetServer(configuration: configuration, logger: logger, handleSignals: handleSignals)
+        }
+        let store = try PostgresRoomStateStore(url: url, nodeId: configuration.resolvedNodeId, logger: logger)
+        let secrets: ServerSecrets
+        do {
+            try await store.prepare()
+            secrets = try await store.sharedSecrets(proposing: ServerSecrets.generate())
+        } catch {
+            await store.close()
+            throw StoreUnavailable("cannot use the database at \(redactedDatabaseURL(url)): \(error)")
+        }
+        return try DuetServer(configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, store: store, engine: "postgresql")
+    }
+
+    init(
+        configuration: ServerConfiguration, logger: Logger, handleSignals: Bool, secrets: ServerSecrets,
+        store: (any RoomStateStore)?, engine: String
+    ) throws {
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "node"] = "\(configuration.resolvedNodeId)"
+        self.logger = logger
+        self.store = store
+        let storeHealth = store.map { _ in StoreHealth(engine: engine) }
+        self.storeHealth = storeHealth
+        let storeQueue = store.map { _ in StoreQueue() }
         let authorities = SignalingCore.Authorities(
             roomIds: RoomIdAuthority(key: secrets.key(secrets.roomIdSecret)),
             reconnectTokens: ReconnectTokenAuthority(key: secrets.key(secrets.reconnectSecret), ttlMs: configuration.reconnectTokenTTL.milliseconds),
@@ -32,11 +76,13 @@ public final class DuetServer: Sendable {
         settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
         let metrics = ServerMetrics()
+        metrics.nodeInfo(configuration.resolvedNodeId)
         let hub = SessionHub(
             core: SignalingCore(settings: settings, authorities: authorities, ids: .system),
             metrics: metrics, logger: logger,
             messageRate: configuration.rateLimits
-                ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil)
+                ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil,
+            store: storeQueue)
         self.hub = hub
         self.metrics = metrics
 
@@ -74,7 +120,7 @@ public final class DuetServer: Sendable {
             iceServers: iceServers,
             turnPerSeat: IPRateLimiter(rule: configuration.rateRules.turnCredentials, enabled: limits)
         ).register(on: router)
-        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses).register(on: router)
+        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -99,9 +145,14 @@ public final class DuetServer: Sendable {
                 listeningContinuation.finish()
             },
             logger: logger)
+        var storeService: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let store, let storeQueue, let storeHealth {
+            // First in the group: shut down last, after the connections' last facts were queued.
+            storeService = [.init(service: StoreService(store: store, queue: storeQueue, hub: hub, health: storeHealth, metrics: metrics, logger: logger))]
+        }
         self.group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: (stun.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
+                services: storeService + (stun.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
                     .init(service: app),
                     .init(service: HousekeepingService(hub: hub)),
                     .init(service: DrainService(hub: hub, grace: configuration.drainGrace, logger: logger)),
@@ -115,7 +166,44 @@ public final class DuetServer: Sendable {
     public func run() async throws {
         defer { listeningContinuation.finish() }
         try await stun?.bind()
+        await loadStore()
         try await group.run()
+    }
+
+    /// Before the first connection: what the store remembers (ended rooms, left seats, rooms to continue), so that a
+    /// client reconnecting the moment the node is back meets the truth. A store that does not answer within
+    /// `StoreService.startLoadLimit` does not keep the node from serving: `StoreService` loads it when it returns.
+    private func loadStore() async {
+        guard let store, let storeHealth else { return }
+        let hub = self.hub
+        let loaded = await withTaskGroup(of: [DurableFact]?.self) { group in
+            group.addTask {
+                do {
+                    try await store.prepare()
+                    return try await store.load(nowMs: Int64(Date().timeIntervalSince1970 * 1000))
+                } catch {
+                    storeHealth.set(.down(String(describing: error)))
+                    return nil
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: StoreService.startLoadLimit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let loaded {
+            hub.learn(loaded)
+            storeHealth.markLoaded()
+            storeHealth.set(.up)
+            metrics.storeState(up: true, pending: 0)
+            logger.info("room state loaded", metadata: ["store": "\(storeHealth.engine)", "facts": "\(loaded.count)"])
+        } else {
+            metrics.storeState(up: false, pending: 0)
+            logger.error("room state not loaded: serving from memory until the store answers", metadata: ["store": "\(storeHealth.summary)"])
+        }
     }
 
     /// The built-in STUN server's UDP port once bound; nil when it is off.

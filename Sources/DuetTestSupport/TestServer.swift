@@ -26,9 +26,14 @@ public final class TestServer: Sendable {
         configuration.rateLimits = false
         configuration.drainGrace = .milliseconds(100)
         configure(&configuration)
+        return try await start(configuration)
+    }
+
+    /// Exactly this configuration (a restart keeps it: the same port, data directory and database).
+    public static func start(_ configuration: ServerConfiguration) async throws -> TestServer {
         var logger = Logger(label: "duet-test")
         logger.logLevel = ProcessInfo.processInfo.environment["DUET_TEST_LOG"] != nil ? .debug : .critical
-        let server = try DuetServer(configuration: configuration, logger: logger, handleSignals: false)
+        let server = try await DuetServer.make(configuration: configuration, logger: logger, handleSignals: false)
         let task = Task { try await server.run() }
         guard let port = await server.boundPort(), port > 0 else {
             task.cancel()
@@ -52,14 +57,16 @@ public final class TestServer: Sendable {
         task.cancel()
     }
 
-    /// Stops this server and starts a new process-equivalent on the same port and data directory:
-    /// rooms are gone, secrets are kept.
+    /// Stops this server and starts a new process-equivalent with the same configuration (port, data directory,
+    /// database): rooms in memory are gone; secrets and what the store remembers are kept.
     public func restarted() async throws -> TestServer {
         await stop()
+        var configuration = server.configuration
+        configuration.port = port
         var lastError: (any Error)?
         for _ in 0..<50 {
             do {
-                return try await TestServer.start(dataDirectory: dataDirectory, port: port)
+                return try await TestServer.start(configuration)
             } catch {
                 lastError = error
                 try await Task.sleep(for: .milliseconds(100))
@@ -72,8 +79,11 @@ public final class TestServer: Sendable {
         try JSONDecoder().decode(ServerSecrets.self, from: Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/secrets.json")))
     }
 
-    public func roomId() async throws -> String {
-        let response = try await http(.GET, "api/room-id")
+    public func roomId() async throws -> String { try await Self.roomId(at: baseURL) }
+
+    /// A room id from any server (a node, nginx in front of a cluster, a `duet serve` process).
+    public static func roomId(at baseURL: String) async throws -> String {
+        let response = try await http(baseURL, .GET, "api/room-id")
         guard response.status == 200 else { throw TestFailure("room-id: \(response.status)") }
         return try JSONDecoder().decode(RoomIdResponse.self, from: Data(response.body.utf8)).roomId
     }
@@ -86,6 +96,10 @@ public final class TestServer: Sendable {
     }
 
     public func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
+        try await Self.http(baseURL, method, path, body: body, headers: headers)
+    }
+
+    public static func http(_ baseURL: String, _ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }

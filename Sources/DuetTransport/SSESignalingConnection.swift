@@ -41,13 +41,13 @@ public final class SSESignalingConnection: SignalingConnection {
     ///   - baseURL: the server, e.g. `http://127.0.0.1:8080/`.
     ///   - sid: reuse the same sid across reconnects (the server ties a seat to it).
     ///   - silenceTimeout: the server comments every 12 s; this much silence means the stream is dead.
+    ///   - roomId: the room this connection is for, sent as `&rid=` on the stream and every POST (`SignalingURL`).
     public static func connect(
-        baseURL: String, sid: String = SessionIdFormat.random(), timeout: Duration,
+        baseURL: String, sid: String = SessionIdFormat.random(), roomId: String? = nil, timeout: Duration,
         silenceTimeout: Duration = .seconds(30), headers: [(String, String)] = [],
         http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.sse")
     ) async throws(SignalingConnectError) -> SSESignalingConnection {
-        let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
-        let streamURL = base + "sse?sid=" + sid
+        let streamURL = SignalingURL.sse(server: baseURL, sid: sid, roomId: roomId)
         let (events, eventSink) = AsyncStream<SignalingEvent>.makeStream()
         let (postStream, posts) = AsyncStream<Post>.makeStream()
         let opened = OneShot<Result<Void, SignalingConnectError>>()

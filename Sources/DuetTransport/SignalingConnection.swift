@@ -56,3 +56,43 @@ public enum SignalingSendError: Error, Sendable, Equatable {
     case rejected(status: Int)
     case failed(String)
 }
+
+/// The signaling URLs of a Duet server (docs/protocol.md, Transports). A connection for a room names it in the query
+/// (`?rid=ROOM`): the server ignores it, and a proxy in front of several nodes routes on it
+/// (deploy/nginx/duet-cluster.conf hashes it), so every connection of a room — both people's, each SSE POST —
+/// reaches the node that holds it. A connection for no room (a watcher, the bench) carries none.
+public enum SignalingURL {
+    /// `ws(s)://host/ws[?rid=ROOM]` for the server `http(s)://host/`.
+    public static func webSocket(server: String, roomId: String? = nil) -> String {
+        var base = server.hasSuffix("/") ? server : server + "/"
+        if base.hasPrefix("https://") { base = "wss://" + base.dropFirst("https://".count) }
+        else if base.hasPrefix("http://") { base = "ws://" + base.dropFirst("http://".count) }
+        return base + "ws" + (roomId.map { "?rid=" + queryComponent($0) } ?? "")
+    }
+
+    /// `http(s)://host/sse?sid=SID[&rid=ROOM]`: the stream's URL and every POST's.
+    public static func sse(server: String, sid: String, roomId: String? = nil) -> String {
+        let base = server.hasSuffix("/") ? server : server + "/"
+        return base + "sse?sid=" + queryComponent(sid) + (roomId.map { "&rid=" + queryComponent($0) } ?? "")
+    }
+
+    /// Percent-encodes as JavaScript's `encodeURIComponent` does (the browser client's rule), so a room reads the
+    /// same in every client's URL and a proxy hashing it routes them alike.
+    public static func queryComponent(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "!"), UInt8(ascii: "~"),
+                 UInt8(ascii: "*"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                out.unicodeScalars.append("%")
+                out.unicodeScalars.append(hex[Int(byte >> 4)])
+                out.unicodeScalars.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return out
+    }
+}

@@ -8,7 +8,7 @@ struct DuetBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "duet-bench",
         abstract: "Measures duet serve (and the usual alternatives) with real WebSocket clients on loopback.",
-        subcommands: [Relay.self, Call.self, Idle.self, Storm.self, EchoServer.self])
+        subcommands: [Relay.self, Call.self, Idle.self, Storm.self, Hold.self, JoinLatency.self, EchoServer.self])
 
     static func emit(_ result: some Encodable) throws {
         let encoder = JSONEncoder()
@@ -64,6 +64,41 @@ struct Storm: AsyncParsableCommand {
     @Option var clients = 1_000
 
     func run() async throws { try DuetBench.emit(try await StormRun.run(clients: min(clients, 10_000))) }
+}
+
+struct Hold: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Rooms held open through faults (a cluster behind nginx), driven over stdin/stdout.",
+        discussion: """
+            Makes --rooms rooms at --url (POST /api/room-id), joins two WebSocket clients per room (/ws?rid=ROOM) \
+            and keeps them: a lost connection or `draining` is followed by a reconnect with the engine's backoff and \
+            a rejoin with the seat's cid and token. Prints `READY <clients>` once all have joined. Reads lines: \
+            `MARK <label>` starts a phase; `WAITBACK <timeoutSeconds>` answers `BACK <label> <seconds from MARK until \
+            every client was back, or -1> <clients still away>`; `STOP` (or end of input) prints `BENCH {json}` and \
+            exits 0. After --max-seconds it prints the same with "timedOut": true and exits 2.
+            """)
+    @Option(help: "The server or proxy: http(s)://host:port/ (or ws(s)://…).") var url: String
+    @Option(help: "Rooms, two clients each (at most 5,000).") var rooms = 100
+    @Option(help: "Client connects per second at the start.") var joinRate = 200.0
+    @Option(help: "Ends by itself after this long (at most 3,600).") var maxSeconds = 300.0
+
+    func run() async throws {
+        try await HoldRun.run(url: url, rooms: max(1, min(rooms, 5_000)), joinsPerSecond: joinRate, maxSeconds: min(max(maxSeconds, 1), 3_600))
+    }
+}
+
+struct JoinLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join-latency",
+        abstract: "Join latency through a proxy (--url) against one node directly (--direct-url), rooms alternating.")
+    @Option(help: "The proxy, e.g. nginx: http://127.0.0.1:PORT/") var url: String
+    @Option(help: "One node behind it: http://127.0.0.1:PORT/") var directURL: String
+    @Option(help: "Rooms, two joins each, half through each target (at most 5,000).") var rooms = 1_000
+    @Option(help: "Client joins per second, both targets together.") var joinRate = 200.0
+
+    func run() async throws {
+        try DuetBench.emit(try await JoinLatencyRun.run(url: url, directURL: directURL, rooms: max(2, min(rooms, 5_000)), joinsPerSecond: joinRate))
+    }
 }
 
 struct EchoServer: AsyncParsableCommand {

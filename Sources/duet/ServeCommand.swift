@@ -18,6 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
     var port: Int?
     @Option(help: "Where secrets are kept across restarts. Env: DUET_DATA_DIR. Default: ~/.local/share/duet")
     var dataDir: String?
+    @Option(help: "PostgreSQL for the room state and secrets shared by every node of a cluster, e.g. postgres://duet@db/duet. Env: DUET_DATABASE_URL. Default: SQLite in the data dir")
+    var databaseUrl: String?
+    @Option(help: "This node's name in logs, metrics and the shared store. Env: DUET_NODE_ID. Default: host:port")
+    var nodeId: String?
     @Option(help: "coturn static-auth-secret for TURN REST credentials. Env: DUET_TURN_SECRET")
     var turnSecret: String?
     @Option(help: "TURN URI handed to clients (repeatable). Env: DUET_TURN_URIS (comma-separated)")
@@ -107,6 +111,14 @@ struct ServeCommand: AsyncParsableCommand {
         config.port = try value(port, "DUET_PORT") ?? config.port
         guard (0...65535).contains(config.port) else { throw ValidationError("port must be 0...65535") }
         config.dataDirectory = try value(dataDir, "DUET_DATA_DIR") ?? config.dataDirectory
+        config.databaseURL = try value(databaseUrl, "DUET_DATABASE_URL")
+        if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+            throw ValidationError("--database-url (DUET_DATABASE_URL) must be a postgres:// or postgresql:// URL (got \(redactedDatabaseURL(url))); without it the room state is kept in SQLite in the data directory")
+        }
+        config.nodeId = try value(nodeId, "DUET_NODE_ID")
+        if let node = config.nodeId, node.isEmpty || node.utf8.count > 64 || node.contains(where: { $0.isWhitespace || $0.isNewline }) {
+            throw ValidationError("--node-id (DUET_NODE_ID) must be 1 to 64 characters without spaces")
+        }
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
         config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 1...86_400) ?? config.turnCredentialTTLSeconds
@@ -176,7 +188,11 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "duet")
         let server: DuetServer
         do {
-            server = try DuetServer(configuration: config, logger: logger)
+            server = try await DuetServer.make(configuration: config, logger: logger)
+        } catch let error as StoreUnavailable {
+            // The database is down or refuses us: nothing to fix in the command line; exit 69 (EX_UNAVAILABLE).
+            FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
+            throw ExitCode(69)
         } catch let error as ConfigurationError {
             // A broken secrets file or data directory is the operator's to fix: say so, exit 78 (EX_CONFIG).
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
@@ -190,6 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("listening", metadata: [
                 "port": "\(port)", "dataDir": "\(config.dataDirectory)", "turn": "\(config.turnURIs.isEmpty ? "off" : "on")",
                 "stun": "\(server.stunPort.map { "udp \($0)" } ?? "off")", "tls": "\(config.tls == nil ? "off" : "on")",
+                "node": "\(config.resolvedNodeId)", "store": "\(config.databaseURL == nil ? "sqlite" : "postgresql")",
             ])
         }
         do {
@@ -201,3 +218,4 @@ struct ServeCommand: AsyncParsableCommand {
         announce.cancel()
     }
 }
+

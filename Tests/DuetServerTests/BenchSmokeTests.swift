@@ -35,6 +35,30 @@ import Testing
         #expect((server["p99AtMostMs"] as? Double ?? 0) > 0)
     }
 
+    /// `duet-bench hold` (what Tests/e2e/cluster/rolling.py drives): its stdin/stdout protocol against a server of
+    /// the test's own — READY, BACK for a phase in which nothing was lost, and the result at STOP.
+    @Test func holdAnswersItsControlLinesAndReportsWholeRooms() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let binary = packageRoot + "/.build/debug/duet-bench"
+        try #require(FileManager.default.fileExists(atPath: binary), "build the package first: \(binary) is missing")
+        let script = "printf 'MARK quiet\\nWAITBACK 20\\nSTOP\\n' | \"$0\" hold --url \"$1\" --rooms 2 --join-rate 50 --max-seconds 50"
+        let result = try await runCommand(["sh", "-c", script, binary, server.baseURL], timeout: .seconds(60))
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("READY 4"), "\(lines)")
+        let back = try #require(lines.first { $0.hasPrefix("BACK ") }, "\(lines)").split(separator: " ")
+        #expect(back.count == 4 && back[1] == "quiet" && back[3] == "0", "\(back)")
+        let line = try #require(lines.first { $0.hasPrefix("BENCH ") }, "no result line: \(result.stdout)")
+        let bench = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("BENCH ".count).utf8)) as? [String: Any])
+        #expect(bench["clients"] as? Int == 4)
+        #expect(bench["lastKinds"] as? [String: Int] == ["fresh": 4])
+        #expect(bench["roomsNotWhole"] as? Int == 0)
+        #expect(bench["cidChanged"] as? Int == 0)
+        #expect(bench["timedOut"] as? Bool == false)
+        #expect((bench["joinMs"] as? [String: Any])?["count"] as? Int == 4)
+    }
+
     @Test func reconnectStormBringsEveryClientBackWithItsSeat() async throws {
         let result = try await bench(["storm", "--clients", "20"])
         #expect(result["clients"] as? Int == 20)

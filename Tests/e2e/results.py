@@ -1,4 +1,5 @@
-"""Scenario outcomes under `.build/results/<run-id>/`, for every end-to-end suite (chaos, browser, peer, natlab, deploy).
+"""Scenario outcomes under `.build/results/<run-id>/`, for every end-to-end suite (chaos, browser, peer, natlab, deploy,
+cluster).
 
 Every scenario run writes `<suite>/<scenario>.json` whether it passed or not: `recovered` (true only when every
 assert passed), the time to recover and what recovered it when the scenario measures one (`report`), and on a
@@ -23,7 +24,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RESULTS = os.path.join(ROOT, ".build", "results")
-SUITES = ("chaos", "browser", "peer", "natlab", "deploy")
+SUITES = ("chaos", "browser", "peer", "natlab", "deploy", "cluster")
 
 
 def now():

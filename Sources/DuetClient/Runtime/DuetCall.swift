@@ -249,17 +249,19 @@ public actor DuetCall {
         let generation = connectionGeneration
         let server = configuration.server
         let sid = sseSid
+        // The room in the URL (?rid=): a proxy in front of several nodes routes the call's connections to one node by it.
+        let roomId = engine.roomId
         Task {
             do {
                 let connection: any SignalingConnection
                 let timeout = Duration.milliseconds(ResilienceConstants.CONNECT_TIMEOUT_MS + 1_000)  // the engine's own timer decides
                 switch kind {
                 case .ws:
-                    let url = server.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://") + "ws"
+                    let url = SignalingURL.webSocket(server: server, roomId: roomId)
                     connection = try await WebSocketSignalingConnection.connect(url: url, timeout: timeout)
                 case .sse:
                     connection = try await SSESignalingConnection.connect(
-                        baseURL: server, sid: sid, timeout: timeout,
+                        baseURL: server, sid: sid, roomId: roomId, timeout: timeout,
                         silenceTimeout: .milliseconds(ResilienceConstants.SSE_SILENCE_TIMEOUT_MS), http: http)
                 }
                 await opened(connection, kind: kind, generation: generation)
@@ -457,7 +459,8 @@ public actor DuetCall {
     }
 
     private func httpLeave(_ request: LeaveRequest) async {
-        var post = HTTPClientRequest(url: configuration.server + "api/leave")
+        // ?rid= as on the signaling connections: a proxy in front of several nodes sends it to the node holding the room.
+        var post = HTTPClientRequest(url: configuration.server + "api/leave?rid=" + SignalingURL.queryComponent(request.rid))
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "application/json")
         post.body = .bytes(ByteBuffer(bytes: (try? JSONEncoder().encode(request)) ?? Data()))

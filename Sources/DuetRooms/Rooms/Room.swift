@@ -29,6 +29,10 @@ struct Room: Sendable, Equatable {
     /// In join order; at most `ProtocolLimits.maxParticipants`.
     var participants: [Participant]
     var epoch: Int64
+    /// The host the store remembers for a recovered room, until it recovers its own seat (then it hosts again).
+    var returningHost: String?
+    /// Whether this node's claim on the room has been written (`DurableFact.roomClaimed`); later changes are updates.
+    var claimed = false
 
     func participant(_ cid: String) -> Participant? { participants.first { $0.cid == cid } }
     func index(of cid: String) -> Int? { participants.firstIndex { $0.cid == cid } }
@@ -57,6 +61,13 @@ struct SeatCounts: Sendable, Equatable {
     mutating func removed(_ participant: Participant) {
         if participant.connection == nil { suspendedCount -= 1 } else { connected -= 1 }
     }
+}
+
+/// A room the store told of that is not held here.
+struct KnownRoom: Sendable, Equatable {
+    var hostCid: String
+    var epoch: Int64
+    var occupancy: Int
 }
 
 struct Tombstone: Sendable, Equatable {

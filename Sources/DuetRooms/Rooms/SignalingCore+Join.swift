@@ -88,10 +88,19 @@ extension SignalingCore {
         let participant = Participant(cid: cid, joinedAt: nowMs, connection: connection, suspendedAt: nil)
         seatCounts.connected += 1
         if rooms[rid] == nil {
-            rooms[rid] = Room(rid: rid, hostCid: cid, participants: [participant], epoch: 1)
+            // A room the store knows (held here before a restart, or by a node that is gone) continues: its epoch
+            // goes on from the last one written, and its host gets the room back when it returns.
+            let known = knownRooms.removeValue(forKey: rid)
+            var room = Room(rid: rid, hostCid: cid, participants: [participant], epoch: (known?.epoch ?? 0) + 1)
+            if let host = known?.hostCid, host != cid { room.returningHost = host }
+            rooms[rid] = room
         } else {
             rooms[rid]!.participants.append(participant)
             rooms[rid]!.epoch += 1
+            if rooms[rid]!.returningHost == cid {
+                rooms[rid]!.hostCid = cid
+                rooms[rid]!.returningHost = nil
+            }
         }
         bindSeat(cid: cid, rid: rid, connection: connection)
     }
@@ -105,6 +114,7 @@ extension SignalingCore {
         out.append(.event(.joined(rid: rid, cid: cid, kind: kind)))
         sendJoined(cid: cid, rid: rid, kind: kind, to: connection, nowMs: nowMs, into: &out)
         broadcastRoomState(rid, nowMs: nowMs, into: &out)
+        persistRoom(rid, into: &out)
         notifyWatchers(rid, nowMs: nowMs, into: &out)
     }
 

@@ -10,6 +10,7 @@ extension SignalingCore {
         rooms[rid]!.epoch += 1
         out.append(.event(.suspended(rid: rid, cid: cid)))
         broadcastRoomState(rid, nowMs: nowMs, into: &out)
+        persistRoom(rid, into: &out)
     }
 
     mutating func removeParticipant(_ cid: String, from rid: String, reason: String, nowMs: Int64, into out: inout [Output]) {
@@ -27,6 +28,7 @@ extension SignalingCore {
             rooms[rid] = room
             broadcastRoomState(rid, nowMs: nowMs, into: &out)
         }
+        persistRoom(rid, into: &out)
         notifyWatchers(rid, nowMs: nowMs, into: &out)
     }
 
@@ -35,23 +37,44 @@ extension SignalingCore {
         guard let room = rooms[seat.rid], room.hostCid == seat.cid else {
             throw ProtocolError(.notHost, "only the host can end the room")
         }
-        let payload = RoomEndedPayload(by: seat.cid, reason: "host_ended")
-        for participant in room.participants {
-            seatCounts.removed(participant)
-            // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost
-            // room recreated by recovery), however long its owner was away.
-            endedSeats.insert("\(participant.cid)|\(room.rid)", until: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000), nowMs: nowMs)
-            if let target = participant.connection {
-                connections[target]?.seat = nil
-                out.append(.send(target, Self.envelope(.roomEnded, rid: room.rid, cid: participant.cid, ts: nowMs, payload)))
-            }
-            for (sid, seatedCid) in sseSeats where seatedCid == participant.cid { sseSeats[sid] = nil }
+        // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost room
+        // recreated by recovery), however long its owner was away.
+        let ended = DurableFact.roomEnded(
+            rid: room.rid, endedBy: seat.cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
+            seats: room.participants.map(\.cid), seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
+        applyRoomEnded(ended, learned: false, nowMs: nowMs, into: &out)
+        out.append(.persist(ended))
+    }
+
+    /// Ends a room here and remembers it ended: the host's `end_room`, or the store saying another node's host
+    /// ended it (or that it was ended before this node restarted).
+    mutating func applyRoomEnded(_ fact: DurableFact, learned: Bool, nowMs: Int64, into out: inout [Output]) {
+        guard case .roomEnded(let rid, let endedBy, let reason, let tombstoneUntil, let seats, let seatsUntil) = fact else { return }
+        for cid in seats { endedSeats.insert("\(cid)|\(rid)", until: seatsUntil, nowMs: nowMs) }
+        if tombstoneUntil > nowMs {
+            tombstones[rid] = Tombstone(endedBy: endedBy, reason: reason, expiresAt: tombstoneUntil)
         }
-        rooms[seat.rid] = nil
-        // A suspended peer learns of the end when it reconnects: its join meets the tombstone.
-        tombstones[seat.rid] = Tombstone(endedBy: seat.cid, reason: "host_ended", expiresAt: nowMs + settings.tombstoneMs)
-        out.append(.event(.roomEnded(rid: seat.rid)))
-        notifyWatchers(seat.rid, nowMs: nowMs, into: &out)
+        knownRooms[rid] = nil
+        if let room = rooms[rid] {
+            let payload = RoomEndedPayload(by: endedBy, reason: reason)
+            for participant in room.participants {
+                seatCounts.removed(participant)
+                // A seat that joined here after the host ended it elsewhere is over all the same.
+                endedSeats.insert("\(participant.cid)|\(rid)", until: seatsUntil, nowMs: nowMs)
+                if let target = participant.connection {
+                    connections[target]?.seat = nil
+                    out.append(.send(target, Self.envelope(.roomEnded, rid: rid, cid: participant.cid, ts: nowMs, payload)))
+                }
+                for (sid, seatedCid) in sseSeats where seatedCid == participant.cid { sseSeats[sid] = nil }
+            }
+            rooms[rid] = nil
+            // A suspended peer learns of the end when it reconnects: its join meets the tombstone.
+            out.append(.event(.roomEnded(rid: rid)))
+            // A copy here that was claimed after the host's node ended the room (a client that reached this node
+            // before the news did) leaves no record behind.
+            if learned { out.append(.persist(.roomGone(rid: rid))) }
+        }
+        notifyWatchers(rid, nowMs: nowMs, into: &out)
     }
 
     mutating func tick(nowMs: Int64, into out: inout [Output]) {
@@ -63,7 +86,7 @@ extension SignalingCore {
             for participant in expired {
                 removeParticipant(participant.cid, from: rid, reason: "evicted", nowMs: nowMs, into: &out)
                 // The seat was given up: a token issued for it must not bring it back (the owner joins anew).
-                revoke(cid: participant.cid, rid: rid, nowMs: nowMs)
+                revoke(cid: participant.cid, rid: rid, nowMs: nowMs, into: &out)
             }
         }
         tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
@@ -81,8 +104,10 @@ extension SignalingCore {
         }
     }
 
-    mutating func revoke(cid: String, rid: String, nowMs: Int64) {
-        revokedSeats.insert("\(cid)|\(rid)", until: nowMs + authorities.reconnectTokens.ttlMs + 1_000, nowMs: nowMs)
+    mutating func revoke(cid: String, rid: String, nowMs: Int64, into out: inout [Output]) {
+        let until = nowMs + authorities.reconnectTokens.ttlMs + 1_000
+        revokedSeats.insert("\(cid)|\(rid)", until: until, nowMs: nowMs)
+        out.append(.persist(.seatRevoked(rid: rid, cid: cid, untilMs: until)))
     }
 
     func seatsRoomEnded(cid: String, rid: String, nowMs: Int64) -> Bool {

@@ -17,6 +17,8 @@ public struct SignalingCore: Sendable {
         public var closesSilentSSEStreams = true
         /// Revoked seats and seats of ended rooms remembered at most (each); the oldest are forgotten first.
         public var maxRememberedSeats = 200_000
+        /// Rooms known from the store and not held here (their host, epoch and occupancy) at most.
+        public var maxKnownRooms = 200_000
         public init() {}
     }
 
@@ -40,6 +42,8 @@ public struct SignalingCore: Sendable {
         /// Periodic: evictions and expiries.
         case tick
         case drain
+        /// What the store knows: at start (everything in force), then, in a cluster, whatever another node wrote.
+        case learned(DurableFact)
     }
 
     public enum CloseReason: String, Sendable {
@@ -51,6 +55,8 @@ public struct SignalingCore: Sendable {
         case silent
         case rateLimited = "rate_limited"
         case shutdown
+        /// Another node took this connection's room over (nginx now routes it there): reconnect, and arrive there.
+        case moved
     }
 
     public enum Output: Sendable, Equatable {
@@ -59,6 +65,8 @@ public struct SignalingCore: Sendable {
         /// Refuse the POST that carried the message (SSE sid takeover without proof): HTTP 401.
         case unauthorized(ConnectionID)
         case event(Event)
+        /// To be written to the store, off the relay path (`DurableFact`).
+        case persist(DurableFact)
     }
 
     /// Facts for logs and metrics.
@@ -67,6 +75,8 @@ public struct SignalingCore: Sendable {
         case suspended(rid: String, cid: String)
         case left(rid: String, cid: String, reason: String)
         case roomEnded(rid: String)
+        /// Another node claimed the room: its clients here were told to reconnect (and arrive there).
+        case released(rid: String)
     }
 
     public var settings: Settings
@@ -84,6 +94,9 @@ public struct SignalingCore: Sendable {
     var endedSeats: ExpiringKeys
     var watchers: [String: Set<ConnectionID>] = [:]
     var seatCounts = SeatCounts()
+    /// Rooms the store told of that are not held here: live on another node (their occupancy is what watchers
+    /// here see), or held here before a restart (their host and epoch continue when the room is recovered).
+    var knownRooms: [String: KnownRoom] = [:]
     var ids: IdRandomness
     public private(set) var isDraining = false
 
@@ -121,6 +134,8 @@ public struct SignalingCore: Sendable {
             undeliverable(envelope, to: connection, nowMs: nowMs, into: &out)
         case .tick:
             tick(nowMs: nowMs, into: &out)
+        case .learned(let fact):
+            learned(fact, nowMs: nowMs, into: &out)
         case .drain:
             isDraining = true
             let payload = DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs)
@@ -141,7 +156,7 @@ public struct SignalingCore: Sendable {
         if rooms[request.rid]?.participant(request.cid) != nil {
             removeParticipant(request.cid, from: request.rid, reason: "leave", nowMs: nowMs, into: &out)
         }
-        revoke(cid: request.cid, rid: request.rid, nowMs: nowMs)
+        revoke(cid: request.cid, rid: request.rid, nowMs: nowMs, into: &out)
         return (.left, out)
     }
 
@@ -161,7 +176,8 @@ public struct SignalingCore: Sendable {
     public func participantCountByWalk(_ status: ParticipantConnectionStatus) -> Int {
         rooms.values.reduce(0) { $0 + $1.participants.filter { $0.status == status }.count }
     }
-    public func occupancy(of rid: String) -> Int { rooms[rid]?.participants.count ?? 0 }
+    /// Seats of a room held here, else as the store last told of it (a room on another node of the cluster).
+    public func occupancy(of rid: String) -> Int { rooms[rid]?.participants.count ?? knownRooms[rid]?.occupancy ?? 0 }
     /// Whether this seat exists now, connected or suspended (TURN credentials are only for a seat).
     public func hasSeat(rid: String, cid: String) -> Bool { rooms[rid]?.participant(cid) != nil }
     /// Who sits in a room (join order) and who hosts it.
@@ -221,7 +237,7 @@ public struct SignalingCore: Sendable {
             case .leave?:
                 let seat = try requireSeat(connection)
                 removeParticipant(seat.cid, from: seat.rid, reason: "leave", nowMs: nowMs, into: &out)
-                revoke(cid: seat.cid, rid: seat.rid, nowMs: nowMs)
+                revoke(cid: seat.cid, rid: seat.rid, nowMs: nowMs, into: &out)
             case .endRoom?:
                 try endRoom(from: connection, nowMs: nowMs, into: &out)
             case .offer?, .answer?, .ice?:

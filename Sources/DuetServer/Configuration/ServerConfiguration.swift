@@ -5,6 +5,14 @@ public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
     public var dataDirectory = ServerConfiguration.defaultDataDirectory
+    /// `--database-url postgres://…`: durable room state (and the secrets) in PostgreSQL, shared by every node of a
+    /// cluster. Nil: SQLite in `dataDirectory` (`rooms.sqlite`), one node.
+    public var databaseURL: String?
+    /// `--node-id`: this node in logs and metrics, and the owner of the rooms it writes to a shared store.
+    /// Nil: host and port.
+    public var nodeId: String?
+    /// False only in tests that must run without any store (nothing persisted, nothing loaded).
+    public var persistsRoomState = true
     public var turnSecret: String?
     public var turnURIs: [String] = []
     public var turnCredentialTTLSeconds: Int64 = 3600
@@ -65,6 +73,9 @@ public struct ServerConfiguration: Sendable {
     public var drainReconnectAfter: Duration = .seconds(1)
 
     public init() {}
+
+    /// `--node-id`, else host and port.
+    public var resolvedNodeId: String { nodeId ?? "\(host):\(port)" }
 
     public static var defaultDataDirectory: String {
         if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/duet" }

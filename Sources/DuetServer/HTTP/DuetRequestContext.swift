@@ -30,4 +30,7 @@ final class WeakChannel: Sendable {
 
     /// Closes the connection at once (nothing more is written).
     func close() { channel?.close(mode: .all, promise: nil) }
+
+    /// Closes the connection and returns once it is closed: whatever the caller answers next is never written.
+    func closeNow() async { try? await channel?.close(mode: .all).get() }
 }

@@ -12,10 +12,14 @@ struct OperationsRoutes: Sendable {
     /// A loopback peer that is a trusted proxy, or that forwards for someone, is not "local": behind a proxy on the
     /// same host every internet request arrives from 127.0.0.1.
     let addresses: ClientAddressResolver
+    /// The durable store's state, said by `/healthz` (still 200 when it is down: signaling works from memory).
+    var store: StoreHealth? = nil
 
     func register(on router: Router<DuetRequestContext>) {
         router.get("/healthz") { _, _ -> Response in
-            hub.isDraining ? .text(.serviceUnavailable, "draining") : .text(.ok, "ok")
+            if hub.isDraining { return .text(.serviceUnavailable, "draining") }
+            guard let store else { return .text(.ok, "ok") }
+            return .text(.ok, "ok\n" + store.summary)
         }
         router.get("/metrics") { request, context -> Response in
             guard mayRead(request, peer: context.remoteAddress) else {

@@ -79,3 +79,27 @@ private struct MessageCounters: Sendable {
     /// Unknown types are counted under one label so a client cannot grow the label set without bound.
     func count(_ type: String) { (byType[type] ?? unknown).increment() }
 }
+
+// MARK: - The durable store (`StoreService`)
+
+extension ServerMetrics {
+    /// `duet_store_up` 1/0 and `duet_store_pending_facts`: what has not reached the store yet.
+    public func storeState(up: Bool, pending: Int) {
+        gaugeValue("duet_store_up", [:], up ? 1 : 0)
+        gaugeValue("duet_store_pending_facts", [:], Double(pending))
+    }
+    public func storeWrite(facts: Int, ok: Bool) {
+        CoreMetrics.Counter(label: "duet_store_writes_total", dimensions: [("result", ok ? "ok" : "failed")], factory: factory)
+            .increment(by: Int64(facts))
+    }
+    /// Facts the store told this node (load, other nodes' writes, dead nodes' rooms).
+    public func storeLearned(_ count: Int) {
+        CoreMetrics.Counter(label: "duet_store_learned_total", dimensions: [], factory: factory).increment(by: Int64(count))
+    }
+    /// `duet_node_info{node="…"} 1`: which node of a cluster these metrics come from (`--node-id`).
+    public func nodeInfo(_ node: String) { gaugeValue("duet_node_info", ["node": node], 1) }
+
+    private func gaugeValue(_ name: String, _ labels: [String: String], _ value: Double) {
+        CoreMetrics.Gauge(label: name, dimensions: labels.sorted { $0.key < $1.key }, factory: factory).record(value)
+    }
+}

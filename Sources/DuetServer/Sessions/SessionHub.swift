@@ -1,4 +1,5 @@
 import DuetProtocol
+import DuetRooms
 import Foundation
 import Logging
 import Synchronization
@@ -26,9 +27,10 @@ public final class SessionHub: Sendable {
     public init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        store: StoreQueue? = nil
     ) {
-        state = Mutex(SessionState(core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now))
+        state = Mutex(SessionState(core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store))
         self.logger = logger
     }
 
@@ -81,6 +83,12 @@ public final class SessionHub: Sendable {
     // MARK: - Server side
 
     public func tick() { locked { $0.tick() } }
+
+    /// What the store says: at start, another node's write, a dead node's rooms.
+    public func learn(_ facts: [DurableFact]) {
+        guard !facts.isEmpty else { return }
+        locked { $0.learn(facts) }
+    }
 
     public func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
         locked { $0.leave(request) }

@@ -1,4 +1,5 @@
 import DuetProtocol
+import DuetRooms
 import Foundation
 import Logging
 
@@ -14,6 +15,8 @@ struct SessionState {
     private var logs: [LogEntry] = []
     private let messageRate: (capacity: Double, perSecond: Double)?
     private let now: @Sendable () -> Int64
+    /// Where the core's facts go to be written (`StoreService`); nil: nothing is persisted (some tests).
+    private let store: StoreQueue?
 
     private struct Outlet {
         var kind: TransportKind
@@ -46,9 +49,10 @@ struct SessionState {
 
     init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
-        messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64
+        messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?
     ) {
         self.core = core
+        self.store = store
         self.metrics = metrics
         self.logLevel = logger.logLevel
         self.messageRate = messageRate
@@ -139,6 +143,11 @@ struct SessionState {
     // MARK: - Server side
 
     mutating func tick() { perform(core.handle(.tick, nowMs: now())) }
+
+    /// What the store says (at start, or another node's write), in order.
+    mutating func learn(_ facts: [DurableFact]) {
+        for fact in facts { perform(core.handle(.learned(fact), nowMs: now())) }
+    }
 
     mutating func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
         let (result, outputs) = core.httpLeave(request, nowMs: now())
@@ -242,12 +251,15 @@ struct SessionState {
                 case .shutdown: .serviceRestart
                 case .silent: .goingAway
                 case .notReading: .notReading
+                case .moved: .serviceRestart
                 }
                 requestClose(id, code, reason: reason.rawValue)
             case .unauthorized:
                 break
             case .event(let event):
                 log(event)
+            case .persist(let fact):
+                store?.add(fact)
             }
         }
     }
@@ -294,6 +306,8 @@ struct SessionState {
             note(.info, "left", metadata: ["rid": "\(rid)", "cid": "\(cid)", "reason": "\(reason)"])
         case .roomEnded(let rid):
             note(.info, "room ended", metadata: ["rid": "\(rid)"])
+        case .released(let rid):
+            note(.notice, "room taken over by another node: its clients were sent there", metadata: ["rid": "\(rid)"])
         }
     }
 }

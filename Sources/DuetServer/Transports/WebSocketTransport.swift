@@ -16,7 +16,15 @@ struct WebSocketTransport: Sendable {
     func register(on router: Router<DuetRequestContext>) {
         router.ws("/ws") { request, context in
             if blocked() || gate.refusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
-            if hub.isDraining { return .dontUpgrade }
+            if hub.isDraining {
+                // A refused upgrade can only be answered 400 here (HummingbirdWebSocket writes that itself), and a
+                // proxy does not pass a 400 on to another node. A connection closed before any answer is what
+                // `proxy_next_upstream error` does pass on: nginx tries the next node of the ring and takes this one
+                // out for `fail_timeout`, so a draining node's rooms move at once (deploy/nginx/duet-cluster.conf). A
+                // client without a proxy sees a failed connection and retries, as it would a 400.
+                await context.channel.closeNow()
+                return .dontUpgrade
+            }
             // Only a check here: a slot taken now would leak if the client hung up before the upgrade completed.
             if gate.capRefusal(request, context: context, entry: .ws) != nil { return .dontUpgrade }
             return .upgrade([:])

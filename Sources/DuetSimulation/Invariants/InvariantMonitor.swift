@@ -52,15 +52,15 @@ final class InvariantMonitor {
     func serverEvent(_ event: SignalingCore.Event, incarnation: Int) {
         switch event {
         case .left(let rid, let cid, let reason) where reason == "evicted":
-            evictedSeats.insert("\(incarnation)|\(cid)|\(rid)")
+            evictedSeats.insert("\(cid)|\(rid)")
             reached(.eviction)
         case .roomEnded(let rid):
-            endedRooms["\(incarnation)|\(rid)"] = now
+            endedRooms[rid] = now
         case .joined(let rid, let cid, let kind):
-            if endedRooms["\(incarnation)|\(rid)"] != nil {
+            if endedRooms[rid] != nil {
                 fail(.endedRoomReappeared, nil, "\(cid) seated (\(kind.rawValue)) in \(rid.prefix(8))… after its host ended it")
             }
-            if kind != .fresh, evictedSeats.contains("\(incarnation)|\(cid)|\(rid)") {
+            if kind != .fresh, evictedSeats.contains("\(cid)|\(rid)") {
                 fail(.evictedSeatResurrected, nil, "\(cid) \(kind.rawValue) into the seat evicted from \(rid.prefix(8))…")
             }
         default:
@@ -78,7 +78,7 @@ final class InvariantMonitor {
             let message = envelope.payload["message"].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? ""
             if code == ErrorCode.invalidReconnectToken.rawValue, message.contains("expired") { reached(.reconnectTokenExpired) }
             if code == ErrorCode.roomEnded.rawValue, let rid = envelope.rid,
-                let endedAt = endedRooms.first(where: { $0.key.hasSuffix("|\(rid)") })?.value,
+                let endedAt = endedRooms[rid],
                 now - endedAt > SignalingCore.Settings().tombstoneMs
             {
                 reached(.roomEndedAfterTombstone)

@@ -114,8 +114,8 @@ extension World {
         case .webSocketRefused:
             server.webSocketRefusals -= 1
         case .serverCrash, .serverRestart:
-            if !server.isUp { server.restart() }
-            trace(nil, "server up again (incarnation \(server.incarnation), no rooms)")
+            if !server.isUp { process(server.restart(nowMs: serverNowMs)) }
+            trace(nil, "server up again (incarnation \(server.incarnation), no rooms; the store remembers \(server.ledger.load(nowMs: serverNowMs).count) facts)")
         case .duplicateAndReorder(let side):
             updateNetwork(side) { $0.duplicateAndReorder -= 1 }
         case .freeze(let side):

@@ -191,6 +191,8 @@ extension World {
             case .event(let event):
                 trace(nil, "server: \(event)")
                 monitor.serverEvent(event, incarnation: server.incarnation)
+            case .persist(let fact):
+                server.persist(fact)
             }
         }
     }

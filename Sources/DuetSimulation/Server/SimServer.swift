@@ -4,8 +4,8 @@ import DuetProtocol
 import DuetRooms
 
 /// The real room logic (`SignalingCore`) inside a process that can die: a crash loses every room and
-/// connection, a restart keeps the secrets (room ids and reconnect tokens stay valid), as `duet serve`
-/// with its data directory does.
+/// connection, a restart keeps the secrets (room ids and reconnect tokens stay valid) and what the core persisted
+/// (ended rooms, left seats, rooms to continue: `DurableLedger`), as `duet serve` with its data directory does.
 final class SimServer {
     private let authorities: SignalingCore.Authorities
     private let seed: UInt64
@@ -15,6 +15,9 @@ final class SimServer {
     private(set) var isUp = true
     var clockOffsetMs: Int64 = 0
     var webSocketRefusals = 0
+    /// The store: written at once (SQLite's writes take milliseconds; a crash between a fact and its write is a
+    /// window the simulator does not model).
+    private(set) var ledger = DurableLedger()
 
     init(seed: UInt64, mutation: Mutation) {
         // Keys derived from the seed: a run is reproducible to the byte.
@@ -46,9 +49,14 @@ final class SimServer {
         isUp = false
     }
 
-    func restart() {
+    func persist(_ fact: DurableFact) { ledger.write(fact) }
+
+    /// A new process: empty memory, then what the store remembers (`DuetServer.loadStore`). Returns what loading
+    /// asked for (nothing is connected yet, so only events).
+    func restart(nowMs: Int64) -> [SignalingCore.Output] {
         incarnation += 1
         core = SignalingCore(settings: settings, authorities: authorities, seed: seed &+ UInt64(incarnation))
         isUp = true
+        return ledger.load(nowMs: nowMs).flatMap { core.handle(.learned($0), nowMs: nowMs) }
     }
 }

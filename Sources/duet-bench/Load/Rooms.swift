@@ -7,13 +7,30 @@ import Foundation
 enum Rooms {
     static func make(_ count: Int, on server: ServerUnderTest) async throws -> [String] {
         guard server.kind == .duet else { return (0..<count).map { "room-\($0)" } }
+        return try await make(count, baseURL: server.baseURL)
+    }
+
+    /// `POST /api/room-id` at any Duet base URL (a node, or nginx in front of a cluster: any node's ids are valid
+    /// on every node), 8 requests at a time.
+    static func make(_ count: Int, baseURL: String) async throws -> [String] {
+        let url = (baseURL.hasSuffix("/") ? baseURL : baseURL + "/") + "api/room-id"
         var ids: [String] = []
-        for _ in 0..<count {
-            var request = HTTPClientRequest(url: server.baseURL + "api/room-id")
-            request.method = .POST
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-            let body = try await response.body.collect(upTo: 4_096)
-            ids.append(try JSONDecoder().decode(RoomIdResponse.self, from: Data(body.readableBytesView)).roomId)
+        for start in stride(from: 0, to: count, by: 8) {
+            ids += try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in start..<min(count, start + 8) {
+                    group.addTask {
+                        var request = HTTPClientRequest(url: url)
+                        request.method = .POST
+                        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                        let body = try await response.body.collect(upTo: 4_096)
+                        guard response.status == .ok else {
+                            throw BenchError("POST \(url): \(response.status.code) \(String(buffer: body))")
+                        }
+                        return try JSONDecoder().decode(RoomIdResponse.self, from: Data(body.readableBytesView)).roomId
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
         }
         return ids
     }

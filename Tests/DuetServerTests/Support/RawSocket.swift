@@ -101,10 +101,10 @@ final class RawSocket: Sendable {
 
 /// WebSocket framing over a `RawSocket` (RFC 6455): client frames are masked.
 extension RawSocket {
-    static func webSocket(port: Int, source: String? = nil, receiveBuffer: Int32? = nil) async throws -> (RawSocket, status: String) {
+    static func webSocket(port: Int, path: String = "/ws", source: String? = nil, receiveBuffer: Int32? = nil) async throws -> (RawSocket, status: String) {
         let socket = try await connect(port: port, source: source, receiveBuffer: receiveBuffer)
         try await socket.send(
-            "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         let head = try await socket.receive(until: "\r\n\r\n")
         return (socket, String(head.prefix { $0 != "\r" }))

@@ -11,6 +11,9 @@ final class ServerProcess: Sendable {
     let dataDirectory: String
     /// The URL line `duet serve` printed first.
     let announced: String
+    /// What it was started with (after `serve --port … --data-dir …`), for `killedAndStartedAgain`.
+    let arguments: [String]
+    let environment: [String: String]
 
     static var binary: String? {
         if let explicit = ProcessInfo.processInfo.environment["DUET_BINARY"] { return explicit }
@@ -19,20 +22,22 @@ final class ServerProcess: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    private init(process: Process, port: Int, dataDirectory: String, announced: String) {
+    private init(process: Process, port: Int, dataDirectory: String, announced: String, arguments: [String], environment: [String: String]) {
         self.process = process
+        self.arguments = arguments
+        self.environment = environment
         self.announced = announced
         self.port = port
         self.dataDirectory = dataDirectory
     }
 
-    static func start(_ arguments: [String] = [], environment: [String: String] = [:]) async throws -> ServerProcess {
+    static func start(_ arguments: [String] = [], environment: [String: String] = [:], port: Int = 0, dataDirectory: String? = nil) async throws -> ServerProcess {
         guard let binary else { throw TestFailure("build the package first (swift build): .build/debug/duet not found") }
-        let dataDirectory = TestServer.temporaryDirectory()
+        let dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
         let process = Process()
         // Niced: the server under measurement must not take the CPU the other tests' timing needs.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-        process.arguments = ["-n", "10", binary, "serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory] + arguments
+        process.arguments = ["-n", "10", binary, "serve", "--port", "\(port)", "--stun-port", "0", "--data-dir", dataDirectory] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
@@ -46,7 +51,34 @@ final class ServerProcess: Sendable {
             process.terminate()
             throw TestFailure("duet serve printed no URL: \(line)")
         }
-        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory, announced: line)
+        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory, announced: line, arguments: arguments, environment: environment)
+    }
+
+    /// `kill -9`, then the same binary again on the same port and data directory, with the same arguments.
+    func killedAndStartedAgain() async throws -> ServerProcess {
+        await stop()
+        return try await Self.start(arguments, environment: environment, port: port, dataDirectory: dataDirectory)
+    }
+
+    func roomId() async throws -> String { try await TestServer.roomId(at: baseURL) }
+
+    /// A sample of `/metrics` (`name{labels}` as written there), nil if absent.
+    func metric(_ series: String) async throws -> Double? {
+        let body = try await TestServer.http(baseURL, .GET, "metrics").body
+        for line in body.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+
+    /// Polls `/metrics` until `series` equals `value` and `other` is at least its bound (5 s at most).
+    func waitForMetric(_ series: String, equals value: Double, andAtLeast other: (String, Double)) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if try await metric(series) == value, (try await metric(other.0) ?? 0) >= other.1 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestFailure("\(series) never became \(value) with \(other.0) ≥ \(other.1)")
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)/" }

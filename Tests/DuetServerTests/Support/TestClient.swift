@@ -9,12 +9,23 @@ final class TestClient: Sendable {
     private let inbox = Inbox()
     private let reader: Task<Void, Never>
 
-    static func connect(_ kind: SignalingTransportKind, to server: TestServer, sid: String = SessionIdFormat.random()) async throws -> TestClient {
+    /// `roomId`: named in the connection's URL (`?rid=`), as DuetCall and the browser client do for a call.
+    static func connect(
+        _ kind: SignalingTransportKind, to server: TestServer, sid: String = SessionIdFormat.random(), roomId: String? = nil
+    ) async throws -> TestClient {
+        try await connect(kind, baseURL: server.baseURL, sid: sid, roomId: roomId)
+    }
+
+    /// Any server by its base URL (a `duet serve` process, a node of a cluster).
+    static func connect(
+        _ kind: SignalingTransportKind, baseURL: String, sid: String = SessionIdFormat.random(), roomId: String? = nil
+    ) async throws -> TestClient {
         switch kind {
         case .ws:
-            return TestClient(try await WebSocketSignalingConnection.connect(url: server.webSocketURL, timeout: .seconds(5)))
+            let url = SignalingURL.webSocket(server: baseURL, roomId: roomId)
+            return TestClient(try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(5)))
         case .sse:
-            return TestClient(try await SSESignalingConnection.connect(baseURL: server.baseURL, sid: sid, timeout: .seconds(5)))
+            return TestClient(try await SSESignalingConnection.connect(baseURL: baseURL, sid: sid, roomId: roomId, timeout: .seconds(5)))
         }
     }
 

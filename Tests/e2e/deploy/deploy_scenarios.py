@@ -448,6 +448,31 @@ def scenario_files(_browser):
            "nginx writes the header duet serve reads")
     sse = re.search(r"location = /sse \{(.*?)\}", site, re.S)
     expect(sse and "proxy_buffering off;" in sse.group(1), "SSE is not buffered by nginx")
+    # The cluster's site (nginx/duet-cluster.conf, run by Tests/e2e/cluster/cluster.py): duet.conf's site line for line
+    # but for where it proxies — an upstream of nodes that hashes the room — and how it fails over.
+    cluster = read_deploy("nginx/duet-cluster.conf")
+    lines = lambda text: [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    missing = [l for l in lines(site) if not l.startswith("proxy_pass ") and l not in lines(cluster)]
+    expect(not missing, f"nginx/duet-cluster.conf has every line of nginx/duet.conf but its proxy_pass: missing {missing}")
+    expect(re.findall(r"proxy_pass\s+(\S+);", cluster) == ["http://duet_cluster"] * 3,
+           "every location of the cluster's site proxies to the upstream duet_cluster")
+    upstream = re.search(r"upstream duet_cluster \{(.*?)\n\}", cluster, re.S)
+    expect(upstream and "hash $duet_room consistent;" in upstream.group(1)
+           and re.search(r"map \$arg_rid \$duet_room \{[^}]*default \$arg_rid;", cluster),
+           "the upstream hashes the room the clients name in ?rid= (consistently: a failed node moves only its rooms)")
+    nodes = re.findall(r"^\s*server 127\.0\.0\.1:(\d+) max_fails=1 fail_timeout=5s;", upstream.group(1), re.M)
+    expect(len(nodes) == 3 and len(set(nodes)) == 3, f"three nodes on loopback, each out for 5 s after a failure: {nodes}")
+    expect("proxy_next_upstream error timeout http_502 http_504;" in lines(cluster)
+           and "proxy_connect_timeout 1s;" in lines(cluster) and "non_idempotent" not in " ".join(lines(cluster)),
+           "a dead node (refused, 1 s connect timeout) is skipped; a POST that reached a node is not retried")
+    for path in ("/ws", "/sse"):
+        block = re.search(r"location = %s \{(.*?)\}" % path, cluster, re.S)
+        expect(block and "proxy_next_upstream error timeout http_502 http_503 http_504;" in block.group(1),
+               f"{path}: a draining node's 503 to a new session is passed on to the next node")
+        expect(f"limit_conn duet_signaling {env['DUET_MAX_CONNECTIONS_PER_IP']};" in block.group(1),
+               f"{path}: nginx holds each address to DUET_MAX_CONNECTIONS_PER_IP over all nodes, so no node's per-address "
+               "503 (which would take the node out for everyone) is ever reached")
+        expect(path != "/sse" or "proxy_buffering off;" in block.group(1), "SSE is not buffered by the cluster's nginx")
     expect(unit_values(unit, "EnvironmentFile") == ["/etc/duet/duet.env"], "duet.service reads /etc/duet/duet.env")
     expect(unit_values(unit, "StateDirectory") == ["duet"] and env["DUET_DATA_DIR"] == DATA_DIR,
            "StateDirectory=duet is DUET_DATA_DIR")
@@ -481,6 +506,11 @@ def scenario_files(_browser):
         checked = nginx_check(site_text)
         expect(checked.returncode == 0 and "test is successful" in checked.stderr, f"nginx -t: {checked.stderr}")
         log("nginx -t:", checked.stderr.strip().replace("\n", " | "))
+        cluster_site = substitute("nginx/duet-cluster.conf", cluster, [
+            (CERT_DIR, certs.dir.rstrip("/") + "/"), (PLACEHOLDER_TURN, TURN_NAME), (PLACEHOLDER_NAME, NAME)])
+        checked = nginx_check(cluster_site)
+        expect(checked.returncode == 0 and "test is successful" in checked.stderr, f"nginx -t (cluster): {checked.stderr}")
+        log("nginx -t (nginx/duet-cluster.conf):", checked.stderr.strip().replace("\n", " | "))
         broken = nginx_check(site_text.replace("proxy_buffering off;", "proxy_buffering of;", 1))
         expect(broken.returncode != 0, f"nginx -t fails on a broken site: {broken.stderr}")
         log("nginx -t on a broken copy fails:", broken.stderr.strip().splitlines()[-2:])
@@ -616,7 +646,7 @@ def scenario_https_call(browser):
             page.evaluate("duet.leave()")
             page.navigate("about:blank")
         wait_until("nginx logged both WebSockets as upgraded (101)",
-                   lambda: len(d.access_lines(r'"GET /ws HTTP/1\.1" 101 ')) >= 2, 10, log_path=d.access_log)
+                   lambda: len(d.access_lines(r'"GET /ws\?rid=[A-Za-z0-9_-]{27} HTTP/1\.1" 101 ')) >= 2, 10, log_path=d.access_log)
 
 
 def scenario_https_sse(browser):
@@ -628,11 +658,12 @@ def scenario_https_sse(browser):
             s = media_flows(page, what=f"{name} has media with SSE signaling through nginx")
             expect(state(page)["transport"] == "sse", f"{name} signals over SSE: {state(page)}")
             log(name, s["window"])
-        streams, posts = d.access_lines(r'"GET /sse\?sid=S-[0-9a-f]{16} HTTP/[\d.]+" 200 '), \
-            d.access_lines(r'"POST /sse\?sid=S-[0-9a-f]{16} HTTP/[\d.]+" 2\d\d ')
+        # Each names the room (?rid=, for a proxy routing rooms to nodes: nginx/duet-cluster.conf).
+        streams, posts = d.access_lines(r'"GET /sse\?sid=S-[0-9a-f]{16}&rid=[A-Za-z0-9_-]{27} HTTP/[\d.]+" 200 '), \
+            d.access_lines(r'"POST /sse\?sid=S-[0-9a-f]{16}&rid=[A-Za-z0-9_-]{27} HTTP/[\d.]+" 2\d\d ')
         expect(len({re.search(r"sid=(S-\w+)", l).group(1) for l in streams + posts}) >= 2 and posts,
                f"both pages' streams and POSTs went through nginx: {len(streams)} streams, {len(posts)} POSTs")
-        expect(not d.access_lines(r'"GET /ws '), "no WebSocket was opened")
+        expect(not d.access_lines(r'"GET /ws[ ?]'), "no WebSocket was opened")
         # A raw stream: its first events arrive at once, not when a buffer fills.
         client = Client(d.certs)
         started = time.monotonic()

@@ -1,6 +1,6 @@
 // A fake of the server's SSE transport behind `globalThis.fetch`, for runtime/sse-link.js: each
 // `GET /sse?sid=` gets a stream the test writes into (`push`, `end`); each `POST /sse?sid=` is recorded with
-// its `X-Duet-Post-Token` and answered 204 (or `postStatus`), or held until the test answers it (`holdPosts`).
+// its `X-Duet-Post-Token` (and its full URL, `url`, as every stream's) and answered 204 (or `postStatus`), or held until the test answers it (`holdPosts`).
 
 const encoder = new TextEncoder();
 
@@ -27,7 +27,7 @@ export function installFakeSseServer(t) {
       let controller;
       const body = new ReadableStream({ start(c) { controller = c; } });
       const stream = {
-        sid, aborted: false,
+        sid, url: url.href, aborted: false,
         push(text) { controller.enqueue(encoder.encode(text)); },
         end() { controller.close(); },
       };
@@ -42,6 +42,7 @@ export function installFakeSseServer(t) {
     const answered = new Promise((resolve) => { answer = (status) => resolve({ ok: status >= 200 && status < 300, status }); });
     const post = {
       sid,
+      url: url.href,
       token: new Headers(init.headers).get('X-Duet-Post-Token'),
       body: JSON.parse(init.body),
       answer,

@@ -159,9 +159,11 @@ export class DuetCall extends EventTarget {
     const abort = new AbortController();
     this.pendingOpen?.abort();
     this.pendingOpen = abort;
+    // The room in the URL (?rid=): a proxy in front of several nodes routes the call's links to one node by it.
+    const roomId = this.engine.roomId;
     const opening = kind === 'ws'
-      ? openWebSocketLink(this.baseUrl, handlers, abort.signal)
-      : openSseLink(this.baseUrl, this.sid, handlers, abort.signal);
+      ? openWebSocketLink(this.baseUrl, handlers, abort.signal, roomId)
+      : openSseLink(this.baseUrl, this.sid, handlers, abort.signal, roomId);
     opening.then(
       (link) => {
         if (this.pendingOpen === abort) this.pendingOpen = null;
@@ -308,7 +310,9 @@ export class DuetCall extends EventTarget {
 
   async httpLeave(request) {
     try {
-      await fetch(new URL('api/leave', this.baseUrl), {
+      // ?rid= as on the signaling links: a proxy in front of several nodes sends it to the node holding the room.
+      const url = new URL(`api/leave?rid=${encodeURIComponent(request.rid)}`, this.baseUrl);
+      await fetch(url, {
         method: 'POST', body: JSON.stringify(request), headers: { 'Content-Type': 'application/json' },
         keepalive: true, signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS) });
     } catch { /* the seat is evicted by the server in time anyway */ }

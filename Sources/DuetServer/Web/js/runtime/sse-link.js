@@ -17,18 +17,28 @@ export function newSseSid() {
 }
 
 /**
+ * `sse?sid=SID`, and `&rid=ROOM` when the link is for a room: the same URL for the stream and every POST, so a
+ * proxy routing rooms to nodes by rid (deploy/nginx/duet-cluster.conf) sends them to the node that holds the sid's
+ * stream. The server ignores rid (docs/protocol.md, Transports).
+ */
+export function sseUrl(baseUrl, sid, roomId = null) {
+  const query = `?sid=${encodeURIComponent(sid)}` + (roomId != null ? `&rid=${encodeURIComponent(roomId)}` : '');
+  return new URL(`sse${query}`, baseUrl);
+}
+
+/**
  * Resolves with the link once the stream has sent `sse_session`; rejects if the stream is refused, ends, is
  * aborted through `signal`, starts with another message, or sends no `sse_session` within CONNECT_TIMEOUT_MS
  * of answering (a server without the POST binding: its POSTs would all be refused). `onClose` is only called
  * for a link that was open.
  */
-export function openSseLink(baseUrl, sid, handlers, signal) {
-  return createSseLink(baseUrl, sid, handlers, signal).opened;
+export function openSseLink(baseUrl, sid, handlers, signal, roomId = null) {
+  return createSseLink(baseUrl, sid, handlers, signal, roomId).opened;
 }
 
 /** The link before it is open (`send` queues until the stream's token is known) and its opening. */
-export function createSseLink(baseUrl, sid, { onMessage, onClose }, signal) {
-  const url = new URL(`sse?sid=${encodeURIComponent(sid)}`, baseUrl);
+export function createSseLink(baseUrl, sid, { onMessage, onClose }, signal, roomId = null) {
+  const url = sseUrl(baseUrl, sid, roomId);
   const abort = new AbortController();
   let state = 'opening';  // → 'open' when sse_session arrives → 'closed'
   let postToken = null;   // this stream's, from its sse_session

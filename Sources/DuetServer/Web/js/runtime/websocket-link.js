@@ -1,9 +1,18 @@
 // One WebSocket signaling connection. It only reports what happened; when to retry or fall back
 // to SSE is the engine's decision (SignalingLinkMachine), so nothing here reconnects by itself.
 
-export function openWebSocketLink(baseUrl, { onMessage, onClose }, signal) {
-  const url = new URL('ws', baseUrl);
+// `/ws?rid=ROOM` when the link is for a room (docs/protocol.md, Transports): the server ignores it, a proxy in
+// front of several nodes routes on it (deploy/nginx/duet-cluster.conf hashes it), so both people of a call reach
+// the same node. A link for no room (the home page's watcher) has none.
+export function webSocketUrl(baseUrl, roomId = null) {
+  // encodeURIComponent, as for SSE (and the Swift client): the same bytes for the same room on every client.
+  const url = new URL(roomId != null ? `ws?rid=${encodeURIComponent(roomId)}` : 'ws', baseUrl);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  return url;
+}
+
+export function openWebSocketLink(baseUrl, { onMessage, onClose }, signal, roomId = null) {
+  const url = webSocketUrl(baseUrl, roomId);
   return new Promise((resolve, reject) => {
     let opened = false;
     let closed = false;

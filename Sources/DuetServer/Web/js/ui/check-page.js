@@ -146,9 +146,10 @@ async function joinOver(kind, fetchServers) {
   const attempt = (async () => {
     const roomId = await newRoomId(abort.signal);
     check.rooms.push(roomId);
+    // Its throwaway room in the URL, as a call's links have theirs (a cluster's proxy routes on it).
     const link = await (kind === 'websocket'
-      ? openWebSocketLink(base, handlers, abort.signal)
-      : openSseLink(base, newSseSid(), handlers, abort.signal));
+      ? openWebSocketLink(base, handlers, abort.signal, roomId)
+      : openSseLink(base, newSseSid(), handlers, abort.signal, roomId));
     try {
       link.send({ v: 1, type: 'join', rid: roomId, payload: { capabilities: { trickleIce: true }, device: 'web-check' } });
       const answer = await joined;

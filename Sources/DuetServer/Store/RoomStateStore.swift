@@ -1,0 +1,24 @@
+import DuetRooms
+
+/// Where a node keeps what must survive it (`DurableFact`): SQLite in the data directory by default
+/// (`SQLiteRoomStateStore`), PostgreSQL shared by every node of a cluster (`PostgresRoomStateStore`, `--database-url`).
+///
+/// The server never waits for it on the relay path: `StoreWriter` queues the core's facts, coalesces them by key and
+/// writes batches; when the store is down signaling carries on from memory and the queue is written when it returns.
+public protocol RoomStateStore: Sendable {
+    /// Opens the connection and creates or migrates the schema (idempotent; several nodes may race to do it).
+    func prepare() async throws
+    /// Every fact still in force at `nowMs` (expired rows are left out and may be deleted), ordered so that
+    /// applying them in order gives the newest state. A node's own `roomLive` rows from before a restart are
+    /// returned with occupancy 0: their seats are not here until their clients come back.
+    func load(nowMs: Int64) async throws -> [DurableFact]
+    /// Writes a batch in one transaction; in a cluster, wakes the other nodes (LISTEN/NOTIFY) for each room touched.
+    func write(_ facts: [DurableFact], nowMs: Int64) async throws
+    /// What other nodes wrote, as they write it (PostgreSQL: LISTEN/NOTIFY as the wake-up, the rows as the data).
+    /// A single-node store never yields. Ends when the store is closed.
+    func changes() -> AsyncStream<DurableFact>
+    /// Cluster upkeep, every few seconds: this node's heartbeat, and `roomGone` for the rooms of nodes whose
+    /// heartbeat stopped (a node killed with -9 never says its rooms are gone). Single node: nothing.
+    func maintain(nowMs: Int64) async throws -> [DurableFact]
+    func close() async
+}

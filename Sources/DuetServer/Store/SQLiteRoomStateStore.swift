@@ -1,0 +1,275 @@
+import DuetRooms
+import Foundation
+import Logging
+import SQLiteNIO
+import Synchronization
+
+/// The store of a single node: `rooms.sqlite` in the data directory (SQLite bundled by sqlite-nio, nothing to install).
+///
+/// WAL mode, so a write never waits for a reader and a crash loses at most the batch being written. One connection,
+/// and one operation on it at a time (`SerialGate`): a batch is `BEGIN IMMEDIATE … COMMIT` on that connection, and
+/// nothing else may slip in between. No other node writes here, so `changes()` never yields and `maintain` only
+/// prunes expired rows.
+public final class SQLiteRoomStateStore: RoomStateStore {
+    public let path: String
+    private let logger: Logger
+    private let gate = SerialGate()
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var connection: SQLiteConnection?
+        var closed = false
+        var subscribers: [Int: AsyncStream<DurableFact>.Continuation] = [:]
+        var nextSubscriber = 0
+        var lastPruneMs: Int64?
+    }
+
+    /// - Parameter path: the database file, `<dataDirectory>/rooms.sqlite`; created (with its directory) if missing.
+    public init(path: String, logger: Logger = Logger(label: "duet.store")) {
+        self.path = path
+        self.logger = logger
+    }
+
+    public func prepare() async throws {
+        try await gate.run {
+            if self.state.withLock({ $0.connection }) != nil { return }
+            let directory = URL(fileURLWithPath: self.path).deletingLastPathComponent().path
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let connection: SQLiteConnection
+            do {
+                connection = try await SQLiteConnection.open(storage: .file(path: self.path), logger: self.logger)
+            } catch {
+                throw RoomStateStoreError("SQLite at \(self.path): cannot open: \(error)")
+            }
+            do {
+                _ = try await connection.query("PRAGMA journal_mode = WAL")
+                // NORMAL is durable across a crash of the process in WAL mode; only a power cut may lose the last batch.
+                _ = try await connection.query("PRAGMA synchronous = NORMAL")
+                _ = try await connection.query("PRAGMA busy_timeout = 5000")
+                try await Self.migrate(connection)
+            } catch {
+                try? await connection.close()
+                throw RoomStateStoreError("SQLite at \(self.path): cannot prepare the schema: \(error)")
+            }
+            self.state.withLock { $0.connection = connection }
+        }
+    }
+
+    /// Versioned like the PostgreSQL schema: each migration runs once, in a transaction with the version bump.
+    private static let migrations: [[String]] = [
+        [
+            """
+            CREATE TABLE duet_ended_rooms (rid TEXT PRIMARY KEY, ended_by TEXT NOT NULL, reason TEXT NOT NULL,
+                tombstone_until INTEGER NOT NULL, seats TEXT NOT NULL, seats_until INTEGER NOT NULL)
+            """,
+            "CREATE TABLE duet_revoked_seats (rid TEXT NOT NULL, cid TEXT NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (rid, cid))",
+            """
+            CREATE TABLE duet_live_rooms (rid TEXT PRIMARY KEY, host_cid TEXT NOT NULL, epoch INTEGER NOT NULL,
+                occupancy INTEGER NOT NULL, updated_at INTEGER NOT NULL)
+            """,
+        ]
+    ]
+
+    private static func migrate(_ connection: SQLiteConnection) async throws {
+        _ = try await connection.query("CREATE TABLE IF NOT EXISTS duet_schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
+        let version = try await connection.query("SELECT version FROM duet_schema_version WHERE id = 1").first?.column("version")?.integer ?? 0
+        guard version < migrations.count else { return }
+        for (index, statements) in migrations.enumerated() where index >= version {
+            _ = try await connection.query("BEGIN IMMEDIATE")
+            do {
+                for statement in statements { _ = try await connection.query(statement) }
+                _ = try await connection.query(
+                    "INSERT INTO duet_schema_version (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                    [.integer(SQLiteInt64(index + 1))])
+                _ = try await connection.query("COMMIT")
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func load(nowMs: Int64) async throws -> [DurableFact] {
+        try await withConnection("load") { connection in
+            var facts: [DurableFact] = []
+            // Ended rooms first, then revoked seats, then live rooms: a room id that came back to life after its
+            // tombstone expired (its seats still barred) ends up live.
+            for row in try await connection.query(
+                """
+                SELECT rid, ended_by, reason, tombstone_until, seats, seats_until FROM duet_ended_rooms
+                WHERE tombstone_until > ?1 OR seats_until > ?1 ORDER BY tombstone_until, rid
+                """, [.integer(SQLiteInt64(nowMs))])
+            {
+                facts.append(.roomEnded(
+                    rid: row.text("rid"), endedBy: row.text("ended_by"), reason: row.text("reason"),
+                    tombstoneUntilMs: row.int64("tombstone_until"), seats: Self.decodeSeats(row.text("seats")),
+                    seatsUntilMs: row.int64("seats_until")))
+            }
+            for row in try await connection.query(
+                "SELECT rid, cid, until FROM duet_revoked_seats WHERE until > ? ORDER BY until, rid, cid", [.integer(SQLiteInt64(nowMs))])
+            {
+                facts.append(.seatRevoked(rid: row.text("rid"), cid: row.text("cid"), untilMs: row.int64("until")))
+            }
+            // Every live row is this node's, from before the restart: its seats come back only with their clients.
+            for row in try await connection.query("SELECT rid, host_cid, epoch FROM duet_live_rooms ORDER BY updated_at, rid") {
+                facts.append(.roomLive(rid: row.text("rid"), hostCid: row.text("host_cid"), epoch: row.int64("epoch"), occupancy: 0))
+            }
+            return facts
+        }
+    }
+
+    public func write(_ facts: [DurableFact], nowMs: Int64) async throws {
+        guard !facts.isEmpty else { return }
+        try await withConnection("write") { connection in
+            _ = try await connection.query("BEGIN IMMEDIATE")
+            do {
+                for fact in facts { try await Self.apply(fact, nowMs: nowMs, on: connection) }
+                _ = try await connection.query("COMMIT")
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    private static func apply(_ fact: DurableFact, nowMs: Int64, on connection: SQLiteConnection) async throws {
+        switch fact {
+        case .roomEnded(let rid, let endedBy, let reason, let tombstoneUntilMs, let seats, let seatsUntilMs):
+            _ = try await connection.query(
+                """
+                INSERT INTO duet_ended_rooms (rid, ended_by, reason, tombstone_until, seats, seats_until) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (rid) DO UPDATE SET ended_by = excluded.ended_by, reason = excluded.reason,
+                    tombstone_until = excluded.tombstone_until, seats = excluded.seats, seats_until = excluded.seats_until
+                """,
+                [.text(rid), .text(endedBy), .text(reason), .integer(SQLiteInt64(tombstoneUntilMs)), .text(encodeSeats(seats)),
+                 .integer(SQLiteInt64(seatsUntilMs))])
+            _ = try await connection.query("DELETE FROM duet_live_rooms WHERE rid = ?", [.text(rid)])
+        case .seatRevoked(let rid, let cid, let untilMs):
+            _ = try await connection.query(
+                "INSERT INTO duet_revoked_seats (rid, cid, until) VALUES (?, ?, ?) ON CONFLICT (rid, cid) DO UPDATE SET until = excluded.until",
+                [.text(rid), .text(cid), .integer(SQLiteInt64(untilMs))])
+        case .roomLive(let rid, let hostCid, let epoch, let occupancy), .roomClaimed(let rid, let hostCid, let epoch, let occupancy):
+            // One node: a claim and an update are the same write.
+            _ = try await connection.query(
+                """
+                INSERT INTO duet_live_rooms (rid, host_cid, epoch, occupancy, updated_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (rid) DO UPDATE SET host_cid = excluded.host_cid, epoch = excluded.epoch,
+                    occupancy = excluded.occupancy, updated_at = excluded.updated_at
+                """,
+                [.text(rid), .text(hostCid), .integer(SQLiteInt64(epoch)), .integer(SQLiteInt64(occupancy)), .integer(SQLiteInt64(nowMs))])
+        case .roomGone(let rid):
+            _ = try await connection.query("DELETE FROM duet_live_rooms WHERE rid = ?", [.text(rid)])
+        }
+    }
+
+    public func changes() -> AsyncStream<DurableFact> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DurableFact.self)
+        let id = state.withLock { state -> Int? in
+            guard !state.closed else { return nil }
+            defer { state.nextSubscriber += 1 }
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Nothing to keep up on one node but the table sizes: expired rows are deleted at most once a minute.
+    public func maintain(nowMs: Int64) async throws -> [DurableFact] {
+        let due = state.withLock { state in
+            if let last = state.lastPruneMs, nowMs >= last, nowMs - last < 60_000 { return false }
+            state.lastPruneMs = nowMs
+            return true
+        }
+        guard due else { return [] }
+        try await withConnection("prune") { connection in
+            let now: [SQLiteData] = [.integer(SQLiteInt64(nowMs))]
+            _ = try await connection.query("DELETE FROM duet_ended_rooms WHERE tombstone_until <= ?1 AND seats_until <= ?1", now)
+            _ = try await connection.query("DELETE FROM duet_revoked_seats WHERE until <= ?", now)
+        }
+        return []
+    }
+
+    public func close() async {
+        let (connection, subscribers) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.connection = nil
+                state.subscribers = [:]
+            }
+            return (state.connection, Array(state.subscribers.values))
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        // Through the gate: a batch being written finishes (and commits) before the connection closes.
+        try? await gate.run { try await connection?.close() }
+    }
+
+    private func withConnection<T: Sendable>(_ what: String, _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
+        try await gate.run {
+            guard let connection = self.state.withLock({ $0.connection }) else {
+                throw RoomStateStoreError("SQLite at \(self.path): \(what) before prepare() or after close()")
+            }
+            do {
+                return try await body(connection)
+            } catch let error as RoomStateStoreError {
+                throw error
+            } catch {
+                throw RoomStateStoreError("SQLite at \(self.path): \(what) failed: \(error)")
+            }
+        }
+    }
+
+    private static func encodeSeats(_ seats: [String]) -> String {
+        (try? JSONEncoder().encode(seats)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    private static func decodeSeats(_ text: String) -> [String] {
+        (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
+    }
+}
+
+/// One operation at a time, in arrival order, across suspension points (an actor alone would interleave two batches
+/// at their `await`s, and SQLite has one transaction per connection).
+final class SerialGate: Sendable {
+    private let state = Mutex<(busy: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await acquire()
+        defer { release() }
+        return try await body()
+    }
+
+    private func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let proceed = state.withLock { state -> Bool in
+                if state.busy {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.busy = true
+                return true
+            }
+            if proceed { continuation.resume() }
+        }
+    }
+
+    private func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.busy = false
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}
+
+extension SQLiteRow {
+    fileprivate func text(_ name: String) -> String { column(name)?.string ?? "" }
+    fileprivate func int64(_ name: String) -> Int64 { Int64(column(name)?.integer ?? 0) }
+}

@@ -1,0 +1,143 @@
+import DuetRooms
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Runs the store beside the server: writes what the core queued (`StoreQueue`), hands the core what other nodes
+/// wrote (`changes`), and keeps the cluster's heartbeats (`maintain`). Every failure is reported (`StoreHealth`,
+/// metrics, one log line per outage) and retried with backoff; none of it ever blocks signaling.
+///
+/// Listed before the HTTP server in the service group, so it is shut down after it: what the last connections'
+/// ends wrote is flushed before the store closes.
+struct StoreService: Service {
+    let store: any RoomStateStore
+    let queue: StoreQueue
+    let hub: SessionHub
+    let health: StoreHealth
+    let metrics: ServerMetrics
+    let logger: Logger
+    let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    static let maintainInterval: Duration = .seconds(3)
+    /// How long a starting node waits for the store before it serves from memory.
+    static let startLoadLimit: Duration = .seconds(5)
+    static let maxBackoff: Duration = .seconds(5)
+    /// How long a shutdown waits for the last writes of a store that does not answer.
+    static let finalFlushLimit: Duration = .seconds(3)
+
+    func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await writeLoop() }
+            group.addTask { await changesLoop() }
+            group.addTask { await maintainLoop() }
+            // Loaded before the server listened (`DuetServer.run`) unless the store did not answer then.
+            if !health.isLoaded { group.addTask { await loadUntilDone() } }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        await flushBeforeClosing()
+        await store.close()
+    }
+
+    // MARK: - Loops
+
+    private func writeLoop() async {
+        var wakeups = queue.wakeups.makeAsyncIterator()
+        var backoff = Duration.milliseconds(250)
+        while !Task.isCancelled {
+            if await writeBatch() {
+                backoff = .milliseconds(250)
+                if queue.count == 0, await wakeups.next() == nil { return }
+            } else {
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, Self.maxBackoff)
+            }
+        }
+    }
+
+    /// One batch: true when it was written (or there was nothing to write).
+    private func writeBatch() async -> Bool {
+        let batch = queue.take()
+        guard !batch.isEmpty else { return true }
+        do {
+            try await store.write(batch.map(\.fact), nowMs: now())
+            metrics.storeWrite(facts: batch.count, ok: true)
+            markUp()
+            return true
+        } catch {
+            queue.putBack(batch)
+            metrics.storeWrite(facts: batch.count, ok: false)
+            markDown(error)
+            return false
+        }
+    }
+
+    private func changesLoop() async {
+        for await fact in store.changes() {
+            metrics.storeLearned(1)
+            hub.learn([fact])
+        }
+    }
+
+    private func maintainLoop() async {
+        while !Task.isCancelled {
+            do {
+                let facts = try await store.maintain(nowMs: now())
+                if !facts.isEmpty {
+                    metrics.storeLearned(facts.count)
+                    hub.learn(facts)
+                }
+            } catch {
+                markDown(error)
+            }
+            try? await Task.sleep(for: Self.maintainInterval)
+        }
+    }
+
+    private func loadUntilDone() async {
+        var backoff = Duration.milliseconds(500)
+        while !Task.isCancelled {
+            do {
+                try await store.prepare()
+                let facts = try await store.load(nowMs: now())
+                hub.learn(facts)
+                health.markLoaded()
+                logger.notice("store loaded after it came back", metadata: ["facts": "\(facts.count)", "store": "\(health.engine)"])
+                markUp()
+                return
+            } catch {
+                markDown(error)
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, Self.maxBackoff)
+            }
+        }
+    }
+
+    private func flushBeforeClosing() async {
+        let deadline = ContinuousClock.now + Self.finalFlushLimit
+        while queue.count > 0, ContinuousClock.now < deadline {
+            if !(await writeBatch()) { try? await Task.sleep(for: .milliseconds(200)) }
+        }
+        if queue.count > 0 {
+            logger.error("store did not take the last facts before shutdown", metadata: ["pending": "\(queue.count)", "store": "\(health.engine)"])
+        }
+    }
+
+    // MARK: - Health
+
+    private func markUp() {
+        metrics.storeState(up: true, pending: queue.count)
+        if case .down = health.set(.up) {
+            logger.notice("store is back: signaling state is being written again", metadata: ["store": "\(health.engine)"])
+        }
+    }
+
+    private func markDown(_ error: any Error) {
+        let reason = String(describing: error)
+        metrics.storeState(up: false, pending: queue.count)
+        if case .down = health.set(.down(reason)) { return }
+        logger.error(
+            "store unavailable: signaling continues from memory and writes when it returns",
+            metadata: ["store": "\(health.engine)", "error": "\(reason)", "pending": "\(queue.count)"])
+    }
+}

@@ -1,0 +1,215 @@
+import DuetProtocol
+import DuetServer
+import DuetTestSupport
+import DuetTransport
+import Foundation
+import Testing
+
+/// Nodes of a cluster on one real PostgreSQL (started by the test): shared secrets, recovery on another node with
+/// the same cids, occupancy across nodes, ended rooms and left seats everywhere, a room handed over when nginx's
+/// ring moves it, and a database that goes away and comes back. The nodes run in process here; nginx, `kill -9`
+/// and Chromium are in ClusterTests (Browser/).
+@Suite(.serialized) struct ClusterStateTests {
+    static func node(_ name: String, _ database: PostgresServer) async throws -> TestServer {
+        try await TestServer.start { configuration in
+            configuration.databaseURL = database.url
+            configuration.nodeId = name
+        }
+    }
+
+    @Test func aRoomMovesToAnotherNodeWithItsCidsItsHostAndItsEpoch() async throws {
+        try await PostgresServer.with { database in
+            let a = try await Self.node("a", database)
+            let b = try await Self.node("b", database)
+            defer { Task { await b.stop() } }
+            // Secrets are the database's: a room id made by A is authentic on B.
+            let rid = try await a.roomId()
+            let host = try await TestClient.connect(.ws, to: a, roomId: rid)
+            let hostJoined = try await host.join(rid)
+            let guest = try await TestClient.connect(.sse, to: a, roomId: rid)
+            let guestJoined = try await guest.join(rid)
+            _ = try await host.roomState { $0.participants.count == 2 }
+            // B learns A's rooms from the database within milliseconds; the test waits for it rather than race it.
+            try await waitUntil("B knows the room on A") { try await Self.occupancy(of: rid, on: b) == 2 }
+            await a.stop()  // drained: both are told, then closed
+
+            // The guest reaches B first; the host after it, and hosts again.
+            let guestOnB = try await TestClient.connect(.sse, to: b, roomId: rid)
+            let guestBack = try await guestOnB.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+            #expect(guestBack.payload.reconnect == .recovered)
+            #expect(guestBack.cid == guestJoined.cid)
+            #expect(guestBack.payload.epoch > guestJoined.payload.epoch, "the epoch continues from A's")
+            let hostOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
+            let hostBack = try await hostOnB.join(rid, JoinPayload(reconnectCid: hostJoined.cid, reconnectToken: hostJoined.token))
+            #expect(hostBack.cid == hostJoined.cid)
+            #expect(hostBack.payload.hostCid == hostJoined.cid, "B knows who hosted the room on A")
+            _ = try await guestOnB.roomState { $0.participants.count == 2 && $0.hostCid == hostJoined.cid }
+            for client in [host, guest, guestOnB, hostOnB] { await client.close() }
+        }
+    }
+
+    @Test func aWatcherOnOneNodeSeesARoomOnAnother() async throws {
+        try await PostgresServer.with { database in
+            let a = try await Self.node("a", database)
+            let b = try await Self.node("b", database)
+            defer { Task { await a.stop(); await b.stop() } }
+            let rid = try await a.roomId()
+            let watcher = try await TestClient.connect(.ws, to: b)
+            try await watcher.send(.watchRooms, WatchRoomsPayload(rids: [rid]))
+            _ = try await watcher.expect(.roomStatuses)
+            let first = try await TestClient.connect(.ws, to: a, roomId: rid)
+            _ = try await first.join(rid)
+            let one = try await watcher.expect(.roomStatusUpdate, timeout: .seconds(5)) { $0.payload["count"] == 1 }
+            #expect(one.rid == rid)
+            let second = try await TestClient.connect(.ws, to: a, roomId: rid)
+            _ = try await second.join(rid)
+            _ = try await watcher.expect(.roomStatusUpdate, timeout: .seconds(5)) { $0.payload["count"] == 2 }
+            try await first.send(.leave, rid: rid)
+            try await second.send(.leave, rid: rid)
+            _ = try await watcher.expect(.roomStatusUpdate, timeout: .seconds(5)) { $0.payload["count"] == 0 }
+            // A new watcher on B is answered from what B learnt.
+            let late = try await TestClient.connect(.ws, to: b)
+            let third = try await TestClient.connect(.ws, to: a, roomId: rid)
+            _ = try await third.join(rid)
+            try await waitUntil("a new watcher on B is answered 1") {
+                try await late.send(.watchRooms, WatchRoomsPayload(rids: [rid]))
+                return try await late.expect(.roomStatuses).payload[rid] == 1
+            }
+            for client in [watcher, first, second, late, third] { await client.close() }
+        }
+    }
+
+    /// Ended on A, then every node restarted: still ended everywhere; a seat left on A cannot come back on B.
+    @Test func endedRoomsAndLeftSeatsHoldOnEveryNodeAcrossRestarts() async throws {
+        try await PostgresServer.with { database in
+            let a = try await Self.node("a", database)
+            let b = try await Self.node("b", database)
+            let ended = try await a.roomId(), left = try await a.roomId()
+            let host = try await TestClient.connect(.ws, to: a, roomId: ended)
+            _ = try await host.join(ended)
+            let guest = try await TestClient.connect(.ws, to: a, roomId: ended)
+            let guestJoined = try await guest.join(ended)
+            try await host.send(.endRoom, rid: ended)
+            _ = try await guest.expect(.roomEnded)
+            let stays = try await TestClient.connect(.ws, to: a, roomId: left)
+            let staysJoined = try await stays.join(left)
+            let leaver = try await TestClient.connect(.ws, to: a, roomId: left)
+            let leaverJoined = try await leaver.join(left)
+            try await leaver.send(.leave, rid: left)
+            _ = try await stays.roomState { $0.participants.count == 1 }
+            // B hears of both without a restart (within milliseconds: a recovery that beats the news is seated and
+            // then told room_ended; the test waits for the news rather than race it).
+            let onB = try await TestClient.connect(.ws, to: b, roomId: ended)
+            try await waitUntil("B answers ROOM_ENDED to the guest's token") {
+                try await onB.send(.join, rid: ended, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+                return try await onB.expect(.error, timeout: .milliseconds(500)).payload["code"] == "ROOM_ENDED"
+            }
+            try await waitUntil("B refuses the seat that left") {
+                let probe = try await TestClient.connect(.ws, to: b, roomId: left)
+                defer { Task { await probe.close() } }
+                try await probe.send(.join, rid: left, JoinPayload(reconnectCid: leaverJoined.cid, reconnectToken: leaverJoined.token))
+                return try await probe.expect(.error, timeout: .milliseconds(500)).payload["code"] == "INVALID_RECONNECT_TOKEN"
+            }
+
+            let a2 = try await a.restarted()
+            let b2 = try await b.restarted()
+            defer { Task { await a2.stop(); await b2.stop() } }
+            for node in [a2, b2] {
+                let again = try await TestClient.connect(.ws, to: node, roomId: ended)
+                try await again.send(.join, rid: ended, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+                #expect(try await again.expectError(.roomEnded).code == .roomEnded)
+                let fresh = try await TestClient.connect(.ws, to: node, roomId: ended)
+                try await fresh.send(.join, rid: ended, JoinPayload())
+                #expect(try await fresh.expectError(.roomEnded).code == .roomEnded)
+                let leaverBack = try await TestClient.connect(.ws, to: node, roomId: left)
+                try await leaverBack.send(.join, rid: left, JoinPayload(reconnectCid: leaverJoined.cid, reconnectToken: leaverJoined.token))
+                #expect(try await leaverBack.expectError(.invalidReconnectToken).code == .invalidReconnectToken)
+                for client in [again, fresh, leaverBack] { await client.close() }
+            }
+            // The one who stayed recovers its seat (on B).
+            let staysBack = try await TestClient.connect(.ws, to: b2, roomId: left)
+            #expect(try await staysBack.join(left, JoinPayload(reconnectCid: staysJoined.cid, reconnectToken: staysJoined.token)).payload.reconnect == .recovered)
+            for client in [host, guest, stays, leaver, onB, staysBack] { await client.close() }
+        }
+    }
+
+    /// nginx's ring moved the room (a node came back): one participant reaches B while the other is still on A.
+    /// A hands the room over — its client is told to reconnect and closed — so the call is never split.
+    @Test func aNodeHandsARoomOverWhenAnotherClaimsIt() async throws {
+        try await PostgresServer.with { database in
+            let a = try await Self.node("a", database)
+            let b = try await Self.node("b", database)
+            defer { Task { await a.stop(); await b.stop() } }
+            let rid = try await a.roomId()
+            let host = try await TestClient.connect(.ws, to: a, roomId: rid)
+            let hostJoined = try await host.join(rid)
+            let guest = try await TestClient.connect(.ws, to: a, roomId: rid)
+            let guestJoined = try await guest.join(rid)
+            try await waitUntil("B knows the room on A") { try await Self.occupancy(of: rid, on: b) == 2 }
+            await guest.close()
+            let guestOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
+            #expect(try await guestOnB.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token)).payload.reconnect == .recovered)
+            _ = try await host.expect(.draining, timeout: .seconds(5))
+            _ = try await host.expectClosed()
+            let hostOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
+            let back = try await hostOnB.join(rid, JoinPayload(reconnectCid: hostJoined.cid, reconnectToken: hostJoined.token))
+            #expect(back.payload.participants.map(\.cid).sorted() == [hostJoined.cid, guestJoined.cid].sorted())
+            #expect(back.payload.hostCid == hostJoined.cid)
+            #expect(a.server.hub.snapshot().rooms == 0, "A keeps no copy")
+            for client in [host, guestOnB, hostOnB] { await client.close() }
+        }
+    }
+
+    /// The database goes away: signaling goes on from memory, /healthz and /metrics say so; when it comes back the
+    /// node writes what it queued, and the other node learns it.
+    @Test func aDatabaseThatGoesAwayIsReportedAndCaughtUpWith() async throws {
+        try await PostgresServer.with { database in
+            let a = try await Self.node("a", database)
+            let b = try await Self.node("b", database)
+            defer { Task { await a.stop(); await b.stop() } }
+            let rid = try await a.roomId()
+            await database.stop()
+
+            let first = try await TestClient.connect(.ws, to: a, roomId: rid)
+            let joined = try await first.join(rid)
+            let second = try await TestClient.connect(.ws, to: a, roomId: rid)
+            _ = try await second.join(rid)
+            try await first.send(.offer, rid: rid, to: nil, payload: ["sdp": "v=0"])
+            _ = try await second.expect(.offer)
+            try await waitUntil("A's /healthz reports the database down") {
+                try await a.http(.GET, "healthz").body.contains("store postgresql: DOWN")
+            }
+            #expect(try await a.http(.GET, "healthz").status == 200, "signaling works: the node stays in the load balancer")
+            #expect(try await a.http(.GET, "metrics").body.contains("duet_store_up 0"))
+
+            try await database.restart()
+            try await waitUntil("A writes again") { try await a.http(.GET, "healthz").body.contains("store postgresql: up") }
+            // B learns the room A queued while the database was away (a watcher on B sees it).
+            let watcher = try await TestClient.connect(.ws, to: b)
+            try await waitUntil("B knows the room's occupancy") {
+                try await watcher.send(.watchRooms, WatchRoomsPayload(rids: [rid]))
+                return try await watcher.expect(.roomStatuses).payload[rid] == 2
+            }
+            _ = joined
+            for client in [first, second, watcher] { await client.close() }
+        }
+    }
+
+    /// What a new watcher on `node` is told about `rid`.
+    static func occupancy(of rid: String, on node: TestServer) async throws -> Int64? {
+        let watcher = try await TestClient.connect(.ws, to: node)
+        defer { Task { await watcher.close() } }
+        try await watcher.send(.watchRooms, WatchRoomsPayload(rids: [rid]))
+        if case .int(let count)? = try await watcher.expect(.roomStatuses).payload[rid] { return count }
+        return nil
+    }
+
+    func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if (try? await condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestFailure("\(what): not within \(limit)")
+    }
+}

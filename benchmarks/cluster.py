@@ -1,0 +1,235 @@
+"""The cluster benchmark (docs/benchmarks.md, "Cluster"): three `duet serve` nodes on one PostgreSQL behind nginx
+(Tests/e2e/cluster/cluster.py with deploy/nginx/duet-cluster.conf; rolling.py's LoadCluster: per-address limits off,
+nginx allowed enough connections, the site also on plain HTTP for the generator), 1,500 rooms (3,000 WebSocket clients,
+`duet-bench hold`) held through nginx; the node holding the most connections is killed with SIGKILL and the time until
+every one of its clients is back (rejoined on another node, its room whole) is measured; the node is restarted; then
+each node in turn gets SIGTERM and is restarted (a rolling restart at this scale), and the time until every client is
+back is measured each time; last, join latency through nginx against one node directly (`duet-bench join-latency`).
+Diagnosis switches (not for the published numbers): CLUSTER_UPSTREAM_ZONE=1 (rolling.py), CLUSTER_NO_RENDER=1,
+CLUSTER_JSON=PATH, CLUSTER_KEEP=1 (keep the cluster's logs), CLUSTER_ROOMS=N. Writes docs/benchmarks-cluster.json and the "Cluster"
+section of docs/benchmarks.md (between its markers; compare.py keeps that section when it rewrites the file).
+
+Run it with benchmarks/cluster.sh (release builds, a network namespace of its own: cluster.py's ports are fixed; about
+2 minutes). It exits non-zero when the assertions of rolling.py fail over the run (the section says so either way).
+`--render` rewrites the section from docs/benchmarks-cluster.json without measuring.
+"""
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+os.environ.setdefault("DUET_BINARY", os.path.join(ROOT, ".build", "release", "duet"))
+os.environ.setdefault("DUET_BENCH", os.path.join(ROOT, ".build", "release", "duet-bench"))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "e2e", "cluster"))
+
+ROOMS = int(os.environ.get("CLUSTER_ROOMS", "1500"))
+JOIN_RATE = 300
+LATENCY_ROOMS, LATENCY_RATE = 1000, 200
+JSON_PATH = os.environ.get("CLUSTER_JSON", os.path.join(ROOT, "docs", "benchmarks-cluster.json"))
+MD_PATH = os.path.join(ROOT, "docs", "benchmarks.md")
+BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
+
+
+def git(*args):
+    out = subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def measure():
+    import rolling  # noqa: E402 — Tests/e2e/cluster
+    from rolling import HoldBench, LoadCluster, log
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    with LoadCluster() as c:
+        bench = HoldBench(c.plain_url, ROOMS, join_rate=JOIN_RATE, max_seconds=600, log_dir=c.dir)
+        try:
+            t0 = time.monotonic()
+            clients = bench.ready(300)
+            ready_s = time.monotonic() - t0
+            time.sleep(2)
+            before = {n.name: c.connections(n) for n in c.nodes}
+            log("connections per node:", before)
+            victim = max(c.nodes, key=lambda n: before[n.name] or 0) if any(before.values()) else c.nodes[0]
+            bench.mark(f"kill9-{victim.name}")
+            c.kill9(victim)
+            _, back_s, away = bench.wait_back(120)
+            log(f"SIGKILL {victim.name}: every client back after {back_s:.2f}s ({away} away)")
+            after = {n.name: c.connections(n) for n in c.nodes}
+            # The node comes back; rooms whose clients reconnect there later move back (not measured here).
+            victim.start()
+            c.wait_healthy(victim)
+            bench.mark(f"restart-{victim.name}")
+            time.sleep(3)
+            _, settle_s, settle_away = bench.wait_back(120)
+            # A rolling restart at this scale (what ClusterLoadTests does with 600): each node SIGTERMed (draining),
+            # restarted, healthy; the time from the SIGTERM until every client is back.
+            rolling_backs = {}
+            for node in c.nodes:
+                bench.mark(f"sigterm-{node.name}")
+                began = time.monotonic()
+                c.sigterm(node)
+                exited = time.monotonic() - began
+                node.start()
+                c.wait_healthy(node)
+                _, back, left = bench.wait_back(120)
+                rolling_backs[node.name] = {"backSeconds": back, "away": left, "exitedSeconds": round(exited, 2)}
+                log(f"SIGTERM {node.name}: exited after {exited:.1f}s, every client back after {back:.2f}s ({left} away)")
+                time.sleep(2)
+            result = bench.stop()
+        finally:
+            bench.kill()
+        failures = rolling.check_result(result, clients, every_client_moved=False)
+        failures += [f"SIGTERM {k}: {v['away']} clients not back" for k, v in rolling_backs.items() if v["away"] or v["backSeconds"] < 0]
+        # Nothing else on the cluster now: join latency through nginx and straight to one node, rooms alternating.
+        latency = run_bench("join-latency", "--url", c.plain_url, "--direct-url", c.nodes[1].url,
+                            "--rooms", str(LATENCY_ROOMS), "--join-rate", str(LATENCY_RATE))
+    kill_phase = next(p for p in result["phases"] if p["label"].startswith("kill9-"))
+    return {
+        "date": started.isoformat(timespec="seconds"), "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "machine": machine(), "rooms": ROOMS, "clients": clients, "joinRate": JOIN_RATE, "readySeconds": round(ready_s, 2),
+        "connectionsBefore": before, "connectionsAfterKill": after, "victim": victim.name,
+        "victimClients": kill_phase["losses"], "backSeconds": back_s, "away": away,
+        "settleSeconds": settle_s, "settleAway": settle_away, "rolling": rolling_backs,
+        "killPhase": kill_phase, "hold": result, "failures": failures,
+        "joinLatency": latency, "nginx": {"workerConnections": rolling.WORKER_CONNECTIONS,
+                                          "workerRlimitNofile": rolling.WORKER_RLIMIT_NOFILE},
+    }
+
+
+def run_bench(*args):
+    print("$ duet-bench", *args, flush=True)
+    out = subprocess.run([os.environ["DUET_BENCH"], *args], capture_output=True, text=True, timeout=600)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("BENCH ")), None)
+    if out.returncode != 0 or line is None:
+        sys.exit(f"duet-bench {' '.join(args)} failed:\n{out.stdout}\n{out.stderr[-3000:]}")
+    result = json.loads(line[len("BENCH "):])
+    print("  ", json.dumps(result), flush=True)
+    return result
+
+
+def machine():
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
+                         text=True).stdout.strip()
+    return f"{os.cpu_count()} cores ({cpu or platform.machine()})"
+
+
+def ms(s):
+    return f"{s['p50']:.2f} / {s['p90']:.2f} / {s['p99']:.2f} / {s['max']:.1f}"
+
+
+def render(r):
+    hold, kill = r["hold"], r["killPhase"]
+    kinds = ", ".join(f"{v:,} {k}" for k, v in sorted(kill["kinds"].items())) or "none"
+    errors = ", ".join(f"{v:,} × {k}" for k, v in sorted(kill["errors"].items())) or "none"
+    per_node = ", ".join(f"{k}: {v if v is not None else '?'}" for k, v in sorted(r["connectionsBefore"].items()))
+    after = ", ".join(f"{k}: {v if v is not None else 'down'}" for k, v in sorted(r["connectionsAfterKill"].items()))
+    jl = r["joinLatency"]
+    restart_phase = next(p for p in hold["phases"] if p["label"].startswith("restart-"))
+    verdict = "**passed**" if not r["failures"] else "**failed**: " + "; ".join(f.split(": [")[0] for f in r["failures"])
+    lines = [
+        BEGIN,
+        "## Cluster",
+        "",
+        f"One run of `benchmarks/cluster.sh` on {r['date'][:10]} (commit `{r['commit'][:7]}`{', dirty tree' if r['dirty'] else ''}), "
+        f"{r['machine']}, release builds, loopback, in a network namespace of its own: three `duet serve` nodes "
+        "(`--database-url` on one PostgreSQL 15, `--node-id node1…3`) behind nginx with `deploy/nginx/duet-cluster.conf` "
+        "(`hash $arg_rid consistent`), started by `Tests/e2e/cluster/cluster.py`. The generator reaches nginx over plain "
+        "HTTP on loopback (the site's HTTPS server block with only its listen/TLS lines changed, and without its per-address "
+        f"`limit_conn`), the nodes' per-address limits are off (every client is 127.0.0.1), and nginx gets `worker_connections {r['nginx']['workerConnections']}` "
+        f"and `worker_rlimit_nofile {r['nginx']['workerRlimitNofile']}` (Debian's default of 768 per worker cannot proxy this many "
+        "WebSockets: each is two connections). Generator, nginx, PostgreSQL and the three nodes share the cores.",
+        "",
+        f"**Failover under load.** {r['rooms']:,} rooms, {r['clients']:,} WebSocket clients (`duet-bench hold`: "
+        f"`/ws?rid=ROOM`, pings, and the engine's reconnect: backoff 500 ms · 2ⁿ ≤ 5 s ± 20 %, rejoin with cid + "
+        f"reconnect token), all joined through nginx in {r['readySeconds']:.1f} s at {r['joinRate']} connects/s. "
+        f"Connections per node: {per_node}. **{r['victim']}** (the most) was killed with SIGKILL: its "
+        f"{r['victimClients']:,} clients reconnected through nginx (connection refused → the next node on the hash ring), "
+        f"which recovered their rooms from the shared database with the same cids — "
+        f"**every client back {r['backSeconds']:.2f} s after the kill** (joined again, and both clients of its room "
+        f"listing each other connected in `room_state`). After: {after}.",
+        "",
+        "| measured | value |",
+        "|---|---|",
+        f"| clients of the killed node | {r['victimClients']:,} |",
+        f"| kill → every client back (rejoined, its room whole) | {r['backSeconds']:.2f} s |",
+        f"| per client, connection lost → rejoined p50 / p90 / p99 / max (ms) | {ms(kill['rejoinMs'])} |",
+        f"| rejoins by `joined.reconnect` | {kinds} |",
+        f"| rejoins with another cid | {hold['cidChanged']} |",
+        f"| errors seen by clients during the failover | {errors} |",
+        f"| after {r['victim']} came back: clients that moved again | {restart_phase['losses']} (a room stays on the node "
+        "that recovered it until its clients reconnect) |",
+        "",
+        f"**Rolling restart at the same scale.** Then each node in turn got SIGTERM (it sends `draining`, closes its "
+        "connections after `--drain-grace 2` and exits), was started again and answered `/healthz`; the time from the "
+        "SIGTERM until every client was back:",
+        "",
+        "| node | connections lost (a client can move more than once) | SIGTERM → exited | SIGTERM → every client back | rejoin p50 / p90 / p99 / max (ms) | client errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, back in sorted(r.get("rolling", {}).items()):
+        phase = next(p for p in hold["phases"] if p["label"] == f"sigterm-{name}")
+        errs = ", ".join(f"{v:,} × {k}" for k, v in sorted(phase["errors"].items())) or "none"
+        lines.append(f"| {name} | {phase['losses']:,} | {back['exitedSeconds']:.1f} s | {back['backSeconds']:.2f} s | "
+                     f"{ms(phase['rejoinMs'])} | {errs} |")
+    lines += [
+        "",
+        f"At the end of the whole run: {hold['clientsAway']:,} clients away, {hold['roomsNotWhole']:,} rooms not whole (a "
+        f"client missing, or the two split over two nodes), {hold['cidChanged']} cid changes; assertions as in "
+        f"`rolling.py`: {verdict}.",
+        "",
+        "A node that held no rooms (it had just come back) loses nobody. More connections lost than the node had "
+        "clients means rooms moved more than once: a node that sees another node claim one of its rooms sends that "
+        "room's clients `draining` (reconnect at once), so when a room's two clients reach different nodes (nginx's "
+        "workers each keep their own view of which node is down, and a failed node is tried again after 5 s) the room "
+        "goes back and forth until both land on one node. (A diagnostic run with `zone duet_cluster 64k;` added to the "
+        "upstream, so that the workers share that view — not the shipped file — ended with every client back and every "
+        "room whole, but still lost 2,782 / 4,158 / 6,374 connections for the three SIGTERMs.) "
+        "A client told `draining` that reconnects while its node is still draining is sent there again by the hash; "
+        "`connect: refused 400` is that node refusing the upgrade, which nginx does not retry elsewhere "
+        "(`proxy_next_upstream` retries 502/503/504), so such clients come back only once the node has exited.",
+        "",
+        f"**Join latency through nginx vs one node directly.** After the run, on the idle cluster: {jl['rooms']:,} rooms "
+        f"started at {jl['joinsPerSecond']:.0f} joins/s, alternating between nginx and {jl['direct']['url']} (node2) so "
+        "both see the same load; two clients per room connect (`/ws?rid=`), join, leave. Timed by the clients.",
+        "",
+        "| target | connect (upgrade) p50 / p90 / p99 / max (ms) | join → joined p50 / p90 / p99 / max (ms) | failures |",
+        "|---|---|---|---|",
+        f"| through nginx | {ms(jl['proxy']['connectMs'])} | {ms(jl['proxy']['joinMs'])} | {jl['proxy']['failures']} |",
+        f"| node directly | {ms(jl['direct']['connectMs'])} | {ms(jl['direct']['joinMs'])} | {jl['direct']['failures']} |",
+        "",
+        "The nodes run as cluster.py starts them (`--log-level info`: a log line per join, read by the harness), on "
+        "the same two cores as nginx, PostgreSQL and the generator; through nginx adds one proxy hop each way.",
+        END,
+    ]
+    section = "\n".join(lines)
+    text = open(MD_PATH).read() if os.path.exists(MD_PATH) else "# Benchmarks\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    elif "\n## Targets" in text:
+        head, tail = text.split("\n## Targets", 1)
+        text = head.rstrip("\n") + "\n\n" + section + "\n\n## Targets" + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    with open(MD_PATH, "w") as f:
+        f.write(text)
+    print("wrote the Cluster section of docs/benchmarks.md")
+
+
+if __name__ == "__main__":
+    if "--render" in sys.argv:
+        with open(JSON_PATH) as f:
+            render(json.load(f))
+    else:
+        results = measure()
+        with open(JSON_PATH, "w") as f:
+            json.dump(results, f, indent=2, sort_keys=True)
+        if os.environ.get("CLUSTER_NO_RENDER") != "1":
+            render(results)
+        if results["failures"]:
+            sys.exit("cluster benchmark: " + "; ".join(results["failures"]))
