@@ -1,4 +1,5 @@
-"""Regenerates the generated parts of docs/resilience.md and docs/networks.md (the NAT lab's table) from ONE complete
+"""Regenerates the generated parts of docs/resilience.md, docs/networks.md (the NAT lab's table) and docs/cluster.md
+(the cluster scenarios' table) from ONE complete
 run under .build/results/<run-id>/ (the results contract: Tests/e2e/results.py) and copies that run's screenshots to
 docs/screenshots. Nothing else writes those tables; tests never touch docs/.
 
@@ -6,8 +7,8 @@ docs/screenshots. Nothing else writes those tables; tests never touch docs/.
     scripts/publish-results.sh --dry-run --allow-partial RUN_DIR  (print what would be written, write nothing)
 
 A run is complete when run.json has finishedAt, every scenario the scripts define has its outcome (the lists come
-from the scripts themselves: chaos.py's SCENARIOS, the `scenario_*` functions of scenarios.py, peer_scenarios.py
-and natlab.py) and simulation/sweep.json, simulation/sweep-duet-call.json and differential/report.json are
+from the scripts themselves: chaos.py's SCENARIOS, the `scenario_*` functions of scenarios.py, peer_scenarios.py,
+natlab.py and cluster.py, and rolling.py's rolling restart) and simulation/sweep.json, simulation/sweep-duet-call.json and differential/report.json are
 there. A partial run is refused. A failed run (exitStatus != 0, a scenario not recovered, a sweep with violations,
 a diverging differential replay) is refused unless --allow-failed: then its rows say **no** with the reason, and a
 line above each table says the run failed.
@@ -22,11 +23,11 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 E2E = os.path.join(ROOT, "Tests", "e2e")
-for folder in ("", "browser", "chaos", "peer", "natlab"):
+for folder in ("", "browser", "chaos", "peer", "natlab", "cluster"):
     sys.path.insert(0, os.path.join(E2E, folder))
 
 MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table",
-           "natlab": "natlab-table"}
+           "natlab": "natlab-table", "cluster": "cluster-table"}
 
 # The end-to-end table: the browser and peer scenarios that break something while media flows and pass only if
 # the call comes back with no user action. What they break and what they assert is written here; whether they
@@ -78,13 +79,25 @@ class Refused(Exception):
 def expected():
     """Every scenario each suite defines, read from the scripts the suites run."""
     import chaos
+    import cluster
     import natlab
     import peer_scenarios
+    import rolling
     import scenarios
     return {"chaos": list(chaos.SCENARIOS),
             "browser": list(scenarios.collect(vars(scenarios))),
             "peer": list(scenarios.collect(vars(peer_scenarios))),
-            "natlab": list(natlab.SCENARIOS)}
+            "natlab": list(natlab.SCENARIOS),
+            "cluster": list(scenarios.collect(vars(cluster))) + [rolling.SCENARIO]}
+
+
+def cluster_titles():
+    import cluster
+    import rolling
+    import scenarios
+    titles = {name: scenarios.title(name, fn) for name, fn in scenarios.collect(vars(cluster)).items()}
+    titles[rolling.SCENARIO] = rolling.TITLE
+    return titles
 
 
 def chaos_titles():
@@ -318,6 +331,15 @@ def natlab_table(run, scenarios):
     return rows
 
 
+def cluster_table(run, scenarios):
+    titles = cluster_titles()
+    rows = ["| Scenario | Passed? | Time (fault → back) | What was seen (or why not) | Commit | Run |",
+            "|---|---|---|---|---|---|"]
+    for name in scenarios["cluster"]:
+        rows.append("| " + " | ".join([cell(titles.get(name, name)), *outcome_row(run.outcomes.get(f"cluster:{name}"))]) + " |")
+    return rows
+
+
 def replace_between(doc, marker, lines, path):
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     if doc.count(begin) != 1 or doc.count(end) != 1 or doc.index(begin) > doc.index(end):
@@ -361,21 +383,29 @@ def publish(args):
     with open(networks_path) as f:
         networks = replace_between(f.read(), MARKERS["natlab"], [heading(run, failures), ""] + natlab_table(run, scenarios),
                                    networks_path)
+    cluster_path = os.path.join(args.docs, "cluster.md")
+    if not os.path.isfile(cluster_path):
+        raise Refused(f"{cluster_path} is missing (it holds the cluster table between <!-- cluster-table:begin/end -->)")
+    with open(cluster_path) as f:
+        cluster_doc = replace_between(f.read(), MARKERS["cluster"], [heading(run, failures), ""] + cluster_table(run, scenarios),
+                                      cluster_path)
     shots = sorted(glob.glob(os.path.join(run.path, "screenshots", "*.png")))
     if not shots and not args.allow_partial:
         raise Refused(f"{run.path} has no screenshots (BrowserCallTests writes them to screenshots/)")
     if args.dry_run:
         print(doc)
         print(networks)
-        print(f"(dry run: {doc_path}, {networks_path} and {len(shots)} screenshots not written)", file=sys.stderr)
+        print(cluster_doc)
+        print(f"(dry run: {doc_path}, {networks_path}, {cluster_path} and {len(shots)} screenshots not written)", file=sys.stderr)
         return run
     write_text(doc_path, doc)
     write_text(networks_path, networks)
+    write_text(cluster_path, cluster_doc)
     target = os.path.join(args.docs, "screenshots")
     os.makedirs(target, exist_ok=True)
     for shot in shots:
         shutil.copyfile(shot, os.path.join(target, os.path.basename(shot)))
-    print(f"published run {run.id} ({run.path}): {doc_path}, {networks_path}, {len(shots)} screenshots"
+    print(f"published run {run.id} ({run.path}): {doc_path}, {networks_path}, {cluster_path}, {len(shots)} screenshots"
           + (f"; the run FAILED ({len(failures)} failures)" if failures else ""))
     return run
 

@@ -50,6 +50,14 @@ prose before
 <!-- natlab-table:end -->
 prose after
 """
+CLUSTER = """# Cluster
+
+prose before
+<!-- cluster-table:begin -->
+| old cluster table |
+<!-- cluster-table:end -->
+prose after
+"""
 # What a NAT lab outcome measured (natlab.py's `details`): a relayed call over TCP, and a recovery.
 NATLAB_DETAILS = {
     "network": {"A": "endpoint-independent NAT", "B": "endpoint-independent NAT, UDP blocked"},
@@ -69,6 +77,8 @@ class FakeResults:
             f.write(DOC)
         with open(os.path.join(self.docs, "networks.md"), "w") as f:
             f.write(NETWORKS)
+        with open(os.path.join(self.docs, "cluster.md"), "w") as f:
+            f.write(CLUSTER)
         self.expected = publish_results.expected()
 
     def run(self, rid, started, finished=True, status=0, skip=(), fail=None, sweep=True, violations=0,
@@ -86,7 +96,7 @@ class FakeResults:
                 if key in skip:
                     continue
                 ok = not (fail and fail[0] == key)
-                timed = suite == "chaos" or key in publish_results.E2E_ROWS
+                timed = suite in ("chaos", "cluster") or key in publish_results.E2E_ROWS
                 results.write_json(os.path.join(path, suite, f"{name}.json"), {
                     "suite": suite, "scenario": name, "title": name, "recovered": ok,
                     "seconds": 1.5 if ok and timed else None, "how": f"how-{name}" if ok else "",
@@ -120,6 +130,10 @@ class FakeResults:
 
     def networks(self):
         with open(os.path.join(self.docs, "networks.md")) as f:
+            return f.read()
+
+    def cluster(self):
+        with open(os.path.join(self.docs, "cluster.md")) as f:
             return f.read()
 
 
@@ -269,6 +283,26 @@ class PublisherTests(unittest.TestCase):
         self.assertIn(f"| {title} | **no** | A: endpoint-independent NAT; B: endpoint-independent NAT, UDP blocked | 2.8 s | "
                       "srflx ↔ relay | relay (TCP) ↔ srflx | A's local candidate is ['prflx', 'srflx']: relay |", doc)
         self.assertEqual(doc.count("**This run failed**"), 1)
+
+    def test_the_cluster_table_has_a_row_per_scenario_and_a_failure_says_no(self):
+        path = self.fake.run("20260101T000000Z-cccccc", "20260101T000000Z")
+        code, err, _ = self.fake.publish(path)
+        self.assertEqual(code, 0, err)
+        doc = self.fake.cluster()
+        self.assertTrue(doc.startswith("# Cluster\n\nprose before\n") and doc.endswith("prose after\n"))
+        self.assertNotIn("old cluster table", doc)
+        titles = publish_results.cluster_titles()
+        self.assertIn("rolling-restart", self.fake.expected["cluster"])
+        for name in self.fake.expected["cluster"]:
+            self.assertIn(f"| {titles[name]} | yes | 1.5 s | how-{name} | `0123456` | `20260101T000000Z-cccccc` |", doc)
+        failed = self.fake.run("20260102T000000Z-dddddd", "20260102T000000Z",
+                               fail=("cluster:failover", "the pages came back with other cids"))
+        code, err, _ = self.fake.publish(failed)
+        self.assertEqual(code, 2)
+        self.assertIn("cluster:failover: the pages came back with other cids", err)
+        code, err, _ = self.fake.publish("--allow-failed", failed)
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"| {titles['failover']} | **no** | — | the pages came back with other cids |", self.fake.cluster())
 
     def test_a_missing_nat_lab_outcome_makes_the_run_partial(self):
         path = self.fake.run("20260101T000000Z-hhhhhh", "20260101T000000Z", skip=("natlab:mapping-flush",))

@@ -27,6 +27,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
     public let endpoint: String
     /// A node whose heartbeat is older than this is taken for dead, and its live rooms for gone.
     public static let deadNodeAfterMs: Int64 = 10_000
+    /// `changes()`: what other nodes wrote, as this node learns it.
+    private let subscribers = ChangeSubscribers()
     static let channel = "duet_rooms"
     /// Any constant the cluster agrees on: the key of the advisory lock that serializes migrations.
     static let migrationLockKey: Int64 = 0x6475_6574_5F73_6368  // "duet_sch"
@@ -42,8 +44,6 @@ public final class PostgresRoomStateStore: RoomStateStore {
         var runTask: Task<Void, Never>?
         var listener: Task<Void, Never>?
         var closed = false
-        var subscribers: [Int: AsyncStream<DurableFact>.Continuation] = [:]
-        var nextSubscriber = 0
         /// Rooms of other nodes this store said were live: after a resync, those no longer there are said gone.
         var remoteLive: Set<String> = []
         var lastPruneMs: Int64?
@@ -361,25 +361,11 @@ public final class PostgresRoomStateStore: RoomStateStore {
 
     // MARK: Changes
 
-    public func changes() -> AsyncStream<DurableFact> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DurableFact.self)
-        let id = state.withLock { state -> Int? in
-            guard !state.closed else { return nil }
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) } }
-        return stream
-    }
+    public func changes() -> AsyncStream<DurableFact> { subscribers.subscribe() }
 
     private func publish(_ facts: [DurableFact]) {
         guard !facts.isEmpty else { return }
-        let subscribers = state.withLock { state in
+        state.withLock { state in
             for fact in facts {
                 switch fact {
                 case .roomLive(let rid, _, _, _), .roomClaimed(let rid, _, _, _): state.remoteLive.insert(rid)
@@ -387,11 +373,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
                 case .seatRevoked: break
                 }
             }
-            return Array(state.subscribers.values)
         }
-        for subscriber in subscribers {
-            for fact in facts { subscriber.yield(fact) }
-        }
+        subscribers.publish(facts)
     }
 
     private func startListening() async throws {
@@ -491,20 +474,19 @@ public final class PostgresRoomStateStore: RoomStateStore {
     }
 
     public func close() async {
-        let (runTask, listener, subscribers) = state.withLock { state in
+        let (runTask, listener) = state.withLock { state in
             state.closed = true
             defer {
                 state.listener = nil
                 state.runTask = nil
-                state.subscribers = [:]
             }
-            return (state.runTask, state.listener, Array(state.subscribers.values))
+            return (state.runTask, state.listener)
         }
         listener?.cancel()
         await listener?.value
         runTask?.cancel()
         await runTask?.value
-        for subscriber in subscribers { subscriber.finish() }
+        subscribers.finishAll()
     }
 
     // MARK: Bounded operations, clear errors

@@ -15,12 +15,12 @@ public final class SQLiteRoomStateStore: RoomStateStore {
     private let logger: Logger
     private let gate = SerialGate()
     private let state = Mutex<State>(State())
+    /// One node: nobody else writes, so nothing is ever published; the streams end on `close`.
+    private let subscribers = ChangeSubscribers()
 
     private struct State {
         var connection: SQLiteConnection?
         var closed = false
-        var subscribers: [Int: AsyncStream<DurableFact>.Continuation] = [:]
-        var nextSubscriber = 0
         var lastPruneMs: Int64?
     }
 
@@ -162,21 +162,7 @@ public final class SQLiteRoomStateStore: RoomStateStore {
         }
     }
 
-    public func changes() -> AsyncStream<DurableFact> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DurableFact.self)
-        let id = state.withLock { state -> Int? in
-            guard !state.closed else { return nil }
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) } }
-        return stream
-    }
+    public func changes() -> AsyncStream<DurableFact> { subscribers.subscribe() }
 
     /// Nothing to keep up on one node but the table sizes: expired rows are deleted at most once a minute.
     public func maintain(nowMs: Int64) async throws -> [DurableFact] {
@@ -195,15 +181,12 @@ public final class SQLiteRoomStateStore: RoomStateStore {
     }
 
     public func close() async {
-        let (connection, subscribers) = state.withLock { state in
+        let connection = state.withLock { state in
             state.closed = true
-            defer {
-                state.connection = nil
-                state.subscribers = [:]
-            }
-            return (state.connection, Array(state.subscribers.values))
+            defer { state.connection = nil }
+            return state.connection
         }
-        for subscriber in subscribers { subscriber.finish() }
+        subscribers.finishAll()
         // Through the gate: a batch being written finishes (and commits) before the connection closes.
         try? await gate.run { try await connection?.close() }
     }

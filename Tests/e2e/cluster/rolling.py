@@ -253,11 +253,17 @@ def check_result(result, clients, every_client_moved=True):
     return failures
 
 
+# The outcome's name and title (scripts/publish_results.py lists it in docs/cluster.md's table).
+SCENARIO = "rolling-restart"
+TITLE = ("Rolling restart under load: ROLLING_ROOMS rooms (300 by default, 2 clients each) through nginx; each node in "
+         "turn SIGTERM, restarted — every client back with its cid, every room whole")
+
+
 def scenario_rolling_restart():
     rooms = int(os.environ.get("ROLLING_ROOMS", "300"))
     title = (f"Rolling restart under load: {rooms} rooms ({2 * rooms} clients) through nginx; each node in turn "
              "SIGTERM, restarted — every client back with its cid, every room whole")
-    with results.outcome("cluster", "rolling-restart", title):
+    with results.outcome("cluster", SCENARIO, title):
         with LoadCluster() as c:
             bench = HoldBench(c.plain_url, rooms, join_rate=200, max_seconds=280, log_dir=c.dir)
             try:

@@ -1,0 +1,47 @@
+import DuetRooms
+import Synchronization
+
+/// Who listens to a store's `changes()`: each subscriber gets every fact published after it subscribed; `finishAll`
+/// (the store's `close`) ends every stream and refuses new ones (they end at once).
+final class ChangeSubscribers: Sendable {
+    private struct State {
+        var closed = false
+        var next = 0
+        var continuations: [Int: AsyncStream<DurableFact>.Continuation] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    func subscribe() -> AsyncStream<DurableFact> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DurableFact.self)
+        let id = state.withLock { state -> Int? in
+            guard !state.closed else { return nil }
+            defer { state.next += 1 }
+            state.continuations[state.next] = continuation
+            return state.next
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) } }
+        return stream
+    }
+
+    func publish(_ facts: [DurableFact]) {
+        guard !facts.isEmpty else { return }
+        let continuations = state.withLock { Array($0.continuations.values) }
+        for continuation in continuations {
+            for fact in facts { continuation.yield(fact) }
+        }
+    }
+
+    func finishAll() {
+        let continuations = state.withLock { state in
+            state.closed = true
+            defer { state.continuations = [:] }
+            return Array(state.continuations.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+}
