@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -39,11 +40,47 @@ def git(*args):
     return out.stdout.strip()
 
 
+def listen_counters():
+    """TcpExt ListenOverflows/ListenDrops of this network namespace (the benchmark's own): SYNs dropped because a
+    listener's accept queue was full — a node's backlog (Hummingbird's default 256) under a burst of reconnects."""
+    with open("/proc/net/netstat") as f:
+        rows = [line.split() for line in f if line.startswith("TcpExt:")]
+    values = dict(zip(rows[0][1:], map(int, rows[1][1:])))
+    return {k: values.get(k, 0) for k in ("ListenOverflows", "ListenDrops")}
+
+
+def nginx_summary(c):
+    """What nginx's logs say about failing over: per upstream, connects that timed out (proxy_connect_timeout 1s) or
+    were refused, and the requests that found no live upstream (every node marked down: a 502 to the client)."""
+    out = {"connectTimedOut": {}, "connectRefused": {}, "noLiveUpstreams": 0, "ws502": 0}
+    try:
+        with open(c.nginx_log, errors="replace") as f:
+            for line in f:
+                up = re.search(r'upstream: "http://([0-9.]+:[0-9]+)', line)
+                port = up.group(1).rsplit(":", 1)[1] if up else "-"
+                if "upstream timed out" in line and "while connecting" in line:
+                    out["connectTimedOut"][port] = out["connectTimedOut"].get(port, 0) + 1
+                elif "Connection refused" in line and "while connecting" in line:
+                    out["connectRefused"][port] = out["connectRefused"].get(port, 0) + 1
+                elif "no live upstreams" in line:
+                    out["noLiveUpstreams"] += 1
+        with open(c.upstream_log, errors="replace") as f:
+            for line in f:
+                if " /ws " in line:
+                    if line.split()[4] == "502":
+                        out["ws502"] += 1
+    except OSError as e:
+        out["error"] = str(e)
+    return out
+
+
 def measure():
     import rolling  # noqa: E402 — Tests/e2e/cluster
     from rolling import HoldBench, LoadCluster, log
 
     started = datetime.datetime.now(datetime.timezone.utc)
+    with open(os.path.join(ROOT, "deploy", "nginx", "duet-cluster.conf")) as f:
+        upstream_zone = bool(re.search(r"^\s*zone\s+duet_cluster\b", f.read(), re.M))
     with LoadCluster() as c:
         bench = HoldBench(c.plain_url, ROOMS, join_rate=JOIN_RATE, max_seconds=600, log_dir=c.dir)
         try:
@@ -54,6 +91,7 @@ def measure():
             before = {n.name: c.connections(n) for n in c.nodes}
             log("connections per node:", before)
             victim = max(c.nodes, key=lambda n: before[n.name] or 0) if any(before.values()) else c.nodes[0]
+            listen = {"start": listen_counters()}
             bench.mark(f"kill9-{victim.name}")
             c.kill9(victim)
             _, back_s, away = bench.wait_back(120)
@@ -62,9 +100,11 @@ def measure():
             # The node comes back; rooms whose clients reconnect there later move back (not measured here).
             victim.start()
             c.wait_healthy(victim)
+            listen[f"kill9-{victim.name}"] = listen_counters()
             bench.mark(f"restart-{victim.name}")
             time.sleep(3)
             _, settle_s, settle_away = bench.wait_back(120)
+            listen[f"restart-{victim.name}"] = listen_counters()
             # A rolling restart at this scale (what ClusterLoadTests does with 600): each node SIGTERMed (draining),
             # restarted, healthy; the time from the SIGTERM until every client is back.
             rolling_backs = {}
@@ -77,9 +117,11 @@ def measure():
                 c.wait_healthy(node)
                 _, back, left = bench.wait_back(120)
                 rolling_backs[node.name] = {"backSeconds": back, "away": left, "exitedSeconds": round(exited, 2)}
+                listen[f"sigterm-{node.name}"] = listen_counters()
                 log(f"SIGTERM {node.name}: exited after {exited:.1f}s, every client back after {back:.2f}s ({left} away)")
                 time.sleep(2)
             result = bench.stop()
+            nginx = nginx_summary(c)
         finally:
             bench.kill()
         failures = rolling.check_result(result, clients, every_client_moved=False)
@@ -96,6 +138,8 @@ def measure():
         "victimClients": kill_phase["losses"], "backSeconds": back_s, "away": away,
         "settleSeconds": settle_s, "settleAway": settle_away, "rolling": rolling_backs,
         "killPhase": kill_phase, "hold": result, "failures": failures,
+        # Cumulative at the end of each phase (this namespace only), and nginx's failover errors over the hold run.
+        "listenOverflows": listen, "nginxFailover": nginx, "upstreamZone": upstream_zone,
         "joinLatency": latency, "nginx": {"workerConnections": rolling.WORKER_CONNECTIONS,
                                           "workerRlimitNofile": rolling.WORKER_RLIMIT_NOFILE},
     }
@@ -120,6 +164,33 @@ def machine():
 
 def ms(s):
     return f"{s['p50']:.2f} / {s['p90']:.2f} / {s['p99']:.2f} / {s['max']:.1f}"
+
+
+def failover_paragraph(r):
+    """Why clients see errors and rooms move more than once, from nginx's logs and the namespace's TCP counters."""
+    n, listen = r.get("nginxFailover"), r.get("listenOverflows")
+    if not n or not listen:
+        return "(This run recorded no nginx failover counts.)"
+    names = {"8081": "node1", "8082": "node2", "8083": "node3"}
+    timed = ", ".join(f"{names.get(k, k)} {v:,}" for k, v in sorted(n["connectTimedOut"].items())) or "none"
+    phases = ["start"] + [p["label"] for p in r["hold"]["phases"] if p["label"] in listen and p["label"] != "start"]  # the JSON's keys are sorted
+    drops = ", ".join(f"{b} {listen[b]['ListenOverflows'] - listen[a]['ListenOverflows']:,}"
+                      for a, b in zip(phases, phases[1:]))
+    return (
+        f"What the clients' errors are: over the run nginx logged {sum(n['connectTimedOut'].values()):,} connects to a "
+        f"node timing out (`proxy_connect_timeout 1s`; per node: {timed}), {sum(n['connectRefused'].values()):,} refused, "
+        f"and {n['noLiveUpstreams']:,} requests that found no live upstream, answered 502 ({n['ws502']:,} `/ws` 502s in "
+        "its access log). duet-bench's `connect: refused 400` is that 502: the WebSocket client of DuetTransport "
+        "reports every failed upgrade as status 400. Listen-queue overflows in the namespace (SYNs dropped because a "
+        f"node's accept queue was full) per phase: {drops}. The mechanism: the clients of a killed or draining node "
+        "reconnect together; the node taking them over accepts from a listen backlog of 256 (Hummingbird's default), the SYNs "
+        "beyond it are dropped and retransmitted after 1 s, which is exactly nginx's connect timeout, and with "
+        "`max_fails=1` one such timeout takes that healthy node out for 5 s"
+        f"{' — for every worker, since the upstream has a shared `zone`' if r.get('upstreamZone') else ' in that nginx worker (the upstream has no shared `zone`)'}. With the failed node out as well, nginx has no live upstream and answers 502 until the "
+        "marks expire; meanwhile a room whose first client got in before the mark and whose second comes after is "
+        "split over two nodes, and the claims send it back and forth (`room taken over by another node`) until the "
+        "marks have expired."
+    )
 
 
 def render(r):
@@ -183,15 +254,11 @@ def render(r):
         f"`rolling.py`: {verdict}.",
         "",
         "A node that held no rooms (it had just come back) loses nobody. More connections lost than the node had "
-        "clients means rooms moved more than once: a node that sees another node claim one of its rooms sends that "
-        "room's clients `draining` (reconnect at once), so when a room's two clients reach different nodes (nginx's "
-        "workers each keep their own view of which node is down, and a failed node is tried again after 5 s) the room "
-        "goes back and forth until both land on one node. (A diagnostic run with `zone duet_cluster 64k;` added to the "
-        "upstream, so that the workers share that view — not the shipped file — ended with every client back and every "
-        "room whole, but still lost 2,782 / 4,158 / 6,374 connections for the three SIGTERMs.) "
-        "A client told `draining` that reconnects while its node is still draining is sent there again by the hash; "
-        "`connect: refused 400` is that node refusing the upgrade, which nginx does not retry elsewhere "
-        "(`proxy_next_upstream` retries 502/503/504), so such clients come back only once the node has exited.",
+        "clients means rooms moved more than once: a node that sees another node claim one of its rooms (the first "
+        "seat of the room there) sends that room's clients `draining` (reconnect at once), so while a room's two "
+        "clients reach different nodes the room goes back and forth until both land on one node.",
+        "",
+        failover_paragraph(r),
         "",
         f"**Join latency through nginx vs one node directly.** After the run, on the idle cluster: {jl['rooms']:,} rooms "
         f"started at {jl['joinsPerSecond']:.0f} joins/s, alternating between nginx and {jl['direct']['url']} (node2) so "

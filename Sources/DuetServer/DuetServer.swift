@@ -148,7 +148,8 @@ public final class DuetServer: Sendable {
         var storeService: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let store, let storeQueue, let storeHealth {
             // First in the group: shut down last, after the connections' last facts were queued.
-            storeService = [.init(service: StoreService(store: store, queue: storeQueue, hub: hub, health: storeHealth, metrics: metrics, logger: logger))]
+            storeService = [.init(service: StoreService(
+                store: store, changes: store.changes(), queue: storeQueue, hub: hub, health: storeHealth, metrics: metrics, logger: logger))]
         }
         self.group = ServiceGroup(
             configuration: ServiceGroupConfiguration(

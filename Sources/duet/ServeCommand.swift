@@ -20,7 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
     var dataDir: String?
     @Option(help: "PostgreSQL for the room state and secrets shared by every node of a cluster, e.g. postgres://duet@db/duet. Env: DUET_DATABASE_URL. Default: SQLite in the data dir")
     var databaseUrl: String?
-    @Option(help: "This node's name in logs, metrics and the shared store. Env: DUET_NODE_ID. Default: host:port")
+    @Option(help: "This node's name in logs, metrics and the shared store. Env: DUET_NODE_ID. Default: hostname:port")
     var nodeId: String?
     @Option(help: "coturn static-auth-secret for TURN REST credentials. Env: DUET_TURN_SECRET")
     var turnSecret: String?

@@ -115,7 +115,7 @@ import Testing
     }
 
     /// Another node claims a room this one still holds (nginx routes the room there now): the clients here are
-    /// told to reconnect and closed, nothing is revoked, nothing is written (the record is the other node's).
+    /// told to reconnect and closed, nothing is revoked, and only this node's own record is dropped.
     @Test func aRoomClaimedByAnotherNodeIsReleasedHere() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
@@ -130,7 +130,7 @@ import Testing
             #expect(outputs.contains { if case .send(connection, let e) = $0 { e.messageType == .draining } else { false } })
             #expect(outputs.contains(.close(connection, .moved)))
         }
-        #expect(persisted(outputs).isEmpty)
+        #expect(persisted(outputs) == [.roomGone(rid: rid)], "only this node's own record goes (a queued claim of ours with it)")
         #expect(core.roomCount == 0 && core.participantCount(.connected) == 0 && core.participantCountByWalk(.connected) == 0)
         #expect(core.occupancy(of: rid) == 1, "watchers here now see the other node's count")
         // The seat was not revoked: its token still recovers it (on whichever node the client reaches).

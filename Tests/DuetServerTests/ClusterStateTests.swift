@@ -3,6 +3,7 @@ import DuetServer
 import DuetTestSupport
 import DuetTransport
 import Foundation
+import Synchronization
 import Testing
 
 /// Nodes of a cluster on one real PostgreSQL (started by the test): shared secrets, recovery on another node with
@@ -10,18 +11,52 @@ import Testing
 /// ring moves it, and a database that goes away and comes back. The nodes run in process here; nginx, `kill -9`
 /// and Chromium are in ClusterTests (Browser/).
 @Suite(.serialized) struct ClusterStateTests {
-    static func node(_ name: String, _ database: PostgresServer) async throws -> TestServer {
-        try await TestServer.start { configuration in
-            configuration.databaseURL = database.url
-            configuration.nodeId = name
+    /// A fresh PostgreSQL for `body`; every node started through `nodes` is stopped (and waited for) before the
+    /// database goes, whether `body` threw or not — a node left running would flush into a database that is gone.
+    static func withCluster(_ body: (PostgresServer, Nodes) async throws -> Void) async throws {
+        try await PostgresServer.with { database in
+            let nodes = Nodes(database)
+            do {
+                try await body(database, nodes)
+            } catch {
+                await nodes.stopAll()
+                throw error
+            }
+            await nodes.stopAll()
+        }
+    }
+
+    final class Nodes: Sendable {
+        let database: PostgresServer
+        private let started = Mutex<[TestServer]>([])
+        init(_ database: PostgresServer) { self.database = database }
+
+        func start(_ name: String) async throws -> TestServer {
+            let url = database.url
+            let node = try await TestServer.start { configuration in
+                configuration.databaseURL = url
+                configuration.nodeId = name
+            }
+            started.withLock { $0.append(node) }
+            return node
+        }
+
+        /// Stopped and started again with the same configuration (its id, port, data directory).
+        func restart(_ node: TestServer) async throws -> TestServer {
+            let again = try await node.restarted()
+            started.withLock { $0.append(again) }
+            return again
+        }
+
+        func stopAll() async {
+            for node in started.withLock({ $0 }) { await node.stop() }
         }
     }
 
     @Test func aRoomMovesToAnotherNodeWithItsCidsItsHostAndItsEpoch() async throws {
-        try await PostgresServer.with { database in
-            let a = try await Self.node("a", database)
-            let b = try await Self.node("b", database)
-            defer { Task { await b.stop() } }
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
             // Secrets are the database's: a room id made by A is authentic on B.
             let rid = try await a.roomId()
             let host = try await TestClient.connect(.ws, to: a, roomId: rid)
@@ -49,10 +84,9 @@ import Testing
     }
 
     @Test func aWatcherOnOneNodeSeesARoomOnAnother() async throws {
-        try await PostgresServer.with { database in
-            let a = try await Self.node("a", database)
-            let b = try await Self.node("b", database)
-            defer { Task { await a.stop(); await b.stop() } }
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
             let rid = try await a.roomId()
             let watcher = try await TestClient.connect(.ws, to: b)
             try await watcher.send(.watchRooms, WatchRoomsPayload(rids: [rid]))
@@ -81,9 +115,9 @@ import Testing
 
     /// Ended on A, then every node restarted: still ended everywhere; a seat left on A cannot come back on B.
     @Test func endedRoomsAndLeftSeatsHoldOnEveryNodeAcrossRestarts() async throws {
-        try await PostgresServer.with { database in
-            let a = try await Self.node("a", database)
-            let b = try await Self.node("b", database)
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
             let ended = try await a.roomId(), left = try await a.roomId()
             let host = try await TestClient.connect(.ws, to: a, roomId: ended)
             _ = try await host.join(ended)
@@ -111,9 +145,8 @@ import Testing
                 return try await probe.expect(.error, timeout: .milliseconds(500)).payload["code"] == "INVALID_RECONNECT_TOKEN"
             }
 
-            let a2 = try await a.restarted()
-            let b2 = try await b.restarted()
-            defer { Task { await a2.stop(); await b2.stop() } }
+            let a2 = try await nodes.restart(a)
+            let b2 = try await nodes.restart(b)
             for node in [a2, b2] {
                 let again = try await TestClient.connect(.ws, to: node, roomId: ended)
                 try await again.send(.join, rid: ended, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
@@ -136,10 +169,9 @@ import Testing
     /// nginx's ring moved the room (a node came back): one participant reaches B while the other is still on A.
     /// A hands the room over — its client is told to reconnect and closed — so the call is never split.
     @Test func aNodeHandsARoomOverWhenAnotherClaimsIt() async throws {
-        try await PostgresServer.with { database in
-            let a = try await Self.node("a", database)
-            let b = try await Self.node("b", database)
-            defer { Task { await a.stop(); await b.stop() } }
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
             let rid = try await a.roomId()
             let host = try await TestClient.connect(.ws, to: a, roomId: rid)
             let hostJoined = try await host.join(rid)
@@ -163,10 +195,9 @@ import Testing
     /// The database goes away: signaling goes on from memory, /healthz and /metrics say so; when it comes back the
     /// node writes what it queued, and the other node learns it.
     @Test func aDatabaseThatGoesAwayIsReportedAndCaughtUpWith() async throws {
-        try await PostgresServer.with { database in
-            let a = try await Self.node("a", database)
-            let b = try await Self.node("b", database)
-            defer { Task { await a.stop(); await b.stop() } }
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
             let rid = try await a.roomId()
             await database.stop()
 

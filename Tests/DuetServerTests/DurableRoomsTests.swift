@@ -84,7 +84,7 @@ import Testing
         _ = try await host.join(rid)
         try await host.send(.endRoom, rid: rid)
         _ = try await host.expect(.roomEnded)
-        try await first.waitForMetric("duet_store_pending_facts", equals: 0, andAtLeast: ("duet_store_writes_total{result=\"ok\"}", 1))
+        try await first.waitForMetric("duet_store_pending_facts", equals: 0, andAtLeast: ("duet_store_writes_total{result=\"ok\"}", 2))
         let second = try await first.killedAndStartedAgain()
         defer { Task { await second.stop() } }
         let stranger = try await TestClient.connect(.ws, baseURL: second.baseURL, roomId: rid)

@@ -57,7 +57,9 @@ extension SignalingCore {
     }
 
     /// Gives a room up to the node that claimed it: every connected seat is told to reconnect (`draining`) and
-    /// closed; no seat is revoked and nothing is written — the other node owns the room's record now.
+    /// closed; no seat is revoked. `roomGone` is written: it removes only this node's own record, so it never touches
+    /// the claimant's — but it replaces a claim of ours still queued, which would otherwise take the record back after
+    /// the other node's claim and make it give the room up too.
     private mutating func release(_ rid: String, nowMs: Int64, into out: inout [Output]) {
         guard let room = rooms.removeValue(forKey: rid) else { return }
         let payload = DrainingPayload(reconnectAfterMs: 0)
@@ -71,6 +73,7 @@ extension SignalingCore {
             for (sid, seatedCid) in sseSeats where seatedCid == participant.cid { sseSeats[sid] = nil }
         }
         out.append(.event(.released(rid: rid)))
+        out.append(.persist(.roomGone(rid: rid)))
     }
 }
 

@@ -74,8 +74,10 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 
-    /// `--node-id`, else host and port.
-    public var resolvedNodeId: String { nodeId ?? "\(host):\(port)" }
+    /// `--node-id`, else this machine's name and the port: nodes on different machines must never share an id (a
+    /// node ignores its own id's notifications and owns its id's rows), and each binds the same address behind a
+    /// local proxy, so the bind address would not do.
+    public var resolvedNodeId: String { nodeId ?? "\(ProcessInfo.processInfo.hostName):\(port)" }
 
     public static var defaultDataDirectory: String {
         if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/duet" }

@@ -47,6 +47,9 @@ public final class PostgresRoomStateStore: RoomStateStore {
         /// Rooms of other nodes this store said were live: after a resync, those no longer there are said gone.
         var remoteLive: Set<String> = []
         var lastPruneMs: Int64?
+        /// Since when `maintain` has reached the database without a failure: only a node that has itself been
+        /// heartbeating for `deadNodeAfterMs` judges others dead (after an outage every heartbeat is old, its own too).
+        var reachableSinceMs: Int64?
     }
 
     /// - Parameters:
@@ -179,6 +182,22 @@ public final class PostgresRoomStateStore: RoomStateStore {
         }
         let remote = Set(snapshot.live.filter { $0.nodeId != nodeId }.map(\.rid))
         state.withLock { $0.remoteLive.formUnion(remote) }
+        // Its own rows are stale now: no seat is here until its client comes back. The other nodes are told (their
+        // watchers would show the old count forever), and a row nobody claims again is pruned after an hour.
+        let own = snapshot.live.filter { $0.nodeId == nodeId && $0.occupancy != 0 }.map(\.rid)
+        if !own.isEmpty {
+            let nodeId = self.nodeId
+            try await perform("load") { client, logger in
+                try await client.withTransaction(logger: logger) { connection in
+                    _ = try await connection.query(
+                        "UPDATE duet_live_rooms SET occupancy = 0, updated_at = \(nowMs) WHERE node_id = \(nodeId) AND occupancy <> 0", logger: logger)
+                    for rid in own {
+                        let payload = "\(nodeId) live \(rid)"
+                        _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                    }
+                }
+            }
+        }
         return snapshot.ended + snapshot.revoked + live
     }
 
@@ -304,17 +323,34 @@ public final class PostgresRoomStateStore: RoomStateStore {
     /// This node's heartbeat; the live rooms of nodes whose heartbeat stopped (or never came), deleted and returned as
     /// `roomGone` (and notified, so every node learns it); expired rows pruned once a minute.
     public func maintain(nowMs: Int64) async throws -> [DurableFact] {
-        let nodeId = self.nodeId
         let prune = state.withLock { state in
             if let last = state.lastPruneMs, nowMs >= last, nowMs - last < 60_000 { return false }
             state.lastPruneMs = nowMs
             return true
         }
+        let reachableSince = state.withLock { state in
+            if state.reachableSinceMs == nil { state.reachableSinceMs = nowMs }
+            return state.reachableSinceMs!
+        }
+        let sweep = nowMs - reachableSince >= Self.deadNodeAfterMs
+        let gone: [String]
+        do {
+            gone = try await maintenance(nowMs: nowMs, sweep: sweep, prune: prune)
+        } catch {
+            state.withLock { $0.reachableSinceMs = nil }
+            throw error
+        }
+        return gone.map { DurableFact.roomGone(rid: $0) }
+    }
+
+    private func maintenance(nowMs: Int64, sweep: Bool, prune: Bool) async throws -> [String] {
+        let nodeId = self.nodeId
         let gone = try await perform("maintain") { client, logger in
             try await client.withTransaction(logger: logger) { connection -> [String] in
                 _ = try await connection.query(Self.heartbeat(nodeId: nodeId, nowMs: nowMs), logger: logger)
                 let deadline = nowMs - Self.deadNodeAfterMs
                 var gone: [String] = []
+                if sweep {
                 for try await rid in try await connection.query(
                     """
                     DELETE FROM duet_live_rooms l WHERE l.node_id <> \(nodeId) AND NOT EXISTS (
@@ -324,6 +360,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
                 ).decode(String.self) {
                     gone.append(rid)
                 }
+                }
                 for rid in gone {
                     let payload = "\(nodeId) gone \(rid)"
                     _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
@@ -332,12 +369,15 @@ public final class PostgresRoomStateStore: RoomStateStore {
                     _ = try await connection.query(
                         "DELETE FROM duet_ended_rooms WHERE tombstone_until <= \(nowMs) AND seats_until <= \(nowMs)", logger: logger)
                     _ = try await connection.query("DELETE FROM duet_revoked_seats WHERE until <= \(nowMs)", logger: logger)
+                    // Remembered rooms (no seat) nobody came back to within an hour: their tokens have expired.
+                    _ = try await connection.query(
+                        "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < \(nowMs - RoomStateRetention.rememberedRoomMs)", logger: logger)
                 }
                 return gone.sorted()
             }
         }
         state.withLock { $0.remoteLive.subtract(gone) }
-        return gone.map { .roomGone(rid: $0) }
+        return gone
     }
 
     /// The cluster's HMAC secrets: the first proposal any node made wins, and every node gets that one, so a token
@@ -470,7 +510,9 @@ public final class PostgresRoomStateStore: RoomStateStore {
         let vanished = state.withLock { $0.remoteLive.subtracting(stillLive) }
         publish(snapshot.ended + snapshot.revoked
             + vanished.sorted().map { DurableFact.roomGone(rid: $0) }
-            + remote.map { .roomLive(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
+            // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
+            // was not listening — a room still held here must be given up, not kept beside the other node's.
+            + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
     }
 
     public func close() async {
@@ -624,7 +666,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
     }
 
     static func parse(url text: String) throws -> ParsedURL {
-        let redacted = text.replacingOccurrences(of: #":[^:@/]*@"#, with: ":***@", options: .regularExpression)
+        let redacted = redactedDatabaseURL(text)
         guard let components = URLComponents(string: text), let scheme = components.scheme,
               scheme == "postgres" || scheme == "postgresql"
         else {

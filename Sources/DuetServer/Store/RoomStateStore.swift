@@ -22,3 +22,10 @@ public protocol RoomStateStore: Sendable {
     func maintain(nowMs: Int64) async throws -> [DurableFact]
     func close() async
 }
+
+/// How long the stores keep what no longer lives.
+enum RoomStateRetention {
+    /// A remembered room (no seat: its node restarted, and nobody came back yet) is pruned after this: longer than a
+    /// reconnect token lives (20 min by default), so a row is not pruned while a token could still recover the room.
+    static let rememberedRoomMs: Int64 = 3_600_000
+}

@@ -114,6 +114,9 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             for row in try await connection.query("SELECT rid, host_cid, epoch FROM duet_live_rooms ORDER BY updated_at, rid") {
                 facts.append(.roomLive(rid: row.text("rid"), hostCid: row.text("host_cid"), epoch: row.int64("epoch"), occupancy: 0))
             }
+            // Remembered from now on (a row nobody claims again within the hour is pruned, as in PostgreSQL).
+            _ = try await connection.query(
+                "UPDATE duet_live_rooms SET occupancy = 0, updated_at = ? WHERE occupancy <> 0", [.integer(SQLiteInt64(nowMs))])
             return facts
         }
     }
@@ -176,6 +179,8 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             let now: [SQLiteData] = [.integer(SQLiteInt64(nowMs))]
             _ = try await connection.query("DELETE FROM duet_ended_rooms WHERE tombstone_until <= ?1 AND seats_until <= ?1", now)
             _ = try await connection.query("DELETE FROM duet_revoked_seats WHERE until <= ?", now)
+            _ = try await connection.query(
+                "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < ?", [.integer(SQLiteInt64(nowMs - RoomStateRetention.rememberedRoomMs))])
         }
         return []
     }

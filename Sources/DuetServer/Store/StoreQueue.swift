@@ -32,13 +32,18 @@ public final class StoreQueue: Sendable {
         waiter?.yield()
     }
 
-    /// Everything queued, oldest first (a room's `roomEnded` after the `roomLive` it follows).
-    func take() -> [(order: UInt64, fact: DurableFact)] {
+    /// The oldest `limit` facts queued, oldest first (a room's `roomEnded` after the `roomLive` it follows). A batch
+    /// is one transaction with a time limit: after a long outage the backlog is written in batches that each fit.
+    func take(limit: Int = StoreQueue.batchLimit) -> [(order: UInt64, fact: DurableFact)] {
         pending.withLock { state in
-            defer { state.facts = [:] }
-            return state.facts.values.sorted { $0.order < $1.order }
+            let batch = state.facts.values.sorted { $0.order < $1.order }.prefix(limit)
+            for entry in batch { state.facts[entry.fact.key] = nil }
+            return Array(batch)
         }
     }
+
+    /// Facts per write: a few round trips each, well inside the store's 5 s limit per operation.
+    static let batchLimit = 200
 
     /// A batch the store refused goes back, under any newer fact with the same key that arrived meanwhile (a
     /// claim that did not reach the store stays a claim).

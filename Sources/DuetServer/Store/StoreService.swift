@@ -11,6 +11,9 @@ import ServiceLifecycle
 /// ends wrote is flushed before the store closes.
 struct StoreService: Service {
     let store: any RoomStateStore
+    /// Subscribed when the server was made, before the start-up load: a write of another node between the load's
+    /// snapshot and this service's start is buffered here, not lost.
+    let changes: AsyncStream<DurableFact>
     let queue: StoreQueue
     let hub: SessionHub
     let health: StoreHealth
@@ -73,7 +76,7 @@ struct StoreService: Service {
     }
 
     private func changesLoop() async {
-        for await fact in store.changes() {
+        for await fact in changes {
             metrics.storeLearned(1)
             hub.learn([fact])
         }

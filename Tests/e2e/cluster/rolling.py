@@ -101,11 +101,18 @@ class LoadCluster(cluster.Cluster):
                 f.write(text)
             return path
 
-        if os.environ.get("CLUSTER_UPSTREAM_ZONE") == "1":
+        if os.environ.get("CLUSTER_UPSTREAM_ZONE") == "1" and "zone duet_cluster" not in site:
             # Diagnosis only: the upstream's peer state (max_fails/fail_timeout) shared by all nginx workers.
             assert "hash $duet_room consistent;" in site
             site = site.replace("hash $duet_room consistent;", "hash $duet_room consistent;\n    zone duet_cluster 64k;", 1)
             log("CLUSTER_UPSTREAM_ZONE=1: upstream with `zone duet_cluster 64k;` (not the shipped file)")
+        if os.environ.get("CLUSTER_CONNECT_TIMEOUT"):
+            # Diagnosis only: nginx's connect timeout to a node (the shipped 1s equals Linux's first SYN retransmit,
+            # so a SYN dropped by a full listen queue counts as a failed node).
+            value = os.environ["CLUSTER_CONNECT_TIMEOUT"]
+            assert "proxy_connect_timeout 1s;" in site
+            site = site.replace("proxy_connect_timeout 1s;", f"proxy_connect_timeout {value};")
+            log(f"CLUSTER_CONNECT_TIMEOUT: proxy_connect_timeout {value} (not the shipped file)")
         deploy.nginx_main_conf = main_conf
         try:
             super()._start_nginx(site + plain_http_mirror(site, PLAIN_PORT))
