@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything `duet serve` can be told, with development defaults.
 public struct ServerConfiguration: Sendable {
@@ -77,7 +80,16 @@ public struct ServerConfiguration: Sendable {
     /// `--node-id`, else this machine's name and the port: nodes on different machines must never share an id (a
     /// node ignores its own id's notifications and owns its id's rows), and each binds the same address behind a
     /// local proxy, so the bind address would not do.
-    public var resolvedNodeId: String { nodeId ?? "\(ProcessInfo.processInfo.hostName):\(port)" }
+    public var resolvedNodeId: String { nodeId ?? "\(Self.machineName):\(port)" }
+
+    /// gethostname(2): a system call. Not `ProcessInfo.hostName`, which resolves the name through DNS and, where
+    /// there is no resolver (a network namespace), blocked the thread for tens of seconds on every server start.
+    static let machineName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "localhost" : name
+    }()
 
     public static var defaultDataDirectory: String {
         if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/duet" }
