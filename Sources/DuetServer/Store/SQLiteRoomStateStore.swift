@@ -48,7 +48,7 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 _ = try await connection.query("PRAGMA busy_timeout = 5000")
                 try await Self.migrate(connection)
             } catch {
-                try? await connection.close()
+                await Task { try? await connection.close() }.value  // even when cancelled: see close()
                 throw RoomStateStoreError("SQLite at \(self.path): cannot prepare the schema: \(error)")
             }
             self.state.withLock { $0.connection = connection }
@@ -192,8 +192,20 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             return state.connection
         }
         subscribers.finishAll()
-        // Through the gate: a batch being written finishes (and commits) before the connection closes.
-        try? await gate.run { try await connection?.close() }
+        guard let connection else { return }
+        // Through the gate: a batch being written finishes (and commits) before the connection closes. In a task of
+        // its own, because close() usually runs as the server shuts down, in a task already cancelled: sqlite-nio's
+        // thread pool drops work submitted from a cancelled task (CancellationError), and the handle would be left
+        // open — a leaked file descriptor, and an assertion failure in SQLiteConnection.deinit in debug builds (the
+        // clean-clone CI crashed on it).
+        let gate = self.gate
+        await Task {
+            do {
+                try await gate.run { try await connection.close() }
+            } catch {
+                self.logger.warning("SQLite at \(self.path): close failed: \(error)")
+            }
+        }.value
     }
 
     private func withConnection<T: Sendable>(_ what: String, _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {

@@ -148,6 +148,25 @@ import Testing
             #expect(yielded.isEmpty)
         }
     }
+
+    /// A server shutting down closes its store from a task that is already cancelled. The clean-clone CI crashed on
+    /// it: sqlite-nio's thread pool dropped the close, so the handle stayed open (SQLiteConnection's deinit asserts).
+    /// A closed last connection checkpoints and removes the WAL file: that is what shows the close happened.
+    @Test func closingFromACancelledTaskStillClosesTheDatabase() async throws {
+        try await Self.with(.sqlite) { place in
+            let store = try await place.store()
+            try await store.write([.roomLive(rid: "r1", hostCid: "h", epoch: 1, occupancy: 1)], nowMs: Self.now)
+            let wal = place.directory + "/rooms.sqlite-wal"
+            #expect(FileManager.default.fileExists(atPath: wal))
+            let closing = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                #expect(Task.isCancelled)
+                await store.close()
+            }
+            await closing.value
+            #expect(!FileManager.default.fileExists(atPath: wal), "the database is still open: the close was dropped")
+        }
+    }
 }
 
 /// The cluster: two or three nodes on one PostgreSQL database.
