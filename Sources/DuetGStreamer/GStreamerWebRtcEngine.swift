@@ -36,6 +36,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private let sink: AsyncStream<WebRtcEvent>.Continuation
     private let options: Options
     private let logger = Logger(label: "duet.gstreamer")
+    /// Zero of the quality samples' timestamps.
+    private let statsOrigin = ContinuousClock.now
     private let lock = NSLock()
     // Guarded by `lock`.
     private var peer: OpaquePointer?
@@ -169,20 +171,55 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         guard let (peer, base) = lock.withLock({ peer.map { duet_peer_retain($0); return (PeerHandle(pointer: $0), carried) } })
         else { return nil }
         // `duet_peer_stats` blocks until webrtcbin answers: keep it off the cooperative pool.
-        let stats = await withCheckedContinuation { (done: CheckedContinuation<DuetStats, Never>) in
+        let (stats, report) = await withCheckedContinuation { (done: CheckedContinuation<(DuetStats, String?), Never>) in
             DispatchQueue.global().async {
                 var stats = DuetStats()
                 duet_peer_stats(peer.pointer, &stats)
                 duet_peer_release(peer.pointer)
-                done.resume(returning: stats)
+                let report = stats.report_json.map { String(cString: $0) }
+                duet_stats_clear(&stats)
+                done.resume(returning: (stats, report))
             }
         }
         let type = withUnsafeBytes(of: stats.candidate_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let total = base.adding(stats)
+        let decoded = Self.decoded(stats)
         return CallStats(
             videoFramesReceived: total.frames, audioPacketsReceived: total.packets,
             candidateType: type.isEmpty ? nil : type, roundTripTimeMs: stats.has_rtt != 0 ? stats.rtt_ms : nil,
-            audioSamplesDecoded: total.samples, audioLevelDb: stats.audio_level_db, audioPeakDb: stats.audio_peak_db)
+            audioSamplesDecoded: total.samples, audioLevelDb: stats.audio_level_db, audioPeakDb: stats.audio_peak_db,
+            quality: report.flatMap { Self.qualitySample(report: $0, decoded: decoded, at: statsOrigin) },
+            rawReport: report.map { Self.rawReport($0, decoded: decoded) })
+    }
+
+    /// What the shim saw on its own pads, beside webrtcbin's stats (`WebRtcBinStats.Decoded` says why).
+    static func decoded(_ stats: DuetStats) -> WebRtcBinStats.Decoded {
+        func text<T>(_ tuple: T) -> String? {
+            let value = withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            return value.isEmpty ? nil : value
+        }
+        return WebRtcBinStats.Decoded(
+            framesDecoded: Int(stats.video_frames), frameWidth: stats.video_width > 0 ? Int(stats.video_width) : nil,
+            frameHeight: stats.video_height > 0 ? Int(stats.video_height) : nil,
+            audioSsrc: stats.audio_ssrc != 0 ? stats.audio_ssrc : nil, videoSsrc: stats.video_ssrc != 0 ? stats.video_ssrc : nil,
+            audioCodec: text(stats.audio_codec), videoCodec: text(stats.video_codec))
+    }
+
+    /// `{"decoded":…,"report":[…]}`: everything the quality sample was made of, as the fixtures keep it.
+    static func rawReport(_ report: String, decoded: WebRtcBinStats.Decoded) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let side = (try? encoder.encode(decoded)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        return #"{"decoded":"# + side + #","report":"# + report + "}"
+    }
+
+    /// The live session's counters for call quality (not the carried totals: a fresh session counts from zero, as
+    /// a new browser peer connection does, and `CallQuality` reads that as a restart). Timestamps are this engine's
+    /// monotonic milliseconds since it was made.
+    static func qualitySample(report: String, decoded: WebRtcBinStats.Decoded, at origin: ContinuousClock.Instant) -> QualitySample? {
+        // Whole milliseconds, as a browser's Date.now(): finer digits only make every interval a long fraction.
+        let timestampMs = ((ContinuousClock.now - origin) / .milliseconds(1)).rounded(.down)
+        return WebRtcBinStats.sample(reportJSON: report, timestampMs: timestampMs, decoded: decoded)
     }
 
     /// Media received by sessions so far.

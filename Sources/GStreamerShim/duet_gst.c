@@ -31,6 +31,12 @@ struct DuetPeer {
     gint closed;  // set before teardown: callbacks stop reaching Swift
     gint video_frames;
     gint audio_packets;
+    gint video_width;   // of the decoded video, set when its pad appears
+    gint video_height;
+    // The inbound streams as their pads' caps name them (webrtcbin 1.22's stats label every inbound-rtp "audio"
+    // and leave its codec empty): SSRC and encoding name per kind, guarded by `audio_lock`.
+    guint audio_ssrc, video_ssrc;
+    char audio_codec[16], video_codec[16];
     // Decoded audio, written on GStreamer's streaming threads and read by stats: guarded by `audio_lock`. A pthread
     // mutex, not a GMutex: glib's is a bare futex that ThreadSanitizer cannot see (it reported this pair as a race).
     pthread_mutex_t audio_lock;
@@ -194,8 +200,13 @@ static void on_decoded_pad(GstElement *decodebin, GstPad *pad, gpointer data) {
     DuetPeer *peer = data;
     GstCaps *caps = gst_pad_get_current_caps(pad);
     if (!caps) return;
-    const gchar *name = gst_structure_get_name(gst_caps_get_structure(caps, 0));
-    gboolean video = g_str_has_prefix(name, "video/");
+    const GstStructure *format = gst_caps_get_structure(caps, 0);
+    gboolean video = g_str_has_prefix(gst_structure_get_name(format), "video/");
+    gint width = 0, height = 0;
+    if (video && gst_structure_get_int(format, "width", &width) && gst_structure_get_int(format, "height", &height)) {
+        g_atomic_int_set(&peer->video_width, width);
+        g_atomic_int_set(&peer->video_height, height);
+    }
     gst_caps_unref(caps);
     // Decoded media ends in a fakesink: a headless peer counts video frames, and counts and measures the
     // decoded audio (decodebin has put the Opus decoder before this branch).
@@ -230,8 +241,18 @@ static void on_incoming_pad(GstElement *webrtc, GstPad *pad, gpointer data) {
     GstCaps *caps = gst_pad_get_current_caps(pad);
     gboolean audio = FALSE;
     if (caps) {
-        const gchar *media = gst_structure_get_string(gst_caps_get_structure(caps, 0), "media");
+        const GstStructure *format = gst_caps_get_structure(caps, 0);
+        const gchar *media = gst_structure_get_string(format, "media");
         audio = media && !strcmp(media, "audio");
+        gboolean video = media && !strcmp(media, "video");
+        guint ssrc = 0;
+        const gchar *encoding = gst_structure_get_string(format, "encoding-name");
+        if ((audio || video) && gst_structure_get_uint(format, "ssrc", &ssrc)) {
+            pthread_mutex_lock(&peer->audio_lock);
+            *(audio ? &peer->audio_ssrc : &peer->video_ssrc) = ssrc;
+            g_strlcpy(audio ? peer->audio_codec : peer->video_codec, encoding ? encoding : "", sizeof peer->audio_codec);
+            pthread_mutex_unlock(&peer->audio_lock);
+        }
         gst_caps_unref(caps);
     }
     if (audio) gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &peer->audio_packets, NULL);
@@ -561,6 +582,95 @@ static gboolean scan_type(GQuark field, const GValue *value, gpointer data) {
     return TRUE;
 }
 
+// webrtcbin's stats reply as JSON, for call quality (DuetClient's WebRtcBinStats reads it): every field that is a
+// number, boolean or string as itself, anything else (enums, flags) as its GStreamer serialization, non-finite
+// numbers as null. Structure names become "type", webrtcbin's own "type" field (the same, as an enum) is dropped.
+static void append_json_string(GString *out, const gchar *text) {
+    g_string_append_c(out, '"');
+    for (const guchar *c = (const guchar *)text; *c; c++) {
+        if (*c == '"' || *c == '\\') g_string_append_printf(out, "\\%c", *c);
+        else if (*c < 0x20) g_string_append_printf(out, "\\u%04x", *c);
+        else g_string_append_c(out, (gchar)*c);
+    }
+    g_string_append_c(out, '"');
+}
+
+static void append_json_number(GString *out, double value) {
+    if (isfinite(value)) g_string_append_printf(out, "%.17g", value);
+    else g_string_append(out, "null");
+}
+
+static void append_json_value(GString *out, const GValue *value) {
+    switch (G_TYPE_FUNDAMENTAL(G_VALUE_TYPE(value))) {
+    case G_TYPE_INT: g_string_append_printf(out, "%d", g_value_get_int(value)); return;
+    case G_TYPE_UINT: g_string_append_printf(out, "%u", g_value_get_uint(value)); return;
+    case G_TYPE_INT64: g_string_append_printf(out, "%" G_GINT64_FORMAT, g_value_get_int64(value)); return;
+    case G_TYPE_UINT64: g_string_append_printf(out, "%" G_GUINT64_FORMAT, g_value_get_uint64(value)); return;
+    case G_TYPE_LONG: g_string_append_printf(out, "%ld", g_value_get_long(value)); return;
+    case G_TYPE_ULONG: g_string_append_printf(out, "%lu", g_value_get_ulong(value)); return;
+    case G_TYPE_DOUBLE: append_json_number(out, g_value_get_double(value)); return;
+    case G_TYPE_FLOAT: append_json_number(out, g_value_get_float(value)); return;
+    case G_TYPE_BOOLEAN: g_string_append(out, g_value_get_boolean(value) ? "true" : "false"); return;
+    case G_TYPE_STRING: {
+        const gchar *text = g_value_get_string(value);
+        if (text) append_json_string(out, text);
+        else g_string_append(out, "null");
+        return;
+    }
+    default: {
+        gchar *text = gst_value_serialize(value);
+        if (text) append_json_string(out, text);
+        else g_string_append(out, "null");
+        g_free(text);
+    }
+    }
+}
+
+typedef struct {
+    GString *out;
+    gboolean first;
+} JsonObject;
+
+static gboolean append_json_field(GQuark field, const GValue *value, gpointer data) {
+    JsonObject *object = data;
+    const gchar *name = g_quark_to_string(field);
+    if (!strcmp(name, "type") || GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    g_string_append(object->out, object->first ? "" : ",");
+    object->first = FALSE;
+    append_json_string(object->out, name);
+    g_string_append_c(object->out, ':');
+    append_json_value(object->out, value);
+    return TRUE;
+}
+
+static gboolean append_json_stat(GQuark field, const GValue *value, gpointer data) {
+    (void)field;
+    JsonObject *array = data;
+    if (!GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    const GstStructure *s = gst_value_get_structure(value);
+    g_string_append(array->out, array->first ? "{" : ",{");
+    array->first = FALSE;
+    g_string_append(array->out, "\"type\":");
+    append_json_string(array->out, gst_structure_get_name(s));
+    JsonObject object = {array->out, FALSE};
+    gst_structure_foreach(s, append_json_field, &object);
+    g_string_append_c(array->out, '}');
+    return TRUE;
+}
+
+static char *stats_json(const GstStructure *stats) {
+    GString *out = g_string_new("[");
+    JsonObject array = {out, TRUE};
+    gst_structure_foreach(stats, append_json_stat, &array);
+    g_string_append_c(out, ']');
+    return g_string_free(out, FALSE);
+}
+
+void duet_stats_clear(DuetStats *stats) {
+    g_free(stats->report_json);
+    stats->report_json = NULL;
+}
+
 // The decoded audio's count, and its level over the last LEVEL_WINDOW_US: the mean power of the measurements
 // that arrived in it, and their highest peak; the floor when none did (nothing decoded, or silence).
 static void audio_stats(DuetPeer *peer, DuetStats *out) {
@@ -569,6 +679,10 @@ static void audio_stats(DuetPeer *peer, DuetStats *out) {
     int measured = 0;
     pthread_mutex_lock(&peer->audio_lock);
     out->audio_samples = peer->audio_samples;
+    out->audio_ssrc = peer->audio_ssrc;
+    out->video_ssrc = peer->video_ssrc;
+    g_strlcpy(out->audio_codec, peer->audio_codec, sizeof out->audio_codec);
+    g_strlcpy(out->video_codec, peer->video_codec, sizeof out->video_codec);
     for (guint i = 0; i < LEVEL_SLOTS; i++) {
         const LevelSlot *slot = &peer->levels[i];
         if (slot->at == 0 || slot->at < since) continue;
@@ -586,6 +700,8 @@ void duet_peer_counters(DuetPeer *peer, DuetStats *out) {
     memset(out, 0, sizeof *out);
     out->video_frames = g_atomic_int_get(&peer->video_frames);
     out->audio_packets = g_atomic_int_get(&peer->audio_packets);
+    out->video_width = g_atomic_int_get(&peer->video_width);
+    out->video_height = g_atomic_int_get(&peer->video_height);
     audio_stats(peer, out);
 }
 
@@ -601,6 +717,7 @@ void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
             gst_structure_foreach(stats, scan_pair, &scan);
             gst_structure_foreach(stats, scan_local, &scan);
             gst_structure_foreach(stats, scan_type, &scan);
+            out->report_json = stats_json(stats);
         }
         g_strlcpy(out->candidate_type, scan.candidate_type, sizeof out->candidate_type);
         out->rtt_ms = scan.rtt;

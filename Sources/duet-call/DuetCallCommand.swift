@@ -32,6 +32,8 @@ struct DuetCallCommand: AsyncParsableCommand {
     var duration: Double?
     @Option(help: "Address the ICE agent gathers on (repeatable). Default: 127.0.0.1 when the server is on loopback, else every interface.")
     var iceAddress: [String] = []
+    @Flag(help: ArgumentHelp("With --events jsonl: also each second's raw webrtcbin stats (for quality fixtures).", visibility: .hidden))
+    var rawStats = false
     @Option(help: "Log level on stderr: trace|debug|info|notice|warning|error.")
     var logLevel: String = "warning"
 
@@ -46,7 +48,7 @@ struct DuetCallCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let log = EventLog(jsonl: events == .jsonl)
+        let log = EventLog(jsonl: events == .jsonl, rawStats: rawStats)
 
         let pinned = iceAddress.isEmpty && Self.isLoopback(target.server) ? ["127.0.0.1"] : iceAddress
         let media: GStreamerWebRtcEngine
@@ -97,6 +99,7 @@ struct DuetCallCommand: AsyncParsableCommand {
                 break
             }
         }
+        log.summary(await call.qualitySummary)
         await call.shutdown()
         await media.close()
         signals.forEach { $0.cancel() }

@@ -5,6 +5,8 @@ import Foundation
 /// one-line status on stderr when it is a terminal.
 final class EventLog: @unchecked Sendable {
     private let jsonl: Bool
+    /// `--raw-stats`: also each second's stats report as webrtcbin gave it (what the quality fixtures are made of).
+    private let rawStats: Bool
     private let started = ContinuousClock.now
     private let lock = NSLock()
     private let statusOnTerminal = isatty(STDERR_FILENO) == 1
@@ -19,9 +21,13 @@ final class EventLog: @unchecked Sendable {
         var frames = 0
         var packets = 0
         var levelDb: Double?
+        var quality = "-"
     }
 
-    init(jsonl: Bool) { self.jsonl = jsonl }
+    init(jsonl: Bool, rawStats: Bool = false) {
+        self.jsonl = jsonl
+        self.rawStats = rawStats
+    }
 
     func record(_ event: CallEvent) {
         switch event {
@@ -57,6 +63,13 @@ final class EventLog: @unchecked Sendable {
             if let level = stats.audioLevelDb { line["audioLevelDb"] = Self.rounded(level) }
             if let peak = stats.audioPeakDb { line["audioPeakDb"] = Self.rounded(peak) }
             write(line)
+            if rawStats, let report = stats.rawReport, let sample = stats.quality { writeRaw(report, sample: sample) }
+        case .quality(let reading):
+            update { $0.quality = reading.level?.rawValue ?? "-" }
+            write(Self.fields(of: reading))
+        case .remoteMedia(let state):
+            write(["event": "remoteMedia", "audio": state.map { $0.audio as Any } ?? NSNull(),
+                   "video": state.map { $0.video as Any } ?? NSNull(), "screen": state.map { $0.screen as Any } ?? NSNull()])
         case .room(let id):
             write(["event": "room", "value": id])
         case .participants(let list, let host, let me):
@@ -69,6 +82,32 @@ final class EventLog: @unchecked Sendable {
     }
 
     func note(_ fields: [String: Any]) { write(fields) }
+
+    /// The call's quality summary, written once when it is over.
+    func summary(_ summary: QualitySummary) {
+        write(["event": "summary", "durationMs": summary.durationMs, "averageMos": summary.averageMos.map { $0 as Any } ?? NSNull(),
+               "reconnects": summary.reconnects, "noMediaMs": summary.noMediaMs, "readings": summary.readings])
+    }
+
+    /// `{"event":"quality",…}`: every field of the reading, null where unknown (docs/call-quality.md).
+    static func fields(of reading: QualityReading) -> [String: Any] {
+        func value(_ optional: (some Any)?) -> Any { optional.map { $0 as Any } ?? NSNull() }
+        return [
+            "event": "quality", "level": value(reading.level?.rawValue), "mos": value(reading.mos), "rttMs": value(reading.rttMs),
+            "lossPct": value(reading.lossPct), "jitterMs": value(reading.jitterMs), "bitrateInKbps": value(reading.bitrateInKbps),
+            "bitrateOutKbps": value(reading.bitrateOutKbps), "frameWidth": value(reading.frameWidth),
+            "frameHeight": value(reading.frameHeight), "fps": value(reading.fps), "audioCodec": value(reading.audioCodec),
+            "videoCodec": value(reading.videoCodec), "candidateType": value(reading.candidateType),
+            "mediaFlowing": reading.mediaFlowing, "intervalMs": reading.intervalMs,
+        ]
+    }
+
+    private func writeRaw(_ report: String, sample: QualitySample) {
+        guard let raw = try? JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any],
+              let normalized = try? JSONSerialization.jsonObject(with: JSONEncoder().encode(sample)) else { return }
+        write(["event": "rawStats", "atMs": sample.timestampMs, "sample": normalized, "decoded": raw["decoded"] ?? NSNull(),
+               "report": raw["report"] ?? NSNull()])
+    }
 
     /// dB to a tenth: finer digits are noise.
     static func rounded(_ db: Double) -> Double { (db * 10).rounded() / 10 }
@@ -102,7 +141,7 @@ final class EventLog: @unchecked Sendable {
         guard statusOnTerminal else { return }
         let rtt = s.rttMs.map { String(format: "%.0f ms", $0) } ?? "-"
         let level = s.levelDb.map { String(format: "%.0f dBFS", $0) } ?? "-"
-        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level)"
+        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level) · quality \(s.quality)"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

@@ -16,6 +16,7 @@ extension CallEngine.Options {
             "jitterSeed": jitterSeed.map { .string(String($0)) } ?? .null,
             "device": .string(device),
             "restartsOnlyAsHost": .bool(restartsOnlyAsHost),
+            "localMedia": localMedia.traceForm,
         ]
         if let resume { fields["resume"] = resume.traceForm }
         return .object(fields)
@@ -36,6 +37,7 @@ extension CallEngine.Input {
         case .leave: return ["type": "leave"]
         case .end: return ["type": "end"]
         case .dismissError: return ["type": "dismissError"]
+        case .localMediaChanged(let state): return ["type": "localMediaChanged", "media": state.traceForm]
         case .replaced: return ["type": "replaced"]
         case .roomIdCreated(let id): return ["type": "roomIdCreated", "roomId": .string(id)]
         case .roomIdFailed(let reason): return ["type": "roomIdFailed", "reason": .string(reason)]
@@ -123,9 +125,11 @@ extension CallEvent {
         case .failure(let failure): return ["type": "failure", "failure": failure.traceForm]
         case .iceRestart(let reason): return ["type": "iceRestart", "reason": .string(reason.rawValue)]
         case .stats: return ["type": "stats"]  // the runtime's, never the engine's
+        case .quality: return ["type": "quality"]  // the runtime's, never the engine's
         case .escalation(let step): return ["type": "escalation", "step": .string(step.rawValue)]
         case .session(let seat): return ["type": "session", "seat": seat?.traceForm ?? .null]
         case .replaced(let seat): return ["type": "replaced", "seat": seat?.traceForm ?? .null]
+        case .remoteMedia(let state): return ["type": "remoteMedia", "media": state?.traceForm ?? .null]
         }
     }
 }
@@ -144,8 +148,13 @@ extension ParticipantInfo {
     var traceForm: JSONValue {
         var fields: [String: JSONValue] = ["cid": .string(cid), "joinedAt": .int(joinedAt)]
         if let connectionStatus { fields["connectionStatus"] = .string(connectionStatus.rawValue) }
+        if let media { fields["media"] = media.traceForm }
         return .object(fields)
     }
+}
+
+extension MediaState {
+    var traceForm: JSONValue { ["audio": .bool(audio), "video": .bool(video), "screen": .bool(screen)] }
 }
 
 extension IceCandidate {

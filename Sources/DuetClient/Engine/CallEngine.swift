@@ -14,6 +14,8 @@ public struct CallEngine: Sendable {
         public var restartsOnlyAsHost = false
         /// A seat kept from before the process died (`CallEvent.session`): joining that room proves it once.
         public var resume: Seat?
+        /// What this side says of its microphone, camera and screen from the first join on.
+        public var localMedia = MediaState.initial
         public init() {}
     }
 
@@ -24,6 +26,8 @@ public struct CallEngine: Sendable {
         case leave
         case end
         case dismissError
+        /// The user turned the microphone or camera on or off, or started or stopped sharing the screen.
+        case localMediaChanged(MediaState)
         /// The server closed signaling because another connection proved this seat (WebSocket close 4001).
         case replaced
         // HTTP results
@@ -91,6 +95,10 @@ public struct CallEngine: Sendable {
     public private(set) var reconnectToken: String?
     public private(set) var participants: [ParticipantInfo] = []
     public private(set) var epoch: Int64 = 0
+    /// What this side last said of its media (sent after every join, so a restarted server and the peer learn it).
+    public private(set) var localMedia: MediaState
+    /// What the other participant last said of its media; nil until it said something (or after it left).
+    public private(set) var remoteMedia: MediaState?
     private var peerCid: String?
     private var peerEpoch: Int64 = 0
     private var peerSuspended = false
@@ -112,6 +120,7 @@ public struct CallEngine: Sendable {
         self.link = SignalingLinkMachine(webSocketAvailable: !options.sseOnly, jitterSeed: options.jitterSeed)
         self.negotiation = NegotiationMachine(restartsOnlyAsHost: options.restartsOnlyAsHost)
         self.resume = options.resume
+        self.localMedia = options.localMedia
     }
 
     public var isSignalingUp: Bool { link.transport != nil }
@@ -138,6 +147,7 @@ public struct CallEngine: Sendable {
         case .leave: return phaseEvent(.leaveCall)
         case .end: return phaseEvent(.endCall)
         case .dismissError: return phaseEvent(.dismissError)
+        case .localMediaChanged(let state): return localMediaChanged(state)
         case .replaced: return phaseEvent(.replaced)
         case .roomIdCreated(let id): return phaseEvent(.roomIdReceived(id))
         case .roomIdFailed(let reason): return phaseEvent(.roomIdFailed(reason))
@@ -420,6 +430,11 @@ public struct CallEngine: Sendable {
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
+        case .mediaState?:
+            guard let state = try? envelope.payload.decode(MediaState.self),
+                let from = envelope.payload["from"]?.stringValue, from == peerCid
+            else { return [] }
+            return remoteMediaLearned(state)
         case .pong?:
             return linkEvent(.pong)
         case .turnRefreshed?:
@@ -455,7 +470,28 @@ public struct CallEngine: Sendable {
         out += statusEvent(.signaling(up: true))
         out += turnEvent(.token(joined.turnToken, ttlMs: joined.turnTokenTTLMs))
         out += flushOutbox()
+        // Said after every join, fresh, reattached or recovered: a restarted server has forgotten it, and the
+        // peer's room_state repeats it from the server.
+        out.append(.send(mediaStateEnvelope()))
         return out
+    }
+
+    private mutating func localMediaChanged(_ state: MediaState) -> [Output] {
+        guard state != localMedia else { return [] }
+        localMedia = state
+        // Not queued while signaling is down or a rejoin is unanswered: the join's acknowledgement sends the latest.
+        guard isSignalingUp, !rejoinPending, cid != nil, phase.phase == .waiting || phase.phase == .inCall else { return [] }
+        return [.send(mediaStateEnvelope())]
+    }
+
+    private func mediaStateEnvelope() -> Envelope {
+        Envelope(.mediaState, rid: roomId, payload: (try? JSONValue(encoding: localMedia)) ?? [:])
+    }
+
+    private mutating func remoteMediaLearned(_ state: MediaState?) -> [Output] {
+        guard state != remoteMedia else { return [] }
+        remoteMedia = state
+        return [.emit(.remoteMedia(state))]
     }
 
     private func scheduleTokenRefresh(ttlMs: Int64) -> Output {
@@ -480,11 +516,19 @@ public struct CallEngine: Sendable {
         let peer = state.participants.first { $0.cid != cid }
         let wasSuspended = peerSuspended
         peerSuspended = peer?.connectionStatus == .suspended
-        if peer?.cid != peerCid || fresh {
+        let newPeer = peer?.cid != peerCid
+        if newPeer || fresh {
             peerCid = peer?.cid
             peerEpoch = state.epoch
         }
         var out: [Output] = [.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? ""))]
+        // The server repeats the peer's last media state; a server that does not know it (restarted) leaves what
+        // we know of the same peer alone. Another peer (or none) starts from what the server says.
+        if let media = peer?.media {
+            out += remoteMediaLearned(media)
+        } else if newPeer {
+            out += remoteMediaLearned(nil)
+        }
         // The peer connection must exist before the first offer or answer is made.
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
         out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
@@ -549,6 +593,7 @@ public struct CallEngine: Sendable {
         hostCid = nil
         participants = []
         peerCid = nil
+        remoteMedia = nil
         rejoinPending = false
         awaitingRoomStateAfterReconnect = false
         status = ConnectionStatusMachine()

@@ -15,6 +15,9 @@ public enum CallEvent: Sendable, Equatable {
     case iceRestart(NegotiationMachine.RestartReason)
     /// Once per `DuetCall.Configuration.statsInterval` while in a call.
     case stats(CallStats)
+    /// Call quality over the last stats interval (after each `.stats` whose engine gives quality samples):
+    /// RTT, jitter, loss, bitrates, MOS and level (docs/call-quality.md). `DuetCall.qualitySummary` folds them.
+    case quality(QualityReading)
     case escalation(EscalationStep)
     /// The seat to keep across a process death (nil once the call is over): pass it back as
     /// `CallEngine.Options.resume` to reclaim the seat instead of finding the room full.
@@ -23,6 +26,8 @@ public enum CallEvent: Sendable, Equatable {
     /// this one stopped and did not say goodbye. Show it, and offer to take the call back: the seat is still
     /// provable, so a new call engine with it as `CallEngine.Options.resume` reclaims it ("use here").
     case replaced(Seat?)
+    /// What the other participant says of its microphone, camera and screen (`media_state`); nil when unknown.
+    case remoteMedia(MediaState?)
 }
 
 /// A seat in a room, proven by its reconnect token.

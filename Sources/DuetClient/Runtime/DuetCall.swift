@@ -57,6 +57,10 @@ public actor DuetCall {
     public private(set) var phase: CallPhase = .idle
     public private(set) var connectionStatus: ConnectionStatus = .connected
     public private(set) var transport: SignalingTransport?
+    /// This call's quality so far (`.quality` readings folded, reconnects counted); starts afresh with each join.
+    public private(set) var qualitySummary = QualitySummary()
+    /// The previous stats interval's sample: a reading needs two. nil outside a call or without a peer connection.
+    private var lastQualitySample: QualitySample?
 
     public init(
         configuration: Configuration, engine webRtc: any WebRtcEngine, network: any NetworkMonitor = NoNetworkMonitor(),
@@ -132,6 +136,9 @@ public actor DuetCall {
     /// Ends the room for everyone (host only; otherwise the server refuses and the call just leaves).
     public func end() { feed(.end) }
     public func dismissError() { feed(.dismissError) }
+    /// Tells the other participant this side's microphone, camera and screen state (again after every rejoin).
+    public func setLocalMedia(_ state: MediaState) { feed(.localMediaChanged(state)) }
+    public var remoteMedia: MediaState? { engine.remoteMedia }
 
     public var roomId: String? { engine.roomId }
     public var cid: String? { engine.cid }
@@ -209,7 +216,11 @@ public actor DuetCall {
         case .phase(let value):
             phase = value
             if value == .joining { acceptingWebRtcCommands = true }
-        case .connectionStatus(let value): connectionStatus = value
+            if value == .joining { qualitySummary = QualitySummary() }  // a new call (joining follows idle only)
+        case .connectionStatus(let value):
+            // A reconnect, for the quality summary: the call stopped being connected.
+            if phase == .inCall, connectionStatus == .connected, value != .connected { qualitySummary = qualitySummary.addingReconnect() }
+            connectionStatus = value
         case .transport(let value): transport = value
         default: break
         }
@@ -402,8 +413,16 @@ public actor DuetCall {
     }
 
     private func emitStats() async {
-        guard phase == .inCall, let stats = await webRtc.stats() else { return }
+        guard phase == .inCall, let stats = await webRtc.stats(), phase == .inCall else {
+            lastQualitySample = nil  // the next reading measures from a fresh sample, not across the gap
+            return
+        }
         emit(.stats(stats))
+        guard let sample = stats.quality else { return }
+        let reading = CallQuality.reading(previous: lastQualitySample, current: sample)
+        lastQualitySample = sample
+        qualitySummary = qualitySummary.adding(reading)
+        emit(.quality(reading))
     }
 
     private func rtcConfiguration() -> RtcConfiguration {

@@ -35,9 +35,16 @@ public struct CallStats: Sendable, Equatable {
     public var audioSamplesDecoded: Int?
     public var audioLevelDb: Double?
     public var audioPeakDb: Double?
+    /// The live peer connection's statistics normalized for call quality (nil for engines that do not give them):
+    /// `DuetCall` turns consecutive ones into `.quality` readings. Counters restart with each new connection.
+    public var quality: QualitySample?
+    /// The engine's own stats report as it gave it, for diagnostics and captured fixtures (webrtcbin's:
+    /// `{"decoded": WebRtcBinStats.Decoded, "report": [its stats as JSON]}`).
+    public var rawReport: String?
     public init(
         videoFramesReceived: Int, audioPacketsReceived: Int, candidateType: String?, roundTripTimeMs: Double?,
-        audioSamplesDecoded: Int? = nil, audioLevelDb: Double? = nil, audioPeakDb: Double? = nil
+        audioSamplesDecoded: Int? = nil, audioLevelDb: Double? = nil, audioPeakDb: Double? = nil,
+        quality: QualitySample? = nil, rawReport: String? = nil
     ) {
         self.videoFramesReceived = videoFramesReceived
         self.audioPacketsReceived = audioPacketsReceived
@@ -46,6 +53,8 @@ public struct CallStats: Sendable, Equatable {
         self.audioSamplesDecoded = audioSamplesDecoded
         self.audioLevelDb = audioLevelDb
         self.audioPeakDb = audioPeakDb
+        self.quality = quality
+        self.rawReport = rawReport
     }
 }
 

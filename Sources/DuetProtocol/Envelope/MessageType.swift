@@ -8,6 +8,8 @@ public enum MessageType: String, Sendable, CaseIterable {
     case turnRefresh = "turn-refresh"
     case reconnectTokenRefresh = "reconnect-token-refresh"
     case watchRooms = "watch_rooms"
+    /// Also server → client: relayed to the other participant with `from`.
+    case mediaState = "media_state"
     // server → client
     case pong, joined
     case roomState = "room_state"

@@ -8,10 +8,13 @@ public struct ParticipantInfo: Codable, Sendable, Equatable {
     public var cid: String
     public var joinedAt: Int64
     public var connectionStatus: ParticipantConnectionStatus?
-    public init(cid: String, joinedAt: Int64, connectionStatus: ParticipantConnectionStatus?) {
+    /// The participant's last `media_state`; absent until it sent one (to this server process).
+    public var media: MediaState?
+    public init(cid: String, joinedAt: Int64, connectionStatus: ParticipantConnectionStatus?, media: MediaState? = nil) {
         self.cid = cid
         self.joinedAt = joinedAt
         self.connectionStatus = connectionStatus
+        self.media = media
     }
 }
 

@@ -18,9 +18,12 @@ struct Participant: Sendable, Equatable {
     /// Nil while suspended: the seat is kept, nothing is delivered.
     var connection: ConnectionID?
     var suspendedAt: Int64?
+    /// The last `media_state` this participant sent, repeated in `room_state` so a peer that reconnects learns it.
+    /// Kept in memory only: after a server restart every client says it again when it rejoins.
+    var media: MediaState?
 
     var status: ParticipantConnectionStatus { connection == nil ? .suspended : .connected }
-    var info: ParticipantInfo { ParticipantInfo(cid: cid, joinedAt: joinedAt, connectionStatus: status) }
+    var info: ParticipantInfo { ParticipantInfo(cid: cid, joinedAt: joinedAt, connectionStatus: status, media: media) }
 }
 
 struct Room: Sendable, Equatable {

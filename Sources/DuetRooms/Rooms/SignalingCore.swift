@@ -242,6 +242,8 @@ public struct SignalingCore: Sendable {
                 try endRoom(from: connection, nowMs: nowMs, into: &out)
             case .offer?, .answer?, .ice?:
                 try relay(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .mediaState?:
+                try mediaState(envelope, from: connection, nowMs: nowMs, into: &out)
             case .turnRefresh?:
                 guard let seat = connections[connection]?.seat else {
                     throw ProtocolError(.turnRefreshFailed, "TURN credentials are only issued to a participant of a room; join first")

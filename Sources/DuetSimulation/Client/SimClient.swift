@@ -66,6 +66,16 @@ final class SimClient {
     func join(_ roomId: String) { run { self.userLeft = false; self.feed(.joinRoom(roomId)) } }
     func leave() { run { self.userLeft = true; self.feed(.leave) } }
     func end() { run { self.userLeft = true; self.feed(.end) } }
+    /// The user mutes or unmutes: the other side must come to show it, whatever the faults did meanwhile.
+    func setMicrophone(on: Bool) {
+        run {
+            var media = self.engine.localMedia
+            media.audio = on
+            self.feed(.localMediaChanged(media))
+        }
+    }
+    var localMedia: MediaState { engine.localMedia }
+    var remoteMedia: MediaState? { engine.remoteMedia }
     // The device's network hints. `duet call` has none on Linux (no network monitor there): it learns of a change only
     // from its transports and ICE.
     private var hasNetworkMonitor: Bool { !world.media.webrtcbinSides.contains(side) }

@@ -101,7 +101,10 @@ public enum Simulation {
             recordEngineTraces: options.recordEngineTraces)
         if let side = options.duetCallSide { world.media.webrtcbinSides = [side] }
         for fault in faults { world.trace(nil, "schedule: \(fault)") }
-        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: draw.range(200, 3_000), absenceMs: absenceMs)
+        let guestDelay = draw.range(200, 3_000)
+        // One side mutes at a moment inside the faults (drawn last, so every earlier draw stays the seed's own).
+        let mute = MediaChange(side: draw.chance(0.5) ? .a : .b, at: draw.range(0, max(Run.faultSpan(faults), 1)))
+        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: guestDelay, absenceMs: absenceMs, mute: mute)
         run.play()
         return Result(
             seed: options.seed, faults: faults, violations: world.monitor.violations, recoveryMs: run.recoveryMs,
@@ -109,6 +112,12 @@ public enum Simulation {
             events: [.a: world.client(.a).events, .b: world.client(.b).events], eventsRun: world.scheduler.eventsRun,
             milestones: world.monitor.milestones, engineTraces: world.engineTraces)
     }
+}
+
+/// A user's mute at a time after the call was established.
+struct MediaChange {
+    var side: Side
+    var at: Int64
 }
 
 /// The script of one run.
@@ -122,8 +131,14 @@ private final class Run {
     var recoveryMs: Int64?
     var establishedAt: Int64?
 
-    init(world: World, options: Simulation.Options, faults: [ScheduledFault], ending: Simulation.Ending, guestDelay: Int64, absenceMs: Int64) {
+    let mute: MediaChange
+
+    init(
+        world: World, options: Simulation.Options, faults: [ScheduledFault], ending: Simulation.Ending, guestDelay: Int64,
+        absenceMs: Int64, mute: MediaChange
+    ) {
         self.absenceMs = absenceMs
+        self.mute = mute
         self.world = world
         self.options = options
         self.faults = faults
@@ -163,6 +178,10 @@ private final class Run {
         let base = world.scheduler.now
         if !options.faultsFromStart { faults.forEach { world.schedule($0, from: base) } }
         for action in options.actions { schedule(action, from: base) }
+        world.scheduler.at(base + mute.at) { [self] in
+            world.trace(mute.side, "USER mutes")
+            world.client(mute.side).setMicrophone(on: false)
+        }
         guard options.expectsRecovery else {
             run(until: base + Self.faultSpan(faults) + 120_000)
             return checkCleanup(afterLeaving: false)
@@ -213,6 +232,8 @@ private final class Run {
             let client = world.client(side)
             return client.phase == .inCall && client.status == .connected && client.transport != nil
                 && world.connectionIsLive(side) && world.media.isHealthy(side)
+                // Each shows what the other said of its microphone and camera (a mute during the faults included).
+                && client.remoteMedia == world.client(side.other).localMedia
         }
     }
 

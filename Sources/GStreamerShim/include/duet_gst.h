@@ -34,7 +34,19 @@ typedef struct {
     char candidate_type[16];  // of the selected pair's local candidate, "" when unknown
     double rtt_ms;
     int has_rtt;
+    int video_width;   // of the decoded video, 0 until known
+    int video_height;
+    // The inbound streams as their pads' caps say (0 / "" until known): webrtcbin 1.22's stats label every
+    // inbound-rtp "audio" and leave its codec empty, so call quality tells the streams apart by SSRC.
+    uint32_t audio_ssrc, video_ssrc;
+    char audio_codec[16], video_codec[16];  // encoding names: "OPUS", "VP8"
+    /// webrtcbin's whole `get-stats` reply as JSON (an array of objects, each a stats structure's fields plus its
+    /// name as "type"), for call quality; NULL when it did not answer. Freed by `duet_stats_clear`.
+    char *report_json;
 } DuetStats;
+
+/// Frees what `duet_peer_stats` allocated in `stats` (its report); safe on a zeroed or cleared value.
+void duet_stats_clear(DuetStats *stats);
 
 /// Initialises GStreamer once and checks that every element the peer needs exists.
 int duet_gst_init(char *error, size_t error_len);

@@ -196,7 +196,10 @@ class Browser:
         """{'product': 'Chrome/156...', 'protocolVersion', 'userAgent', 'jsVersion', ...}"""
         return self.send("Browser.getVersion", timeout=timeout)
 
-    def new_page(self, url=None, timeout=10):
+    def new_page(self, url=None, timeout=10, prejoin=False):
+        """prejoin: show Duet's pre-join screen. By default a test page joins at once, as it did before there was
+        one: every document of the page gets sessionStorage['duet.prejoin'] = 'skip' before its scripts run
+        (the call page's documented automation switch; `?prejoin=0` does the same for one URL)."""
         # Create blank, attach and enable domains first, then navigate: otherwise
         # early console messages and the load event could fire before we listen.
         target_id = self.send("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
@@ -205,6 +208,9 @@ class Browser:
         self._sessions[session_id] = page
         for method in ("Runtime.enable", "Page.enable", "Log.enable"):
             page.send(method)
+        if not prejoin:
+            page.send("Page.addScriptToEvaluateOnNewDocument",
+                      {"source": "try { sessionStorage.setItem('duet.prejoin', 'skip'); } catch (e) {}"})
         page.send("Page.setLifecycleEventsEnabled", {"enabled": True})
         if url:
             page.navigate(url, timeout=timeout)

@@ -159,8 +159,10 @@ def stats(page):
     return page.evaluate("duet.stats()")
 
 
-def open_call(browser, url, name=None):
-    page = watch(browser.new_page(url), name)
+def open_call(browser, url, name=None, prejoin=False):
+    """Opens a call link. Test pages join at once (cdp.py's new_page skips the pre-join screen unless prejoin=True:
+    then the page waits on it until Join is pressed)."""
+    page = watch(browser.new_page(url, prejoin=prejoin), name)
     page.wait_for("window.duet && duet.page === 'call'", 10, message="call page loads")
     return page
 

@@ -125,6 +125,15 @@ class Peer:
         return self.proc.returncode
 
 
+def wait_quality(peer, what):
+    """While media flows, duet call's `quality` events (docs/call-quality.md) carry a level and a MOS."""
+    def judged(p):
+        q = p.last("quality")
+        return q is not None and q.get("mediaFlowing") and q.get("level") in ("good", "fair", "poor") and q.get("mos") is not None
+    peer.wait(judged, 10, what)
+    return peer.last("quality")
+
+
 def scenario_chromium(browser):
     """duet call ↔ headless Chromium: media both ways; Chromium's mute reaches duet call as silence, its unmute as
     sound again; Ctrl-C leaves cleanly (Chromium back to Waiting)."""
@@ -140,6 +149,7 @@ def scenario_chromium(browser):
         log("chromium stats", s)
         m = peer.wait_media(what="duet call decodes Chromium's video and its audio, above silence")
         log("duet-call media", m)
+        log("duet-call quality", wait_quality(peer, "duet call rates the call's quality while Chromium's media flows"))
         expect(peer.value("phase") == "InCall" and peer.value("transport") == "ws", f"duet call state: {peer.snapshot()[-3:]}")
         # Mute, verified from the other side: what duet call decodes falls to silence (still decoded: a muted
         # track sends silence, not nothing), and is sound again on unmute.
@@ -170,8 +180,14 @@ def scenario_peer_to_peer(_browser):
         for name, peer in (("A", a), ("B", b)):
             peer.in_call(what=f"{name} in call")
             log(name, peer.wait_media(what=f"{name} receives media"))
+            log(name, wait_quality(peer, f"{name} rates the call's quality while media flows"))
         b.wait(lambda p: p.proc.poll() is not None, 15, "B leaves after --duration")
         expect(b.proc.returncode == 0, f"B exits 0 after --duration (got {b.proc.returncode})")
+        summary = b.last("summary")
+        log("B summary", summary)
+        expect(summary is not None and summary["readings"] > 0 and summary["durationMs"] > 0
+               and summary["averageMos"] is not None and summary["reconnects"] == 0,
+               f"B ends with its quality summary: {summary}")
         a.wait(lambda p: p.value("phase") == "Waiting", 10, "A back to Waiting")
     finally:
         for peer in (a, b):

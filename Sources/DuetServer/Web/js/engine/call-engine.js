@@ -71,12 +71,25 @@ const isString = (value) => typeof value === 'string';
 const isInt = (value) => typeof value === 'number' && Number.isInteger(value);
 const isAbsent = (value) => value === undefined || value === null;
 
+/** MediaState: the three booleans, all required (else null, like Swift's Codable). */
+export function decodeMediaState(value) {
+  if (!isObject(value) || typeof value.audio !== 'boolean' || typeof value.video !== 'boolean' || typeof value.screen !== 'boolean') return null;
+  return { audio: value.audio, video: value.video, screen: value.screen };
+}
+
+const sameMedia = (a, b) => (a == null || b == null ? a == b : a.audio === b.audio && a.video === b.video && a.screen === b.screen);
+
 function decodeParticipant(value) {
   if (!isObject(value) || !isString(value.cid) || !isInt(value.joinedAt)) return null;
   const participant = { cid: value.cid, joinedAt: value.joinedAt };
   if (!isAbsent(value.connectionStatus)) {
     if (value.connectionStatus !== 'connected' && value.connectionStatus !== 'suspended') return null;
     participant.connectionStatus = value.connectionStatus;
+  }
+  if (!isAbsent(value.media)) {
+    const media = decodeMediaState(value.media);
+    if (media == null) return null;
+    participant.media = media;
   }
   return participant;
 }
@@ -162,6 +175,10 @@ export class CallEngine {
   /** The seat a reloaded page had: used by the first join, if it is for that room. */
   #resume = null;
   #joiningWithKeptSeat = false;
+  /** What this side last said of its media (sent after every join, so a restarted server and the peer learn it). */
+  #localMedia;
+  /** What the other participant last said of its media; null until it said something (or after it left). */
+  #remoteMedia = null;
 
   /**
    * options: {join: {prepareSnapshot, pushSupported}, sseOnly, jitterSeed, device, resume}.
@@ -175,7 +192,9 @@ export class CallEngine {
       jitterSeed: options.jitterSeed === undefined ? randomSeed() : options.jitterSeed,
       device: options.device === undefined ? 'web' : options.device,
       restartsOnlyAsHost: options.restartsOnlyAsHost === true,
+      localMedia: Object.freeze(decodeMediaState(options.localMedia) ?? { audio: true, video: true, screen: false }),
     });
+    this.#localMedia = this.options.localMedia;
     const resume = options.resume;
     if (resume != null && isString(resume.roomId) && isString(resume.cid) && isString(resume.reconnectToken)) {
       this.#resume = { roomId: resume.roomId, cid: resume.cid, reconnectToken: resume.reconnectToken };
@@ -194,6 +213,8 @@ export class CallEngine {
   get participants() { return this.#participants; }
   get iceState() { return this.negotiation.iceState; }
   get epoch() { return this.#epoch; }
+  get localMedia() { return this.#localMedia; }
+  get remoteMedia() { return this.#remoteMedia; }
   /** Relays written while signaling was down, waiting for the rejoin (tests watch it). */
   get queuedRelayTypes() { return this.#outbox.map((entry) => entry.envelope.type); }
   get isSignalingUp() { return this.link.transport != null; }
@@ -225,6 +246,10 @@ export class CallEngine {
       case 'leave': return this.#phaseEvent({ type: 'leaveCall' });
       case 'end': return this.#phaseEvent({ type: 'endCall' });
       case 'dismissError': return this.#phaseEvent({ type: 'dismissError' });
+      case 'localMediaChanged': {
+        const media = decodeMediaState(input.media);
+        return media ? this.#localMediaChanged(media) : [];
+      }
       case 'replaced': return this.#phaseEvent({ type: 'replaced' });
       case 'roomIdCreated': return this.#phaseEvent({ type: 'roomIdReceived', roomId: input.roomId });
       case 'roomIdFailed': return this.#phaseEvent({ type: 'roomIdFailed', reason: input.reason });
@@ -561,6 +586,11 @@ export class CallEngine {
         if (candidate === undefined) return [];
         return this.#negotiationEvent({ type: 'remoteCandidate', candidate, epoch });
       }
+      case 'media_state': {
+        const media = decodeMediaState(payload);
+        if (media == null || !isString(payload.from) || payload.from !== this.#peerCid) return [];
+        return this.#remoteMediaLearned(media);
+      }
       case 'pong':
         return this.#linkEvent({ type: 'pong' });
       case 'turn-refreshed':
@@ -600,7 +630,29 @@ export class CallEngine {
     out.push(...this.#statusEvent({ type: 'signaling', up: true }));
     out.push(...this.#turnEvent({ type: 'token', token: joined.turnToken, ttlMs: joined.turnTokenTTLMs }));
     out.push(...this.#flushOutbox());
+    // Said after every join, fresh, reattached or recovered: a restarted server has forgotten it, and the
+    // peer's room_state repeats it from the server.
+    out.push(send(this.#mediaStateEnvelope()));
     return out;
+  }
+
+  #localMediaChanged(media) {
+    if (sameMedia(media, this.#localMedia)) return [];
+    this.#localMedia = Object.freeze(media);
+    // Not queued while signaling is down or a rejoin is unanswered: the join's acknowledgement sends the latest.
+    if (!this.isSignalingUp || this.#rejoinPending || this.#cid == null || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];
+    return [send(this.#mediaStateEnvelope())];
+  }
+
+  #mediaStateEnvelope() {
+    const { audio, video, screen } = this.#localMedia;
+    return makeEnvelope('media_state', this.#roomId, { audio, video, screen });
+  }
+
+  #remoteMediaLearned(media) {
+    if (sameMedia(media, this.#remoteMedia)) return [];
+    this.#remoteMedia = media;
+    return [emit({ type: 'remoteMedia', media })];
   }
 
   #scheduleTokenRefresh(ttlMs) {
@@ -625,11 +677,19 @@ export class CallEngine {
     const peer = state.participants.find((participant) => participant.cid !== this.#cid) ?? null;
     const wasSuspended = this.#peerSuspended;
     this.#peerSuspended = peer?.connectionStatus === 'suspended';
-    if ((peer?.cid ?? null) !== this.#peerCid || fresh) {
+    const newPeer = (peer?.cid ?? null) !== this.#peerCid;
+    if (newPeer || fresh) {
       this.#peerCid = peer?.cid ?? null;
       this.#peerEpoch = state.epoch;
     }
     const out = [emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' })];
+    // The server repeats the peer's last media state; a server that does not know it (restarted) leaves what
+    // we know of the same peer alone. Another peer (or none) starts from what the server says.
+    if (peer?.media != null) {
+      out.push(...this.#remoteMediaLearned(peer.media));
+    } else if (newPeer) {
+      out.push(...this.#remoteMediaLearned(null));
+    }
     // The peer connection must exist before the first offer or answer is made.
     if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
     out.push(...this.#negotiationEvent({
@@ -703,6 +763,7 @@ export class CallEngine {
     this.#hostCid = null;
     this.#participants = [];
     this.#peerCid = null;
+    this.#remoteMedia = null;
     this.#rejoinPending = false;
     this.#awaitingRoomStateAfterReconnect = false;
     this.#resetMachines();

@@ -11,13 +11,13 @@ import { sessionStore } from './session-store.js';
 import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
 
 export class DuetCall extends EventTarget {
-  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null }) {
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined }) {
     super();
     this.baseUrl = baseUrl;
     this.relayOnly = relayOnly;
     this.fallbackIceServers = fallbackIceServers;
     this.fetchedIceServers = [];
-    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined });
+    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState });
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -41,6 +41,9 @@ export class DuetCall extends EventTarget {
     this.state = {
       phase: 'idle', connectionStatus: 'connected', transport: null, roomId: null, cid: null, hostCid: null,
       participants: [], failure: null, endReason: null, escalation: null, iceRestarts: [], reconnects: [],
+      // {audio, video, screen}: what the other person last said of its media (null until known), and what
+      // this page says of its own (sent after every join, so it survives a reattach and a server restart).
+      remoteMedia: null, localMedia: this.engine.localMedia,
     };
     this.unwatchNetwork = watchNetwork((input) => this.feed(input));
   }
@@ -59,6 +62,11 @@ export class DuetCall extends EventTarget {
   }
 
   dismissError() { this.feed({ type: 'dismissError' }); }
+  /** The page's microphone, camera and screen state, {audio, video, screen}: told to the other person. */
+  setLocalMediaState(media) {
+    this.feed({ type: 'localMediaChanged', media });
+    this.state.localMedia = this.engine.localMedia;
+  }
 
   // Connectivity facts are only observed: whatever goes wrong in noting them must never touch the call.
   noteConnectivity(note) {
@@ -115,6 +123,7 @@ export class DuetCall extends EventTarget {
         if (event.seat) sessionStore.save(event.seat);
         break;
       case 'escalation': s.escalation = event.step; break;
+      case 'remoteMedia': s.remoteMedia = event.media; break;
       case 'iceRestart': s.iceRestarts.push(event.reason); break;
       case 'replaced':
         // "Use here" reloads the page, which proves the seat again with what is kept here.

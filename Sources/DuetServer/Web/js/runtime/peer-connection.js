@@ -113,6 +113,10 @@ export class PeerConnection {
 
   get iceConnectionState() { return this.pc?.iceConnectionState ?? 'new'; }
 
+  // The live connection's RTCStatsReport as the browser gives it (null without one), read-only: what
+  // runtime/quality-monitor.js turns into call quality.
+  async rawStats() { return this.pc ? this.pc.getStats() : null; }
+
   async stats() {
     if (!this.pc) return null;
     const report = await this.pc.getStats();

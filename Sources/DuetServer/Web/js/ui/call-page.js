@@ -1,14 +1,25 @@
-// The call page: binds the DuetCall runtime and the status badge machine to the screen. What is
-// shown comes only from engine events, so the page never claims more than the engine knows.
+// The call page: binds the DuetCall runtime and the status badge machine to the screen. What is shown of the
+// call comes only from engine events, so the page never claims more than the engine knows. The parts around the
+// call live in their own modules: the pre-join screen (prejoin.js), devices (devices.js), the other person's
+// media state (remote-media-view.js), quality (quality-view.js), screen sharing (screen-share.js), duration,
+// title, full screen and wake lock (call-chrome.js) and the keyboard (shortcuts.js). This file wires them.
 import { DuetCall } from '../runtime/duet-call.js';
 import { emptyStats } from '../runtime/peer-connection.js';
 import { LocalMedia } from '../runtime/media.js';
+import { devicePreferences, deviceOf } from '../runtime/devices.js';
 import { sessionStore } from '../runtime/session-store.js';
 import { TimerTable } from '../runtime/timers.js';
 import { StatusBadgeMachine } from './status-badge-machine.js';
 import { diagnose } from './connectivity-advice.js';
 import { recentRooms } from './recent-rooms.js';
-import { $, setScreen, showError, describeFailure, describeEnd } from './call-view.js';
+import { $, setScreen, showError, describeFailure, describeEnd, announce } from './call-view.js';
+import { PreJoin } from './prejoin.js';
+import { DeviceController } from './devices.js';
+import { RemoteMediaView } from './remote-media-view.js';
+import { QualityView } from './quality-view.js';
+import { ScreenShare } from './screen-share.js';
+import { CallChrome } from './call-chrome.js';
+import { bindShortcuts } from './shortcuts.js';
 
 const ROOM_ID = /^[A-Za-z0-9_-]{27}$/;
 const roomId = safeDecode(location.pathname.split('/').pop() ?? '');
@@ -19,8 +30,39 @@ const badgeTimers = new TimerTable(() => runBadge({ type: 'timerFired' }));
 let call = null;
 let connectivityProblem = null;  // what the page shows: why media does not connect (null while fine)
 let connectivityTicker = null;
-let micOn = true;
-let cameraOn = true;
+// Mic and camera as the person set them: from this browser's last pre-join choice, kept across a rejoin and
+// every recovery (the tracks are kept; only the announcement is repeated).
+// A reload of a page in the call keeps its own mute and camera (sessionStorage, this tab and room only).
+const LOCAL_KEY = 'duet.localMedia';
+const remembered = devicePreferences.load();
+const local = { audio: remembered.micOn, video: remembered.cameraOn };
+try {
+  const kept = JSON.parse(sessionStorage.getItem(LOCAL_KEY) ?? 'null');
+  if (kept?.roomId === roomId && sessionStore.load(roomId)) Object.assign(local, { audio: kept.audio !== false, video: kept.video !== false });
+} catch { /* nothing kept */ }
+let announcedLocal = { audio: local.audio, video: local.video, screen: false };
+let peerPresent = false;
+let hadCall = false;
+let lastStatus = 'connected';  // the connection status before the latest change: a drop is a reconnect to count  // both people were in this call at some point: the ended screen has a summary to show
+
+const currentPc = () => call?.peer?.pc ?? null;
+const chrome = new CallChrome();
+const remoteView = new RemoteMediaView({ announce });
+// The stats of whichever peer connection the call has now (a rejoin can make a new one); none yet: an empty report.
+const quality = new QualityView({ announce, getStats: async () => (call?.peer?.rawStats ? call.peer.rawStats() : currentPc()?.getStats() ?? null) });
+const devices = new DeviceController({
+  media,
+  pickers: [
+    { camera: $('prejoin-camera'), microphone: $('prejoin-microphone'), speaker: $('prejoin-speaker') },
+    { camera: $('camera-select'), microphone: $('microphone-select'), speaker: $('speaker-select') },
+  ],
+  getPc: currentPc,
+  mediaElement: $('remote-video'),
+  announce,
+  onChange: () => publishLocal(),
+});
+const screenShare = new ScreenShare({ media, getPc: currentPc, announce, onChange: () => publishLocal() });
+const prejoin = new PreJoin({ media, devices, local, onToggle: (change) => setLocal(change) });
 
 window.duet = {
   page: 'call',
@@ -47,6 +89,21 @@ window.duet = {
   stats: async () => (await call?.stats()) ?? emptyStats(),
   leave: () => call?.leave(),
   end: () => call?.end(),
+  // The other person's {audio, video, screen} as they last announced it (null until known).
+  get remote() { const m = call?.state.remoteMedia; return m ? { audio: !!m.audio, video: !!m.video, screen: !!m.screen } : null; },
+  // {level: 'good'|'fair'|'poor'|null, mos, rttMs, lossPct, jitterMs}: level null before the first reading.
+  get quality() { return quality.quality; },
+  // What this page announces of its own media: {audio, video, screen}.
+  get local() { return { ...announcedLocal }; },
+  // The devices in use ({deviceId, label}; speaker: its id, null for the default), the end-of-call summary,
+  // the call's duration and the wake lock's state ('held', 'released', 'unsupported', 'refused', 'none').
+  get devices() {
+    return { camera: deviceOf(media.cameraTrack), microphone: deviceOf(media.audioTrack), speaker: devices.speakerId };
+  },
+  get summary() { return quality.lastSummary; },
+  get durationS() { return chrome.durationS; },
+  get wakeLock() { return chrome.wakeLockState; },
+  get prejoin() { return prejoin.open; },
 };
 
 $('share-link').value = `${location.origin}/call/${roomId}`;
@@ -64,11 +121,20 @@ function safeDecode(text) {
   try { return decodeURIComponent(text); } catch { return ''; }
 }
 
-async function start({ audioOnly = false } = {}) {
+// Pre-join is skipped where nobody is there to look at it: a page going back to the seat it holds (a reload
+// mid-call, Rejoin), `?prejoin=0`, or automation that set sessionStorage['duet.prejoin'] = 'skip' before
+// loading (Tests/e2e/browser/cdp.py does for every page it opens unless asked for the pre-join screen).
+function skipPrejoin() {
+  if (options.get('prejoin') === '0') return true;
+  try { if (sessionStorage.getItem('duet.prejoin') === 'skip') return true; } catch { /* no storage: show it */ }
+  return !!sessionStore.load(roomId);
+}
+
+async function start({ audioOnly = false, showPrejoin = !skipPrejoin() } = {}) {
   sessionStore.forgetEnded(roomId);
   setScreen('starting');
   try {
-    await media.start({ audioOnly });
+    await media.start({ audioOnly, ...(await devices.startingChoice()) });
   } catch (error) {
     const permission = error.kind === 'permission' || error.kind === 'notFound' || error.kind === 'inUse';
     showError({
@@ -79,17 +145,26 @@ async function start({ audioOnly = false } = {}) {
     });
     return;
   }
+  await devices.ready();
   // A rejoin keeps what the user chose: a muted mic stays muted.
-  media.setMicrophoneEnabled(micOn);
-  media.setCameraEnabled(cameraOn);
+  setLocal({}, { announce: false });
   $('local-video').srcObject = media.stream;
-  $('camera').hidden = !media.videoTrack;
+  $('camera').hidden = !media.cameraTrack;
   $('switch-camera').hidden = (await media.cameraCount()) < 2;
+  $('share-screen').hidden = !screenShare.available;
+  if (showPrejoin) {
+    await prejoin.show();
+    // What was chosen on the pre-join screen is what the next call link starts with in this browser.
+    devices.remember({ micOn: local.audio, cameraOn: local.video });
+    setScreen('starting');
+  }
   recentRooms.remember(roomId);
   joinCall();
 }
 
 function joinCall() {
+  announcedLocal = localState();  // the new call's first media_state
+  lastStatus = 'connected';
   call?.removeEventListener('change', onChange);
   call?.removeEventListener('ice', onIce);
   call = new DuetCall({
@@ -98,14 +173,55 @@ function joinCall() {
     sseOnly: options.get('transports') === 'sse',
     relayOnly: options.get('relay') === '1',
     resume: sessionStore.load(roomId),
+    mediaState: { ...announcedLocal },
   });
   call.addEventListener('change', onChange);
   call.addEventListener('ice', onIce);
-  call.addEventListener('remotestream', ({ detail }) => { $('remote-video').srcObject = detail; });
+  call.addEventListener('remotestream', ({ detail }) => remoteView.attach(detail));
   // The explanation depends on time (how long media has been missing) as well as on events.
   clearInterval(connectivityTicker);
   connectivityTicker = setInterval(renderConnectivity, 1000);
+  peerPresent = false;
+  chrome.reset();
+  // The engine sends our media state once joined and again after every rejoin; it must know it before the first.
+  publishLocal();
   call.join(roomId);
+}
+
+// MARK: own media: mic, camera, screen — the buttons, the pre-join toggles and what the other person is told
+function setLocal(change, { announce: say = true } = {}) {
+  Object.assign(local, change);
+  media.setMicrophoneEnabled(local.audio);
+  media.setCameraEnabled(local.video);
+  try { sessionStorage.setItem(LOCAL_KEY, JSON.stringify({ roomId, audio: local.audio, video: local.video })); } catch {}
+  if (say && 'audio' in change) announce(local.audio ? 'Microphone on.' : 'Microphone muted.');
+  if (say && 'video' in change) announce(local.video ? 'Camera on.' : 'Camera off.');
+  publishLocal();
+}
+
+// What the other person is told: the microphone and camera as set (and there at all), and the screen share.
+function localState() {
+  return { audio: local.audio && !!media.audioTrack, video: local.video && !!media.cameraTrack, screen: media.sharingScreen };
+}
+
+function publishLocal() {
+  announcedLocal = localState();
+  // A toggle keeps its name and says its state with aria-pressed ("Mute, pressed" = muted).
+  $('mute').setAttribute('aria-pressed', String(!local.audio));
+  $('camera').setAttribute('aria-pressed', String(!local.video));
+  $('share-screen').setAttribute('aria-pressed', String(media.sharingScreen));
+  $('share-screen').textContent = media.sharingScreen ? 'Stop sharing' : 'Share screen';
+  if (media.stream && $('local-video').srcObject !== media.stream) $('local-video').srcObject = media.stream;
+  document.body.dataset.localAudio = String(announcedLocal.audio);
+  document.body.dataset.localVideo = String(announcedLocal.video);
+  document.body.dataset.localScreen = String(announcedLocal.screen);
+  if (prejoin.open) prejoin.render();
+  devices.render();
+  renderTitle();
+  // DuetCall sends it as media_state (and again after each rejoin); an engine without it just does not tell.
+  if (typeof call?.setLocalMediaState === 'function') {
+    try { call.setLocalMediaState({ ...announcedLocal }); } catch (error) { console.warn('media state', error); }
+  }
 }
 
 function onChange({ detail: event }) {
@@ -116,13 +232,41 @@ function onChange({ detail: event }) {
   if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
   if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
+  if (event.type === 'connectionStatus' && event.status !== 'connected' && lastStatus === 'connected') quality.noteReconnect();
+  if (event.type === 'connectionStatus') lastStatus = event.status;
   renderConnectivity();
   if (event.type === 'participants') {
     const peer = event.participants.find((p) => p.cid !== event.myCid);
     runBadge({ type: 'peer', suspended: peer?.connectionStatus === 'suspended' });
     $('end').hidden = !(event.hostCid && event.hostCid === event.myCid);
+    // Joins and leaves are said; a suspended peer is still there (the badge says they are reconnecting).
+    const present = !!peer;
+    if (present !== peerPresent && ['waiting', 'inCall'].includes(state.phase)) announce(present ? 'The other person joined the call.' : 'The other person left the call.');
+    peerPresent = present;
+    remoteView.show(state.remoteMedia ?? null, { peerPresent });
   }
+  if (event.type === 'remoteMedia') remoteView.show(event.media ?? state.remoteMedia ?? null, { peerPresent });
+  if (event.type === 'phase') onPhase(state.phase);
   renderScreen(event);
+}
+
+// Duration, quality and the wake lock follow the call: from the first moment both are in it until it ends.
+function onPhase(phase) {
+  if (phase === 'inCall') {
+    hadCall = true;
+    chrome.callStarted();
+    void quality.start();
+  }
+  if (phase === 'waiting' || phase === 'inCall') chrome.inCall(true);
+  if (phase === 'idle' || phase === 'error') {
+    const summary = quality.stop();
+    chrome.callEnded();
+    if (phase === 'idle' && hadCall) quality.showSummary(summary, chrome.durationS);
+    else $('call-summary').hidden = true;
+    hadCall = false;
+    closeSheets();
+    if (media.sharingScreen) media.endScreen();
+  }
 }
 
 function onIce({ detail: state }) {
@@ -197,6 +341,7 @@ function stopMedia() {
   media.stop();
   $('local-video').srcObject = null;
   $('remote-video').srcObject = null;
+  remoteView.show(null, { peerPresent: false });
 }
 
 // A room that ended for good offers no Rejoin: there is nothing to go back to.
@@ -225,36 +370,46 @@ function renderBadge(view) {
   $('badge-text').textContent = view.text;
   $('badge-detail').textContent = view.detail ?? '';
   $('badge-leave').hidden = !view.offerLeave;
+  renderTitle();
 }
 
-// MARK: controls
-$('mute').addEventListener('click', () => {
-  micOn = !micOn;
-  media.setMicrophoneEnabled(micOn);
-  // A toggle keeps its name and says its state with aria-pressed ("Mute, pressed" = muted).
-  $('mute').setAttribute('aria-pressed', String(!micOn));
-});
-$('camera').addEventListener('click', () => {
-  cameraOn = !cameraOn;
-  media.setCameraEnabled(cameraOn);
-  $('camera').setAttribute('aria-pressed', String(!cameraOn));
-});
-$('switch-camera').addEventListener('click', async () => {
-  try {
-    const track = await media.nextCameraTrack();
-    if (!track) return;
-    await call?.peer.replaceVideoTrack(track);
-    media.adoptVideoTrack(track);
-  } catch (error) {
-    // The call goes on with the camera it had; say why the switch did not happen.
-    announce(`Could not switch camera: ${error?.message ?? error}`);
+// The tab says what the call is doing: Reconnecting… or In call 3:21 (muted) can be read without switching tabs.
+function renderTitle() {
+  const screen = document.body.dataset.screen;
+  const kind = badge.badge?.kind;
+  const words = {
+    prejoin: 'Ready to join', starting: 'Joining…', waiting: 'Waiting for the other person', ended: 'Call ended',
+    error: $('error-title').textContent,
+  };
+  let text = words[screen] ?? '';
+  if (screen === 'in-call') {
+    const status = { reconnecting: 'Reconnecting…', retrying: 'Taking longer than usual…', connecting: 'Connecting…',
+      peerReconnecting: 'The other person is reconnecting…' }[kind];
+    text = status ?? `In call ${$('duration').textContent}`;
   }
+  if ((screen === 'in-call' || screen === 'waiting') && !local.audio) text += ' (muted)';
+  chrome.setTitle(text);
+}
+chrome.onTick = renderTitle;
+new MutationObserver(renderTitle).observe(document.body, { attributes: true, attributeFilter: ['data-screen'] });
+
+// MARK: controls
+$('mute').addEventListener('click', () => setLocal({ audio: !local.audio }));
+$('camera').addEventListener('click', () => setLocal({ video: !local.video }));
+$('switch-camera').addEventListener('click', () => devices.nextCamera());
+$('share-screen').addEventListener('click', () => screenShare.toggle());
+$('devices').addEventListener('click', () => toggleSheet('devices-panel', 'devices'));
+$('devices-close').addEventListener('click', () => closeSheets());
+$('quality-close').addEventListener('click', () => $('quality').focus());
+$('quality').addEventListener('click', () => {
+  // quality-view.js opens its own panel; only one sheet is open at a time.
+  if (!$('quality-panel').hidden) toggleSheet('devices-panel', 'devices', false);
 });
 $('leave').addEventListener('click', () => call?.leave());
 $('starting-leave').addEventListener('click', () => { call?.leave(); if (!call) location.assign('/'); });
 $('badge-leave').addEventListener('click', () => call?.leave());
 $('end').addEventListener('click', () => call?.end());
-$('rejoin').addEventListener('click', () => (call?.state.endReason === 'replaced' ? location.reload() : start({ audioOnly: media.audioOnly })));
+$('rejoin').addEventListener('click', () => (call?.state.endReason === 'replaced' ? location.reload() : start({ audioOnly: media.audioOnly, showPrejoin: false })));
 $('error-retry').addEventListener('click', () => {
   if (call?.state.phase === 'error') call.dismissError();
   start({ audioOnly: media.audioOnly });
@@ -270,6 +425,44 @@ $('copy-link').addEventListener('click', async () => {
   }
 });
 
-function announce(text) {
-  $('announcer').textContent = text;
+function toggleSheet(id, buttonId, open = $(id).hidden) {
+  if (open) closeSheets();
+  $(id).hidden = !open;
+  $(buttonId).setAttribute('aria-expanded', String(open));
+  if (open) $(id).querySelector('select, button')?.focus();
 }
+
+function closeSheets() {
+  // Focus inside a sheet that closes goes back to the button that opened it, not to nowhere.
+  const focused = document.activeElement;
+  const returnTo = $('quality-panel').contains(focused) ? $('quality') : $('devices-panel').contains(focused) ? $('devices') : null;
+  if (!$('quality-panel').hidden) quality.togglePanel(false);
+  $('devices-panel').hidden = true;
+  $('devices').setAttribute('aria-expanded', 'false');
+  returnTo?.focus();
+}
+
+addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && (!$('quality-panel').hidden || !$('devices-panel').hidden)) closeSheets();
+});
+
+// m and v work on the pre-join screen and in the call; the rest only once in it.
+const live = () => ['waiting', 'in-call'].includes(document.body.dataset.screen);
+const chooses = () => live() || document.body.dataset.screen === 'prejoin';
+bindShortcuts({
+  dialog: $('help-dialog'),
+  list: $('help-keys'),
+  opener: $('help'),
+  shortcuts: [
+    { key: 'm', label: 'Mute or unmute the microphone', available: chooses, run: () => setLocal({ audio: !local.audio }) },
+    { key: 'v', label: 'Turn the camera off or on', available: () => chooses() && !!media.cameraTrack, run: () => setLocal({ video: !local.video }) },
+    { key: 's', label: 'Share the screen, or stop sharing', available: () => live() && screenShare.available, run: () => screenShare.toggle() },
+    { key: 'd', label: 'Choose camera, microphone and speaker', available: live, run: () => toggleSheet('devices-panel', 'devices') },
+    { key: 'i', label: 'Show or hide call quality details', available: live, run: () => { toggleSheet('devices-panel', 'devices', false); quality.togglePanel(); } },
+    { key: 'f', label: 'Full screen', available: () => live() && document.fullscreenEnabled, run: () => chrome.toggleFullscreen() },
+    { key: 'p', label: 'Picture in picture', available: () => live() && !$('pip').hidden, run: () => chrome.togglePictureInPicture() },
+    { key: '?', label: 'Show these shortcuts', available: () => true, run: () => $('help').click() },
+    { key: 'Escape', keyLabel: 'Esc', label: 'Close a panel or this list', listOnly: true, run: () => {} },
+  ],
+});
+

@@ -42,3 +42,12 @@ export function describeEnd(reason) {
     default: return 'You left the call. You can rejoin while the other person is still there.';
   }
 }
+
+// The page's one live region (#announcer): joins, leaves, the other person's mute, quality drops, devices that
+// went away. The same text twice in a row is still read: the region is cleared first.
+export function announce(text) {
+  const region = $('announcer');
+  if (!region) return;
+  if (region.textContent === text) region.textContent = '';
+  region.textContent = text;
+}

@@ -1,0 +1,110 @@
+// What surrounds the call: its duration, the page title (the call's state, readable from the tab strip), full
+// screen, picture-in-picture, and a screen wake lock while in a call (so a phone does not dim mid-sentence;
+// the browser drops the lock when the tab is hidden, so it is taken again when the tab comes back).
+import { $ } from './call-view.js';
+import { formatDuration } from './quality-view.js';
+
+export class CallChrome {
+  constructor() {
+    this.startedAt = null;    // ms, when both people were first in the call
+    this.endedAt = null;
+    this.ticker = null;
+    this.wantWakeLock = false;
+    this.wakeLock = null;
+    this.wakeLockState = 'none';  // 'held' | 'released' | 'unsupported' | 'refused' | 'none'
+    this.title = '';
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && this.wantWakeLock) this.acquireWakeLock();
+    });
+    $('fullscreen').hidden = !document.fullscreenEnabled;
+    $('fullscreen').addEventListener('click', () => this.toggleFullscreen());
+    document.addEventListener('fullscreenchange', () => $('fullscreen').setAttribute('aria-pressed', String(!!document.fullscreenElement)));
+    const video = $('remote-video');
+    $('pip').hidden = !(document.pictureInPictureEnabled && video.requestPictureInPicture);
+    $('pip').addEventListener('click', () => this.togglePictureInPicture());
+    video.addEventListener('enterpictureinpicture', () => $('pip').setAttribute('aria-pressed', 'true'));
+    video.addEventListener('leavepictureinpicture', () => $('pip').setAttribute('aria-pressed', 'false'));
+  }
+
+  get durationS() {
+    if (this.startedAt === null) return 0;
+    return ((this.endedAt ?? Date.now()) - this.startedAt) / 1000;
+  }
+
+  callStarted() {
+    if (this.startedAt !== null && this.endedAt === null) return;
+    this.startedAt = Date.now();
+    this.endedAt = null;
+    $('call-info').hidden = false;
+    clearInterval(this.ticker);
+    this.ticker = setInterval(() => this.tick(), 1000);
+    this.tick();
+  }
+
+  callEnded() {
+    if (this.startedAt !== null && this.endedAt === null) this.endedAt = Date.now();
+    clearInterval(this.ticker);
+    this.ticker = null;
+    $('call-info').hidden = true;
+    this.inCall(false);
+    if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
+    if (document.pictureInPictureElement) document.exitPictureInPicture().catch(() => {});
+  }
+
+  reset() {
+    this.startedAt = null;
+    this.endedAt = null;
+  }
+
+  tick() {
+    $('duration').textContent = formatDuration(this.durationS);
+    this.onTick?.();
+  }
+
+  // The tab's title: what the call is doing, then Duet (the state first: tabs cut titles at the end).
+  setTitle(text) {
+    const title = text ? `${text} – Duet` : 'Duet call';
+    if (title !== this.title) document.title = this.title = title;
+  }
+
+  inCall(on) {
+    this.wantWakeLock = on;
+    if (on) this.acquireWakeLock();
+    else this.releaseWakeLock();
+  }
+
+  async acquireWakeLock() {
+    if (!navigator.wakeLock?.request) { this.wakeLockState = 'unsupported'; return; }
+    if (this.wakeLock && !this.wakeLock.released) return;
+    try {
+      const lock = await navigator.wakeLock.request('screen');
+      if (!this.wantWakeLock) { lock.release().catch(() => {}); return; }
+      this.wakeLock = lock;
+      this.wakeLockState = 'held';
+      lock.addEventListener('release', () => { if (this.wakeLock === lock) this.wakeLockState = 'released'; });
+    } catch {
+      this.wakeLockState = 'refused';  // hidden tab, battery saver, or a policy: the call goes on regardless
+    }
+  }
+
+  releaseWakeLock() {
+    const lock = this.wakeLock;
+    this.wakeLock = null;
+    if (lock && !lock.released) lock.release().catch(() => {});
+    if (this.wakeLockState === 'held') this.wakeLockState = 'released';
+  }
+
+  async toggleFullscreen() {
+    try {
+      if (document.fullscreenElement) await document.exitFullscreen();
+      else await document.querySelector('.call').requestFullscreen();
+    } catch { /* refused (no user gesture): the button stays as it was */ }
+  }
+
+  async togglePictureInPicture() {
+    try {
+      if (document.pictureInPictureElement) await document.exitPictureInPicture();
+      else await $('remote-video').requestPictureInPicture();
+    } catch { /* no picture yet, or refused */ }
+  }
+}
