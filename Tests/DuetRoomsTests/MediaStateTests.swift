@@ -11,15 +11,23 @@ import Testing
     func makeCore() -> SignalingCore { SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: 7) }
 
     func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws -> JoinedPayload {
-        let outputs = core.handle(.message(connection, Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload))), nowMs: now)
-        for case .send(let target, let envelope) in outputs where target == connection && envelope.messageType == .joined {
-            return try envelope.payload.decode(JoinedPayload.self)
-        }
-        throw TestFailure("no joined in \(outputs)")
+        try core.joinedForTest(connection, rid: rid, now: now, payload: payload)
     }
 
     func say(_ core: inout SignalingCore, _ connection: ConnectionID, _ payload: JSONValue, now: Int64 = 1_000) -> [SignalingCore.Output] {
         core.handle(.message(connection, Envelope(.mediaState, payload: payload)), nowMs: now)
+    }
+
+    /// A (connection 1, the host) and B (connection 2) in one room.
+    func twoInARoom() throws -> (SignalingCore, String, ConnectionID, ConnectionID) {
+        var core = makeCore()
+        let rid = authorities.roomIds.issue()
+        let a = ConnectionID(1), b = ConnectionID(2)
+        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
+        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
+        _ = try join(&core, a, rid: rid, now: 0)
+        _ = try join(&core, b, rid: rid, now: 0)
+        return (core, rid, a, b)
     }
 
     static let muted: JSONValue = ["audio": false, "video": true, "screen": false]
@@ -29,13 +37,8 @@ import Testing
     }
 
     @Test func relayedWithFromAndRepeatedInRoomState() throws {
-        var core = makeCore()
-        let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
-        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
-        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
-        _ = try join(&core, a, rid: rid, now: 0)
-        _ = try join(&core, b, rid: rid, now: 0)
+        let (room, rid, a, b) = try twoInARoom()
+        var core = room
         let aCid = try #require(core.connections[a]?.seat?.cid)
         let epochBefore = core.rooms[rid]?.epoch
 
@@ -81,13 +84,8 @@ import Testing
         ("muted" as JSONValue, "payload"),
     ])
     func aBadStateIsRefusedNamingTheFieldAndKeepsNothing(payload: JSONValue, field: String) throws {
-        var core = makeCore()
-        let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
-        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
-        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
-        _ = try join(&core, a, rid: rid, now: 0)
-        _ = try join(&core, b, rid: rid, now: 0)
+        let (room, rid, a, b) = try twoInARoom()
+        var core = room
         _ = say(&core, a, Self.muted)
         let outputs = say(&core, a, payload)
         let error = try #require(sent(outputs, to: a).first)
@@ -99,13 +97,8 @@ import Testing
     }
 
     @Test func onlyTheThreeBooleansAreKeptAndRelayed() throws {
-        var core = makeCore()
-        let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
-        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
-        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
-        _ = try join(&core, a, rid: rid, now: 0)
-        _ = try join(&core, b, rid: rid, now: 0)
+        let (room, _, a, b) = try twoInARoom()
+        var core = room
         let padded: JSONValue = ["audio": true, "video": false, "screen": true, "junk": .string(String(repeating: "x", count: 4_000))]
         let relayed = try #require(sent(say(&core, a, padded), to: b).first)
         #expect(relayed.payload["junk"] == nil)

@@ -15,11 +15,7 @@ import Testing
     }
 
     func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws -> JoinedPayload {
-        let outputs = core.handle(.message(connection, Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload))), nowMs: now)
-        for case .send(let target, let envelope) in outputs where target == connection && envelope.messageType == .joined {
-            return try envelope.payload.decode(JoinedPayload.self)
-        }
-        throw TestFailure("no joined in \(outputs)")
+        try core.joinedForTest(connection, rid: rid, now: now, payload: payload)
     }
 
     @Test func evictionHappensAtTheTimeoutNotBefore() throws {

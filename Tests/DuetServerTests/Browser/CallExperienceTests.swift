@@ -17,17 +17,6 @@ import Testing
     @Test func refusedAutoplayOffersClickToTurnOnSound() async throws { try await run("sound-blocked") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        try #require(commandExists("chromium") && commandExists("unshare") && commandExists("ip") && commandExists("iptables"),
-                     "chromium, unshare, ip and iptables are required (the README test command installs them)")
-        let duet = packageRoot + "/.build/debug/duet"
-        try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
-        let script = packageRoot + "/Tests/e2e/browser/call_ux.py"
-        let result = try await OneAtATime.heavyWork.run { try await runCommand(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
-            // Outcome and screenshots go to .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py), never to docs/.
-            environment: ["DUET_BINARY": duet],
-            timeout: .seconds(150)) }
-        #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
-        #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
+        try await runBrowserScenario(script: "call_ux.py", scenario, needs: ["chromium", "unshare", "ip", "iptables"], sourceLocation: sourceLocation)
     }
 }
