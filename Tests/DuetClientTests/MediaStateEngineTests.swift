@@ -83,6 +83,24 @@ import Testing
         #expect(engine.remoteMedia == nil)
     }
 
+    /// Review finding: the state was cleared on leave without telling the app, which kept showing the old peer muted.
+    @Test func leavingTellsTheAppThePeersStateIsGone() throws {
+        var (engine, _) = try guestInCall()
+        _ = engine.handle(.message(try roomState([person("C-h", Self.muted), person("C-g")], epoch: 3)))
+        #expect(engine.handle(.leave).contains(.emit(.remoteMedia(nil))))
+        #expect(engine.remoteMedia == nil)
+    }
+
+    /// Review finding: a new peer was announced with the previous peer's state still in place.
+    @Test func aNewPeersStateIsToldBeforeTheNewParticipants() throws {
+        var (engine, _) = try guestInCall()
+        _ = engine.handle(.message(try roomState([person("C-h", Self.muted), person("C-g")], epoch: 3)))
+        let out = engine.handle(.message(try roomState([person("C-n"), person("C-g")], epoch: 4)))
+        let reset = try #require(out.firstIndex(of: .emit(.remoteMedia(nil))))
+        let participants = try #require(out.firstIndex { if case .emit(.participants) = $0 { true } else { false } })
+        #expect(reset < participants)
+    }
+
     @Test func aMalformedStateIsIgnored() throws {
         var (engine, _) = try guestInCall()
         let bad: JSONValue = ["audio": false, "video": "off", "screen": false, "from": "C-h"]

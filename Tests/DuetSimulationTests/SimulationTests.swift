@@ -14,7 +14,7 @@ import Testing
     /// `.build/results/<run-id>/simulation/sweep.json` — what `scripts/publish-results.sh` makes the table from.
     @Test func tenThousandFaultSchedulesKeepEveryInvariant() async throws {
         let summary = await OneAtATime.heavyWork.run {
-            SeedSweep.run(from: 1, count: Self.seedCount, jobs: ProcessInfo.processInfo.activeProcessorCount)
+            await SeedSweep.runOffThePool(from: 1, count: Self.seedCount, jobs: ProcessInfo.processInfo.activeProcessorCount)
         }
         print(summary.text)
         let provenance = Provenance.current(in: packageRoot)
@@ -39,7 +39,7 @@ import Testing
     /// ones. Written to `simulation/sweep-duet-call.json`, failed or not, for docs/resilience.md.
     @Test func duetCallOnOneSideKeepsEveryInvariant() async throws {
         let summary = await OneAtATime.heavyWork.run {
-            SeedSweep.run(from: 1, count: Self.duetCallSeedCount, jobs: ProcessInfo.processInfo.activeProcessorCount, duetCall: true)
+            await SeedSweep.runOffThePool(from: 1, count: Self.duetCallSeedCount, jobs: ProcessInfo.processInfo.activeProcessorCount, duetCall: true)
         }
         print(summary.text)
         let provenance = Provenance.current(in: packageRoot)
@@ -73,8 +73,8 @@ import Testing
     }
 
     /// The report a sweep writes says what happened, failures included.
-    @Test func theReportRecordsAFailedSweep() throws {
-        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+    @Test func theReportRecordsAFailedSweep() async throws {
+        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved) }
         let report = SweepReport(summary, mutation: .sseLivenessRemoved, build: "debug", provenance: Provenance(commit: "c", dirty: false, runId: "r"))
         #expect(report.seeds == 300)
         #expect(report.violations == summary.failures.count && report.violations > 0)
@@ -82,8 +82,8 @@ import Testing
     }
 
     /// A server that never closes a silent SSE stream keeps a vanished client "connected": caught.
-    @Test func removingTheSSELivenessRuleIsCaught() throws {
-        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+    @Test func removingTheSSELivenessRuleIsCaught() async throws {
+        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved) }
         let failing = try #require(summary.firstFailure, "the broken server went unnoticed")
         #expect(failing.violations.contains { $0.invariant == .vanishedClientKept })
     }
@@ -107,8 +107,8 @@ import Testing
 
     /// A runtime whose cooldown timer fires at once: the cooldown invariant catches it, and the failing seed
     /// shrinks to a readable schedule.
-    @Test func ignoringTheCooldownIsCaught() throws {
-        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored)
+    @Test func ignoringTheCooldownIsCaught() async throws {
+        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored) }
         let failing = try #require(summary.firstFailure, "the broken runtime went unnoticed")
         #expect(failing.violations.first?.invariant == .iceRestartCooldown)
         var options = Simulation.Options(seed: failing.seed)
@@ -122,8 +122,8 @@ import Testing
         #expect(report.contains("faults (\(shrunk.faults.count)):"))
     }
 
-    @Test func losingThePingTimerIsCaught() throws {
-        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2, mutation: .pingLost)
+    @Test func losingThePingTimerIsCaught() async throws {
+        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .pingLost) }
         let failing = try #require(summary.firstFailure, "the broken runtime went unnoticed")
         #expect(failing.violations.contains { $0.invariant == .notRecovered })
     }
@@ -149,8 +149,8 @@ import Testing
         #expect(Simulation.run(options).violations.contains { $0.invariant == .staleEpochApplied })
     }
 
-    @Test func theUnbrokenRuntimePassesTheSameSeeds() {
-        let summary = SeedSweep.run(from: 1, count: 300, jobs: 2)
+    @Test func theUnbrokenRuntimePassesTheSameSeeds() async {
+        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2) }
         #expect(summary.failures.isEmpty)
     }
 }

@@ -195,17 +195,22 @@ test('QualityMonitor: a reading per poll as a `quality` event, reconnects noted,
   assert.equal(monitor.summary().durationMs, 1000);
 });
 
-test('QualityMonitor: start() polls every intervalMs until stop()', async () => {
-  let polls = 0;
-  const monitor = new QualityMonitor({ getStats: async () => { polls += 1; return []; }, intervalMs: 10 });
+test('QualityMonitor: start() polls every intervalMs until stop(); a poll answered after stop() does not count', async () => {
+  // The interval timer is injected: no test waits on real time.
+  const timers = { ticks: [], setInterval(f, ms) { this.ticks.push({ f, ms }); return this.ticks.length; }, clearInterval(id) { this.cleared = id; } };
+  let answer = null;
+  const monitor = new QualityMonitor({ getStats: () => new Promise((resolve) => { answer = resolve; }), intervalMs: 10, timers, now: () => 0 });
   monitor.start();
   monitor.start();  // a second start does not double the polling
-  await new Promise((resolve) => setTimeout(resolve, 65));
+  assert.equal(timers.ticks.length, 1);
+  assert.equal(timers.ticks[0].ms, 10);
+  const poll = timers.ticks[0].f();
   monitor.stop();
-  const stopped = polls;
-  await new Promise((resolve) => setTimeout(resolve, 30));
-  assert.ok(stopped >= 3 && stopped <= 7, `polled ${stopped} times in 65 ms at 10 ms`);
-  assert.equal(polls, stopped, 'no poll after stop()');
+  assert.equal(timers.cleared, 1, 'stop() clears the interval');
+  answer([]);  // the stats come back after the stop
+  await poll;
+  assert.equal(monitor.reading, null, 'a poll answered after stop() gives no reading');
+  assert.equal(monitor.summary().readings ?? 0, 0);
 });
 
 test('quality-constants.js matches QualityConstants.swift, name by name and value by value', () => {

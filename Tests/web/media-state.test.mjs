@@ -65,3 +65,15 @@ test('a malformed state is ignored; a participant with a malformed media makes t
   assert.equal(engine.remoteMedia, null);
   assert.deepEqual(engine.handle(roomState([person('C-h', { audio: 1, video: true, screen: false }), person('C-g')], 2)), []);
 });
+
+test('leaving tells the page the peer state is gone; a new peer is told before the participants', () => {
+  const { engine } = guestInCall();
+  engine.handle(roomState([person('C-h', muted), person('C-g')], 3));
+  const out = engine.handle(roomState([person('C-n'), person('C-g')], 4));
+  const reset = out.findIndex((o) => o.type === 'emit' && o.event.type === 'remoteMedia' && o.event.media === null);
+  const participants = out.findIndex((o) => o.type === 'emit' && o.event.type === 'participants');
+  assert.ok(reset >= 0 && reset < participants, JSON.stringify(out.map((o) => o.event?.type ?? o.type)));
+  engine.handle(roomState([person('C-h', muted), person('C-g')], 5));
+  assert.deepEqual(remoteEvents(engine.handle({ type: 'leave' })), [null]);
+  assert.equal(engine.remoteMedia, null);
+});

@@ -229,6 +229,7 @@ public struct CallEngine: Sendable {
                 out += joinEvent(.cancel) + linkEvent(.stop) + turnEvent(.stop)
                 out += TimerID.allCases.map { .timer(.cancel($0)) }
                 out.append(.engine(.close))
+                out += remoteMediaLearned(nil)  // nobody on the other side any more: the app is told, not left showing it
                 resetSession()
             }
         }
@@ -521,14 +522,16 @@ public struct CallEngine: Sendable {
             peerCid = peer?.cid
             peerEpoch = state.epoch
         }
-        var out: [Output] = [.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? ""))]
         // The server repeats the peer's last media state; a server that does not know it (restarted) leaves what
-        // we know of the same peer alone. Another peer (or none) starts from what the server says.
+        // we know of the same peer alone. Another peer (or none) starts from what the server says. Told before the
+        // participants, so an app never shows a new peer with the previous one's state.
+        var out: [Output] = []
         if let media = peer?.media {
             out += remoteMediaLearned(media)
         } else if newPeer {
             out += remoteMediaLearned(nil)
         }
+        out.append(.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? "")))
         // The peer connection must exist before the first offer or answer is made.
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
         out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
@@ -580,6 +583,7 @@ public struct CallEngine: Sendable {
         // Media stops first (through the WebRTC queue, behind what is already queued); then the runtime flushes
         // the goodbye and closes signaling.
         out += [.engine(.close), .teardown]
+        out += remoteMediaLearned(nil)  // nobody on the other side any more: the app is told, not left showing it
         resetSession()
         return out
     }

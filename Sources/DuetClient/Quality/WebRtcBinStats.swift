@@ -57,7 +57,8 @@ public enum WebRtcBinStats {
             default: nil
             }
         }
-        func int(_ name: String) -> Int { number(name).map { Int($0) } ?? 0 }
+        // `Int(exactly:)` after rounding: a non-finite or out-of-range number in a report is 0, never a crash.
+        func int(_ name: String) -> Int { number(name).flatMap { Int(exactly: $0.rounded(.towardZero)) } ?? 0 }
     }
 
     static func sample(report: [Stat], timestampMs: Double, decoded: Decoded) -> QualitySample {

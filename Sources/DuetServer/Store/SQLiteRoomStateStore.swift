@@ -51,7 +51,17 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 await Task { try? await connection.close() }.value  // even when cancelled: see close()
                 throw RoomStateStoreError("SQLite at \(self.path): cannot prepare the schema: \(error)")
             }
-            self.state.withLock { $0.connection = connection }
+            // A close() that came first (it takes the connection inside the gate too) must not find nothing and leave
+            // this one open: a store closed meanwhile closes what it just opened.
+            let closedMeanwhile = self.state.withLock { state -> Bool in
+                if state.closed { return true }
+                state.connection = connection
+                return false
+            }
+            if closedMeanwhile {
+                await Task { try? await connection.close() }.value
+                throw RoomStateStoreError("SQLite at \(self.path): the store was closed while it was opening")
+            }
         }
     }
 
@@ -186,22 +196,24 @@ public final class SQLiteRoomStateStore: RoomStateStore {
     }
 
     public func close() async {
-        let connection = state.withLock { state in
-            state.closed = true
-            defer { state.connection = nil }
-            return state.connection
-        }
+        state.withLock { $0.closed = true }
         subscribers.finishAll()
-        guard let connection else { return }
-        // Through the gate: a batch being written finishes (and commits) before the connection closes. In a task of
-        // its own, because close() usually runs as the server shuts down, in a task already cancelled: sqlite-nio's
-        // thread pool drops work submitted from a cancelled task (CancellationError), and the handle would be left
-        // open — a leaked file descriptor, and an assertion failure in SQLiteConnection.deinit in debug builds (the
-        // clean-clone CI crashed on it).
+        // Through the gate, and the connection taken there: a batch being written finishes (and commits) first, and a
+        // prepare() still opening either stored its connection before (closed here) or sees `closed` after (and closes
+        // it itself). In a task of its own, because close() usually runs as the server shuts down, in a task already
+        // cancelled: sqlite-nio's thread pool drops work submitted from a cancelled task (CancellationError), and the
+        // handle would be left open — a leaked file descriptor, and an assertion failure in SQLiteConnection.deinit in
+        // debug builds (the clean-clone CI crashed on it).
         let gate = self.gate
         await Task {
             do {
-                try await gate.run { try await connection.close() }
+                try await gate.run {
+                    let connection = self.state.withLock { state in
+                        defer { state.connection = nil }
+                        return state.connection
+                    }
+                    try await connection?.close()
+                }
             } catch {
                 self.logger.warning("SQLite at \(self.path): close failed: \(error)")
             }

@@ -34,6 +34,19 @@ public enum SeedSweep {
         }
     }
 
+    /// `run` for async callers (the tests): the sweep is minutes of CPU that never suspends, so it runs on a thread of
+    /// its own. Called on the cooperative pool it held one of its threads (of two on this machine) for the whole sweep,
+    /// and the other tests running beside it starved (a clean-clone CI timed out WebSocketWriterTests that way).
+    public static func runOffThePool(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) async -> Summary {
+        await withCheckedContinuation { (done: CheckedContinuation<Summary, Never>) in
+            let thread = Thread {
+                done.resume(returning: run(from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall))
+            }
+            thread.name = "duet-seed-sweep"
+            thread.start()
+        }
+    }
+
     /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
     public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) -> Summary {
         let started = Date()

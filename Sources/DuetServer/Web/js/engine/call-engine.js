@@ -345,6 +345,7 @@ export class CallEngine {
           out.push(...this.#joinEvent({ type: 'cancel' }), ...this.#linkEvent({ type: 'stop' }), ...this.#turnEvent({ type: 'stop' }));
           out.push(...TIMER_IDS.map((id) => timer(cancel(id))));
           out.push(engine({ type: 'close' }));
+          out.push(...this.#remoteMediaLearned(null)); // nobody on the other side any more: the app is told
           this.#resetSession();
           break;
       }
@@ -682,14 +683,16 @@ export class CallEngine {
       this.#peerCid = peer?.cid ?? null;
       this.#peerEpoch = state.epoch;
     }
-    const out = [emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' })];
     // The server repeats the peer's last media state; a server that does not know it (restarted) leaves what
-    // we know of the same peer alone. Another peer (or none) starts from what the server says.
+    // we know of the same peer alone. Another peer (or none) starts from what the server says. Told before the
+    // participants, so a page never shows a new peer with the previous one's state.
+    const out = [];
     if (peer?.media != null) {
       out.push(...this.#remoteMediaLearned(peer.media));
     } else if (newPeer) {
       out.push(...this.#remoteMediaLearned(null));
     }
+    out.push(emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' }));
     // The peer connection must exist before the first offer or answer is made.
     if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
     out.push(...this.#negotiationEvent({
@@ -750,6 +753,7 @@ export class CallEngine {
     out.push(...TIMER_IDS.map((id) => timer(cancel(id))));
     // Media stops first (it goes through the WebRTC queue now); then the runtime flushes the goodbye and closes.
     out.push(engine({ type: 'close' }), { type: 'teardown' });
+    out.push(...this.#remoteMediaLearned(null)); // nobody on the other side any more: the app is told
     this.#resetSession();
     return out;
   }

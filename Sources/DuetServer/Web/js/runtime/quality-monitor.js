@@ -14,14 +14,23 @@ export class QualityMonitor extends EventTarget {
   #now;
   #intervalMs;
   #timer = null;
+  #timers;
   #polling = false;
+  /** Bumped by stop(): a poll that was waiting for its stats when the monitor stopped does not count. */
+  #generation = 0;
   #previous = null;
   #reading = null;
   #summary = emptySummary;
 
-  // getStats: async () => RTCStatsReport, or null while there is no peer connection.
-  constructor({ getStats, now = () => Date.now(), intervalMs = QUALITY.QUALITY_SAMPLE_INTERVAL_MS }) {
+  // getStats: async () => RTCStatsReport, or null while there is no peer connection. now: a monotonic clock (a
+  // wall clock that jumps would make an interval negative or huge). timers: {setInterval, clearInterval}, injectable
+  // so the polling is tested without waiting on real time.
+  constructor({
+    getStats, now = () => performance.now(), intervalMs = QUALITY.QUALITY_SAMPLE_INTERVAL_MS,
+    timers = { setInterval: (f, ms) => setInterval(f, ms), clearInterval: (id) => clearInterval(id) },
+  }) {
     super();
+    this.#timers = timers;
     this.#getStats = getStats;
     this.#now = now;
     this.#intervalMs = intervalMs;
@@ -29,13 +38,14 @@ export class QualityMonitor extends EventTarget {
 
   start() {
     if (this.#timer !== null) return;
-    this.#timer = setInterval(() => { this.tick(); }, this.#intervalMs);
+    this.#timer = this.#timers.setInterval(() => { this.tick(); }, this.#intervalMs);
   }
 
   // Stops polling; the summary and the last reading stay.
   stop() {
-    if (this.#timer !== null) clearInterval(this.#timer);
+    if (this.#timer !== null) this.#timers.clearInterval(this.#timer);
     this.#timer = null;
+    this.#generation += 1;
     this.#previous = null;  // a later start() measures from a fresh sample, not across the pause
   }
 
@@ -51,9 +61,11 @@ export class QualityMonitor extends EventTarget {
   async tick() {
     if (this.#polling) return;
     this.#polling = true;
+    const generation = this.#generation;
     try {
       let report = null;
       try { report = await this.#getStats(); } catch { report = null; }
+      if (generation !== this.#generation) return;  // stopped meanwhile: the summary is closed
       if (!report) {
         this.#previous = null;  // no peer connection: the next one counts from zero
         return;

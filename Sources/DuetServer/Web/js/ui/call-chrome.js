@@ -76,14 +76,18 @@ export class CallChrome {
   async acquireWakeLock() {
     if (!navigator.wakeLock?.request) { this.wakeLockState = 'unsupported'; return; }
     if (this.wakeLock && !this.wakeLock.released) return;
+    if (this.wakeLockPending) return;  // one request at a time: a second lock would overwrite and leak the first
+    this.wakeLockPending = true;
     try {
       const lock = await navigator.wakeLock.request('screen');
-      if (!this.wantWakeLock) { lock.release().catch(() => {}); return; }
+      if (!this.wantWakeLock || (this.wakeLock && !this.wakeLock.released)) { lock.release().catch(() => {}); return; }
       this.wakeLock = lock;
       this.wakeLockState = 'held';
       lock.addEventListener('release', () => { if (this.wakeLock === lock) this.wakeLockState = 'released'; });
     } catch {
       this.wakeLockState = 'refused';  // hidden tab, battery saver, or a policy: the call goes on regardless
+    } finally {
+      this.wakeLockPending = false;
     }
   }
 

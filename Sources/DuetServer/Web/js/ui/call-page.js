@@ -162,11 +162,15 @@ async function start({ audioOnly = false, showPrejoin = !skipPrejoin() } = {}) {
   joinCall();
 }
 
+// The previous call's stream must not replace this call's: the listener goes with the call it was added to.
+function onRemoteStream({ detail }) { remoteView.attach(detail); }
+
 function joinCall() {
   announcedLocal = localState();  // the new call's first media_state
   lastStatus = 'connected';
   call?.removeEventListener('change', onChange);
   call?.removeEventListener('ice', onIce);
+  call?.removeEventListener('remotestream', onRemoteStream);
   call = new DuetCall({
     baseUrl: new URL('/', location.href),
     localMedia: media,
@@ -177,7 +181,7 @@ function joinCall() {
   });
   call.addEventListener('change', onChange);
   call.addEventListener('ice', onIce);
-  call.addEventListener('remotestream', ({ detail }) => remoteView.attach(detail));
+  call.addEventListener('remotestream', onRemoteStream);
   // The explanation depends on time (how long media has been missing) as well as on events.
   clearInterval(connectivityTicker);
   connectivityTicker = setInterval(renderConnectivity, 1000);

@@ -45,11 +45,13 @@ export class QualityView {
   // From the first moment both people are in the call until it ends: one monitor, so the summary is the call's.
   async start() {
     if (this.monitor) return;
+    // A stop() while the module loads cancels this start: no monitor may outlive the call it was started for.
+    const generation = (this.generation = (this.generation ?? 0) + 1);
     await monitorLoading;
     const Monitor = monitorModule?.QualityMonitor;
-    if (!Monitor || this.monitor) return;
+    if (!Monitor || this.monitor || generation !== this.generation) return;
     try {
-      this.monitor = new Monitor({ getStats: this.getStats, now: () => Date.now(), intervalMs: 1000 });
+      this.monitor = new Monitor({ getStats: this.getStats, intervalMs: 1000 });
       this.monitor.addEventListener?.('quality', this.onQuality);
       this.monitor.start();
     } catch (error) {
@@ -64,6 +66,7 @@ export class QualityView {
 
   // Ends the measurement; returns the summary ({durationS, averageMos, reconnects, withoutMediaS}) or null.
   stop() {
+    this.generation = (this.generation ?? 0) + 1;
     const monitor = this.monitor;
     this.monitor = null;
     if (!monitor) return null;
