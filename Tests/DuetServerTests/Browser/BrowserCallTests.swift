@@ -23,6 +23,6 @@ import Testing
     @Test func blockedDirectPathWithoutRelayIsExplainedUntilMediaConnects() async throws { try await run("cannot-connect") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        try await runBrowserScenario(script: "scenarios.py", scenario, sourceLocation: sourceLocation)
+        try await runBrowserScenario(script: "browser/scenarios.py", scenario, sourceLocation: sourceLocation)
     }
 }

@@ -2,23 +2,23 @@ import DuetTestSupport
 import Foundation
 import Testing
 
-/// Runs one Chromium scenario of a Python script (Tests/e2e/browser/) in a network namespace of its own
+/// Runs one scenario of a Python script under Tests/e2e/ (`script` is relative to it) in a network namespace of its own
 /// (`unshare -n`, loopback up) with the built `duet serve`, one heavy test at a time; the script asserts and ends with
 /// `scenario <name>: ok`. Outcomes and screenshots go to .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py), never
 /// to docs/.
 func runBrowserScenario(
     script: String, _ scenario: String, needs tools: [String] = ["chromium", "unshare", "ip"],
-    sourceLocation: SourceLocation = #_sourceLocation
+    timeout: Duration = .seconds(150), sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
     try #require(tools.allSatisfy(commandExists), "\(tools.joined(separator: ", ")) are required (the README test command installs them)",
                  sourceLocation: sourceLocation)
     let duet = packageRoot + "/.build/debug/duet"
     try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing", sourceLocation: sourceLocation)
-    let path = packageRoot + "/Tests/e2e/browser/" + script
+    let path = packageRoot + "/Tests/e2e/" + script
     let result = try await OneAtATime.heavyWork.run { try await runCommand(
         ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", path, scenario],
         environment: ["DUET_BINARY": duet],
-        timeout: .seconds(150)) }
+        timeout: timeout) }
     #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
     #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
 }

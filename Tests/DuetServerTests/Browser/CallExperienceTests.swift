@@ -17,6 +17,6 @@ import Testing
     @Test func refusedAutoplayOffersClickToTurnOnSound() async throws { try await run("sound-blocked") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        try await runBrowserScenario(script: "call_ux.py", scenario, needs: ["chromium", "unshare", "ip", "iptables"], sourceLocation: sourceLocation)
+        try await runBrowserScenario(script: "browser/call_ux.py", scenario, needs: ["chromium", "unshare", "ip", "iptables"], sourceLocation: sourceLocation)
     }
 }

@@ -29,19 +29,9 @@ import Testing
     private func run(_ scenario: String, browser: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var tools = ["unshare", "ip", "nginx", "openssl", "runuser"]
         if browser { tools.append("chromium") }
-        try #require(tools.allSatisfy(commandExists),
-                     "\(tools.joined(separator: ", ")) are required (the README test command installs them)")
         try #require(FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres"),
                      "PostgreSQL 15 is required (apt-get install postgresql; the README test command installs it)")
-        let duet = packageRoot + "/.build/debug/duet"
-        try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
-        let script = packageRoot + "/Tests/e2e/cluster/cluster.py"
-        let result = try await OneAtATime.heavyWork.run { try await runCommand(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
-            // Outcomes go to .build/results/$DUET_RUN_ID/cluster/ (Tests/e2e/results.py), never to docs/.
-            environment: ["DUET_BINARY": duet],
-            timeout: .seconds(170)) }
-        #expect(result.status == 0, "cluster \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
-        #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
+        // Outcomes go to .build/results/$DUET_RUN_ID/cluster/ (Tests/e2e/results.py), never to docs/.
+        try await runBrowserScenario(script: "cluster/cluster.py", scenario, needs: tools, timeout: .seconds(170), sourceLocation: sourceLocation)
     }
 }
