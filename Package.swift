@@ -73,6 +73,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // HTTPS and WSS without a proxy (`--tls-cert`, `--tls-key`), on swift-nio-ssl.
                 .product(name: "HummingbirdCore", package: "hummingbird"),

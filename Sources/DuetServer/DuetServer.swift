@@ -126,15 +126,18 @@ public final class DuetServer: Sendable {
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.listening = listening
         self.listeningContinuation = listeningContinuation
-        let http: HTTPServerBuilder = .http1WebSocketUpgrade(
-            webSocketRouter: webSocketRouter,
-            configuration: .init(
-                http1: .init(),
-                ws: WebSocketServerConfiguration(
-                    maxFrameSize: WebSocketTransport.socketMessageCap,
-                    autoPing: .enabled(timePeriod: configuration.pingInterval),
-                    // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
-                    validateUTF8: true)))
+        let upgradeConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(),
+            ws: WebSocketServerConfiguration(
+                maxFrameSize: WebSocketTransport.socketMessageCap,
+                autoPing: .enabled(timePeriod: configuration.pingInterval),
+                // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
+                validateUTF8: true))
+        // Before any connection: the first upgrades must not be the first use of the pipeline's types (see there).
+        if !UpgradePipelineWarmUp.run(configuration: upgradeConfiguration, logger: logger) {
+            logger.warning("could not warm up the WebSocket upgrade pipeline; serving anyway")
+        }
+        let http: HTTPServerBuilder = .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: upgradeConfiguration)
         let app = Application(
             router: router,
             server: try configuration.tls.map { try .tls(http, tlsConfiguration: Self.tlsConfiguration($0)) } ?? http,

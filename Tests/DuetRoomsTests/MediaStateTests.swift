@@ -63,6 +63,28 @@ import Testing
         #expect(joined.participants.first { $0.cid == bCid }?.media == nil, "B never said anything")
     }
 
+    /// The mute said while the peer's seat is suspended (its connection dropped) is not relayed anywhere and not
+    /// refused: no `relay_failed` (a relay's error, for offers), no error; the peer hears it when it reattaches.
+    @Test func saidWhileThePeerIsSuspendedIsKeptForItsReturn() throws {
+        let (room, rid, a, b) = try twoInARoom()
+        var core = room
+        let aCid = try #require(core.connections[a]?.seat?.cid)
+        let bCid = try #require(core.connections[b]?.seat?.cid)
+        _ = core.handle(.closed(b), nowMs: 2_000)
+        #expect(core.participantCount(.suspended) == 1)
+
+        let outputs = say(&core, a, Self.muted, now: 2_500)
+        #expect(outputs.isEmpty, "B is away: nothing relayed, no relay_failed, no error — got \(outputs)")
+        #expect(core.rooms[rid]?.participants.first { $0.cid == aCid }?.media == MediaState(audio: false, video: true, screen: false))
+
+        let b2 = ConnectionID(3)
+        _ = core.handle(.opened(b2, .ws, sid: nil), nowMs: 3_000)
+        let token = authorities.reconnectTokens.issue(cid: bCid, rid: rid, nowMs: 3_000)
+        let joined = try join(&core, b2, rid: rid, now: 3_000, payload: JoinPayload(reconnectCid: bCid, reconnectToken: token))
+        #expect(joined.reconnect == .reattached)
+        #expect(joined.participants.first { $0.cid == aCid }?.media == MediaState(audio: false, video: true, screen: false))
+    }
+
     @Test func aPeerAwayIsNotAnErrorAndLearnsItOnJoining() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()

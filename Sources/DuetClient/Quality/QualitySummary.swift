@@ -1,6 +1,6 @@
-/// The call so far, folded from its readings: the time they cover, the time without inbound media in it, the
-/// mean of the MOS readings, and reconnects (told by the runtime: each time the connection status leaves
-/// `connected`). A value: `DuetCall` keeps one per call; the browser's twin is `addReading` / `addReconnect`.
+/// The call so far, folded from its readings: the time they cover, the time without inbound media in it (with
+/// the gaps no reading covers), the mean of the MOS readings, and reconnects. `QualityTracker` decides what is
+/// added when; the browser's twin is `addReading` / `addGap` / `addReconnect` in call-quality.js.
 public struct QualitySummary: Sendable, Equatable, Codable {
     public var readings = 0
     public var durationMs: Double = 0
@@ -24,6 +24,14 @@ public struct QualitySummary: Sendable, Equatable, Codable {
             next.mosCount += 1
         }
         next.averageMos = next.mosCount > 0 ? QualityRounding.round(next.mosTotal / Double(next.mosCount), places: 2) : nil
+        return next
+    }
+
+    /// Time in the call that no reading covers (no stats report): it counts, and counts as without media.
+    public func addingGap(_ ms: Double) -> QualitySummary {
+        var next = self
+        next.durationMs += ms
+        next.noMediaMs += ms
         return next
     }
 

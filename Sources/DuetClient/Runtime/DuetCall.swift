@@ -57,10 +57,12 @@ public actor DuetCall {
     public private(set) var phase: CallPhase = .idle
     public private(set) var connectionStatus: ConnectionStatus = .connected
     public private(set) var transport: SignalingTransport?
-    /// This call's quality so far (`.quality` readings folded, reconnects counted); starts afresh with each join.
-    public private(set) var qualitySummary = QualitySummary()
-    /// The previous stats interval's sample: a reading needs two. nil outside a call or without a peer connection.
-    private var lastQualitySample: QualitySample?
+    /// This call's quality so far (`.quality` readings folded, gaps and reconnects counted); starts afresh with
+    /// each join. `QualityTracker` holds the rule of what counts (the browser's is the same).
+    public var qualitySummary: QualitySummary { quality.summary }
+    private var quality = QualityTracker()
+    /// Milliseconds on the injected clock since this call object was made: the stats polls' monotonic time.
+    private let elapsedMs: @Sendable () -> Double
 
     public init(
         configuration: Configuration, engine webRtc: any WebRtcEngine, network: any NetworkMonitor = NoNetworkMonitor(),
@@ -74,6 +76,7 @@ public actor DuetCall {
         self.engine = CallEngine(options: options)
         self.webRtc = webRtc
         self.clock = clock
+        self.elapsedMs = Self.stopwatch(clock)
         self.http = http
         self.logger = logger
         (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -216,10 +219,9 @@ public actor DuetCall {
         case .phase(let value):
             phase = value
             if value == .joining { acceptingWebRtcCommands = true }
-            if value == .joining { qualitySummary = QualitySummary() }  // a new call (joining follows idle only)
+            _ = quality.handle(.phase(value))
         case .connectionStatus(let value):
-            // A reconnect, for the quality summary: the call stopped being connected.
-            if phase == .inCall, connectionStatus == .connected, value != .connected { qualitySummary = qualitySummary.addingReconnect() }
+            _ = quality.handle(.connectionStatus(value))
             connectionStatus = value
         case .transport(let value): transport = value
         default: break
@@ -413,16 +415,22 @@ public actor DuetCall {
     }
 
     private func emitStats() async {
-        guard phase == .inCall, let stats = await webRtc.stats(), phase == .inCall else {
-            lastQualitySample = nil  // the next reading measures from a fresh sample, not across the gap
-            return
+        guard phase == .inCall else { return }
+        let stats = await webRtc.stats()
+        guard phase == .inCall else { return }  // left while the engine answered: nothing to count
+        if let stats { emit(.stats(stats)) }
+        // No report (no peer connection, or none from the engine) is a poll too: the tracker counts the gap.
+        if let reading = quality.handle(.polled(atMs: elapsedMs(), sample: stats?.quality)) { emit(.quality(reading)) }
+    }
+
+    /// A monotonic millisecond counter on `clock` (opened from the existential, whose instants cannot be
+    /// subtracted as `any InstantProtocol`).
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Double {
+        let start = clock.now
+        return {
+            let elapsed = start.duration(to: clock.now).components
+            return Double(elapsed.seconds) * 1_000 + Double(elapsed.attoseconds) / 1e15
         }
-        emit(.stats(stats))
-        guard let sample = stats.quality else { return }
-        let reading = CallQuality.reading(previous: lastQualitySample, current: sample)
-        lastQualitySample = sample
-        qualitySummary = qualitySummary.adding(reading)
-        emit(.quality(reading))
     }
 
     private func rtcConfiguration() -> RtcConfiguration {

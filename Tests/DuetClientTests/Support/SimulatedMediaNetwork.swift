@@ -75,8 +75,14 @@ public actor SimulatedMediaNetwork {
     func callStats(_ id: Int) -> CallStats? {
         guard let peer = peers[id], peer.peerConnections > 0, !peer.closed else { return nil }
         let relayed = peer.configuration.relayOnly
+        let candidateType = peer.ice == .connected ? (relayed ? "relay" : "host") : nil
+        let rttMs: Double? = peer.ice == .connected ? 1 : nil
+        // For call quality: packets as the frames arrive, none lost (DuetCall stamps the poll time itself).
+        let quality = QualitySample(
+            timestampMs: 0, audioPacketsReceived: peer.frames * 2, videoPacketsReceived: peer.frames, rttMs: rttMs,
+            framesDecoded: peer.frames, candidateType: candidateType)
         return CallStats(videoFramesReceived: peer.frames, audioPacketsReceived: peer.frames * 2,
-                         candidateType: peer.ice == .connected ? (relayed ? "relay" : "host") : nil, roundTripTimeMs: peer.ice == .connected ? 1 : nil)
+                         candidateType: candidateType, roundTripTimeMs: rttMs, quality: quality)
     }
 
     /// Cuts the media path (signaling is separate).

@@ -92,8 +92,8 @@ export function qualityReading(previous, current) {
   });
 }
 
-// The call so far, folded from its readings: time covered, time without inbound media, the mean of the MOS
-// readings, and reconnects (told by the runtime: each time the connection status leaves `connected`).
+// The call so far, folded from its readings: time covered, time without inbound media (with the gaps no reading
+// covers), the mean of the MOS readings, and reconnects. quality-tracker.js decides what is added when.
 export const emptySummary = Object.freeze({
   readings: 0, durationMs: 0, noMediaMs: 0, reconnects: 0, mosTotal: 0, mosCount: 0, averageMos: null,
 });
@@ -106,6 +106,11 @@ export function addReading(summary, reading) {
     noMediaMs: summary.noMediaMs + (reading.mediaFlowing ? 0 : reading.intervalMs), mosTotal, mosCount,
     averageMos: mosCount > 0 ? roundTo(mosTotal / mosCount, 2) : null,
   });
+}
+
+// Time in the call that no reading covers (no stats report): it counts, and counts as without media.
+export function addGap(summary, ms) {
+  return Object.freeze({ ...summary, durationMs: summary.durationMs + ms, noMediaMs: summary.noMediaMs + ms });
 }
 
 export function addReconnect(summary) {

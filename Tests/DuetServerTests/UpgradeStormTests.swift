@@ -1,0 +1,33 @@
+@testable import DuetServer
+import DuetTestSupport
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import Testing
+
+/// The server's first WebSocket upgrades arriving together on several NIO threads. The Swift runtime on Linux can
+/// crash when two threads make the first use of the same generic metadata at once, and `duet serve` did once (a
+/// null metadata under `configureUpgradableHTTPServerPipeline`). The server now builds that pipeline once before it
+/// accepts anything (`UpgradePipelineWarmUp`); these tests hold both halves.
+@Suite struct UpgradeStormTests {
+    @Test func warmUpBuildsTheServersUpgradePipeline() {
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(), ws: .init(maxFrameSize: 1 << 16))
+        #expect(UpgradePipelineWarmUp.run(configuration: configuration, logger: Logger(label: "test")))
+    }
+
+    /// 50 fresh `duet serve` processes, each met by 50 upgrade requests released at the same moment
+    /// (Tests/e2e/server/upgrade_storm.py): every request is answered with a status (101, or 400 for those over the
+    /// per-address admission limit) and every server still answers afterwards. Loopback in a namespace of its own.
+    @Test func freshServersSurviveAStormOfFirstUpgrades() async throws {
+        try #require(["unshare", "ip"].allSatisfy(commandExists), "unshare and ip are required (the README test command installs them)")
+        let duet = packageRoot + "/.build/debug/duet"
+        try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
+        let script = packageRoot + "/Tests/e2e/server/upgrade_storm.py"
+        let result = try await OneAtATime.heavyWork.run { try await runCommand(
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" 50 50", script],
+            environment: ["DUET_BINARY": duet], timeout: .seconds(240)) }
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("storm: ok"), "\(result.stdout)")
+        #expect(result.stdout.components(separatedBy: ": ok answers=").count - 1 == 50, "every round ran and passed:\n\(result.stdout)")
+    }
+}
