@@ -116,11 +116,12 @@ import Testing
 
     @Test("3 retrying: more than 10 s without recovery → retrying, escalation running") func retrying() async throws {
         let server = try await TestServer.start()
-        let (alice, bob, media) = try await startCallThenCutMedia(server: server)
+        let (alice, bob, media, clock) = try await startCallThenCutMedia(server: server)
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await alice.waitFor("escalation") { participant in
             await participant.events.contains { if case .escalation = $0 { true } else { false } }
         }
+        clock.speedUp(2)  // the recovery takes real I/O: no 100 ms connect timeouts (startCallThenCutMedia)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(15))
         try await bob.waitInCallConnected(timeout: .seconds(15))
@@ -129,11 +130,14 @@ import Testing
 
     @Test("4 long outage: 2 min without signaling or media, then everything resumes by itself") func longOutage() async throws {
         let original = try await TestServer.start()
-        let (alice, bob, media) = try await startCallThenCutMedia(server: original)
+        let (alice, bob, media, clock) = try await startCallThenCutMedia(server: original)
         await original.stop()
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await Task.sleep(for: .seconds(6))  // 2 minutes of engine time
         let server = try await TestServer.start(dataDirectory: original.dataDirectory, port: original.port)
+        // The recovery takes real I/O (startCallThenCutMedia). At 2× the escalation's 16 s cap (+20 % jitter) is
+        // under 10 s real, inside the 20 s below.
+        clock.speedUp(2)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(20))
         try await bob.waitInCallConnected(timeout: .seconds(20))
@@ -144,7 +148,7 @@ import Testing
 
     @Test("5 leave from retrying: back to idle, nothing left running") func leaveFromRetrying() async throws {
         let server = try await TestServer.start()
-        let (alice, bob, media) = try await startCallThenCutMedia(server: server)
+        let (alice, bob, media, _) = try await startCallThenCutMedia(server: server)
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         await alice.call.leave()
         try await alice.waitFor("idle") { await $0.call.phase == .idle }

@@ -8,11 +8,12 @@ import Testing
 @Suite struct RuntimeQualityTests {
     @Test func summaryCountsTheOutageAsTimeWithoutMediaAndItsReconnect() async throws {
         let server = try await TestServer.start()
-        let (alice, bob, media) = try await startCallThenCutMedia(server: server)
+        let (alice, bob, media, clock) = try await startCallThenCutMedia(server: server)
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await alice.waitFor("readings without media during the outage") { participant in
             await participant.call.qualitySummary.noMediaMs > 0
         }
+        clock.speedUp(2)  // the recovery takes real I/O (startCallThenCutMedia)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(15))
         try await alice.waitFor("a reading with media and a MOS after the outage") { participant in

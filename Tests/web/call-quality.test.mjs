@@ -163,7 +163,7 @@ test('the summary: time covered, time without media, mean MOS of readings that h
   assert.equal(emptySummary.averageMos, null);
 });
 
-test('QualityMonitor: a reading per poll as a `quality` event, reconnects noted, no stats means start again', async () => {
+test('QualityMonitor: a reading per poll in the call as a `quality` event; a poll without stats is time without media', async () => {
   const reports = [
     [{ id: 'in', type: 'inbound-rtp', kind: 'audio', packetsReceived: 0, packetsLost: 0, bytesReceived: 0 }],
     [{ id: 'in', type: 'inbound-rtp', kind: 'audio', packetsReceived: 50, packetsLost: 0, bytesReceived: 4000, jitter: 0.002 }],
@@ -174,6 +174,11 @@ test('QualityMonitor: a reading per poll as a `quality` event, reconnects noted,
   const monitor = new QualityMonitor({ getStats: async () => reports.shift(), now: () => clock });
   const seen = [];
   monitor.addEventListener('quality', (event) => seen.push(event.detail));
+  monitor.noteCall({ phase: 'joining', connectionStatus: 'connected' });
+  await monitor.tick();  // not in the call yet: nothing counts
+  assert.equal(seen.length, 0);
+  reports.unshift([{ id: 'in', type: 'inbound-rtp', kind: 'audio', packetsReceived: 0, packetsLost: 0, bytesReceived: 0 }]);
+  monitor.noteCall({ phase: 'inCall', connectionStatus: 'connected' });
   assert.equal(monitor.reading, null);
   await monitor.tick();
   clock = 1000;
@@ -184,15 +189,18 @@ test('QualityMonitor: a reading per poll as a `quality` event, reconnects noted,
   assert.equal(seen[1].bitrateInKbps, 32);
   assert.equal(monitor.reading, seen[1]);
   clock = 2000;
-  await monitor.tick();  // no peer connection: nothing to read
+  await monitor.tick();  // no peer connection: a gap, no reading
+  assert.equal(monitor.reading, null);
+  monitor.noteCall({ phase: 'inCall', connectionStatus: 'recovering' });
+  monitor.noteCall({ phase: 'inCall', connectionStatus: 'recovering' });  // no change: not a second reconnect
   clock = 3000;
   await monitor.tick();
   assert.equal(seen.length, 3);
   assert.equal(seen[2].level, null, 'after a gap the next sample is a first one');
-  monitor.noteReconnect();
   assert.equal(monitor.summary().reconnects, 1);
   assert.equal(monitor.summary().readings, 3);
-  assert.equal(monitor.summary().durationMs, 1000);
+  assert.equal(monitor.summary().durationMs, 3000, 'the reading’s 1000 ms and the 2000 ms without a report');
+  assert.equal(monitor.summary().noMediaMs, 2000);
 });
 
 test('QualityMonitor: start() polls every intervalMs until stop(); a poll answered after stop() does not count', async () => {

@@ -1,6 +1,7 @@
 """The call itself, as people use it (issue 18), in real headless Chromium with fake devices: the pre-join screen and
-its choices carried into the call, switching devices mid-call, what the other person sees of a mute or a camera
-turned off (and that it survives a server restart), screen sharing, and the call-quality indicator and summary.
+its choices carried into the call, switching devices mid-call and devices removed from under it, what the other
+person sees of a mute or a camera turned off (and that it survives a server restart), screen sharing, and the
+call-quality indicator and summary.
 
 Run like scenarios.py, one scenario per process inside a network namespace of its own (CallExperienceTests):
     unshare -n sh -c 'ip link set lo up && exec python3 call_ux.py prejoin-choices'
@@ -36,7 +37,7 @@ REMOTE = "JSON.stringify(duet.remote)"
 
 def key(page, name):
     """Presses a key as a person would (CDP Input: keydown, char, keyup reach whatever has the focus)."""
-    codes = {"Enter": ("Enter", 13, "\r"), "m": ("KeyM", 77, "m"), "v": ("KeyV", 86, "v"), "i": ("KeyI", 73, "i"), "f": ("KeyF", 70, "f"),
+    codes = {"Enter": ("Enter", 13, "\r"), "m": ("KeyM", 77, "m"), "v": ("KeyV", 86, "v"), "i": ("KeyI", 73, "i"), "f": ("KeyF", 70, "f"), "c": ("KeyC", 67, "c"),
              "?": ("Slash", 191, "?"), "Escape": ("Escape", 27, "")}
     code, vk, text = codes[name]
     page.send("Page.bringToFront")
@@ -67,6 +68,81 @@ def visible(page, element_id):
 
 def announced(page):
     return page.evaluate("document.getElementById('announcer').textContent")
+
+
+def said(page, fragment, seconds, what):
+    """The live region has said `fragment` (in any message) within `seconds`: announcements queue, one a second
+    (js/ui/announce-queue.js), so the region may show a later one by the time it is read; duet.announcements is
+    what it has said."""
+    page.wait_for(f"duet.announcements.some(t => t.includes({json.dumps(fragment)}))", seconds, poll=0.05, message=what)
+
+
+# Records what the live region (#announcer) shows and when, as the DOM changes: a message replaced before anyone
+# could hear it shows up as a short stay.
+LISTEN_TO_REGION = """(() => {
+  const region = document.getElementById('announcer');
+  window.regionLog = [];
+  new MutationObserver(() => regionLog.push({text: region.textContent, at: performance.now()}))
+    .observe(region, {childList: true, characterData: true, subtree: true});
+})()"""
+HEARD_MS = 900  # what a screen reader needs at least to start a short sentence (the queue gives each 1 s)
+
+
+def region_listen(page):
+    page.evaluate(LISTEN_TO_REGION)
+
+
+def each_heard(page, fragments, seconds, what):
+    """Every fragment was shown in the live region (since region_listen), in this order, and each stayed there at
+    least HEARD_MS before something else replaced it."""
+    page.wait_for(f"""(want => {{ const shown = regionLog.filter(e => e.text);
+        let i = 0; for (const e of shown) if (i < want.length && e.text.includes(want[i])) i++; return i === want.length; }})
+        ({json.dumps(fragments)})""", seconds, poll=0.05, message=what)
+    log_ = page.evaluate("regionLog")
+    shown = [e for e in log_ if e["text"]]
+    stays = [(e["text"], round(nxt["at"] - e["at"])) for e, nxt in zip(log_, log_[1:]) if e["text"]]
+    log(what, stays, "then", shown[-1]["text"])
+    for text, ms in stays:
+        expect(ms >= HEARD_MS, f"{what}: {text!r} was replaced after {ms} ms, before it could be heard: {stays}")
+
+
+def title_of(page, element_id):
+    return page.evaluate(f"document.getElementById({json.dumps(element_id)}).title")
+
+
+def ws_media_states(page):
+    """From now on, the media_state messages the page receives over WebSocket or SSE (CDP Network events), as
+    a function returning those received so far: [{audio, video, screen, from}]."""
+    page.send("Network.enable")
+    queues = [page.events("Network.webSocketFrameReceived"), page.events("Network.eventSourceMessageReceived")]
+    for q in queues:  # only what arrives after this call
+        while not q.empty():
+            q.get_nowait()
+    seen = []
+
+    def received():
+        for q in queues:
+            while not q.empty():
+                event = q.get_nowait()
+                text = event.get("response", {}).get("payloadData") if "response" in event else event.get("data")
+                try:
+                    envelope = json.loads(text or "")
+                except ValueError:
+                    continue
+                if isinstance(envelope, dict) and envelope.get("type") == "media_state":
+                    seen.append(envelope.get("payload"))
+        return list(seen)
+    return received
+
+
+def initial_remote_known(page, name):
+    """The other person's state is known (non-null, all on) within a second of their joining, as this page saw it."""
+    page.wait_for("duet.remoteSeen.knownAt !== null", 5, message=f"{name} learns the other person's media state")
+    seen = page.evaluate("duet.remoteSeen")
+    log(name, "remote state known", seen)
+    expect(seen["peerJoinedAt"] is not None and seen["knownAt"] - seen["peerJoinedAt"] <= 1000,
+           f"{name} knows the other person's state within 1 s of their joining: {seen}")
+    expect(json.loads(page.evaluate(REMOTE)) == {"audio": True, "video": True, "screen": False}, f"{name}: {page.evaluate(REMOTE)}")
 
 
 def within(page, expression, seconds, what):
@@ -131,6 +207,8 @@ def scenario_prejoin_choices(browser):
         expect(tracks["audio"] == microphone and tracks["video"] == camera and not tracks["videoOn"],
                f"the sent tracks are the chosen devices, camera off: {tracks}")
         expect(a.evaluate("document.getElementById('camera').getAttribute('aria-pressed')") == "true", "Stop camera is pressed")
+        expect(title_of(a, "camera") == "Turn camera on (V)", f"its title says what a click does: {title_of(a, 'camera')!r}")
+        expect(title_of(a, "mute") == "Mute (M)", f"the microphone is on: {title_of(a, 'mute')!r}")
         within(b, "duet.remote && duet.remote.video === false && duet.remote.audio === true && "
                   "!document.getElementById('remote-camera-off').hidden && document.getElementById('remote-muted').hidden",
                10, "B shows A's camera is off (placeholder), not muted")
@@ -164,15 +242,31 @@ def scenario_device_switch(browser):
         key(a, "?")
         a.wait_for("document.getElementById('help-dialog').open", 5, message="? opens the shortcuts")
         expect("Mute or unmute the microphone" in a.evaluate("document.getElementById('help-keys').innerText"), "help lists m")
+        # Every control on screen has a name and a shortcut, and the help lists that shortcut (Leave and End excepted:
+        # one key should not end a call).
+        controls = a.evaluate("""[...document.querySelectorAll('.controls button')].filter(b => !b.hidden && b.getClientRects().length)
+            .map(b => ({id: b.id, name: (b.getAttribute('aria-label') || b.textContent).trim(), key: b.getAttribute('aria-keyshortcuts')}))""")
+        listed = a.evaluate("[...document.querySelectorAll('#help-keys kbd')].map(k => k.textContent)")
+        log("controls", controls, "help", listed)
+        expect(any(c["id"] == "switch-camera" for c in controls), f"Switch camera is offered (three cameras): {controls}")
+        for c in controls:
+            expect(c["name"], f"{c['id']} has an accessible name")
+            if c["id"] in ("leave", "end"):
+                continue
+            expect(c["key"], f"{c['id']} has a shortcut: {c}")
+            expect(c["key"].replace("Shift+", "").upper() in listed, f"the help lists {c['id']}'s key {c['key']}: {listed}")
+        expect("Switch to the next camera" in a.evaluate("document.getElementById('help-keys').innerText"), "help lists c")
         shot(a, "shortcuts", 1280, 800)
         key(a, "Escape")
         a.wait_for("!document.getElementById('help-dialog').open", 5, message="Escape closes them")
         if a.evaluate("document.fullscreenEnabled"):
             key(a, "f")
             a.wait_for("document.fullscreenElement === document.querySelector('.call') && "
-                       "document.getElementById('fullscreen').getAttribute('aria-pressed') === 'true'", 5, message="f: full screen")
+                       "document.getElementById('fullscreen').getAttribute('aria-pressed') === 'true' && "
+                       "document.getElementById('fullscreen').title === 'Exit full screen (F)'", 5, message="f: full screen")
             key(a, "f")
-            a.wait_for("document.fullscreenElement === null", 5, message="f again: back")
+            a.wait_for("document.fullscreenElement === null && document.getElementById('fullscreen').title === 'Full screen (F)'",
+                       5, message="f again: back")
         a.evaluate("document.getElementById('devices').click()")
         a.wait_for("!document.getElementById('devices-panel').hidden", 5, message="the devices panel opens")
         shot(a, "devices-phone", 390, 844)
@@ -181,6 +275,13 @@ def scenario_device_switch(browser):
         a.wait_for(f"duet.devices.microphone.deviceId === {json.dumps(microphone)}", 10, message="A's microphone switched")
         since = mark(b)
         log("B after the microphone switch", media_flows(b, since=since, what="B hears A's other microphone")["window"])
+        # c switches to the next camera (fake_device_1, which sends nothing: the picker then takes one that does).
+        # Shortcuts do not act while a field (the picker) has the focus: it goes to the stage and back.
+        camera_before = a.evaluate("duet.devices.camera.deviceId")
+        a.evaluate("document.activeElement.blur()")
+        key(a, "c")
+        a.wait_for(f"duet.devices.camera.deviceId !== {json.dumps(camera_before)}", 10, message="c switches the camera")
+        a.evaluate("document.getElementById('camera-select').focus()")
         camera = choose(a, "camera-select", SENDABLE_SECOND_CAMERA)
         a.wait_for(f"duet.devices.camera.deviceId === {json.dumps(camera)}", 10, message="A's camera switched")
         since = mark(b)
@@ -231,6 +332,73 @@ def scenario_device_switch(browser):
         server.stop()
 
 
+# Headless Chromium's fake devices cannot be unplugged. A removal as the page sees it: enumerateDevices stops
+# listing the device, and navigator.mediaDevices fires devicechange (a real unplug may also end the track; the
+# device-switch scenario covers that path).
+UNPLUG = """((ids) => {
+  const gone = new Set(ids);
+  const list = MediaDevices.prototype.enumerateDevices;
+  navigator.mediaDevices.enumerateDevices = function () { return list.call(this).then(all => all.filter(d => !gone.has(d.deviceId))); };
+  navigator.mediaDevices.dispatchEvent(new Event('devicechange'));
+})"""
+
+
+def scenario_device_removed(browser):
+    """A microphone and a camera removed mid-call fall back to the defaults. A uses a second microphone and camera;
+    both vanish from the device list and devicechange fires (as on an unplugged webcam): A switches to the default
+    microphone and camera, shows and says what happened (each message heard, one after the other), the pickers no
+    longer offer them, and media flows both ways — video frames and decoded audio — afterwards."""
+    server = Server()
+    try:
+        a, b, _ = start_call(browser, server)
+        a.evaluate("document.getElementById('devices').click()")
+        a.wait_for("!document.getElementById('devices-panel').hidden", 5, message="the devices panel opens")
+        microphone = choose(a, "microphone-select")
+        a.wait_for(f"duet.devices.microphone.deviceId === {json.dumps(microphone)}", 10, message="A uses another microphone")
+        camera = choose(a, "camera-select", SENDABLE_SECOND_CAMERA)
+        a.wait_for(f"duet.devices.camera.deviceId === {json.dumps(camera)}", 10, message="A uses another camera")
+        media_flows(b, what="B receives A's chosen devices")
+        chosen = a.evaluate("duet.devices")
+        log("A uses", chosen)
+        heard = len(a.evaluate("duet.announcements"))
+        region_listen(a)
+        a.evaluate(f"{UNPLUG}({json.dumps([microphone, camera])})")
+        a.wait_for(f"(d => d.microphone.deviceId !== {json.dumps(microphone)} && d.camera.deviceId !== {json.dumps(camera)})(duet.devices)",
+                   10, message="A falls back from both removed devices")
+        now = a.evaluate("duet.devices")
+        log("A now uses", now)
+        expect(now["camera"]["label"] == "fake_device_0", f"the default camera: {now}")
+        tracks = a.evaluate("(s => s.getTracks().map(t => ({kind: t.kind, id: t.getSettings().deviceId, live: t.readyState === 'live'})))"
+                            "(document.getElementById('local-video').srcObject)")
+        expect(len(tracks) == 2 and all(t["live"] for t in tracks) and {t["id"] for t in tracks}.isdisjoint({microphone, camera}),
+               f"A sends two live tracks, neither from a removed device: {tracks}")
+        expect(a.evaluate("(s => JSON.stringify(duet.sending) === JSON.stringify({audio: s.getAudioTracks()[0].id, video: s.getVideoTracks()[0].id}))"
+                          "(document.getElementById('local-video').srcObject)"), f"and those are on the senders: {a.evaluate('JSON.stringify(duet.sending)')}")
+        # Shown to everyone, said to screen readers: both messages, neither replacing the other.
+        a.wait_for("(n => !n.hidden && n.getClientRects().length > 0 && (n.textContent.match(/was disconnected/g) || []).length === 2)"
+                   "(document.getElementById('device-notice'))", 5, message="A shows what happened to both devices")
+        log("A shows", a.evaluate("document.getElementById('device-notice').textContent"))
+        a.wait_for(f"duet.announcements.slice({heard}).filter(t => t.includes('was disconnected. Now using')).length === 2", 5,
+                   poll=0.05, message="A says both, one after the other")
+        log("A said", a.evaluate(f"duet.announcements.slice({heard})"))
+        each_heard(a, [f"{chosen['microphone']['label']} was disconnected", f"{chosen['camera']['label']} was disconnected"], 5,
+                   "A's live region says the microphone, then the camera, each long enough to be heard")
+        options = a.evaluate("[...document.querySelectorAll('#camera-select option, #microphone-select option')].map(o => o.value)")
+        expect(microphone not in options and camera not in options, f"the pickers no longer offer the removed devices: {options}")
+        expect(a.evaluate("document.getElementById('camera-select').value") == now["camera"]["deviceId"],
+               "the camera picker shows the camera in use")
+        shot(a, "device-removed", 1280, 800)
+        since = mark(b)
+        log("B after the fallback", media_flows(b, since=since, what="B decodes A's default camera and hears A's default microphone")["window"])
+        since = mark(a)
+        log("A after the fallback", media_flows(a, since=since, what="A still decodes B's video and audio")["window"])
+        expect(json.loads(a.evaluate(LOCAL)) == {"audio": True, "video": True, "screen": False}, f"A still on: {a.evaluate(LOCAL)}")
+        expect(a.evaluate("duet.iceRestarts") == [] and a.evaluate("duet.reconnects") == ["fresh"],
+               f"no ICE restart, no rejoin: {a.evaluate('duet.iceRestarts')} {a.evaluate('duet.reconnects')}")
+    finally:
+        server.stop()
+
+
 def scenario_remote_state(browser):
     """Remote mute and camera-off are shown on the other page within a second, and restored after a server restart.
     A presses m, then v: B shows "Muted" and the camera-off placeholder within a second each (media_state), and says
@@ -240,18 +408,21 @@ def scenario_remote_state(browser):
     server = Server()
     try:
         a, b, _ = start_call(browser, server)
-        expect(announced(a) == "The other person joined the call.", f"A was told B joined: {announced(a)!r}")
+        said(a, "The other person joined the call.", 5, "A was told B joined")
+        for name, page in (("A", a), ("B", b)):
+            initial_remote_known(page, name)
         media_flows(b, what="B receives A")
-        expect(b.evaluate(REMOTE) in ("null", json.dumps({"audio": True, "video": True, "screen": False}, separators=(",", ":"))),
-               f"B knows nothing or all on: {b.evaluate(REMOTE)}")
+        region_listen(b)
         key(a, "m")
         expect(a.evaluate("document.getElementById('mute').getAttribute('aria-pressed')") == "true", "m mutes A")
+        expect(title_of(a, "mute") == "Unmute (M)", f"Mute's title says a click unmutes: {title_of(a, 'mute')!r}")
         took = within(b, "duet.remote && duet.remote.audio === false && !document.getElementById('remote-muted').hidden", 1.0,
                       "B shows A muted")
         key(a, "v")
         took_video = within(b, "duet.remote && duet.remote.video === false && !document.getElementById('remote-camera-off').hidden",
                             1.0, "B shows A's camera off")
-        expect("muted their microphone" in announced(b) or "camera off" in announced(b), f"said to B: {announced(b)}")
+        each_heard(b, ["The other person muted their microphone.", "The other person turned their camera off."], 3,
+                   "B is told A muted, then that A's camera is off, each long enough to be heard")
         audio_silent(b, what="B hears silence from muted A")
         results.detail(muteShownS=took, cameraOffShownS=took_video)
         title = a.evaluate("document.title")
@@ -261,6 +432,7 @@ def scenario_remote_state(browser):
         shot(b, "in-call-remote-muted-phone", 390, 844)
         expect(b.evaluate("document.documentElement.scrollWidth <= 390"), "nothing overflows at phone width")
         b.set_viewport(1280, 800)
+        seen_before = b.evaluate("duet.remoteSeen.count")
         server.kill()
         a.wait_for("duet.connectionStatus !== 'connected'", 35, message="A notices the server is gone")
         a.wait_for("duet.badge.kind !== 'connected'", 5, message="A's badge leaves connected")
@@ -275,6 +447,8 @@ def scenario_remote_state(browser):
         within(b, "duet.remote && duet.remote.audio === true && duet.remote.video === false && "
                   "document.getElementById('remote-muted').hidden && !document.getElementById('remote-camera-off').hidden",
                5, "B sees A unmuted, camera still off, after the restart")
+        # Told anew after the restart (A re-announced), not a state B had kept from before the fault.
+        expect(b.evaluate("duet.remoteSeen.count") > seen_before, f"B learned A's state after the restart: {b.evaluate('duet.remoteSeen')}")
         expect(a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].enabled") is False,
                "A's camera is still off")
         media_flows(b, what="B hears A after the restart", video=False)
@@ -282,6 +456,10 @@ def scenario_remote_state(browser):
         key(a, "m")
         within(b, "duet.remote.audio === false", 1.0, "B shows A muted again")
         devices = a.evaluate("duet.devices")
+        a_cid = a.evaluate("duet.cid")
+        # B's engine reports only changes (remoteMedia), and A comes back with the state B already shows: what proves
+        # that the reloaded A told it is the media_state message itself reaching B after the reload.
+        media_states = ws_media_states(b)
         a.reload()
         a.wait_for("window.duet && duet.page === 'call'", 10, message="A reloads")
         in_call(a, 20, what="A back in its seat after the reload")
@@ -292,6 +470,13 @@ def scenario_remote_state(browser):
         within(b, "duet.remote && duet.remote.audio === false && duet.remote.video === false && "
                   "!document.getElementById('remote-muted').hidden && !document.getElementById('remote-camera-off').hidden",
                5, "B shows A muted with the camera off after A's reattach")
+        deadline = time.monotonic() + 5
+        told = [m for m in media_states() if m and m.get("from") == a_cid]
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.05)
+            told = [m for m in media_states() if m and m.get("from") == a_cid]
+        expect(told and {k: told[-1][k] for k in ("audio", "video", "screen")} == {"audio": False, "video": False, "screen": False},
+               f"the reattached A told B its state again (media_state from {a_cid} after the reload): {media_states()}")
         audio_silent(b, what="B hears silence from A after the reload")
         key(a, "m")
         key(a, "v")
@@ -315,6 +500,10 @@ def scenario_screen_share(browser):
         expect(a.evaluate("!document.getElementById('share-screen').hidden"), "Share screen is offered")
         a.evaluate("document.getElementById('share-screen').click()")
         a.wait_for("duet.local.screen === true", 10, message="A shares its screen")
+        # The screen is what goes to B (the fake screen shows the fake camera's pattern, so B's picture cannot tell).
+        expect(a.evaluate("duet.sending.video === document.getElementById('local-video').srcObject.getVideoTracks()[0].id && "
+                          "!!document.getElementById('local-video').srcObject.getVideoTracks()[0].getSettings().displaySurface"),
+               f"A sends its screen's track: {a.evaluate('JSON.stringify(duet.sending)')}")
         screen = a.evaluate("document.getElementById('local-video').srcObject.getVideoTracks()[0].getSettings()")
         log("A shares", screen, "camera was", camera_size)
         within(b, "duet.remote && duet.remote.screen === true && !document.getElementById('remote-sharing').hidden", 2, "B is told A shares")
@@ -323,7 +512,10 @@ def scenario_screen_share(browser):
         media_flows(b, what="B decodes A's screen and hears A")
         shared_size = b.evaluate("[document.getElementById('remote-video').videoWidth, document.getElementById('remote-video').videoHeight]")
         log("B sees A's screen at", shared_size)
-        expect(a.evaluate("document.getElementById('share-screen').getAttribute('aria-pressed')") == "true", "Share screen pressed")
+        share_button = a.evaluate("(b => ({name: b.textContent.trim(), title: b.title, active: b.dataset.active, "
+                                  "pressed: b.getAttribute('aria-pressed')}))(document.getElementById('share-screen'))")
+        expect(share_button == {"name": "Stop sharing", "title": "Stop sharing (S)", "active": "true", "pressed": None},
+               f"the button now stops sharing, and says so: {share_button}")
         shot(b, "screen-share", 1280, 800)
         server.kill()
         a.wait_for("duet.connectionStatus !== 'connected'", 35, message="A notices the server is gone")
@@ -337,8 +529,9 @@ def scenario_screen_share(browser):
         # The browser's own "Stop sharing": the screen track ends.
         a.evaluate("(t => { t.stop(); t.dispatchEvent(new Event('ended')); })"
                    "(document.getElementById('local-video').srcObject.getVideoTracks()[0])")
-        a.wait_for("duet.local.screen === false && document.getElementById('local-video').srcObject.getVideoTracks()[0].label === 'fake_device_0'",
-                   5, message="A's camera is back")
+        a.wait_for("duet.local.screen === false && document.getElementById('local-video').srcObject.getVideoTracks()[0].label === 'fake_device_0' && "
+                   "duet.sending.video === document.getElementById('local-video').srcObject.getVideoTracks()[0].id",
+                   5, message="A's camera is back, and is what A sends")
         within(b, "duet.remote.screen === false && document.getElementById('remote-sharing').hidden", 2, "B is told the share stopped")
         # The encoder may scale the camera (its size at the start was what the bandwidth estimate allowed then): the
         # camera is back when B's picture is no longer the screen's size and has the camera's 16:9 shape.
@@ -387,7 +580,7 @@ def scenario_quality(browser):
             log("with loss", a.evaluate("duet.quality"), b.evaluate("duet.quality"))
             expect(a.evaluate("duet.quality.lossPct") > 5, f"A measures the loss: {a.evaluate('duet.quality')}")
             if a.evaluate("duet.quality.level") == "poor":
-                expect("poor" in announced(a), f"a drop to poor is said: {announced(a)}")
+                said(a, "poor", 3, "a drop to poor is said")
             key(a, "i")
             a.wait_for("!document.getElementById('quality-panel').hidden", 5, message="i opens the quality details")
             details = a.evaluate("document.getElementById('quality-panel').innerText")
@@ -481,7 +674,10 @@ def scenario_sound_blocked(browser):
             said: document.getElementById('announcer').textContent}))(document.getElementById('remote-video'))""")
         log("B with sound refused", seen)
         expect(seen["muted"] and seen["button"] and seen["name"] == "Click to turn on sound", f"the button is offered: {seen}")
-        expect("blocked the sound" in seen["said"], f"the refusal is said: {seen}")
+        # Said in its turn (announcements queue behind "The other person joined the call.").
+        while not peek(b, "duet.announcements.some(t => t.includes('blocked the sound'))"):
+            expect(time.monotonic() < deadline + 3, f"the refusal is said: {peek(b, 'JSON.stringify(duet.announcements)')}")
+            time.sleep(0.05)
         b.wait_for("(v => !v.paused && v.videoWidth > 0)(document.getElementById('remote-video'))", 10,
                    message="B's picture plays, muted, meanwhile")
         shot(b, "sound-blocked", 1280, 800)
@@ -498,5 +694,53 @@ def browser_options(name):
     return FAKE_DEVICES
 
 
+# MARK: time budget
+# Each scenario's limit is the sum of its waits' deadlines (the worst case of a run that passes: every condition met
+# just before its deadline; a failing run stops at the first deadline it misses, sooner), plus Chromium's start
+# (Browser.launch: 30 s), plus a fifth for margin, rounded up to 10 s. So a slow run always ends with the failing
+# wait's own diagnosis, never with the limit. Only deadlines are counted: the evaluate() replies of a live page take
+# milliseconds. start_call = 105 s: home page 10 (navigate) + 10 (loaded) + 10 (call page) + 15 (waiting), B's page
+# 10 + 10, both in call 20 + 20. open_call = 20 (navigate 10, loaded 10). shot() = 10 (its screenshot's deadline).
+# media_flows 20, audio_silent 10, in_call 20 unless given. CallExperienceTests.swift gives each scenario this limit
+# + 30 s (server stop 5, Chromium close 3 + 5, the reader 2, python's start): keep the two in step.
+WAITS_S = {
+    # B open 20 + waits 15, A open 20 + pre-join 15, preview 10, mic level 10, 2 shots 20, camera 10, microphone 10,
+    # v 5, in_call 20 + 20, B's placeholder 10, media_flows 20 + 20, later page open 20 + 15 + 10
+    "prejoin-choices": 20 + 15 + 20 + 15 + 10 + 10 + 20 + 10 + 10 + 5 + 20 + 20 + 10 + 20 + 20 + 20 + 15 + 10,  # 270
+    # start_call 105, media_flows 20, help 5 + shot 10 + Escape 5, full screen 5 + 5, panel 5 + shot 10, microphone
+    # 10 + media_flows 20, c 10, camera 10 + media_flows 20 + 20, speaker 5, unplugged mic 10 + live 5 +
+    # media_flows 20, Escape 5, muted 1, media gone 30 + 30, ICE restart 40, in_call 40 + 40, audio_silent 10,
+    # media_flows 20
+    "device-switch": 105 + 20 + 5 + 10 + 5 + 5 + 5 + 5 + 10 + 10 + 20 + 10 + 10 + 20 + 20 + 5 + 10 + 5 + 20 + 5 + 1
+                     + 30 + 30 + 40 + 40 + 40 + 10 + 20,  # 516
+    # start_call 105, panel 5, microphone 10, camera 10, media_flows 20, fallback 10, notice 5, said 5, heard 5,
+    # shot 10, media_flows 20 + 20
+    "device-removed": 105 + 5 + 10 + 10 + 20 + 10 + 5 + 5 + 5 + 10 + 20 + 20,  # 225
+    # start_call 105, joined said 5, initial state 5 + 5, media_flows 20, muted 1 + camera off 1, heard 3,
+    # audio_silent 10, 2 shots 20, server gone 35 + badge 5 + title 5, in_call 40 + 40, unmuted 5, media_flows 20,
+    # muted 1, reload 10 + page 10 + in_call 20, shown 5, media_state seen 5, audio_silent 10, camera on 1,
+    # picture 10, media_flows 20
+    "remote-state": 105 + 5 + 5 + 5 + 20 + 1 + 1 + 3 + 10 + 20 + 35 + 5 + 5 + 40 + 40 + 5 + 20 + 1 + 10 + 10 + 20
+                    + 5 + 5 + 10 + 1 + 10 + 20,  # 417
+    # start_call 105, media_flows 20, sharing 10, told 2, screen size 15, media_flows 20, shot 10, server gone 35,
+    # in_call 40 + 40, still sharing 5, camera back 5, told 2, camera size 15, media_flows 20
+    "screen-share": 105 + 20 + 10 + 2 + 15 + 20 + 10 + 35 + 40 + 40 + 5 + 5 + 2 + 15 + 20,  # 344
+    # start_call 105, good 15 + 15, drops 20 + 20, poor said 3, panel 5, loss shown 5, 2 shots 20, recovers 30 + 30,
+    # gone 30 + the outage's 1 s, in_call 40 + media_flows 20 twice, summary 10, B told 10, 2 shots 20
+    "quality": 105 + 15 + 15 + 20 + 20 + 3 + 5 + 5 + 20 + 30 + 30 + 30 + 1 + 40 + 20 + 40 + 20 + 10 + 10 + 20,  # 459
+    # A open 20 + waits 15, B navigate 10, refused 20 (+ said: 3 past the same deadline), plays 10, shot 10,
+    # click 5, media_flows 20
+    "sound-blocked": 20 + 15 + 10 + 20 + 3 + 10 + 10 + 5 + 20,  # 113
+}
+LAUNCH_S = 30
+
+
+def hard_limit(name):
+    return -(-int((LAUNCH_S + WAITS_S[name]) * 1.2) // 10) * 10
+
+
 if __name__ == "__main__":
+    import scenarios
+    # scenarios.run() bounds a scenario (Chromium's start included) with scenarios.HARD_LIMIT_S: this script's own.
+    scenarios.HARD_LIMIT_S = hard_limit(sys.argv[1])
     run(collect(globals()), browser_options, suite="browser")

@@ -1,13 +1,14 @@
-// Call quality, live: polls the peer connection's stats every second, turns each report into a reading
-// (quality/call-quality.js) and emits it as a `quality` CustomEvent (detail: the reading), folding every reading
-// into the call's summary. The page tells it about reconnects (noteReconnect); it decides nothing else.
+// Call quality, live: polls the peer connection's stats every second and feeds each poll, with the call's phase
+// and connection status, to the pure tracker (quality/quality-tracker.js: the same rule as DuetClient's), which
+// decides what counts; each reading is emitted as a `quality` CustomEvent (detail: the reading).
 //
 //   const monitor = new QualityMonitor({ getStats: () => call.peer.rawStats() });
 //   monitor.addEventListener('quality', ({ detail }) => show(detail.level, detail.mos));
+//   monitor.noteCall({ phase, connectionStatus });  // on every change
 //   monitor.start(); … monitor.stop(); monitor.summary();
-import { addReading, addReconnect, emptySummary, qualityReading } from '../quality/call-quality.js';
 import { sampleFromChromiumStats } from '../quality/chromium-stats.js';
 import { QUALITY } from '../quality/quality-constants.js';
+import { initialTracker, trackQuality } from '../quality/quality-tracker.js';
 
 export class QualityMonitor extends EventTarget {
   #getStats;
@@ -18,9 +19,7 @@ export class QualityMonitor extends EventTarget {
   #polling = false;
   /** Bumped by stop(): a poll that was waiting for its stats when the monitor stopped does not count. */
   #generation = 0;
-  #previous = null;
-  #reading = null;
-  #summary = emptySummary;
+  #tracker = initialTracker;
 
   // getStats: async () => RTCStatsReport, or null while there is no peer connection. now: a monotonic clock (a
   // wall clock that jumps would make an interval negative or huge). timers: {setInterval, clearInterval}, injectable
@@ -46,15 +45,26 @@ export class QualityMonitor extends EventTarget {
     if (this.#timer !== null) this.#timers.clearInterval(this.#timer);
     this.#timer = null;
     this.#generation += 1;
-    this.#previous = null;  // a later start() measures from a fresh sample, not across the pause
   }
 
-  noteReconnect() { this.#summary = addReconnect(this.#summary); }
+  // The call's phase and connection status as they are now; only changes are events for the tracker.
+  noteCall({ phase, connectionStatus }) {
+    if (phase !== undefined && phase !== this.#tracker.phase) this.#track({ type: 'phase', phase });
+    if (connectionStatus !== undefined && connectionStatus !== this.#tracker.status) {
+      this.#track({ type: 'connectionStatus', status: connectionStatus });
+    }
+  }
 
-  // The latest reading, or null before the first.
-  get reading() { return this.#reading; }
+  // The latest reading, or null before the first (and while there is no report).
+  get reading() { return this.#tracker.reading; }
 
-  summary() { return this.#summary; }
+  summary() { return this.#tracker.summary; }
+
+  #track(event) {
+    const { tracker, reading } = trackQuality(this.#tracker, event);
+    this.#tracker = tracker;
+    return reading;
+  }
 
   // One poll: what the timer runs every interval (tests call it directly). A poll still waiting for its stats
   // is not overtaken by the next one.
@@ -66,16 +76,10 @@ export class QualityMonitor extends EventTarget {
       let report = null;
       try { report = await this.#getStats(); } catch { report = null; }
       if (generation !== this.#generation) return;  // stopped meanwhile: the summary is closed
-      if (!report) {
-        this.#previous = null;  // no peer connection: the next one counts from zero
-        return;
-      }
-      const sample = sampleFromChromiumStats(report, this.#now());
-      const reading = qualityReading(this.#previous, sample);
-      this.#previous = sample;
-      this.#reading = reading;
-      this.#summary = addReading(this.#summary, reading);
-      this.dispatchEvent(new CustomEvent('quality', { detail: reading }));
+      // No report (no peer connection, getStats failing) is a poll too: the tracker counts the gap.
+      const atMs = this.#now();
+      const reading = this.#track({ type: 'polled', atMs, sample: report ? sampleFromChromiumStats(report, atMs) : null });
+      if (reading) this.dispatchEvent(new CustomEvent('quality', { detail: reading }));
     } finally {
       this.#polling = false;
     }

@@ -1,7 +1,7 @@
 // What surrounds the call: its duration, the page title (the call's state, readable from the tab strip), full
 // screen, picture-in-picture, and a screen wake lock while in a call (so a phone does not dim mid-sentence;
 // the browser drops the lock when the tab is hidden, so it is taken again when the tab comes back).
-import { $ } from './call-view.js';
+import { $, setToggle } from './call-view.js';
 import { formatDuration } from './quality-view.js';
 
 export class CallChrome {
@@ -18,12 +18,16 @@ export class CallChrome {
     });
     $('fullscreen').hidden = !document.fullscreenEnabled;
     $('fullscreen').addEventListener('click', () => this.toggleFullscreen());
-    document.addEventListener('fullscreenchange', () => $('fullscreen').setAttribute('aria-pressed', String(!!document.fullscreenElement)));
+    // Both keep their names and say their state with aria-pressed; the title says what a click does now.
+    document.addEventListener('fullscreenchange', () => {
+      const on = !!document.fullscreenElement;
+      setToggle($('fullscreen'), { pressed: on, title: on ? 'Exit full screen (F)' : 'Full screen (F)' });
+    });
     const video = $('remote-video');
     $('pip').hidden = !(document.pictureInPictureEnabled && video.requestPictureInPicture);
     $('pip').addEventListener('click', () => this.togglePictureInPicture());
-    video.addEventListener('enterpictureinpicture', () => $('pip').setAttribute('aria-pressed', 'true'));
-    video.addEventListener('leavepictureinpicture', () => $('pip').setAttribute('aria-pressed', 'false'));
+    video.addEventListener('enterpictureinpicture', () => setToggle($('pip'), { pressed: true, title: 'Leave picture in picture (P)' }));
+    video.addEventListener('leavepictureinpicture', () => setToggle($('pip'), { pressed: false, title: 'Picture in picture (P)' }));
   }
 
   get durationS() {

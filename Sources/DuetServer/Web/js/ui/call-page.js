@@ -12,7 +12,7 @@ import { TimerTable } from '../runtime/timers.js';
 import { StatusBadgeMachine } from './status-badge-machine.js';
 import { diagnose } from './connectivity-advice.js';
 import { recentRooms } from './recent-rooms.js';
-import { $, setScreen, showError, describeFailure, describeEnd, announce } from './call-view.js';
+import { $, setScreen, showError, describeFailure, describeEnd, announce, announcements, setToggle } from './call-view.js';
 import { PreJoin } from './prejoin.js';
 import { DeviceController } from './devices.js';
 import { RemoteMediaView } from './remote-media-view.js';
@@ -42,8 +42,8 @@ try {
 } catch { /* nothing kept */ }
 let announcedLocal = { audio: local.audio, video: local.video, screen: false };
 let peerPresent = false;
-let hadCall = false;
-let lastStatus = 'connected';  // the connection status before the latest change: a drop is a reconnect to count  // both people were in this call at some point: the ended screen has a summary to show
+const remoteSeen = { count: 0, lastAt: null, peerJoinedAt: null, knownAt: null };
+let hadCall = false;  // both people were in this call at some point: the ended screen has a summary to show
 
 const currentPc = () => call?.peer?.pc ?? null;
 const chrome = new CallChrome();
@@ -61,7 +61,8 @@ const devices = new DeviceController({
   announce,
   onChange: () => publishLocal(),
 });
-const screenShare = new ScreenShare({ media, getPc: currentPc, announce, onChange: () => publishLocal() });
+// Screen sharing replaces the video track too: it queues behind (and before) device switches, never beside them.
+const screenShare = new ScreenShare({ media, getPc: currentPc, announce, onChange: () => publishLocal(), serially: (work) => devices.serially(work) });
 const prejoin = new PreJoin({ media, devices, local, onToggle: (change) => setLocal(change) });
 
 window.duet = {
@@ -104,6 +105,19 @@ window.duet = {
   get durationS() { return chrome.durationS; },
   get wakeLock() { return chrome.wakeLockState; },
   get prejoin() { return prejoin.open; },
+  // What the live region said, oldest first (bounded; js/ui/announce-queue.js).
+  get announcements() { return announcements(); },
+  // How the other person's media state reached this page: remoteMedia events so far, when the last came, when the
+  // current peer joined and when their state was first known (performance.now() ms; null: not yet). Tests use it
+  // to tell a state newly told from one that was already there.
+  get remoteSeen() { return { ...remoteSeen }; },
+  // The ids of the tracks the peer connection sends now ({audio, video}; null: none): what replaceTrack left there,
+  // which is what the other person gets (the local preview shows the stream, not the senders).
+  get sending() {
+    const senders = currentPc()?.getSenders() ?? [];
+    const of = (kind) => senders.find((sender) => sender.track?.kind === kind)?.track?.id ?? null;
+    return { audio: of('audio'), video: of('video') };
+  },
 };
 
 $('share-link').value = `${location.origin}/call/${roomId}`;
@@ -167,7 +181,6 @@ function onRemoteStream({ detail }) { remoteView.attach(detail); }
 
 function joinCall() {
   announcedLocal = localState();  // the new call's first media_state
-  lastStatus = 'connected';
   call?.removeEventListener('change', onChange);
   call?.removeEventListener('ice', onIce);
   call?.removeEventListener('remotestream', onRemoteStream);
@@ -210,11 +223,13 @@ function localState() {
 
 function publishLocal() {
   announcedLocal = localState();
-  // A toggle keeps its name and says its state with aria-pressed ("Mute, pressed" = muted).
-  $('mute').setAttribute('aria-pressed', String(!local.audio));
-  $('camera').setAttribute('aria-pressed', String(!local.video));
-  $('share-screen').setAttribute('aria-pressed', String(media.sharingScreen));
-  $('share-screen').textContent = media.sharingScreen ? 'Stop sharing' : 'Share screen';
+  // Mute and Stop camera keep their names and say their state with aria-pressed ("Mute, pressed" = muted); their
+  // titles say what a click does now. Share screen changes its name instead, so it has no aria-pressed (a screen
+  // reader would read "Stop sharing, pressed").
+  setToggle($('mute'), { pressed: !local.audio, title: local.audio ? 'Mute (M)' : 'Unmute (M)' });
+  setToggle($('camera'), { pressed: !local.video, title: local.video ? 'Turn camera off (V)' : 'Turn camera on (V)' });
+  setToggle($('share-screen'), { active: media.sharingScreen, name: media.sharingScreen ? 'Stop sharing' : 'Share screen',
+    title: media.sharingScreen ? 'Stop sharing (S)' : 'Share screen (S)' });
   if (media.stream && $('local-video').srcObject !== media.stream) $('local-video').srcObject = media.stream;
   document.body.dataset.localAudio = String(announcedLocal.audio);
   document.body.dataset.localVideo = String(announcedLocal.video);
@@ -236,8 +251,8 @@ function onChange({ detail: event }) {
   if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
   if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
-  if (event.type === 'connectionStatus' && event.status !== 'connected' && lastStatus === 'connected') quality.noteReconnect();
-  if (event.type === 'connectionStatus') lastStatus = event.status;
+  // The quality tracker decides what counts (sampling in the call, reconnects): the same rule as DuetClient's.
+  if (event.type === 'phase' || event.type === 'connectionStatus') quality.noteCall({ phase: state.phase, connectionStatus: state.connectionStatus });
   renderConnectivity();
   if (event.type === 'participants') {
     const peer = event.participants.find((p) => p.cid !== event.myCid);
@@ -245,11 +260,17 @@ function onChange({ detail: event }) {
     $('end').hidden = !(event.hostCid && event.hostCid === event.myCid);
     // Joins and leaves are said; a suspended peer is still there (the badge says they are reconnecting).
     const present = !!peer;
+    if (present && !peerPresent) remoteSeen.peerJoinedAt = performance.now();
     if (present !== peerPresent && ['waiting', 'inCall'].includes(state.phase)) announce(present ? 'The other person joined the call.' : 'The other person left the call.');
     peerPresent = present;
     remoteView.show(state.remoteMedia ?? null, { peerPresent });
   }
-  if (event.type === 'remoteMedia') remoteView.show(event.media ?? state.remoteMedia ?? null, { peerPresent });
+  if (event.type === 'remoteMedia') {
+    remoteSeen.count += 1;
+    remoteSeen.lastAt = performance.now();
+    remoteSeen.knownAt = event.media ? (remoteSeen.knownAt ?? remoteSeen.lastAt) : null;
+    remoteView.show(event.media ?? state.remoteMedia ?? null, { peerPresent });
+  }
   if (event.type === 'phase') onPhase(state.phase);
   renderScreen(event);
 }
@@ -300,7 +321,8 @@ function renderConnectivity() {
   // Said once per problem: details that change underneath (what was tried, how many seconds it has been) are
   // there to read, not announced.
   const gist = (message) => message?.replace(/\d+ s\b/g, 'N s');
-  if (gist(problem.message) !== gist(before?.message)) announce(`The call is not connecting. ${problem.message}`);
+  // A newer explanation replaces an older one not yet read out (topic): only the latest is worth hearing.
+  if (gist(problem.message) !== gist(before?.message)) announce(`The call is not connecting. ${problem.message}`, { topic: 'connectivity' });
 }
 
 function sameProblem(a, b) {
@@ -460,6 +482,7 @@ bindShortcuts({
   shortcuts: [
     { key: 'm', label: 'Mute or unmute the microphone', available: chooses, run: () => setLocal({ audio: !local.audio }) },
     { key: 'v', label: 'Turn the camera off or on', available: () => chooses() && !!media.cameraTrack, run: () => setLocal({ video: !local.video }) },
+    { key: 'c', label: 'Switch to the next camera', available: () => live() && !$('switch-camera').hidden, run: () => devices.nextCamera() },
     { key: 's', label: 'Share the screen, or stop sharing', available: () => live() && screenShare.available, run: () => screenShare.toggle() },
     { key: 'd', label: 'Choose camera, microphone and speaker', available: live, run: () => toggleSheet('devices-panel', 'devices') },
     { key: 'i', label: 'Show or hide call quality details', available: live, run: () => { toggleSheet('devices-panel', 'devices', false); quality.togglePanel(); } },

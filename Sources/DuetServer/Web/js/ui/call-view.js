@@ -1,4 +1,6 @@
 // Words and screens of the call page, apart from the wiring so both stay small.
+import { AnnounceQueue } from './announce-queue.js';
+
 export const $ = (id) => document.getElementById(id);
 
 export function setScreen(name) {
@@ -44,10 +46,36 @@ export function describeEnd(reason) {
 }
 
 // The page's one live region (#announcer): joins, leaves, the other person's mute, quality drops, devices that
-// went away. The same text twice in a row is still read: the region is cleared first.
-export function announce(text) {
-  const region = $('announcer');
-  if (!region) return;
-  if (region.textContent === text) region.textContent = '';
-  region.textContent = text;
+// went away. Messages queue (announce-queue.js) so one never replaces another before it is read; the same text
+// again later is still read: the region is cleared first.
+const announcer = new AnnounceQueue({
+  write(text) {
+    const region = $('announcer');
+    if (!region) return;
+    if (region.textContent === text) region.textContent = '';
+    region.textContent = text;
+  },
+});
+
+// options.topic: a status that a newer message of the same topic makes stale (see announce-queue.js).
+export function announce(text, options) {
+  announcer.say(text, options);
+}
+
+// What the live region has said, oldest first (bounded): window.duet.announcements.
+export function announcements() {
+  return [...announcer.spoken];
+}
+
+// A toggle button's state: `pressed` (aria-pressed: the name stays), or `active` with a `name` that changes
+// (the look follows data-active); `title` says what a click does now, with its key.
+export function setToggle(button, { pressed, active, name, title }) {
+  if (!button) return;
+  if (pressed !== undefined) button.setAttribute('aria-pressed', String(pressed));
+  if (active !== undefined) button.dataset.active = String(active);
+  if (name !== undefined) {
+    if (button.classList.contains('icon')) button.setAttribute('aria-label', name);
+    else button.textContent = name;
+  }
+  if (title !== undefined) button.title = title;
 }

@@ -4,12 +4,19 @@
 import { listDevices, canChooseSpeaker, available, deviceOf, devicePreferences } from '../runtime/devices.js';
 import { sendTrack } from '../runtime/media.js';
 
+// How long a device note stays on screen: long enough to read two lines, short enough not to clutter the call.
+export const DEVICE_NOTICE_MS = 8000;
+
 export class DeviceController {
   // pickers: [{camera, microphone, speaker}] <select>s; getPc: the live RTCPeerConnection or null;
   // mediaElement: where the other person's sound plays (the speaker choice applies to it);
-  // onChange(): a track was replaced (the page re-renders and re-announces its media state).
-  constructor({ media, pickers, getPc, mediaElement, announce, onChange }) {
+  // onChange(): a track was replaced (the page re-renders and re-announces its media state);
+  // notice: the element that shows what happened to a device (#device-notice; none: only announced).
+  constructor({ media, pickers, getPc, mediaElement, announce, onChange, notice = globalThis.document?.getElementById?.('device-notice') ?? null }) {
     this.media = media;
+    this.notice = notice;
+    this.noticeLines = [];
+    this.noticeTimer = null;
     this.pickers = pickers;
     this.getPc = getPc;
     this.mediaElement = mediaElement;
@@ -53,7 +60,7 @@ export class DeviceController {
     this.watchTracks();
     this.render();
     if (this.media.fellBack) {
-      this.announce('Your usual camera or microphone was not found, so the default one is used.');
+      this.tell('Your usual camera or microphone was not found, so the default one is used.');
     }
   }
 
@@ -89,7 +96,7 @@ export class DeviceController {
         this.watchTracks();
         this.onChange();
       } catch (error) {
-        this.announce(`Could not switch camera: ${error?.message ?? error}`);
+        this.tell(`Could not switch camera: ${error?.message ?? error}`);
       }
       this.render();
     });
@@ -106,7 +113,7 @@ export class DeviceController {
         this.watchTracks();
         this.onChange();
       } catch (error) {
-        this.announce(`Could not switch microphone: ${error?.message ?? error}`);
+        this.tell(`Could not switch microphone: ${error?.message ?? error}`);
       }
       this.render();
     });
@@ -127,7 +134,7 @@ export class DeviceController {
         await this.applySpeaker(deviceId);
         this.remember({ speakerId: deviceId });
       } catch (error) {
-        this.announce(`Could not switch speaker: ${error?.message ?? error}`);
+        this.tell(`Could not switch speaker: ${error?.message ?? error}`);
       }
       this.render();
     });
@@ -137,6 +144,20 @@ export class DeviceController {
     if (!canChooseSpeaker()) return;
     await this.mediaElement.setSinkId(deviceId ?? '');
     this.speakerId = deviceId;
+  }
+
+  // What happened to a device is said (screen readers) and shown for a while (everyone else): a sighted person
+  // whose headset died should not have to guess why the sound now comes from the laptop. Two at once (the
+  // microphone and the camera of one unplugged webcam) show together, the last two only (a device that keeps
+  // coming and going must not grow the note); each is announced on its own.
+  tell(text) {
+    this.announce(text);
+    if (!this.notice) return;
+    this.noticeLines = [...(this.notice.hidden ? [] : this.noticeLines ?? []), text].slice(-2);
+    this.notice.textContent = this.noticeLines.join(' ');
+    this.notice.hidden = false;
+    clearTimeout(this.noticeTimer);
+    this.noticeTimer = setTimeout(() => { this.notice.hidden = true; }, DEVICE_NOTICE_MS);
   }
 
   remember(change) {
@@ -164,7 +185,7 @@ export class DeviceController {
     if (gone(this.devices.speakers, this.speakerId)) {
       const label = before.speakers.find((d) => d.deviceId === this.speakerId)?.label ?? 'The speaker';
       await this.applySpeaker(null).catch(() => {});
-      this.announce(`${label} was disconnected. Sound now plays on the system default speaker.`);
+      this.tell(`${label} was disconnected. Sound now plays on the system default speaker.`);
     }
     this.render();
   }
@@ -186,9 +207,9 @@ export class DeviceController {
       }
       this.watchTracks();
       this.onChange();
-      this.announce(`${label || `Your ${kind}`} was disconnected. Now using ${fresh.label || `the default ${kind}`}.`);
+      this.tell(`${label || `Your ${kind}`} was disconnected. Now using ${fresh.label || `the default ${kind}`}.`);
     } catch {
-      this.announce(`${label || `Your ${kind}`} was disconnected, and no other ${kind} could be started.`);
+      this.tell(`${label || `Your ${kind}`} was disconnected, and no other ${kind} could be started.`);
     }
     this.devices = await listDevices();
     this.render();

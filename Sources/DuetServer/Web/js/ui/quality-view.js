@@ -53,6 +53,7 @@ export class QualityView {
     try {
       this.monitor = new Monitor({ getStats: this.getStats, intervalMs: 1000 });
       this.monitor.addEventListener?.('quality', this.onQuality);
+      if (this.callState) this.monitor.noteCall(this.callState);
       this.monitor.start();
     } catch (error) {
       console.warn('quality monitor', error);  // quality is shown, never needed: the call goes on without it
@@ -60,8 +61,11 @@ export class QualityView {
     }
   }
 
-  noteReconnect() {
-    try { this.monitor?.noteReconnect(); } catch (error) { console.warn('quality monitor', error); }
+  // The call's phase and connection status, on every change: the monitor's tracker decides what counts (readings
+  // in the call, reconnects), by the same rule as DuetClient. Kept, so a monitor made later starts from them.
+  noteCall(callState) {
+    this.callState = callState;
+    try { this.monitor?.noteCall(callState); } catch (error) { console.warn('quality monitor', error); }
   }
 
   // Ends the measurement; returns the summary ({durationS, averageMos, reconnects, withoutMediaS}) or null.

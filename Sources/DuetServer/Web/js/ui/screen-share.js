@@ -4,11 +4,15 @@
 import { sendTrack } from '../runtime/media.js';
 
 export class ScreenShare {
-  constructor({ media, getPc, announce, onChange }) {
+  // serially(work): the queue every change of the sent tracks goes through (DeviceController.serially). A camera
+  // switch and a share started together then run one after the other, never interleaved: an interleaved stop
+  // could send the camera it read before a switch stopped it (a frozen picture), and the last request wins.
+  constructor({ media, getPc, announce, onChange, serially = (work) => work() }) {
     this.media = media;
     this.getPc = getPc;
     this.announce = announce;
     this.onChange = onChange;
+    this.serially = serially;
   }
 
   // Sharing needs a video sender (audio-only calls have none to reuse) and getDisplayMedia (not on phones).
@@ -18,9 +22,14 @@ export class ScreenShare {
 
   get active() { return this.media.sharingScreen; }
 
-  toggle() { return this.active ? this.stop() : this.start(); }
+  // Decided when its turn comes, so two quick presses are a start and a stop, whatever was queued before them.
+  toggle() { return this.serially(() => (this.active ? this.stopNow() : this.startNow())); }
 
-  async start() {
+  start() { return this.serially(() => this.startNow()); }
+
+  stop() { return this.serially(() => this.stopNow()); }
+
+  async startNow() {
     if (this.active || !this.available) return;
     let track;
     try {
@@ -38,12 +47,14 @@ export class ScreenShare {
       return;
     }
     this.media.adoptScreenTrack(track);
-    track.addEventListener('ended', () => this.stop());  // the browser's own "Stop sharing"
+    // The browser's own "Stop sharing" ends the track: queued like our button, and only for the share it belongs
+    // to (an old share's late end must not stop a newer one).
+    track.addEventListener('ended', () => this.serially(() => (this.media.screenTrack === track ? this.stopNow() : undefined)));
     this.announce('You are sharing your screen.');
     this.onChange();
   }
 
-  async stop() {
+  async stopNow() {
     if (!this.active) return;
     try {
       await sendTrack(this.getPc(), 'video', this.media.cameraTrack);
