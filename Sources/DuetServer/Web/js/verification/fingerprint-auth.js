@@ -1,0 +1,81 @@
+// Authenticated DTLS fingerprints (docs/protocol.md, "Verified calls"): every offer and answer on a keyed link
+// carries `auth = base64url(HMAC-SHA256(k, message))`, where `message` binds the room, who sent it to whom and the
+// fingerprints its SDP commits to. The browser twin of DuetClient's FingerprintAuth.swift; both check the vectors in
+// Tests/fixtures/verification (computed by a third implementation, Python's hmac). WebCrypto is asynchronous, so the
+// runtime computes and checks `auth`, never the pure engine.
+import { base64url } from './link-key.js';
+
+const encoder = new TextEncoder();
+const LABEL = encoder.encode('duet-fp-v1');
+
+const byteOrder = (a, b) => {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i += 1) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+};
+
+// Every distinct `a=fingerprint` of the SDP (session or media level), normalized as `<algorithm lowercased> <value
+// uppercased>`, sorted by their UTF-8 bytes.
+export function fingerprintsInSdp(sdp) {
+  const found = new Set();
+  for (const raw of String(sdp ?? '').split('\n')) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!line.startsWith('a=fingerprint:')) continue;
+    const match = /^(\S+)\s+(.+)$/.exec(line.slice('a=fingerprint:'.length).replace(/^ +/, ''));
+    if (match) found.add(`${match[1].toLowerCase()} ${match[2].trim().toUpperCase()}`);
+  }
+  return [...found].sort(byteOrder);
+}
+
+// A field: its UTF-8 length as a big-endian u16, then its bytes (lengths over 65,535 clamped, as in Swift).
+function pushField(parts, text) {
+  const bytes = encoder.encode(text);
+  parts.push(u16(bytes.length), bytes);
+}
+
+function u16(value) {
+  const clamped = Math.min(Math.max(value, 0), 0xffff);
+  return Uint8Array.of(clamped >> 8, clamped & 0xff);
+}
+
+export function concatBytes(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+// "duet-fp-v1" ‖ field(rid) ‖ field(sender cid) ‖ field(receiver cid) ‖ u16(count) ‖ field(fingerprint)…
+export function authMessage({ rid, sender, receiver, fingerprints }) {
+  const parts = [LABEL];
+  for (const text of [rid, sender, receiver]) pushField(parts, text);
+  parts.push(u16(fingerprints.length));
+  for (const fingerprint of fingerprints) pushField(parts, fingerprint);
+  return concatBytes(parts);
+}
+
+export { pushField as appendField, byteOrder };
+
+// The `auth` of a description, or null when its SDP has no fingerprint to vouch for. key: the link key's bytes.
+export async function fingerprintAuth({ key, rid, sender, receiver, sdp }, crypto = globalThis.crypto) {
+  const fingerprints = fingerprintsInSdp(sdp);
+  if (fingerprints.length === 0) return null;
+  const hmacKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const mac = await crypto.subtle.sign('HMAC', hmacKey, authMessage({ rid, sender, receiver, fingerprints }));
+  return base64url(new Uint8Array(mac));
+}
+
+// Whether `auth` vouches for the SDP from sender to receiver in the room. A missing auth, or an SDP without
+// fingerprints, is not vouched for. Compared without an early exit.
+export async function verifyFingerprintAuth({ auth, key, rid, sender, receiver, sdp }, crypto = globalThis.crypto) {
+  if (typeof auth !== 'string') return false;
+  const expected = await fingerprintAuth({ key, rid, sender, receiver, sdp }, crypto);
+  if (expected === null || expected.length !== auth.length) return false;
+  let difference = 0;
+  for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
+  return difference === 0;
+}
