@@ -16,7 +16,7 @@ struct DuetCallCommand: AsyncParsableCommand {
             not be joined (invalid room, full, ended, timed out), 4 the room ended during the call, 64 bad arguments.
             """)
 
-    @Argument(help: "A call link (http://host:port/call/ROOM) or a room id.")
+    @Argument(help: "A call link (http://host:port/call/ROOM, with #k=KEY when it has one) or a room id.")
     var link: String
     @Option(help: "Signaling server URL (default: from the link, else http://127.0.0.1:8080/).")
     var server: String?

@@ -67,6 +67,9 @@ final class EventLog: @unchecked Sendable {
         case .quality(let reading):
             update { $0.quality = reading.level?.rawValue ?? "-" }
             write(Self.fields(of: reading))
+        case .qualityUnknown:
+            update { $0.quality = "-" }
+            write(["event": "quality", "level": NSNull()])
         case .remoteMedia(let state):
             write(["event": "remoteMedia", "audio": state.map { $0.audio as Any } ?? NSNull(),
                    "video": state.map { $0.video as Any } ?? NSNull(), "screen": state.map { $0.screen as Any } ?? NSNull()])

@@ -95,7 +95,7 @@ import Testing
         let media = SimulatedMediaNetwork()
         let clock = FastClock()
         let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
-        clock.speedUp(20)
+        clock.setRate(20)
         try await Task.sleep(for: .seconds(1))  // 20 s of engine time: pings, no degradation
         #expect(await alice.statuses().isEmpty)
         #expect(await bob.statuses().isEmpty)
@@ -121,7 +121,7 @@ import Testing
         try await alice.waitFor("escalation") { participant in
             await participant.events.contains { if case .escalation = $0 { true } else { false } }
         }
-        clock.speedUp(2)  // the recovery takes real I/O: no 100 ms connect timeouts (startCallThenCutMedia)
+        clock.setRate(2)  // the recovery takes real I/O: no 100 ms connect timeouts (startCallThenCutMedia)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(15))
         try await bob.waitInCallConnected(timeout: .seconds(15))
@@ -137,7 +137,7 @@ import Testing
         let server = try await TestServer.start(dataDirectory: original.dataDirectory, port: original.port)
         // The recovery takes real I/O (startCallThenCutMedia). At 2× the escalation's 16 s cap (+20 % jitter) is
         // under 10 s real, inside the 20 s below.
-        clock.speedUp(2)
+        clock.setRate(2)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(20))
         try await bob.waitInCallConnected(timeout: .seconds(20))

@@ -4,16 +4,27 @@ import Testing
 
 /// `DuetCall` feeding its `QualityTracker` (the rule itself is QualityTrackerTests'): readings come out as
 /// `.quality` events while in the call, and the summary counts the outage's time without media and its reconnect.
-/// Two runtimes on the simulated WebRTC pair against the real server, on a clock 20× real time.
+/// Two runtimes on the simulated WebRTC pair against the real server; the engines' clock runs 20× real time
+/// through the outage (to pass the 10 s retrying threshold quickly) and 2× for the recovery (real I/O).
 @Suite struct RuntimeQualityTests {
     @Test func summaryCountsTheOutageAsTimeWithoutMediaAndItsReconnect() async throws {
         let server = try await TestServer.start()
-        let (alice, bob, media, clock) = try await startCallThenCutMedia(server: server)
+        var timing = SimulatedMediaNetwork.Timing()
+        timing.failAfterCut = .milliseconds(300)
+        let media = SimulatedMediaNetwork(timing: timing)
+        let clock = FastClock()
+        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
+        // Media has flowed in a reading before the fault: only then is a drop from connected a *re*connect.
+        try await alice.waitFor("a reading with media") { participant in
+            await participant.events.contains { if case .quality(let reading) = $0 { reading.mediaFlowing } else { false } }
+        }
+        clock.setRate(20)
+        await media.cut()
         try await alice.waitFor("retrying") { await $0.call.connectionStatus == .retrying }
         try await alice.waitFor("readings without media during the outage") { participant in
             await participant.call.qualitySummary.noMediaMs > 0
         }
-        clock.speedUp(2)  // the recovery takes real I/O (startCallThenCutMedia)
+        clock.setRate(2)  // the recovery takes real I/O (startCallThenCutMedia)
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(15))
         try await alice.waitFor("a reading with media and a MOS after the outage") { participant in

@@ -161,3 +161,11 @@ test('a topic does not cut short a message of another kind', () => {
   clock.advance(ANNOUNCE_GAP_MS);
   assert.deepEqual(region, ['The other person joined the call.', 'Not connecting after 10 s.']);
 });
+
+test('a topic message the same as the one being read, with others waiting, is not read twice', () => {
+  const { region, queue } = setup();
+  queue.say('Not connecting: checking the network.', { topic: 'connectivity' });
+  queue.say('The other person joined the call.');
+  queue.say('Not connecting: checking the network.', { topic: 'connectivity' });
+  assert.deepEqual(region, ['Not connecting: checking the network.'], 'not written again while it is being read');
+});

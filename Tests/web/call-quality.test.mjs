@@ -189,14 +189,18 @@ test('QualityMonitor: a reading per poll in the call as a `quality` event; a pol
   assert.equal(seen[1].bitrateInKbps, 32);
   assert.equal(monitor.reading, seen[1]);
   clock = 2000;
-  await monitor.tick();  // no peer connection: a gap, no reading
+  await monitor.tick();  // no peer connection: a gap, and the level shown is no longer current
   assert.equal(monitor.reading, null);
+  assert.equal(seen.length, 3);
+  assert.equal(seen[2], null, 'told: no current reading (the page shows "measuring", not the last level)');
   monitor.noteCall({ phase: 'inCall', connectionStatus: 'recovering' });
-  monitor.noteCall({ phase: 'inCall', connectionStatus: 'recovering' });  // no change: not a second reconnect
   clock = 3000;
   await monitor.tick();
-  assert.equal(seen.length, 3);
-  assert.equal(seen[2].level, null, 'after a gap the next sample is a first one');
+  assert.equal(seen.length, 4);
+  assert.equal(seen[3].level, null, 'after a gap the next sample is a first one');
+  monitor.noteCall({ phase: 'waiting', connectionStatus: 'connected' });
+  assert.equal(seen.length, 5);
+  assert.equal(seen[4], null, 'leaving the call clears the level too');
   assert.equal(monitor.summary().reconnects, 1);
   assert.equal(monitor.summary().readings, 3);
   assert.equal(monitor.summary().durationMs, 3000, 'the reading’s 1000 ms and the 2000 ms without a report');

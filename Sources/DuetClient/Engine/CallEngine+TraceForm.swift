@@ -126,6 +126,7 @@ extension CallEvent {
         case .iceRestart(let reason): return ["type": "iceRestart", "reason": .string(reason.rawValue)]
         case .stats: return ["type": "stats"]  // the runtime's, never the engine's
         case .quality: return ["type": "quality"]  // the runtime's, never the engine's
+        case .qualityUnknown: return ["type": "qualityUnknown"]  // the runtime's too
         case .escalation(let step): return ["type": "escalation", "step": .string(step.rawValue)]
         case .session(let seat): return ["type": "session", "seat": seat?.traceForm ?? .null]
         case .replaced(let seat): return ["type": "replaced", "seat": seat?.traceForm ?? .null]

@@ -18,6 +18,9 @@ public enum CallEvent: Sendable, Equatable {
     /// Call quality over the last stats interval (after each `.stats` whose engine gives quality samples):
     /// RTT, jitter, loss, bitrates, MOS and level (docs/call-quality.md). `DuetCall.qualitySummary` folds them.
     case quality(QualityReading)
+    /// There is no current quality reading any more (no stats report, or the call left `inCall`): show the level
+    /// as unknown, not the last one.
+    case qualityUnknown
     case escalation(EscalationStep)
     /// The seat to keep across a process death (nil once the call is over): pass it back as
     /// `CallEngine.Options.resume` to reclaim the seat instead of finding the room full.

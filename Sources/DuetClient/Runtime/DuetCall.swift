@@ -215,11 +215,12 @@ public actor DuetCall {
     }
 
     private func emit(_ event: CallEvent) {
+        var qualityOutput: QualityTracker.Output?
         switch event {
         case .phase(let value):
             phase = value
             if value == .joining { acceptingWebRtcCommands = true }
-            _ = quality.handle(.phase(value))
+            qualityOutput = quality.handle(.phase(value))
         case .connectionStatus(let value):
             _ = quality.handle(.connectionStatus(value))
             connectionStatus = value
@@ -228,6 +229,14 @@ public actor DuetCall {
         }
         logger.debug("event", metadata: ["event": "\(event)"])
         eventSink.yield(event)
+        if let qualityOutput { emitQuality(qualityOutput) }  // after the phase that caused it
+    }
+
+    private func emitQuality(_ output: QualityTracker.Output) {
+        switch output {
+        case .reading(let reading): emit(.quality(reading))
+        case .unknown: emit(.qualityUnknown)
+        }
     }
 
     // MARK: - Timers on the injected clock
@@ -420,7 +429,7 @@ public actor DuetCall {
         guard phase == .inCall else { return }  // left while the engine answered: nothing to count
         if let stats { emit(.stats(stats)) }
         // No report (no peer connection, or none from the engine) is a poll too: the tracker counts the gap.
-        if let reading = quality.handle(.polled(atMs: elapsedMs(), sample: stats?.quality)) { emit(.quality(reading)) }
+        if let output = quality.handle(.polled(atMs: elapsedMs(), sample: stats?.quality)) { emitQuality(output) }
     }
 
     /// A monotonic millisecond counter on `clock` (opened from the existential, whose instants cannot be

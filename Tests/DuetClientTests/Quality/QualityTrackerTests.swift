@@ -11,13 +11,16 @@ import Testing
         var event: QualityTracker.Event
         /// The fields the reading must have (only those listed), or nil: no reading.
         var reading: [String: JSONValue]?
+        /// The current reading stops being current at this step (`.unknown`).
+        var cleared: Bool
 
-        enum CodingKeys: String, CodingKey { case event, reading }
+        enum CodingKeys: String, CodingKey { case event, reading, cleared }
         enum EventKeys: String, CodingKey { case type, phase, status, atMs, sample }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             reading = try container.decodeIfPresent([String: JSONValue].self, forKey: .reading)
+            cleared = try container.decodeIfPresent(Bool.self, forKey: .cleared) ?? false
             let event = try container.nestedContainer(keyedBy: EventKeys.self, forKey: .event)
             switch try event.decode(String.self, forKey: .type) {
             case "phase":
@@ -62,7 +65,7 @@ import Testing
     }
 
     @Test func thereAreHandWorkedTracesToReplay() throws {
-        #expect(try Self.traces().count >= 2)
+        #expect(try Self.traces().count >= 3)
     }
 
     @Test(arguments: try QualityTrackerTests.traces().map(\.name))
@@ -70,7 +73,9 @@ import Testing
         let trace = try #require(try Self.traces().first { $0.name == name })
         var tracker = QualityTracker()
         for (index, step) in trace.steps.enumerated() {
-            let reading = tracker.handle(step.event)
+            let output = tracker.handle(step.event)
+            #expect((output == .unknown) == step.cleared, "\(name) step \(index): cleared")
+            let reading: QualityReading? = if case .reading(let reading) = output { reading } else { nil }
             guard let expected = step.reading else {
                 #expect(reading == nil, "\(name) step \(index): no reading")
                 continue

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// A clock that can run faster than real time: the call is set up at normal speed (a loaded CI
-/// machine must not trip the 2 s connect timeout), then `speedUp` makes the engine's 10 s and 2 min
+/// machine must not trip the 2 s connect timeout), then `setRate(20)` makes the engine's 10 s and 2 min
 /// thresholds pass in a fraction of the time. Every timer still goes through `Clock`.
 final class FastClock: Clock, Sendable {
     typealias Duration = Swift.Duration
@@ -24,7 +24,7 @@ final class FastClock: Clock, Sendable {
     }
     var minimumResolution: Swift.Duration { .milliseconds(1) }
 
-    func speedUp(_ factor: Int) {
+    func setRate(_ factor: Int) {
         let current = now
         state.withLock { $0 = (ContinuousClock.now, current.offset, factor) }
     }
@@ -131,7 +131,7 @@ func startCall(server: TestServer, media: SimulatedMediaNetwork, clock: any Cloc
 /// failing 300 ms (real) after the cut.
 /// The call set up, then media cut with the engines' clock at 20× real time, so the 10 s and 2 min thresholds pass
 /// quickly. Only the engines' clock is fast: the server, the WebSocket and the simulated ICE take real time. So
-/// before waiting for a recovery, a test slows the clock again (`clock.speedUp(2)`): at 20× a loaded machine can
+/// before waiting for a recovery, a test slows the clock again (`clock.setRate(2)`): at 20× a loaded machine can
 /// take longer than the engine's 2 s connect timeout (100 ms real) to open a WebSocket, and the recovery would keep
 /// timing itself out.
 func startCallThenCutMedia(server: TestServer) async throws -> (Participant, Participant, SimulatedMediaNetwork, FastClock) {
@@ -140,7 +140,7 @@ func startCallThenCutMedia(server: TestServer) async throws -> (Participant, Par
     let media = SimulatedMediaNetwork(timing: timing)
     let clock = FastClock()
     let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
-    clock.speedUp(20)
+    clock.setRate(20)
     await media.cut()
     return (alice, bob, media, clock)
 }

@@ -22,3 +22,13 @@ func runBrowserScenario(
     #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
     #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
 }
+
+/// A scenario's time limit as its own script works it out (`script.py --limit NAME`, scenarios.main_with_limits:
+/// Chromium's start plus the scenario's summed wait deadlines, with a margin), plus `teardown` for the script to stop
+/// its servers and Chromium after a failure. One number, kept where the waits are.
+func scenarioLimit(script: String, _ scenario: String, teardown: Duration = .seconds(30)) async throws -> Duration {
+    let result = try await runCommand(["python3", packageRoot + "/Tests/e2e/" + script, "--limit", scenario], timeout: .seconds(30))
+    let seconds = try #require(Int64(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+                               "\(script) --limit \(scenario): \(result.stdout) \(result.stderr)")
+    return .seconds(seconds) + teardown
+}

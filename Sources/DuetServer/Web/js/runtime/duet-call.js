@@ -243,6 +243,10 @@ export class DuetCall extends EventTarget {
           if (!this.peer.pc && this.turnFetch) await this.turnFetch;
           if (!this.acceptingRtc) return;  // the call ended while the TURN fetch was out
           if (!this.peer.pc) this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
+          // Not yet the browser's stable DTLS identity (runtime/dtls-identity.js): a peer whose new connection
+          // presents the same certificate as its old one gets no new DTLS handshake from a side that kept its
+          // connection (Chromium restarts DTLS only on a changed fingerprint), so media never resumes after a
+          // reload. The engine must first renew both sides' connections when one side's is new (issue 19).
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);

@@ -57,17 +57,6 @@ export class LocalMedia {
     }
   }
 
-  // The next camera's track (front ↔ back on a phone, the next webcam on a desktop), or null with one camera.
-  // The caller sends it (replaceTrack, no renegotiation) and then adopts it: the old track is stopped only
-  // after the sender has moved on, or the encoder stalls.
-  async nextCameraTrack() {
-    const cameras = (await navigator.mediaDevices.enumerateDevices()).filter((d) => d.kind === 'videoinput');
-    const current = this.cameraTrack?.getSettings().deviceId;
-    const next = cameras[(cameras.findIndex((c) => c.deviceId === current) + 1) % cameras.length];
-    if (!next || next.deviceId === current) return null;
-    return this.openCamera(next.deviceId);
-  }
-
   // A fresh track from one camera or microphone (null id: the default), on or off like the one it replaces.
   async openCamera(deviceId) {
     const fresh = await navigator.mediaDevices.getUserMedia({ video: videoConstraints(deviceId) });

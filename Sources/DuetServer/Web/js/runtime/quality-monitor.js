@@ -1,6 +1,7 @@
 // Call quality, live: polls the peer connection's stats every second and feeds each poll, with the call's phase
 // and connection status, to the pure tracker (quality/quality-tracker.js: the same rule as DuetClient's), which
-// decides what counts; each reading is emitted as a `quality` CustomEvent (detail: the reading).
+// decides what counts; each reading is emitted as a `quality` CustomEvent (detail: the reading), and a `quality`
+// event with detail null says there is no current reading any more (no stats, or the call left inCall).
 //
 //   const monitor = new QualityMonitor({ getStats: () => call.peer.rawStats() });
 //   monitor.addEventListener('quality', ({ detail }) => show(detail.level, detail.mos));
@@ -61,9 +62,9 @@ export class QualityMonitor extends EventTarget {
   summary() { return this.#tracker.summary; }
 
   #track(event) {
-    const { tracker, reading } = trackQuality(this.#tracker, event);
+    const { tracker, reading, cleared } = trackQuality(this.#tracker, event);
     this.#tracker = tracker;
-    return reading;
+    if (reading || cleared) this.dispatchEvent(new CustomEvent('quality', { detail: reading }));
   }
 
   // One poll: what the timer runs every interval (tests call it directly). A poll still waiting for its stats
@@ -78,8 +79,7 @@ export class QualityMonitor extends EventTarget {
       if (generation !== this.#generation) return;  // stopped meanwhile: the summary is closed
       // No report (no peer connection, getStats failing) is a poll too: the tracker counts the gap.
       const atMs = this.#now();
-      const reading = this.#track({ type: 'polled', atMs, sample: report ? sampleFromChromiumStats(report, atMs) : null });
-      if (reading) this.dispatchEvent(new CustomEvent('quality', { detail: reading }));
+      this.#track({ type: 'polled', atMs, sample: report ? sampleFromChromiumStats(report, atMs) : null });
     } finally {
       this.#polling = false;
     }

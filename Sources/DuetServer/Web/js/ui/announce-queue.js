@@ -1,5 +1,5 @@
-// Screen-reader announcements, one after another. The page has one polite live region; writing a second message
-// into it right after a first replaces the first before it is read ("The other person joined the call." lost to
+// Screen-reader announcements, one after another. The page says events through one polite live region (the status
+// badge has its own); writing a second message into it right after a first replaces the first before it is read ("The other person joined the call." lost to
 // their mute a moment later). So messages wait their turn: each stays in the region for `gapMs` before the next
 // is written. One exception: a status that changes (why the call is not connecting) is said with a `topic`, and a
 // newer message of that topic takes the place of an older one, waiting or being read: the older one is stale, and
@@ -32,6 +32,8 @@ export class AnnounceQueue {
     const last = this.pending.length ? this.pending[this.pending.length - 1] : this.current;
     if (message === last?.text) return;
     if (topic !== null) {
+      // Already being read out: cutting in with the same words would only make it read twice.
+      if (this.current?.topic === topic && this.current.text === message) return;
       const waiting = this.pending.findIndex((m) => m.topic === topic);
       if (waiting >= 0) {
         this.pending[waiting] = { text: message, topic };

@@ -20,9 +20,13 @@ import { QualityView } from './quality-view.js';
 import { ScreenShare } from './screen-share.js';
 import { CallChrome } from './call-chrome.js';
 import { bindShortcuts } from './shortcuts.js';
+import { keyInFragment } from '../verification/link-key.js';
+import { fingerprintsInSdp } from '../verification/fingerprint-auth.js';
 
 const ROOM_ID = /^[A-Za-z0-9_-]{27}$/;
 const roomId = safeDecode(location.pathname.split('/').pop() ?? '');
+// The link's key (#k=), read once: the fragment is the browser's alone (docs/security.md). null: an unkeyed link.
+const linkKey = keyInFragment(location.hash);
 const options = new URLSearchParams(location.search);
 const media = new LocalMedia();
 const badge = new StatusBadgeMachine();
@@ -43,6 +47,7 @@ try {
 let announcedLocal = { audio: local.audio, video: local.video, screen: false };
 let peerPresent = false;
 const remoteSeen = { count: 0, lastAt: null, peerJoinedAt: null, knownAt: null };
+const statusLog = [];  // the connection status changes of this page's calls, oldest first (bounded)
 let hadCall = false;  // both people were in this call at some point: the ended screen has a summary to show
 
 const currentPc = () => call?.peer?.pc ?? null;
@@ -105,12 +110,19 @@ window.duet = {
   get durationS() { return chrome.durationS; },
   get wakeLock() { return chrome.wakeLockState; },
   get prejoin() { return prejoin.open; },
+  // The DTLS fingerprints of this side's certificate and of the other side's, as the descriptions carry them
+  // (verification/fingerprint-auth.js normalizes them): what the safety code is made of.
+  get localFingerprints() { return fingerprintsInSdp(currentPc()?.localDescription?.sdp ?? ''); },
+  get remoteFingerprints() { return fingerprintsInSdp(currentPc()?.remoteDescription?.sdp ?? ''); },
   // What the live region said, oldest first (bounded; js/ui/announce-queue.js).
   get announcements() { return announcements(); },
   // How the other person's media state reached this page: remoteMedia events so far, when the last came, when the
   // current peer joined and when their state was first known (performance.now() ms; null: not yet). Tests use it
   // to tell a state newly told from one that was already there.
   get remoteSeen() { return { ...remoteSeen }; },
+  // Every connection status change, with the phase it happened in (the last 100): what a test compares the quality
+  // summary's reconnects with.
+  get statusLog() { return statusLog.map((entry) => ({ ...entry })); },
   // The ids of the tracks the peer connection sends now ({audio, video}; null: none): what replaceTrack left there,
   // which is what the other person gets (the local preview shows the stream, not the senders).
   get sending() {
@@ -120,10 +132,14 @@ window.duet = {
   },
 };
 
-$('share-link').value = `${location.origin}/call/${roomId}`;
+// Shared and copied with its key: whoever gets the link joins the same verified call.
+$('share-link').value = `${location.origin}/call/${roomId}${linkKey?.text ? `#k=${linkKey.text}` : ''}`;
 
 if (!ROOM_ID.test(roomId)) {
   showError({ title: 'This link is not a Duet call', text: 'Check that the whole link was copied, or start a new call.', retry: false });
+} else if (linkKey?.damaged) {
+  // Not joined without its key: a link stripped or cut short must not become a call nobody can verify.
+  showError({ title: 'This link is damaged', text: 'The end of the link (after #k=) is cut short or altered. Ask for the link again, or start a new call.', retry: false });
 } else if (sessionStore.wasEnded(roomId)) {
   // Reloading the "Call ended" page must not walk back into the call.
   showEnded(sessionStore.wasEnded(roomId));
@@ -172,7 +188,7 @@ async function start({ audioOnly = false, showPrejoin = !skipPrejoin() } = {}) {
     devices.remember({ micOn: local.audio, cameraOn: local.video });
     setScreen('starting');
   }
-  recentRooms.remember(roomId);
+  recentRooms.remember(roomId, linkKey?.text ?? null);
   joinCall();
 }
 
@@ -251,6 +267,10 @@ function onChange({ detail: event }) {
   if (event.type === 'phase') runBadge({ type: 'phase', phase: event.phase });
   if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
+  if (event.type === 'connectionStatus') {
+    statusLog.push({ status: event.status, phase: state.phase });
+    if (statusLog.length > 100) statusLog.shift();
+  }
   // The quality tracker decides what counts (sampling in the call, reconnects): the same rule as DuetClient's.
   if (event.type === 'phase' || event.type === 'connectionStatus') quality.noteCall({ phase: state.phase, connectionStatus: state.connectionStatus });
   renderConnectivity();

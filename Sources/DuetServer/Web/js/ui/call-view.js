@@ -45,8 +45,8 @@ export function describeEnd(reason) {
   }
 }
 
-// The page's one live region (#announcer): joins, leaves, the other person's mute, quality drops, devices that
-// went away. Messages queue (announce-queue.js) so one never replaces another before it is read; the same text
+// The page's live region for events (#announcer): joins, leaves, the other person's mute, quality drops, devices
+// that went away. (The status badge is a live region of its own: it says the connection's state, which it shows.) Messages queue (announce-queue.js) so one never replaces another before it is read; the same text
 // again later is still read: the region is cleared first.
 const announcer = new AnnounceQueue({
   write(text) {
@@ -56,6 +56,9 @@ const announcer = new AnnounceQueue({
     region.textContent = text;
   },
 });
+
+// A page going away (or into the back/forward cache) leaves nothing queued to say when it comes back stale.
+globalThis.addEventListener?.('pagehide', () => announcer.clear());
 
 // options.topic: a status that a newer message of the same topic makes stale (see announce-queue.js).
 export function announce(text, options) {

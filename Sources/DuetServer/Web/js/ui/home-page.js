@@ -3,6 +3,7 @@ import { RESILIENCE } from '../constants.js';
 import { recentRooms } from './recent-rooms.js';
 import { openWebSocketLink } from '../runtime/websocket-link.js';
 import { openSseLink, newSseSid } from '../runtime/sse-link.js';
+import { newLinkKeyText } from '../verification/link-key.js';
 
 const base = new URL('/', location.href);
 const startButton = document.getElementById('start');
@@ -19,7 +20,8 @@ startButton.addEventListener('click', async () => {
     const response = await fetch(new URL('api/room-id', base), { method: 'POST', signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS) });
     if (!response.ok) throw new Error(response.status === 503 ? 'The server is restarting. Try again in a moment.' : `The server answered ${response.status}.`);
     const { roomId } = await response.json();
-    location.assign(`/call/${roomId}${location.search}`);
+    // The new call's key goes in the fragment, which the browser never sends to a server (docs/security.md).
+    location.assign(`/call/${roomId}${location.search}#k=${newLinkKeyText()}`);
   } catch (error) {
     startError.textContent = `Could not start a call: ${error.message}`;
     startError.hidden = false;
@@ -32,10 +34,10 @@ function render() {
   const section = document.getElementById('recent');
   section.hidden = rooms.length === 0;
   const list = document.getElementById('recent-list');
-  list.replaceChildren(...rooms.map(({ roomId, at }) => {
+  list.replaceChildren(...rooms.map(({ roomId, at, key }) => {
     const item = document.createElement('li');
     const link = document.createElement('a');
-    link.href = `/call/${roomId}${location.search}`;  // ?transports / ?relay carry over
+    link.href = `/call/${roomId}${location.search}${key ? `#k=${key}` : ''}`;  // ?transports / ?relay carry over
     link.textContent = `Call from ${new Date(at).toLocaleString()}`;
     const count = document.createElement('span');
     count.className = 'occupancy';

@@ -7,6 +7,7 @@ export class ScreenShare {
   // serially(work): the queue every change of the sent tracks goes through (DeviceController.serially). A camera
   // switch and a share started together then run one after the other, never interleaved: an interleaved stop
   // could send the camera it read before a switch stopped it (a frozen picture), and the last request wins.
+  // The picker itself is not queued (start()).
   constructor({ media, getPc, announce, onChange, serially = (work) => work() }) {
     this.media = media;
     this.getPc = getPc;
@@ -22,34 +23,62 @@ export class ScreenShare {
 
   get active() { return this.media.sharingScreen; }
 
-  // Decided when its turn comes, so two quick presses are a start and a stop, whatever was queued before them.
-  toggle() { return this.serially(() => (this.active ? this.stopNow() : this.startNow())); }
+  // What the user asked for last: a press decides at once (two quick presses are a start and a stop), and the
+  // queued work follows it when its turn comes.
+  wanted = false;
 
-  start() { return this.serially(() => this.startNow()); }
+  toggle() { return this.wanted ? this.stop() : this.start(); }
 
-  stop() { return this.serially(() => this.stopNow()); }
+  // The browser's picker opens at once, on the click that asked for it (it needs that click, and an open picker
+  // must not hold the queue: a microphone fallback waits behind nothing). Only sending the chosen screen is queued.
+  start() {
+    if (this.wanted || this.active || !this.available) return this.serially(() => {});
+    this.wanted = true;
+    const picking = this.pick();
+    return this.serially(async () => {
+      const track = await picking;
+      if (!track) return;
+      if (!this.wanted || this.active) {
+        track.stop();  // stopped (or replaced) while the picker was open: nothing to send
+        return;
+      }
+      await this.sendScreen(track);
+    });
+  }
 
-  async startNow() {
-    if (this.active || !this.available) return;
-    let track;
+  stop() {
+    this.wanted = false;
+    return this.serially(() => this.stopNow());
+  }
+
+  async pick() {
     try {
-      track = await this.media.openScreen();
+      return await this.media.openScreen();
     } catch (error) {
       // Cancelling the browser's picker is a choice, not an error worth more than a word.
       this.announce(error?.name === 'NotAllowedError' ? 'Screen sharing was cancelled.' : `Could not share the screen: ${error?.message ?? error}`);
-      return;
+      this.wanted = false;
+      return null;
     }
+  }
+
+  async sendScreen(track) {
     try {
       await sendTrack(this.getPc(), 'video', track);
     } catch (error) {
       track.stop();
+      this.wanted = false;
       this.announce(`Could not share the screen: ${error?.message ?? error}`);
       return;
     }
     this.media.adoptScreenTrack(track);
     // The browser's own "Stop sharing" ends the track: queued like our button, and only for the share it belongs
     // to (an old share's late end must not stop a newer one).
-    track.addEventListener('ended', () => this.serially(() => (this.media.screenTrack === track ? this.stopNow() : undefined)));
+    track.addEventListener('ended', () => {
+      if (this.media.screenTrack !== track) return;
+      this.wanted = false;
+      this.serially(() => (this.media.screenTrack === track ? this.stopNow() : undefined));
+    });
     this.announce('You are sharing your screen.');
     this.onChange();
   }

@@ -29,6 +29,18 @@ export function parseLinkKey(text) {
   return bytes;
 }
 
+// The key of a link's fragment (`#k=<key>`, among `&`-separated parts): {key: bytes, text} for a whole key, null
+// when there is none (older links, typed room ids: not verified), or {damaged: true} when `k=` is not a whole key
+// (a link cut short or altered): never joined as an unverified call, which is what stripping the key would want.
+export function keyInFragment(hash) {
+  const fragment = String(hash ?? '').replace(/^#/, '');
+  const part = fragment.split('&').find((p) => p.startsWith('k='));
+  if (part === undefined) return null;
+  const text = part.slice(2);
+  const key = parseLinkKey(text);
+  return key ? { key, text } : { damaged: true };
+}
+
 // A fresh key from the browser's secure generator, as the link writes it.
 export function newLinkKeyText(crypto = globalThis.crypto) {
   return base64url(crypto.getRandomValues(new Uint8Array(LINK_KEY_BYTES)));

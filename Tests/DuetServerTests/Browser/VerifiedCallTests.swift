@@ -1,0 +1,13 @@
+import DuetTestSupport
+import Testing
+
+/// Verified calls (issue 19) in real headless Chromium, one scenario per process in a network namespace of its own:
+/// `Tests/e2e/browser/verified_calls.py`, each under the limit the script works out from its waits (`--limit`).
+@Suite(.serialized) struct VerifiedCallTests {
+    @Test func linkKeyStaysInTheBrowser() async throws { try await run("link-key") }
+
+    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let limit = try await scenarioLimit(script: "browser/verified_calls.py", scenario)
+        try await runBrowserScenario(script: "browser/verified_calls.py", scenario, timeout: limit, sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,158 @@
+"""Verified calls (issue 19) in real headless Chromium: the call link's key (`#k=`) and where it may go.
+
+Run like scenarios.py, one scenario per process inside a network namespace of its own (VerifiedCallTests):
+    unshare -n sh -c 'ip link set lo up && exec python3 verified_calls.py link-key'
+It reuses scenarios.py's helpers and records its outcomes under the browser suite (Tests/e2e/results.py).
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scenarios import (  # noqa: E402
+    Server, collect, expect, in_call, log, media_flows, open_call, run, watch)
+
+KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+class Traffic:
+    """Everything a page sends from now on, as CDP sees it leave: request URLs, header values and bodies, WebSocket
+    frames. (CDP's request URL is what goes on the wire: a fragment is never part of it, so a key found there was
+    put into the path or query by the page itself.)"""
+
+    EVENTS = ("Network.requestWillBeSent", "Network.webSocketFrameSent", "Network.webSocketCreated")
+
+    def __init__(self, page):
+        self.page = page
+        page.send("Network.enable", {"maxPostDataSize": 1 << 20})
+        self.queues = [page.events(method) for method in self.EVENTS]
+        self.items = []
+
+    def drain(self):
+        for q in self.queues:
+            while not q.empty():
+                event = q.get_nowait()
+                if "request" in event:
+                    request = event["request"]
+                    self.items.append(("url", request.get("url", "")))
+                    self.items += [("header", f"{k}: {v}") for k, v in request.get("headers", {}).items()]
+                    for entry in request.get("postDataEntries", []) or []:
+                        self.items.append(("body", entry.get("bytes", "")))
+                    if request.get("postData"):
+                        self.items.append(("body", request["postData"]))
+                elif "response" in event:
+                    self.items.append(("frame", event["response"].get("payloadData", "")))
+                elif "url" in event:
+                    self.items.append(("websocket", event["url"]))
+        return self.items
+
+    def carrying(self, secret):
+        import base64
+        found = []
+        for kind, text in self.drain():
+            decoded = text
+            if kind == "body":  # postDataEntries are base64
+                try:
+                    decoded = base64.b64decode(text).decode("utf-8", "replace")
+                except ValueError:
+                    pass
+            if secret in text or secret in decoded:
+                found.append((kind, text[:200]))
+        return found
+
+
+def with_query(link, query):
+    """A link with `query` in its place: before the fragment, never inside it."""
+    base, hash_, fragment = link.partition("#")
+    return base + query + hash_ + fragment
+
+
+def scenario_link_key(browser):
+    """A new call's link carries a key in its fragment that no request, frame, log or referrer carries. "Start a
+    call" makes /call/ROOM#k=<43 characters>; the share box, the copy and the recent-calls list keep it; the other
+    person (over SSE too) joins with it; a cut-short key is refused with a clear screen, and a link without a key
+    still joins."""
+    server = Server()
+    try:
+        home = watch(browser.new_page(server.url), "A")
+        home.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
+        a_traffic = Traffic(home)
+        home.evaluate("document.getElementById('start').click()")
+        home.wait_for("location.pathname.startsWith('/call/') && window.duet && duet.page === 'call'", 10,
+                      message="Start a call opens the call page")
+        home.wait_for("duet.screen === 'waiting' && duet.phase === 'waiting'", 15, message="A waits for the other person")
+        fragment = home.evaluate("location.hash")
+        expect(fragment.startswith("#k=") and len(fragment) == 3 + 43 and all(c in KEY_CHARS for c in fragment[3:]),
+               f"the link's fragment is a 256-bit key: {fragment!r}")
+        key = fragment[3:]
+        room = home.evaluate("duet.roomId")
+        link = home.evaluate("document.getElementById('share-link').value")
+        expect(link == f"{server.url}call/{room}#k={key}", f"the share box keeps the key: {link}")
+
+        # B joins over SSE (its messages are POST bodies), with the query before the fragment.
+        b = watch(browser.new_page(None), "B")
+        b_traffic = Traffic(b)
+        b.navigate(with_query(link, "?transports=sse"))
+        b.wait_for("window.duet && duet.page === 'call'", 10, message="B's call page loads")
+        expect(b.evaluate("location.hash") == f"#k={key}", "B has the same key")
+        in_call(home, what="A in call")
+        in_call(b, what="B in call")
+        expect(b.evaluate("duet.transport") == "sse", f"B signals over SSE: {b.evaluate('duet.transport')}")
+        media_flows(b, what="B receives A's media")
+        media_flows(home, what="A receives B's media")
+
+        # Copy keeps it: the copy button writes the share box (clipboard access is granted to the test origin).
+        browser.send("Browser.grantPermissions", {"origin": server.url.rstrip("/"),
+                                                  "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        home.evaluate("document.getElementById('copy-link').click()")
+        home.wait_for("document.getElementById('copy-status').textContent === 'Copied'", 5, message="the link is copied")
+        copied = home.evaluate("navigator.clipboard.readText()")
+        expect(copied == link, f"the copied link has the key: {copied}")
+
+        # The recent-calls list on the home page links back with the key.
+        home.evaluate("duet.leave ? duet.leave() : document.getElementById('leave').click()")
+        home.wait_for("duet.phase === 'idle'", 10, message="A leaves")
+        home.navigate(server.url)
+        home.wait_for("window.duet && duet.page === 'home' && document.querySelectorAll('#recent-list a').length > 0", 10,
+                      message="the home page lists the recent call")
+        recent = home.evaluate("document.querySelector('#recent-list a').href")
+        expect(recent == f"{server.url}call/{room}#k={key}", f"the recent call keeps its key: {recent}")
+
+        leaks = a_traffic.carrying(key) + b_traffic.carrying(key)
+        expect(not leaks, f"the key left the browser: {leaks}")
+        sent = len(a_traffic.items) + len(b_traffic.items)
+        expect(sent > 10 and any(kind == "frame" for kind, _ in a_traffic.items) and any(kind == "body" for kind, _ in b_traffic.items),
+               f"the check saw the traffic it judges (A's WebSocket frames, B's SSE posts): {sent} items")
+        with open(os.path.join(server.data, "serve.log"), errors="replace") as f:
+            expect(key not in f.read(), "the key is not in the server's log")
+        log("key kept in the browser", {"items checked": sent})
+
+        # A key cut short is refused with a clear screen: never joined as an unverified call.
+        cut = watch(browser.new_page(None), "cut")
+        cut_traffic = Traffic(cut)
+        cut.navigate(f"{server.url}call/{room}#k={key[:-1]}")
+        cut.wait_for("window.duet && duet.page === 'call' && duet.screen === 'error'", 10, message="a cut-short key is refused")
+        said = cut.evaluate("document.body.innerText")
+        expect("This link is damaged" in said, f"the screen says why: {said[:300]}")
+        expect(not any(kind in ("frame", "websocket") for kind, _ in cut_traffic.drain()),
+               f"the refused page never signaled: {cut_traffic.items}")
+
+        # A link without a key still joins (older links, typed room ids).
+        plain_room = server.new_room()
+        c = open_call(browser, f"{server.url}call/{plain_room}", "C")
+        c.wait_for("duet.phase === 'waiting'", 15, message="a link without a key joins")
+    finally:
+        server.stop()
+
+
+# The sum of each scenario's wait deadlines (s), for its time limit.
+WAITS_S = {
+    # home 10, start 10 + 15, B page 10, in_call 20 + 20, media_flows 20 + 20, copied 5, idle 10, navigate 10,
+    # recent 10, cut page 10 + 10, C page 10 + 15
+    "link-key": 10 + 10 + 15 + 10 + 20 + 20 + 20 + 20 + 5 + 10 + 10 + 10 + 10 + 10 + 10 + 15,  # 235
+}
+
+
+if __name__ == "__main__":
+    import scenarios
+    scenarios.main_with_limits(globals(), WAITS_S, lambda name: {})
