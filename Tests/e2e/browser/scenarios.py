@@ -235,6 +235,12 @@ def audio_silent(page, since=None, timeout=10, what="received audio is silent"):
     return wait_window(page, since, lambda w: w["decoded"] >= 0.5 and w["level"] <= SILENCE_LEVEL, timeout, what)
 
 
+def with_query(link, query):
+    """A link with `query` in its place: before the fragment (a call link's #k=…), never inside it."""
+    base, hash_, fragment = link.partition("#")
+    return base + query + hash_ + fragment
+
+
 def start_call(browser, server, query="", shots=False):
     """Page A starts a call from the home page, page B opens the link; both end up in the call."""
     home = watch(browser.new_page(server.url + query), "A")
@@ -247,9 +253,8 @@ def start_call(browser, server, query="", shots=False):
         shot(home, "waiting", 1280, 800)
     link = home.evaluate("document.getElementById('share-link').value")
     # A new call's link carries its key in the fragment (#k=…, issue 19): the query goes before it.
-    base, hash_, fragment = link.partition("#")
-    expect(base.endswith("/call/" + home.evaluate("duet.roomId")), f"share link {link} names the room")
-    b = open_call(browser, base + query + hash_ + fragment, "B")
+    expect(link.partition("#")[0].endswith("/call/" + home.evaluate("duet.roomId")), f"share link {link} names the room")
+    b = open_call(browser, with_query(link, query), "B")
     in_call(home, what="A in call")
     in_call(b, what="B in call")
     return home, b, link

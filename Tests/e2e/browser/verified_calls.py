@@ -4,13 +4,13 @@ Run like scenarios.py, one scenario per process inside a network namespace of it
     unshare -n sh -c 'ip link set lo up && exec python3 verified_calls.py link-key'
 It reuses scenarios.py's helpers and records its outcomes under the browser suite (Tests/e2e/results.py).
 """
-import json
+import base64
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scenarios import (  # noqa: E402
-    Server, collect, expect, in_call, log, media_flows, open_call, run, watch)
+    Server, expect, in_call, log, media_flows, open_call, watch, with_query)
 
 KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -47,7 +47,6 @@ class Traffic:
         return self.items
 
     def carrying(self, secret):
-        import base64
         found = []
         for kind, text in self.drain():
             decoded = text
@@ -59,12 +58,6 @@ class Traffic:
             if secret in text or secret in decoded:
                 found.append((kind, text[:200]))
         return found
-
-
-def with_query(link, query):
-    """A link with `query` in its place: before the fragment, never inside it."""
-    base, hash_, fragment = link.partition("#")
-    return base + query + hash_ + fragment
 
 
 def scenario_link_key(browser):

@@ -46,8 +46,9 @@ export function describeEnd(reason) {
 }
 
 // The page's live region for events (#announcer): joins, leaves, the other person's mute, quality drops, devices
-// that went away. (The status badge is a live region of its own: it says the connection's state, which it shows.) Messages queue (announce-queue.js) so one never replaces another before it is read; the same text
-// again later is still read: the region is cleared first.
+// that went away. (The status badge is a live region of its own: it says the connection's state, which it shows.)
+// Messages queue (announce-queue.js) so one never replaces another before it is read; the same text again later is
+// still read: the region is cleared first.
 const announcer = new AnnounceQueue({
   write(text) {
     const region = $('announcer');
