@@ -62,6 +62,7 @@ struct DuetCallCommand: AsyncParsableCommand {
 
         var configuration = DuetCall.Configuration(server: target.server)
         configuration.relayOnly = relay
+        configuration.linkKey = target.key
         configuration.engine.sseOnly = sseOnly
         configuration.engine.device = "duet-call"
         // webrtcbin cannot restart ICE in place: the host restarts, this side answers on its session.
@@ -82,9 +83,11 @@ struct DuetCallCommand: AsyncParsableCommand {
         var code = ExitCodes.left
         var wasInRoom = false
         var replaced = false
+        var intercepted = false
         for await event in call.events {
             log.record(event)
             if case .replaced = event { replaced = true }
+            if case .verification(.intercepted) = event { intercepted = true }
             guard case .phase(let phase) = event else { continue }
             // The status machine reports changes only, and starts each call `connected`: say so, so a reader
             // of the events never has to assume a status nobody reported.
@@ -94,8 +97,8 @@ struct DuetCallCommand: AsyncParsableCommand {
                 code = ExitCodes.joinFailed
                 break
             }
-            if phase == .idle, wasInRoom || replaced {
-                code = leaving.requested ? ExitCodes.left : replaced ? ExitCodes.replaced : ExitCodes.roomEnded
+            if phase == .idle, wasInRoom || replaced || intercepted {
+                code = intercepted ? ExitCodes.intercepted : leaving.requested ? ExitCodes.left : replaced ? ExitCodes.replaced : ExitCodes.roomEnded
                 break
             }
         }
@@ -104,6 +107,13 @@ struct DuetCallCommand: AsyncParsableCommand {
         await media.close()
         signals.forEach { $0.cancel() }
         if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\n".utf8)) }
+        if intercepted {
+            FileHandle.standardError.write(Data("""
+                duet call: this call may be intercepted. The other side's connection details did not match the link's key, \
+                so the call was ended. Do not retry on this server: get a new link to the other person another way.
+
+                """.utf8))
+        }
         if code != ExitCodes.left { throw ExitCode(code) }
     }
 

@@ -22,6 +22,8 @@ final class EventLog: @unchecked Sendable {
         var packets = 0
         var levelDb: Double?
         var quality = "-"
+        var verification = Verification.unverified
+        var safetyCode: String?
     }
 
     init(jsonl: Bool, rawStats: Bool = false) {
@@ -81,10 +83,23 @@ final class EventLog: @unchecked Sendable {
             break  // a headless peer does not outlive its process
         case .replaced:
             write(["event": "replaced", "value": "another connection took this seat over; this peer stopped"])
+        case .verification(let value):
+            update { $0.verification = value }
+            writeVerification()
+        case .safetyCode(let code):
+            update { $0.safetyCode = code }
+            writeVerification()
         }
     }
 
     func note(_ fields: [String: Any]) { write(fields) }
+
+    /// `{"event":"verification","value":"verified"|"unverified"|"intercepted","safetyCode":"123456"|null}`, written
+    /// whenever either changes.
+    private func writeVerification() {
+        let s = lock.withLock { status }
+        write(["event": "verification", "value": s.verification.rawValue, "safetyCode": s.safetyCode ?? NSNull()])
+    }
 
     /// The call's quality summary, written once when it is over.
     func summary(_ summary: QualitySummary) {
@@ -128,6 +143,16 @@ final class EventLog: @unchecked Sendable {
         }
     }
 
+    /// "verified · code 123 456", "not verified · code 123 456", "INTERCEPTED": what the status line says.
+    static func describe(_ verification: Verification, _ code: String?) -> String {
+        let shown = code.map { " · code \($0.prefix(3)) \($0.dropFirst(3))" } ?? ""
+        switch verification {
+        case .verified: return "verified" + shown
+        case .unverified: return "not verified" + shown
+        case .intercepted: return "INTERCEPTED: this call may be intercepted; it was ended"
+        }
+    }
+
     static func describe(_ failure: CallFailure) -> [String: Any] {
         switch failure {
         case .roomCreationFailed(let reason): ["value": "ROOM_CREATION_FAILED", "message": reason]
@@ -144,7 +169,7 @@ final class EventLog: @unchecked Sendable {
         guard statusOnTerminal else { return }
         let rtt = s.rttMs.map { String(format: "%.0f ms", $0) } ?? "-"
         let level = s.levelDb.map { String(format: "%.0f dBFS", $0) } ?? "-"
-        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level) · quality \(s.quality)"
+        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level) · quality \(s.quality) · \(Self.describe(s.verification, s.safetyCode))"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

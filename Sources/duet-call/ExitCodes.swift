@@ -10,6 +10,9 @@ enum ExitCodes {
     static let roomEnded: Int32 = 4
     /// Another connection took this seat over with its token (close 4001): this peer stepped aside.
     static let replaced: Int32 = 5
+    /// A verified call's offer or answer failed its check (here or at the peer): someone may be in the middle, and
+    /// the call was ended, not retried.
+    static let intercepted: Int32 = 6
     /// Bad arguments (ArgumentParser's usage code).
     static let usage: Int32 = 64
 }

@@ -9,6 +9,11 @@ import Testing
     @Test func mediaBothWaysWithChromium() async throws { try await run("chromium") }
     @Test func chromiumAcceptsDuetCallsOfferWhenItHosts() async throws { try await run("chromium-joins-second") }
     @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }
+    /// Issue 19: a keyed link between Chromium and duet call, each way round: verified, one safety code, media.
+    @Test func verifiedBetweenChromiumAndDuetCall() async throws { try await run("verified-duet-call") }
+    /// Issue 19: a server rewriting fingerprints between Chromium and duet call, each way round: both end as
+    /// intercepted (the screen; exit 6 and the event), no media, no retry.
+    @Test func interceptedBetweenChromiumAndDuetCall() async throws { try await run("intercepted-duet-call") }
     @Test func relayOnlyThroughRealCoturn() async throws { try await run("relay") }
     @Test func refreshedTURNCredentialsReachTheLiveSession() async throws { try await run("turn-refresh") }
     @Test func audioOnlyThroughTURNOverTCP() async throws { try await run("relay-tcp-audio-only") }

@@ -416,3 +416,70 @@ test('a join with a kept seat never times out: a call coming back keeps trying (
   assert.equal(emitted(outputs, 'failure').length, 0);
   assert.equal(engine.phase, 'joining');
 });
+
+// Verified calls (issue 19): the same steps as Tests/DuetClientTests/Verification/VerificationEngineTests.swift.
+test('verified calls: a keyed link verifies applied descriptions, ends as intercepted on a rejected one, and never retries', () => {
+  const offer = (epoch = 2) => ({ v: 1, type: 'offer', rid, cid: 'C-g', epoch, payload: { sdp: 'v=0 offer', from: 'C-h', auth: 'forged' } });
+  const sentTypes = (outputs) => sent(outputs).map((e) => e.type);
+
+  // Keyed: an applied description is verified, said once.
+  let engine = guestInCall({ keyedLink: true });
+  assert.ok(has(engine.handle({ type: 'message', envelope: offer() }), { type: 'engine', command: { type: 'setRemoteDescription', kind: 'offer', sdp: 'v=0 offer' } }));
+  assert.deepEqual(emitted(engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' }), 'verification'), [{ type: 'verification', value: 'verified' }]);
+  engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: 'v=0 answer' });
+  assert.deepEqual(emitted(engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' }), 'verification'), []);
+  // Nobody on the other side: nothing proven any more.
+  assert.deepEqual(emitted(engine.handle(message('room_state', { hostCid: 'C-h', participants: [{ cid: 'C-g', joinedAt: 0, connectionStatus: 'connected' }], epoch: 3 }, { rid, epoch: 3 })), 'verification'),
+    [{ type: 'verification', value: 'unverified' }]);
+
+  // Plain link: never verified; a rejection or a verify_failed changes nothing.
+  engine = guestInCall();
+  engine.handle({ type: 'message', envelope: offer() });
+  assert.deepEqual(emitted(engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' }), 'verification'), []);
+  assert.deepEqual(engine.handle({ type: 'descriptionRejected', envelope: offer() }), []);
+  assert.deepEqual(engine.handle(message('verify_failed', { auth: 'x', from: 'C-h' }, { rid, epoch: 2 })), []);
+  assert.equal(engine.phase, 'inCall');
+
+  // Rejected: verify_failed, then leave; intercepted before the phase changes; kept; nothing restarts.
+  engine = guestInCall({ keyedLink: true });
+  const out = engine.handle({ type: 'descriptionRejected', envelope: offer() });
+  assert.ok(!out.some((o) => o.type === 'engine' && o.command.type === 'setRemoteDescription'));
+  assert.deepEqual(sentTypes(out), ['verify_failed', 'leave']);
+  const verdict = out.findIndex((o) => o.type === 'emit' && o.event.type === 'verification' && o.event.value === 'intercepted');
+  const ending = out.findIndex((o) => o.type === 'emit' && o.event.type === 'phase' && o.event.phase === 'ending');
+  assert.ok(verdict >= 0 && verdict < ending);
+  assert.ok(has(out, { type: 'teardown' }));
+  engine.handle({ type: 'teardownFinished' });
+  assert.equal(engine.phase, 'idle');
+  assert.equal(engine.verification, 'intercepted');
+  // No retry into the same trap: every timer of the call is cancelled, and nothing reconnects.
+  for (const timer of TIMER_IDS) assert.ok(has(out, { type: 'timer', command: { type: 'cancel', timer } }), timer);
+  assert.deepEqual(engine.handle({ type: 'transportClosed', reason: 'networkError' }), []);
+  assert.deepEqual(engine.handle({ type: 'networkOnline' }), []);
+
+  // A rejected answer to our offer ends the call too.
+  engine = guestInCall({ keyedLink: true });
+  engine.handle({ type: 'timerFired', timer: 'nonHostFallback' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'v=0 our offer' });
+  const answer = { v: 1, type: 'answer', rid, epoch: 2, payload: { sdp: 'v=0 answer', from: 'C-h' } };
+  assert.deepEqual(sentTypes(engine.handle({ type: 'descriptionRejected', envelope: answer })), ['verify_failed', 'leave']);
+
+  // Rejections that would have been dropped anyway end nothing.
+  engine = guestInCall({ keyedLink: true });
+  assert.deepEqual(engine.handle({ type: 'descriptionRejected', envelope: offer(1) }), []);
+  assert.deepEqual(engine.handle({ type: 'descriptionRejected', envelope: { v: 1, type: 'ice', rid, epoch: 2, payload: { candidate: null } } }), []);
+  engine.handle({ type: 'timerFired', timer: 'nonHostFallback' });
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'v=0 kept offer' });
+  assert.deepEqual(engine.queuedRelayTypes, ['offer']);
+  assert.deepEqual(engine.handle({ type: 'descriptionRejected', envelope: { v: 1, type: 'answer', rid, epoch: 2, payload: { sdp: 'old' } } }), []);
+  assert.equal(engine.phase, 'inCall');
+
+  // The peer's (proven) verify_failed: leave without answering; an earlier peer session's is ignored.
+  engine = guestInCall({ keyedLink: true });
+  const told = engine.handle(message('verify_failed', { auth: 'proven', from: 'C-h' }, { rid, epoch: 2 }));
+  assert.deepEqual(sentTypes(told), ['leave']);
+  assert.deepEqual(emitted(told, 'verification'), [{ type: 'verification', value: 'intercepted' }]);
+  engine = guestInCall({ keyedLink: true });
+  assert.deepEqual(engine.handle(message('verify_failed', { auth: 'old' }, { rid, epoch: 1 })), []);
+});

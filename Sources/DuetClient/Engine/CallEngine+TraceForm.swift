@@ -17,6 +17,7 @@ extension CallEngine.Options {
             "device": .string(device),
             "restartsOnlyAsHost": .bool(restartsOnlyAsHost),
             "localMedia": localMedia.traceForm,
+            "keyedLink": .bool(keyedLink),
         ]
         if let resume { fields["resume"] = resume.traceForm }
         return .object(fields)
@@ -50,6 +51,7 @@ extension CallEngine.Input {
             return ["type": "transportOpenFailed", "transport": .string(transport.rawValue), "failure": .string("\(failure)")]
         case .transportClosed(let reason): return ["type": "transportClosed", "reason": .string("\(reason)")]
         case .message(let envelope): return ["type": "message", "envelope": envelope.traceForm]
+        case .descriptionRejected(let envelope): return ["type": "descriptionRejected", "envelope": envelope.traceForm]
         case .localDescriptionReady(let kind, let sdp):
             return ["type": "localDescriptionReady", "kind": .string("\(kind)"), "sdp": .string(sdp)]
         case .localDescriptionFailed: return ["type": "localDescriptionFailed"]
@@ -131,6 +133,8 @@ extension CallEvent {
         case .session(let seat): return ["type": "session", "seat": seat?.traceForm ?? .null]
         case .replaced(let seat): return ["type": "replaced", "seat": seat?.traceForm ?? .null]
         case .remoteMedia(let state): return ["type": "remoteMedia", "media": state?.traceForm ?? .null]
+        case .verification(let value): return ["type": "verification", "value": .string(value.rawValue)]
+        case .safetyCode: return ["type": "safetyCode"]  // the runtime's, never the engine's
         }
     }
 }

@@ -16,6 +16,9 @@ public struct CallEngine: Sendable {
         public var resume: Seat?
         /// What this side says of its microphone, camera and screen from the first join on.
         public var localMedia = MediaState.initial
+        /// The link carries a key (`#k=`): the runtime signs our descriptions and passes on only the peer's that
+        /// verify; one that does not comes as `descriptionRejected` and ends the call as intercepted.
+        public var keyedLink = false
         public init() {}
     }
 
@@ -42,6 +45,8 @@ public struct CallEngine: Sendable {
         case transportOpenFailed(SignalingTransport, SignalingLinkMachine.Failure)
         case transportClosed(SignalingLinkMachine.CloseReason)
         case message(Envelope)
+        /// On a keyed link: an offer or answer whose `auth` is missing or wrong (the runtime checked it).
+        case descriptionRejected(Envelope)
         // WebRTC engine
         case localDescriptionReady(NegotiationMachine.DescriptionKind, sdp: String)
         case localDescriptionFailed
@@ -99,6 +104,7 @@ public struct CallEngine: Sendable {
     public private(set) var localMedia: MediaState
     /// What the other participant last said of its media; nil until it said something (or after it left).
     public private(set) var remoteMedia: MediaState?
+    public private(set) var verification = Verification.unverified
     private var peerCid: String?
     private var peerEpoch: Int64 = 0
     private var peerSuspended = false
@@ -159,6 +165,7 @@ public struct CallEngine: Sendable {
         case .transportOpenFailed(let transport, let failure): return linkEvent(.openFailed(transport, failure))
         case .transportClosed(let reason): return linkEvent(.closed(reason))
         case .message(let envelope): return message(envelope)
+        case .descriptionRejected(let envelope): return descriptionRejected(envelope)
         case .localDescriptionReady(let kind, let sdp):
             var out = negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
             out += trickleEvent(kind == .offer ? .offerSent : .answerSent)
@@ -167,6 +174,8 @@ public struct CallEngine: Sendable {
         case .remoteDescriptionApplied(let kind):
             var out: [Output] = kind == .offer ? trickleEvent(.answering) : []
             out += negotiationEvent(.remoteDescriptionApplied(kind))
+            // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
+            if options.keyedLink { out += verificationChanged(.verified) }
             // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
             if kind == .answer { out += statusEvent(.ice(Self.health(negotiation.iceState))) }
             return out
@@ -215,6 +224,7 @@ public struct CallEngine: Sendable {
                     joiningWithKeptSeat = true
                 }
                 resume = nil
+                out += verificationChanged(.unverified)
                 out.append(.emit(.room(id)))
                 out += joinEvent(.start(options.join))
                 if link.state == .idle { out += linkEvent(.connect) }
@@ -431,6 +441,11 @@ public struct CallEngine: Sendable {
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
+        case .verifyFailed?:
+            // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
+            guard options.keyedLink, phase.phase == .waiting || phase.phase == .inCall else { return [] }
+            if let epoch = envelope.epoch, epoch < peerEpoch { return [] }  // about an earlier peer session
+            return phaseEvent(.intercepted(tellPeer: false))
         case .mediaState?:
             guard let state = try? envelope.payload.decode(MediaState.self),
                 let from = envelope.payload["from"]?.stringValue, from == peerCid
@@ -455,6 +470,23 @@ public struct CallEngine: Sendable {
         default:
             return []
         }
+    }
+
+    /// A description failed its check: unless it would have been dropped anyway (another call's, an older peer
+    /// session's, an answer to an offer the peer never saw), someone may be in the middle.
+    private mutating func descriptionRejected(_ envelope: Envelope) -> [Output] {
+        guard options.keyedLink, phase.phase == .waiting || phase.phase == .inCall,
+            envelope.messageType == .offer || envelope.messageType == .answer
+        else { return [] }
+        if let epoch = envelope.epoch, epoch < peerEpoch { return [] }
+        if envelope.messageType == .answer, outbox.contains(where: { $0.envelope.messageType == .offer }) { return [] }
+        return phaseEvent(.intercepted(tellPeer: true))
+    }
+
+    private mutating func verificationChanged(_ value: Verification) -> [Output] {
+        guard value != verification else { return [] }
+        verification = value
+        return [.emit(.verification(value))]
     }
 
     private mutating func didJoin(_ joined: JoinedPayload, cid newCid: String?) -> [Output] {
@@ -531,6 +563,8 @@ public struct CallEngine: Sendable {
         } else if newPeer {
             out += remoteMediaLearned(nil)
         }
+        // Nobody on the other side: nothing is proven any more (the next peer's descriptions are checked anew).
+        if peer == nil { out += verificationChanged(.unverified) }
         out.append(.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? "")))
         // The peer connection must exist before the first offer or answer is made.
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
@@ -569,7 +603,15 @@ public struct CallEngine: Sendable {
 
     private mutating func teardown(_ kind: CallPhaseMachine.Teardown) -> [Output] {
         var out: [Output] = kind == .replaced ? [.emit(.replaced(seat))] : []
-        if kind == .leave || kind == .endRoom {
+        var leaves = kind == .leave || kind == .endRoom
+        if case .intercepted(let tellPeer) = kind {
+            leaves = true
+            // Shown before anything else, and kept after the reset: the app must not go back to a normal screen.
+            out += verificationChanged(.intercepted)
+            // The runtime signs it; the peer ends its call too instead of waiting for an answer that never comes.
+            if tellPeer, isSignalingUp { out.append(.send(Envelope(.verifyFailed, rid: roomId))) }
+        }
+        if leaves {
             if isSignalingUp {
                 // Only the host can end the room; anyone else ending the call leaves it.
                 out.append(.send(Envelope(kind == .endRoom && hostCid == cid ? .endRoom : .leave)))

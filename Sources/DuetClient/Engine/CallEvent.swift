@@ -31,6 +31,21 @@ public enum CallEvent: Sendable, Equatable {
     case replaced(Seat?)
     /// What the other participant says of its microphone, camera and screen (`media_state`); nil when unknown.
     case remoteMedia(MediaState?)
+    /// Whether the peer's DTLS fingerprints are proven by the link's key (issue 19, docs/security.md).
+    case verification(Verification)
+    /// The six-digit code both people can read to each other (the runtime's, from both sides' DTLS fingerprints and
+    /// the room; `SafetyCode`); nil while one side's fingerprints are unknown. Different codes: someone is in the middle.
+    case safetyCode(String?)
+}
+
+/// What a call can say about who is on the other end of its media.
+public enum Verification: String, Sendable, CaseIterable {
+    /// No key in the link, or none of the peer's descriptions proven yet (or no peer now).
+    case unverified
+    /// Every description applied from this peer carried a valid `auth` for the link's key.
+    case verified
+    /// A description failed its check (here or at the peer): the call was ended and is not retried.
+    case intercepted
 }
 
 /// A seat in a room, proven by its reconnect token.

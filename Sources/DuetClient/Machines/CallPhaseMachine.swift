@@ -33,6 +33,9 @@ public struct CallPhaseMachine: Sendable, Equatable {
         /// Another connection proved this seat with its token (close 4001: another tab, window or device took
         /// the call over). The seat is theirs now: stop, without a goodbye that would remove it from under them.
         case replaced
+        /// A verified call's description failed its check (`tellPeer`: we found it, so the peer must hear), or the
+        /// peer said it found one (`verify_failed`). Someone may be in the middle: end the call and do not retry.
+        case intercepted(tellPeer: Bool)
     }
 
     public enum Teardown: Sendable, Equatable {
@@ -44,6 +47,8 @@ public struct CallPhaseMachine: Sendable, Equatable {
         case roomGone
         /// The seat was taken over (`Event.replaced`): clean up, say nothing to the server.
         case replaced
+        /// `Event.intercepted`: say `verify_failed` first when `tellPeer`, then leave.
+        case intercepted(tellPeer: Bool)
     }
 
     public enum Action: Sendable, Equatable {
@@ -93,6 +98,8 @@ public struct CallPhaseMachine: Sendable, Equatable {
             return move(to: .ending, [.teardown(.roomGone)])
         case (.joining, .replaced), (.waiting, .replaced), (.inCall, .replaced):
             return move(to: .ending, [.teardown(.replaced)])
+        case (.joining, .intercepted(let tell)), (.waiting, .intercepted(let tell)), (.inCall, .intercepted(let tell)):
+            return move(to: .ending, [.teardown(.intercepted(tellPeer: tell))])
         case (.ending, .joinRoom(let id)):
             joinAfterCleanup = id
             return []

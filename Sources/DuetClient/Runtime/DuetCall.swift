@@ -23,6 +23,9 @@ public actor DuetCall {
         public var engine = CallEngine.Options()
         /// How often `.stats` is emitted while in a call; nil turns it off.
         public var statsInterval: Duration? = .seconds(1)
+        /// The call link's key (`CallLink.key`): with it the call is verified (descriptions signed and checked,
+        /// `engine.keyedLink` is set from it); without it the call works as "not verified".
+        public var linkKey: LinkKey?
         public init(server: String) { self.server = server.hasSuffix("/") ? server : server + "/" }
     }
 
@@ -61,6 +64,12 @@ public actor DuetCall {
     /// each join. `QualityTracker` holds the rule of what counts (the browser's is the same).
     public var qualitySummary: QualitySummary { quality.summary }
     private var quality = QualityTracker()
+    /// Signs what we send and checks what we get on a keyed link (the engine only learns the verdicts).
+    private var signing: SignedSignaling
+    private var safety = SafetyCodeSource()
+    /// The code both people can compare (`CallEvent.safetyCode`), nil while unknown.
+    public var safetyCode: String? { safety.code }
+    public var verification: Verification { engine.verification }
     /// Milliseconds on the injected clock since this call object was made: the stats polls' monotonic time.
     private let elapsedMs: @Sendable () -> Double
 
@@ -73,6 +82,8 @@ public actor DuetCall {
         // Clients reconnecting after a server restart must spread out: backoff jitter is on unless the caller
         // pinned a seed (the pure machines default to none, so tests stay exact).
         if options.jitterSeed == nil { options.jitterSeed = UInt64.random(in: .min ... .max) }
+        options.keyedLink = configuration.linkKey != nil
+        self.signing = SignedSignaling(key: configuration.linkKey)
         self.engine = CallEngine(options: options)
         self.webRtc = webRtc
         self.clock = clock
@@ -184,7 +195,7 @@ public actor DuetCall {
             // Detach now, so that an `openTransport` in the same batch is not mistaken for stale.
             let detached = detachConnection()
             Task { await detached.connection?.close() }
-        case .send(let envelope): sendQueue?.yield(envelope)
+        case .send(let envelope): sendQueue?.yield(signing.signed(envelope))
         case .createRoomId: Task { await createRoomId() }
         case .fetchTurnCredentials(let token): turnFetch = Task { await fetchTurn(token) }
         case .prepareSnapshot: feed(.snapshotReady(nil))
@@ -227,9 +238,17 @@ public actor DuetCall {
         case .transport(let value): transport = value
         default: break
         }
+        let peerBefore = signing.peerCid
+        signing.note(event)
         logger.debug("event", metadata: ["event": "\(event)"])
         eventSink.yield(event)
         if let qualityOutput { emitQuality(qualityOutput) }  // after the phase that caused it
+        if case .room(let id) = event { noteSafety(.room(id)) }
+        if case .participants = event, signing.peerCid != peerBefore { noteSafety(.peerGone) }
+    }
+
+    private func noteSafety(_ input: SafetyCodeSource.Input) {
+        if case .some(let code) = safety.handle(input) { emit(.safetyCode(code)) }
     }
 
     private func emitQuality(_ output: QualityTracker.Output) {
@@ -345,7 +364,15 @@ public actor DuetCall {
     private func signalingEvent(_ event: SignalingEvent, generation: Int) {
         guard generation == connectionGeneration else { return }
         switch event {
-        case .message(let envelope): feed(.message(envelope))
+        case .message(let envelope):
+            switch signing.check(envelope) {
+            case .pass: feed(.message(envelope))
+            case .rejected:
+                logger.warning("a description failed its check against the link's key", metadata: ["type": "\(envelope.type)"])
+                feed(.descriptionRejected(envelope))
+            case .dropped:
+                logger.warning("a verify_failed nobody with the link's key wrote was ignored")
+            }
         case .undecodable: break
         case .closed(let reason):
             connection = nil
@@ -398,12 +425,15 @@ public actor DuetCall {
                 hasPeerConnection = true
             case .createOffer(let restart):
                 let sdp = try await webRtc.createOffer(iceRestart: restart)
+                noteSafety(.localDescription(sdp: sdp))
                 feed(.localDescriptionReady(.offer, sdp: sdp))
             case .createAnswer:
                 let sdp = try await webRtc.createAnswer()
+                noteSafety(.localDescription(sdp: sdp))
                 feed(.localDescriptionReady(.answer, sdp: sdp))
             case .setRemoteDescription(let kind, let sdp):
                 try await webRtc.setRemoteDescription(kind, sdp: sdp)
+                noteSafety(.remoteDescriptionApplied(sdp: sdp))
                 feed(.remoteDescriptionApplied(kind))
             case .rollback:
                 try await webRtc.rollback()

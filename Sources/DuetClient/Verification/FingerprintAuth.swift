@@ -49,6 +49,28 @@ public enum FingerprintAuth {
         return constantTimeEquals(Array(auth.utf8), Array(expected.utf8))
     }
 
+    static let verifyFailedLabel = Array("duet-vf-v1".utf8)
+
+    /// `"duet-vf-v1" ‖ field(rid) ‖ field(sender cid) ‖ field(receiver cid)`: what a `verify_failed` commits to.
+    public static func verifyFailedMessage(rid: String, sender: String, receiver: String) -> [UInt8] {
+        var bytes = verifyFailedLabel
+        for text in [rid, sender, receiver] { appendField(text, to: &bytes) }
+        return bytes
+    }
+
+    /// The `auth` of a `verify_failed`: only someone with the link's key can say a call was intercepted, so a server
+    /// cannot make a page show the interception screen (it can still drop the call, as it always could).
+    public static func verifyFailedAuth(key: LinkKey, rid: String, sender: String, receiver: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: verifyFailedMessage(rid: rid, sender: sender, receiver: receiver), using: SymmetricKey(data: key.bytes))
+        return Base64URL.encode(Array(mac))
+    }
+
+    public static func verifyVerifyFailed(auth: String?, key: LinkKey, rid: String, sender: String, receiver: String) -> Bool {
+        guard let auth else { return false }
+        return constantTimeEquals(Array(auth.utf8), Array(verifyFailedAuth(key: key, rid: rid, sender: sender, receiver: receiver).utf8))
+    }
+
     static func appendField(_ text: String, to bytes: inout [UInt8]) {
         let utf8 = Array(text.utf8)
         appendUInt16(utf8.count, to: &bytes)

@@ -5,6 +5,9 @@ public enum MessageType: String, Sendable, CaseIterable {
     case ping, join, leave
     case endRoom = "end_room"
     case offer, answer, ice
+    /// A verified call's receiver found an offer or answer whose `auth` does not match (issue 19): relayed to
+    /// the other participant, who ends the call too. Carries its own `auth` so a server cannot forge it.
+    case verifyFailed = "verify_failed"
     case turnRefresh = "turn-refresh"
     case reconnectTokenRefresh = "reconnect-token-refresh"
     case watchRooms = "watch_rooms"
@@ -25,5 +28,5 @@ public enum MessageType: String, Sendable, CaseIterable {
     case sseSession = "sse_session"
 
     /// Messages the server forwards from one participant to the other.
-    public var isRelayed: Bool { self == .offer || self == .answer || self == .ice }
+    public var isRelayed: Bool { self == .offer || self == .answer || self == .ice || self == .verifyFailed }
 }

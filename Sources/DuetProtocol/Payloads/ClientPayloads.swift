@@ -31,6 +31,12 @@ public struct SessionDescriptionPayload: Codable, Sendable, Equatable {
     public init(sdp: String) { self.sdp = sdp }
 }
 
+/// `verify_failed`: the HMAC that proves the sender holds the link's key (docs/protocol.md, "Verified calls").
+public struct VerifyFailedPayload: Codable, Sendable, Equatable {
+    public var auth: String
+    public init(auth: String) { self.auth = auth }
+}
+
 public struct IceCandidate: Codable, Sendable, Hashable {
     public var candidate: String
     public var sdpMid: String?

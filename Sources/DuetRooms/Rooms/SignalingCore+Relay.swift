@@ -1,7 +1,7 @@
 import DuetProtocol
 
 extension SignalingCore {
-    /// offer / answer / ice reach the other participant verbatim, plus `payload.from`.
+    /// offer / answer / ice / verify_failed reach the other participant verbatim, plus `payload.from`.
     mutating func relay(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
         let seat = try requireSeat(connection)
         guard let room = rooms[seat.rid] else { throw ProtocolError(.notInRoom, "the room no longer exists") }
@@ -9,7 +9,9 @@ extension SignalingCore {
         // Validate the shape only; what is relayed is the original payload, unknown fields included. The usual
         // shapes pass a structural check; anything else goes through Codable, whose error names the field.
         if !Self.isPlainRelayPayload(envelope) {
-            if envelope.messageType == .ice {
+            if envelope.messageType == .verifyFailed {
+                _ = try envelope.payload.decode(VerifyFailedPayload.self)
+            } else if envelope.messageType == .ice {
                 guard envelope.payload["candidate"] != nil else {
                     throw ProtocolError(.badRequest, "payload.candidate: missing (use null for end-of-candidates)")
                 }
@@ -51,12 +53,13 @@ extension SignalingCore {
         }
     }
 
-    /// `{sdp: String}` for offer/answer; `{candidate: null}` or `{candidate: {candidate: String, sdpMid: String?,
-    /// sdpMLineIndex: Int?}}` for ice — exactly what `SessionDescriptionPayload` / `IcePayload` accept in those shapes.
+    /// `{sdp: String}` for offer/answer; `{auth: String}` for verify_failed; `{candidate: null}` or `{candidate: {candidate: String, sdpMid: String?,
+    /// sdpMLineIndex: Int?}}` for ice — exactly what `SessionDescriptionPayload` / `VerifyFailedPayload` / `IcePayload` accept in those shapes.
     static func isPlainRelayPayload(_ envelope: Envelope) -> Bool {
         guard case .object(let payload) = envelope.payload else { return false }
         guard envelope.messageType == .ice else {
-            if case .string? = payload["sdp"] { return true }
+            let field = envelope.messageType == .verifyFailed ? "auth" : "sdp"
+            if case .string? = payload[field] { return true }
             return false
         }
         switch payload["candidate"] {

@@ -38,6 +38,10 @@ final class SimClient {
     private(set) var events: [(at: Int64, event: CallEvent)] = []
 
     let options: CallEngine.Options
+    /// Signs and checks descriptions on a keyed link, as DuetCall does (the same `SignedSignaling`).
+    private var signing: SignedSignaling
+    /// Both sides' link key in a keyed run.
+    static let linkKey = LinkKey(bytes: Array(repeating: 0x5a, count: LinkKey.byteCount))!
     /// This engine's trace in the world (differential replay), when recording.
     private var engineTrace: Int?
     /// The seat the app keeps for a relaunch (from `CallEvent.session`).
@@ -56,6 +60,7 @@ final class SimClient {
         self.options = options
         self.events = history
         self.engine = CallEngine(options: options)
+        self.signing = SignedSignaling(key: options.keyedLink ? Self.linkKey : nil)
         self.sseSid = "sim-sid-\(side)"
         self.engineTrace = world.beginEngineTrace(side, options)
     }
@@ -173,7 +178,7 @@ final class SimClient {
                 return
             }
             world.trace(side, "→ \(Describe.envelope(envelope))")
-            world.sendUp(connection, envelope)
+            world.sendUp(connection, signing.signed(envelope))
         case .createRoomId:
             world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.createRoomId() }) { [self] id in
                 feed(id.map { .roomIdCreated($0) } ?? .roomIdFailed("unreachable"))
@@ -224,9 +229,12 @@ final class SimClient {
 
     private func emit(_ event: CallEvent) {
         events.append((world.scheduler.now, event))
+        signing.note(event)
         switch event {
         case .phase(let value):
-            world.monitor.phaseChanged(side, from: phase, to: value, userLeft: userLeft || replacedSeat != nil || world.client(side.other).userLeft)
+            // An interception ends the call on purpose (issue 19): like a leave, not a failure.
+            let ended = userLeft || replacedSeat != nil || world.client(side.other).userLeft || engine.verification == .intercepted
+            world.monitor.phaseChanged(side, from: phase, to: value, userLeft: ended)
             phase = value
             if value == .idle, case .some(let kept?) = replacedSeat, !userLeft {
                 world.scheduler.after(Self.useHereAfterMs) { [self] in run { self.world.useHere(self.side, seat: kept) } }
@@ -303,7 +311,18 @@ final class SimClient {
         switch item {
         case .message(let envelope):
             world.trace(side, "⇐ \(Describe.envelope(envelope))")
-            feed(.message(world.mutation.received(envelope)), sentEpoch: envelope.epoch)
+            var received = world.mutation.received(envelope)
+            if world.tamperingFingerprints > 0, received.messageType == .offer || received.messageType == .answer,
+                let sdp = received.payload["sdp"]?.stringValue {
+                received.payload["sdp"] = .string(SimMediaPlane.tamperedFingerprints(sdp))
+                world.trace(side, "the server rewrote the fingerprints of this \(received.type)")
+            }
+            // The runtime checks a keyed link's descriptions before the engine sees them (SignedSignaling).
+            switch signing.check(received) {
+            case .pass: feed(.message(received), sentEpoch: envelope.epoch)
+            case .rejected: feed(.descriptionRejected(received), sentEpoch: envelope.epoch)
+            case .dropped: world.trace(side, "a verify_failed nobody with the key wrote: ignored")
+            }
         case .comment: break
         case .closed(let byServer):
             connection = nil

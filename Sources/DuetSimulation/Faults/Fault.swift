@@ -47,6 +47,8 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
     case loseNextJoin(Side)
     /// Adversarial: the first offer this side ever received is delivered to it again (a replaying proxy).
     case replayFirstOffer(Side)
+    /// A server in the middle: every offer and answer it relays has its DTLS fingerprints rewritten (issue 19).
+    case tamperFingerprints
 
     public var description: String {
         switch self {
@@ -67,6 +69,7 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
         case .tokenReplay(let side): "reconnect token of \(side) replayed by someone else"
         case .loseNextJoin(let side): "the next join of \(side) is lost"
         case .replayFirstOffer(let side): "the first offer \(side) received is delivered again"
+        case .tamperFingerprints: "the server rewrites the DTLS fingerprints of relayed offers and answers"
         }
     }
 

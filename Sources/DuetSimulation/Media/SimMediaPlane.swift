@@ -335,7 +335,23 @@ final class SimMediaPlane {
         // `d<n>`: the simulator's own count of descriptions this peer connection made, the ground truth of their
         // order for the stale-description check (the `o=` line is what the engines judge, and webrtcbin's is not
         // monotonic).
-        return world.mutation.created("v=0\r\no=- \(id) \(version) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance) d\(peer.descriptionsCreated)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n")
+        return world.mutation.created(
+            "v=0\r\no=- \(id) \(version) IN IP4 0.0.0.0\r\ns=duet-sim \(side) pc#\(peer.instance) d\(peer.descriptionsCreated)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n"
+                + "a=fingerprint:sha-256 \(Self.fingerprint(side, instance: peer.instance))\r\n")
+    }
+
+    /// Each peer connection's own certificate fingerprint (what a verified call's `auth` and safety code cover).
+    static func fingerprint(_ side: Side, instance: Int) -> String {
+        var draw = SplitMix64(seed: UInt64(instance) &* 2 &+ UInt64(side.rawValue) &+ 0x5eed)
+        return (0..<32).map { _ in String(UInt8.random(in: 0...255, using: &draw), radix: 16, uppercase: true) }
+            .map { $0.count == 1 ? "0" + $0 : $0 }.joined(separator: ":")
+    }
+
+    /// What a server in the middle does to a description (`Fault.tamperFingerprints`): its own fingerprint instead.
+    static func tamperedFingerprints(_ sdp: String) -> String {
+        sdp.split(separator: "\r\n", omittingEmptySubsequences: false).map { line in
+            line.hasPrefix("a=fingerprint:") ? "a=fingerprint:sha-256 " + fingerprint(.a, instance: 666_000) : String(line)
+        }.joined(separator: "\r\n")
     }
 
     /// The `o=` line's session id and version.

@@ -52,6 +52,9 @@ public enum Simulation {
         public var recordEngineTraces = false
         /// This side is `duet call` (webrtcbin, host-only restarts) instead of a browser.
         public var duetCallSide: Side?
+        /// Both sides have a call link with a key (issue 19: descriptions signed and checked). Nil: every other pair
+        /// of seeds (`keyedLink(forSeed:)`), so the sweep covers both kinds of link.
+        public var keyedLink: Bool?
         public init(seed: UInt64) { self.seed = seed }
     }
 
@@ -75,6 +78,9 @@ public enum Simulation {
     /// The side `duet call` plays in a duet-call sweep: the host on even seeds, the guest on odd ones.
     public static func duetCallSide(forSeed seed: UInt64) -> Side { seed % 2 == 0 ? .a : .b }
 
+    /// Not drawn (every draw of a seed stays what it was): seeds 2–3, 6–7, … are keyed.
+    public static func keyedLink(forSeed seed: UInt64) -> Bool { (seed >> 1) & 1 == 1 }
+
     public static func run(_ options: Options) -> Result {
         var draw = SplitMix64(seed: options.seed)
         // Drawn even when given, so that the rest of the run stays the seed's own.
@@ -90,6 +96,7 @@ public enum Simulation {
             engine.sseOnly = sse[side] ?? false
             engine.jitterSeed = draw.next()
             engine.device = "sim-\(side)"
+            engine.keyedLink = options.keyedLink ?? keyedLink(forSeed: options.seed)
             if side == options.duetCallSide {
                 engine.restartsOnlyAsHost = true  // what `duet call` runs with
                 engine.device = "sim-\(side)-duet-call"

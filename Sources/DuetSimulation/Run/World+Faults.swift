@@ -86,6 +86,8 @@ extension World {
                 trace(side, "replaying the first offer it ever received (epoch \(offer.epoch.map(String.init) ?? "-"))")
                 deliverDown(connection, .message(offer))
             }
+        case .tamperFingerprints:
+            tamperingFingerprints += 1
         case .sidHijack(let side):
             // Someone without the room link: their own room, this side's sid.
             attack(side, kind: .sse, join: JoinPayload(device: "attacker"), room: server.createRoomId())
@@ -122,6 +124,8 @@ extension World {
             media.evaluate()
             client(side).thaw()
             media.evaluate()
+        case .tamperFingerprints:
+            tamperingFingerprints -= 1
         case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer:
             break
         }

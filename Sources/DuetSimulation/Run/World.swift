@@ -22,6 +22,8 @@ final class World {
     private(set) var roomId: String?
     /// For the replaying-proxy fault.
     var firstOfferDelivered: [Envelope?] = [nil, nil]
+    /// `Fault.tamperFingerprints` in force (a count: faults may overlap).
+    var tamperingFingerprints = 0
     private(set) var traceLines: [String] = []
     let keepsFullTrace: Bool
     /// The server's clock jumped: liveness measured on it is off by the jump, so the SSE liveness check rests.

@@ -17,7 +17,11 @@ import Testing
             var rid, digestHex, code: String
             var local, remote: [String]
         }
+        struct VerifyFailed: Decodable {
+            var key, rid, sender, receiver, messageHex, auth: String
+        }
         var auth: [Auth]
+        var verifyFailed: VerifyFailed
         var safetyCode: Code
     }
 

@@ -393,7 +393,7 @@ def scenario_server_restart(browser):
 def scenario_reload(browser):
     server = Server()
     try:
-        a, b, _ = start_call(browser, server)
+        a, b, link = start_call(browser, server)
         media_flows(b)
         cid = b.evaluate("duet.cid")
         reloaded = time.monotonic()
@@ -414,7 +414,8 @@ def scenario_reload(browser):
         expect(a.evaluate("duet.phase") == "inCall" and a.evaluate("duet.connectionStatus") == "connected",
                "A's own call is not degraded by B's absence")
         shot(a, "peer-reconnecting", 1280, 800)
-        b.navigate(server.url + "call/" + a.evaluate("duet.roomId"))
+        # The whole link, key and all: a keyed call refuses a side that cannot prove its descriptions (issue 19).
+        b.navigate(link)
         in_call(b, 20, what="B comes back to the same seat")
         expect(b.evaluate("duet.cid") == cid, "B still has its cid after coming back")
         a.wait_for("duet.badge.kind === 'connected'", 15, message="A's badge clears when B is back")
@@ -425,7 +426,7 @@ def scenario_reload(browser):
         seat = b.evaluate("sessionStorage.getItem('duet.session')")
         c = browser.new_page(server.url)
         c.evaluate(f"sessionStorage.setItem('duet.session', {json.dumps(seat)}); true")
-        c.navigate(server.url + "call/" + a.evaluate("duet.roomId"))
+        c.navigate(link)
         in_call(c, 20, what="the duplicated tab holds the seat")
         expect(c.evaluate("duet.cid") == cid and c.evaluate("duet.reconnects") == ["reattached"], "same seat, reattached")
         for name, page in (("A", a), ("the new tab", c)):

@@ -7,10 +7,12 @@ It reuses scenarios.py's helpers and records its outcomes under the browser suit
 import base64
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scenarios import (  # noqa: E402
     Server, expect, in_call, log, media_flows, open_call, watch, with_query)
+from tampering_proxy import TamperingProxy  # noqa: E402
 
 KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -138,11 +140,90 @@ def scenario_link_key(browser):
         server.stop()
 
 
+def start_keyed_call(browser, url):
+    """A starts a call from the home page at `url` (a keyed link); B opens the same link. Returns (A, B, link)."""
+    a = watch(browser.new_page(url), "A")
+    a.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
+    a.evaluate("document.getElementById('start').click()")
+    a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15, message="A waits for the other person")
+    link = a.evaluate("document.getElementById('share-link').value")
+    expect("#k=" in link, f"a keyed link: {link}")
+    # Whether this page ever had the other side's description applied, sampled as often as the page runs timers.
+    watch_remote = "window.__sawRemote = false; setInterval(() => { if (duet.remoteFingerprints.length) window.__sawRemote = true; }, 5)"
+    a.evaluate(watch_remote)
+    b = watch(browser.new_page(None), "B")
+    b.navigate(link)
+    b.wait_for("window.duet && duet.page === 'call'", 10, message="B's call page loads")
+    b.evaluate(watch_remote)
+    return a, b, link
+
+
+def scenario_verified(browser):
+    """Through a relay that forwards every byte untouched (the control for `intercepted`), a keyed call is verified
+    on both pages, both show the same six-digit safety code, and media flows both ways."""
+    server = Server()
+    proxy = TamperingProxy("127.0.0.1", server.port, mode="honest")
+    try:
+        url = f"http://127.0.0.1:{proxy.start()}/"
+        a, b, _ = start_keyed_call(browser, url)
+        in_call(a, what="A in call")
+        in_call(b, what="B in call")
+        for page, name in ((a, "A"), (b, "B")):
+            page.wait_for("duet.verification === 'verified' && /^[0-9]{6}$/.test(duet.safetyCode ?? '')", 10,
+                          message=f"{name}: verified, with a safety code")
+        codes = [page.evaluate("duet.safetyCode") for page in (a, b)]
+        expect(codes[0] == codes[1], f"both pages show the same code: {codes}")
+        shown = a.evaluate("document.getElementById('verification').innerText")
+        expect("Verified" in shown and f"{codes[0][:3]} {codes[0][3:]}" in shown, f"A's chip says it: {shown!r}")
+        media_flows(b, what="B receives A's media")
+        media_flows(a, what="A receives B's media")
+        expect(proxy.tampered_count == 0, "the honest relay changed nothing")
+        log("verified", {"safety code": codes[0]})
+    finally:
+        proxy.stop()
+        server.stop()
+
+
+def scenario_intercepted(browser):
+    """A relay that rewrites the DTLS fingerprints of every offer and answer (a server in the middle): with a keyed
+    link neither page applies the other's description, both show the interception screen, the call ends without
+    media and is not retried, and a reload shows the screen again."""
+    server = Server()
+    proxy = TamperingProxy("127.0.0.1", server.port, mode="fingerprints")
+    try:
+        url = f"http://127.0.0.1:{proxy.start()}/"
+        a, b, _ = start_keyed_call(browser, url)
+        for page, name in ((a, "A"), (b, "B")):
+            page.wait_for("duet.verification === 'intercepted' && duet.screen === 'intercepted' && duet.phase === 'idle'", 20,
+                          message=f"{name} shows the interception screen")
+            said = page.evaluate("document.getElementById('screen-intercepted').innerText")
+            expect("This call may be intercepted" in said and "Do not use this link again" in said, f"{name} says what to do: {said[:300]}")
+            buttons = page.evaluate("[...document.querySelectorAll('#screen-intercepted button')].length")
+            expect(buttons == 0, f"{name}: nothing on the screen dismisses it or rejoins ({buttons} buttons)")
+            expect(page.evaluate("window.__sawRemote") is False, f"{name} never applied the other side's description")
+        expect(proxy.tampered_count >= 1, f"the relay did rewrite fingerprints ({proxy.tampered_count})")
+        # Not retried: a while later both are still out of the call.
+        time.sleep(3)
+        for page, name in ((a, "A"), (b, "B")):
+            expect(page.evaluate("duet.phase") == "idle" and page.evaluate("duet.screen") == "intercepted", f"{name} stayed out of the call")
+        a.navigate(a.evaluate("location.href"))
+        a.wait_for("window.duet && duet.page === 'call' && duet.screen === 'intercepted'", 10, message="a reload shows the screen again")
+        expect(a.evaluate("duet.phase") == "idle", "the reloaded page did not rejoin")
+        log("intercepted", {"fingerprints rewritten": proxy.tampered_count})
+    finally:
+        proxy.stop()
+        server.stop()
+
+
 # The sum of each scenario's wait deadlines (s), for its time limit.
 WAITS_S = {
     # home 10, start 10 + 15, B page 10, in_call 20 + 20, media_flows 20 + 20, copied 5, idle 10, navigate 10,
     # recent 10, cut page 10 + 10, C page 10 + 15
     "link-key": 10 + 10 + 15 + 10 + 20 + 20 + 20 + 20 + 5 + 10 + 10 + 10 + 10 + 10 + 10 + 15,  # 235
+    # home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, media_flows 20 + 20
+    "verified": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20,  # 135
+    # home 10, start 15, B page 10, intercepted 20 + 20, not retried 3, reload 10
+    "intercepted": 10 + 15 + 10 + 20 + 20 + 3 + 10,  # 88
 }
 
 

@@ -3,6 +3,7 @@ coturn, over SSE, and across a cut link. Run by DuetCallPeerTests, each scenario
     unshare -n sh -c 'ip link set lo up && exec python3 peer_scenarios.py <name>'
 Each scenario asserts what its name says and prints `scenario <name>: ok` at the end.
 """
+import base64
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 from cdp import Browser  # noqa: E402
 from scenarios import Server, TurnDeployment, collect, expect, in_call, log, media_flows, open_call, report, run, sh, stats, watch  # noqa: E402,F401
 from results import capture_failing, how_recovered  # noqa: E402
+from tampering_proxy import TamperingProxy  # noqa: E402
 
 PEER = os.environ.get("DUET_CALL_BINARY", ".build/debug/duet-call")
 
@@ -165,6 +167,98 @@ def scenario_chromium(browser):
     finally:
         if peer:
             peer.stop()
+        server.stop()
+
+
+def keyed_link(url, room):
+    """A verified call's link (issue 19): the room and a fresh 256-bit key in the fragment."""
+    return f"{url}call/{room}#k={base64.urlsafe_b64encode(os.urandom(32)).rstrip(b'=').decode()}"
+
+
+def verification_of(peer):
+    """duet call's last `{"event":"verification","value":…,"safetyCode":…}`, or None."""
+    return peer.last("verification")
+
+
+def verified_with_code(peer):
+    v = verification_of(peer)
+    return v is not None and v.get("value") == "verified" and len(v.get("safetyCode") or "") == 6
+
+
+def scenario_verified_duet_call(browser):
+    """A keyed link between Chromium and duet call, each way round (Chromium hosts, then duet call hosts): both
+    verified, the same safety code on the page and in duet call's events, media both ways."""
+    server = Server()
+    peers = []
+    try:
+        for chromium_hosts in (True, False):
+            link = keyed_link(server.url, server.new_room())
+            if chromium_hosts:
+                page = open_call(browser, link, "Chromium")
+                page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+                peer = Peer(link)
+            else:
+                peer = Peer(link)
+                peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
+                page = open_call(browser, link, "Chromium")
+            peers.append(peer)
+            who = "Chromium hosts" if chromium_hosts else "duet call hosts"
+            in_call(page, 20, what=f"{who}: Chromium in call")
+            peer.in_call(what=f"{who}: duet call in call")
+            page.wait_for("duet.verification === 'verified' && /^[0-9]{6}$/.test(duet.safetyCode ?? '')", 10,
+                          message=f"{who}: Chromium verified, with a code")
+            peer.wait(verified_with_code, 10, f"{who}: duet call verified, with a code")
+            codes = (page.evaluate("duet.safetyCode"), verification_of(peer)["safetyCode"])
+            expect(codes[0] == codes[1], f"{who}: the page and duet call show the same code: {codes}")
+            media_flows(page, what=f"{who}: Chromium receives duet call's media")
+            peer.wait_media(what=f"{who}: duet call receives Chromium's media")
+            log(who, {"safety code": codes[0]})
+            expect(peer.stop(signal.SIGINT) == 0, f"{who}: duet call leaves cleanly")
+            page.close()
+    finally:
+        for peer in peers:
+            peer.stop()
+        server.stop()
+
+
+def scenario_intercepted_duet_call(browser):
+    """A server rewriting fingerprints (Tests/e2e/browser/tampering_proxy.py) between Chromium and duet call, each
+    way round: the page shows the interception screen, duet call says `intercepted` and exits 6, neither applied
+    the other's description, and neither retries."""
+    server = Server()
+    proxy = TamperingProxy("127.0.0.1", server.port, mode="fingerprints")
+    peers = []
+    try:
+        url = f"http://127.0.0.1:{proxy.start()}/"
+        for chromium_hosts in (True, False):
+            link = keyed_link(url, server.new_room())
+            if chromium_hosts:
+                page = open_call(browser, link, "Chromium")
+                page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+                peer = Peer(link)
+            else:
+                peer = Peer(link)
+                peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
+                page = open_call(browser, link, "Chromium")
+            peers.append(peer)
+            who = "Chromium hosts" if chromium_hosts else "duet call hosts"
+            page.wait_for("duet.verification === 'intercepted' && duet.screen === 'intercepted' && duet.phase === 'idle'", 20,
+                          message=f"{who}: Chromium shows the interception screen")
+            peer.wait(lambda p: p.proc.poll() is not None, 20, f"{who}: duet call ends the call")
+            expect(peer.proc.returncode == 6, f"{who}: duet call exits 6 (intercepted), got {peer.proc.returncode}")
+            v = verification_of(peer)
+            expect(v is not None and v["value"] == "intercepted", f"{who}: duet call's event says intercepted: {v}")
+            m = peer.media()
+            expect(m["videoFramesReceived"] == 0 and m.get("audioSamplesDecoded", 0) == 0, f"{who}: no media reached duet call: {m}")
+            expect(page.evaluate("duet.remoteFingerprints.length") == 0, f"{who}: the page holds no remote description")
+            expect("may be intercepted" in peer.log_text(), f"{who}: duet call says why on stderr")
+            page.close()
+        expect(proxy.tampered_count >= 2, f"the relay did rewrite fingerprints ({proxy.tampered_count})")
+        log("intercepted both ways", {"fingerprints rewritten": proxy.tampered_count})
+    finally:
+        for peer in peers:
+            peer.stop()
+        proxy.stop()
         server.stop()
 
 

@@ -179,6 +179,8 @@ export class CallEngine {
   #localMedia;
   /** What the other participant last said of its media; null until it said something (or after it left). */
   #remoteMedia = null;
+  /** 'unverified', 'verified' or 'intercepted' (Swift's `Verification`). */
+  #verification = 'unverified';
 
   /**
    * options: {join: {prepareSnapshot, pushSupported}, sseOnly, jitterSeed, device, resume}.
@@ -193,6 +195,9 @@ export class CallEngine {
       device: options.device === undefined ? 'web' : options.device,
       restartsOnlyAsHost: options.restartsOnlyAsHost === true,
       localMedia: Object.freeze(decodeMediaState(options.localMedia) ?? { audio: true, video: true, screen: false }),
+      // The link carries a key (#k=): the runtime signs our descriptions and passes on only the peer's that verify;
+      // one that does not comes as `descriptionRejected` and ends the call as intercepted.
+      keyedLink: options.keyedLink === true,
     });
     this.#localMedia = this.options.localMedia;
     const resume = options.resume;
@@ -215,6 +220,7 @@ export class CallEngine {
   get epoch() { return this.#epoch; }
   get localMedia() { return this.#localMedia; }
   get remoteMedia() { return this.#remoteMedia; }
+  get verification() { return this.#verification; }
   /** Relays written while signaling was down, waiting for the rejoin (tests watch it). */
   get queuedRelayTypes() { return this.#outbox.map((entry) => entry.envelope.type); }
   get isSignalingUp() { return this.link.transport != null; }
@@ -262,6 +268,7 @@ export class CallEngine {
         return this.#linkEvent({ type: 'openFailed', transport: input.transport, failure: input.failure });
       case 'transportClosed': return this.#linkEvent({ type: 'closed', reason: input.reason });
       case 'message': return isObject(input.envelope) ? this.#message(input.envelope) : [];
+      case 'descriptionRejected': return isObject(input.envelope) ? this.#descriptionRejected(input.envelope) : [];
       case 'localDescriptionReady':
         return [
           ...this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp }),
@@ -271,6 +278,8 @@ export class CallEngine {
       case 'remoteDescriptionApplied': {
         const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];
         out.push(...this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind }));
+        // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
+        if (this.options.keyedLink) out.push(...this.#verificationChanged('verified'));
         // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
         if (input.kind === 'answer') out.push(...this.#statusEvent({ type: 'ice', health: health(this.negotiation.iceState) }));
         return out;
@@ -328,6 +337,7 @@ export class CallEngine {
         case 'startJoin':
           this.#roomId = action.roomId;
           this.#takeResume(action.roomId);
+          out.push(...this.#verificationChanged('unverified'));
           out.push(emit({ type: 'room', roomId: action.roomId }));
           out.push(...this.#joinEvent({ type: 'start', options: this.options.join }));
           if (this.link.state.type === 'idle') out.push(...this.#linkEvent({ type: 'connect' }));
@@ -338,7 +348,7 @@ export class CallEngine {
           if (action.phase === 'inCall') out.push(engine({ type: 'ensurePeerConnection' }));
           break;
         case 'teardown':
-          out.push(...this.#teardown(action.kind));
+          out.push(...this.#teardown(action.kind, action.tellPeer));
           break;
         case 'failed':
           out.push(emit({ type: 'failure', failure: action.failure }));
@@ -587,6 +597,11 @@ export class CallEngine {
         if (candidate === undefined) return [];
         return this.#negotiationEvent({ type: 'remoteCandidate', candidate, epoch });
       }
+      case 'verify_failed':
+        // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
+        if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];
+        if (epoch != null && epoch < this.#peerEpoch) return []; // about an earlier peer session
+        return this.#phaseEvent({ type: 'intercepted', tellPeer: false });
       case 'media_state': {
         const media = decodeMediaState(payload);
         if (media == null || !isString(payload.from) || payload.from !== this.#peerCid) return [];
@@ -692,6 +707,8 @@ export class CallEngine {
     } else if (newPeer) {
       out.push(...this.#remoteMediaLearned(null));
     }
+    // Nobody on the other side: nothing is proven any more (the next peer's descriptions are checked anew).
+    if (peer == null) out.push(...this.#verificationChanged('unverified'));
     out.push(emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' }));
     // The peer connection must exist before the first offer or answer is made.
     if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
@@ -734,9 +751,33 @@ export class CallEngine {
     return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })];
   }
 
-  #teardown(kind) {
+  /**
+   * A description failed its check: unless it would have been dropped anyway (another call's, an older peer
+   * session's, an answer to an offer the peer never saw), someone may be in the middle.
+   */
+  #descriptionRejected(envelope) {
+    if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];
+    if (envelope.type !== 'offer' && envelope.type !== 'answer') return [];
+    if (isInt(envelope.epoch) && envelope.epoch < this.#peerEpoch) return [];
+    if (envelope.type === 'answer' && this.#outbox.some((entry) => entry.envelope.type === 'offer')) return [];
+    return this.#phaseEvent({ type: 'intercepted', tellPeer: true });
+  }
+
+  #verificationChanged(value) {
+    if (value === this.#verification) return [];
+    this.#verification = value;
+    return [emit({ type: 'verification', value })];
+  }
+
+  #teardown(kind, tellPeer = false) {
     const out = kind === 'replaced' ? [emit({ type: 'replaced', seat: this.#seat() })] : [];
-    if (kind === 'leave' || kind === 'endRoom') {
+    if (kind === 'intercepted') {
+      // Shown before anything else, and kept after the reset: the page must not go back to a normal screen.
+      out.push(...this.#verificationChanged('intercepted'));
+      // The runtime signs it; the peer ends its call too instead of waiting for an answer that never comes.
+      if (tellPeer && this.isSignalingUp) out.push(send(makeEnvelope('verify_failed', this.#roomId)));
+    }
+    if (kind === 'leave' || kind === 'endRoom' || kind === 'intercepted') {
       if (this.isSignalingUp) {
         // Only the host can end the room; anyone else ending the call leaves it.
         out.push(send(makeEnvelope(kind === 'endRoom' && this.#hostCid === this.#cid ? 'end_room' : 'leave')));

@@ -11,8 +11,14 @@
 
 export const CALL_PHASES = Object.freeze(['idle', 'creatingRoom', 'joining', 'waiting', 'inCall', 'ending', 'error']);
 
-/** Teardown kinds: send `leave`, send `end_room` (host), or the room is already gone: just clean up. */
-export const TEARDOWN = Object.freeze({ leave: 'leave', endRoom: 'endRoom', roomGone: 'roomGone', replaced: 'replaced' });
+/**
+ * Teardown kinds: send `leave`, send `end_room` (host), the room is already gone (just clean up), the seat was
+ * taken over (say nothing), or a verified call's check failed (`intercepted`, with `tellPeer`: say `verify_failed`
+ * first, then leave).
+ */
+export const TEARDOWN = Object.freeze({
+  leave: 'leave', endRoom: 'endRoom', roomGone: 'roomGone', replaced: 'replaced', intercepted: 'intercepted',
+});
 
 export const CallFailure = Object.freeze({
   roomCreationFailed: (reason) => ({ kind: 'roomCreationFailed', message: reason }),
@@ -33,7 +39,7 @@ export class CallPhaseMachine {
   /**
    * Events: startNewCall, joinRoom{roomId}, roomIdReceived{roomId}, roomIdFailed{reason},
    * joined{participants}, joinRefused{code, message}, joinHardTimeout, roomState{participants},
-   * leaveCall, endCall, roomEnded, cleanupComplete, dismissError, replaced.
+   * leaveCall, endCall, roomEnded, cleanupComplete, dismissError, replaced, intercepted {tellPeer}.
    * Actions: requestRoomId, startJoin{roomId}, phaseChanged{phase}, teardown{kind}, failed{failure}.
    */
   handle(event) {
@@ -91,6 +97,13 @@ export class CallPhaseMachine {
         // Another connection proved this seat (close 4001): it is theirs now; stop without a goodbye.
         if (phase === 'joining' || phase === 'waiting' || phase === 'inCall') {
           return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.replaced }]);
+        }
+        break;
+      case 'intercepted':
+        // A description failed its check here (`tellPeer`) or at the peer: someone may be in the middle. End the
+        // call and do not retry.
+        if (phase === 'joining' || phase === 'waiting' || phase === 'inCall') {
+          return this.#move('ending', [{ type: 'teardown', kind: TEARDOWN.intercepted, tellPeer: event.tellPeer === true }]);
         }
         break;
       case 'cleanupComplete':

@@ -9,15 +9,25 @@ import { TimerTable } from './timers.js';
 import { watchNetwork } from './network-watch.js';
 import { sessionStore } from './session-store.js';
 import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
+import { SafetyCodeSource, SignedSignaling } from './signed-signaling.js';
 
 export class DuetCall extends EventTarget {
-  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined }) {
+  /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null }) {
     super();
     this.baseUrl = baseUrl;
     this.relayOnly = relayOnly;
     this.fallbackIceServers = fallbackIceServers;
     this.fetchedIceServers = [];
-    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState });
+    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState, keyedLink: linkKey != null });
+    // Signs what this page sends and checks what it gets on a keyed link, in order: a message waiting for its
+    // HMAC holds back the ones after it (an ICE candidate never overtakes its offer), both ways.
+    this.signing = new SignedSignaling(linkKey);
+    this.safety = new SafetyCodeSource();
+    this.sendChain = Promise.resolve();
+    this.sendsPending = 0;
+    this.receiveChain = Promise.resolve();
+    this.checksPending = 0;
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -44,6 +54,8 @@ export class DuetCall extends EventTarget {
       // {audio, video, screen}: what the other person last said of its media (null until known), and what
       // this page says of its own (sent after every join, so it survives a reattach and a server restart).
       remoteMedia: null, localMedia: this.engine.localMedia,
+      // 'unverified', 'verified' or 'intercepted' (the engine's), and the six-digit safety code (null: unknown).
+      verification: this.engine.verification, safetyCode: null,
     };
     this.unwatchNetwork = watchNetwork((input) => this.feed(input));
   }
@@ -88,7 +100,7 @@ export class DuetCall extends EventTarget {
     switch (output.type) {
       case 'openTransport': return this.open(output.transport);
       case 'closeTransport': { const link = this.detach(); link?.close(); return; }
-      case 'send': return this.send(output.envelope);
+      case 'send': return this.queueSend(output.envelope);
       case 'createRoomId': return void this.createRoomId();
       case 'fetchTurnCredentials': this.turnFetch = this.fetchTurn(output.token); return;
       case 'prepareSnapshot': return this.feed({ type: 'snapshotReady', snapshotId: null });
@@ -130,7 +142,17 @@ export class DuetCall extends EventTarget {
         s.endReason = 'replaced';
         if (event.seat) sessionStore.save(event.seat);
         break;
+      case 'verification':
+        s.verification = event.value;
+        // Someone may be in the middle: the seat is not to be taken back by a reload.
+        if (event.value === 'intercepted') s.endReason = 'intercepted';
+        break;
+      case 'safetyCode': s.safetyCode = event.code; break;
     }
+    const peerBefore = this.signing.peerCid;
+    this.signing.note(event);
+    if (event.type === 'room') this.noteSafety({ type: 'room', roomId: event.roomId });
+    if (event.type === 'participants' && this.signing.peerCid !== peerBefore) this.noteSafety({ type: 'peerGone' });
     this.noteConnectivity((c) => c.event(event, Date.now()));
     this.emit('change', event);
   }
@@ -149,11 +171,50 @@ export class DuetCall extends EventTarget {
 
   emit(type, detail) { this.dispatchEvent(new CustomEvent(type, { detail })); }
 
+  // The safety code follows the descriptions WebRTC took; its answers come in order (SafetyCodeSource).
+  noteSafety(input) {
+    this.safety.handle(input).then((changed) => { if (changed) this.apply({ type: 'safetyCode', code: changed.code }); },
+      (error) => console.warn('safety code', error));
+  }
+
+  // MARK: verified calls: signed out, checked in, each in order
+  queueSend(envelope) {
+    if (!this.signing.needsSigning(envelope) && this.sendsPending === 0) return this.send(envelope);
+    const context = this.signing.context();  // who is who now: the engine may forget it before the HMAC is done
+    const generation = this.linkGeneration;
+    this.sendsPending += 1;
+    this.sendChain = this.sendChain
+      .then(() => this.signing.sign(envelope, context))
+      .catch((error) => { console.warn('signing failed', error); return envelope; })
+      // The link it was written for is gone: lost with it, as a send on a dying socket is.
+      .then((signed) => { if (generation === this.linkGeneration) this.send(signed); })
+      .finally(() => { this.sendsPending -= 1; });
+  }
+
+  receive(envelope, generation) {
+    if (!this.signing.needsCheck(envelope) && this.checksPending === 0) return this.feed({ type: 'message', envelope });
+    this.checksPending += 1;
+    this.receiveChain = this.receiveChain
+      // Checked when its turn comes, so who is who reflects every message before it.
+      .then(() => (this.signing.needsCheck(envelope) ? this.signing.check(envelope) : 'pass'))
+      .catch((error) => { console.warn('check failed', error); return envelope?.type === 'verify_failed' ? 'dropped' : 'rejected'; })
+      .then((verdict) => {
+        if (generation !== this.linkGeneration) return;
+        if (verdict === 'pass') return this.feed({ type: 'message', envelope });
+        if (verdict === 'rejected') {
+          console.warn(`a ${envelope.type} failed its check against the link's key`);
+          return this.feed({ type: 'descriptionRejected', envelope });
+        }
+        console.warn('a verify_failed nobody with the link\'s key wrote was ignored');
+      })
+      .finally(() => { this.checksPending -= 1; });
+  }
+
   // MARK: signaling
   open(kind) {
     const generation = ++this.linkGeneration;
     const handlers = {
-      onMessage: (envelope) => { if (generation === this.linkGeneration) this.feed({ type: 'message', envelope }); },
+      onMessage: (envelope) => { if (generation === this.linkGeneration) this.receive(envelope, generation); },
       onClose: (reason, detail) => {
         if (generation !== this.linkGeneration) return;
         // Close 4001: another tab (or device) proved this seat. The engine stops without a goodbye, which
@@ -214,6 +275,8 @@ export class DuetCall extends EventTarget {
     // flight and before anything else can touch the peer connection, not after the goodbye has been flushed.
     const mediaStopped = this.rtcChain;
     this.timers.cancelAll();
+    // A goodbye still waiting for its HMAC (verify_failed) goes out before the link closes (bounded).
+    await Promise.race([this.sendChain, new Promise((resolve) => setTimeout(resolve, RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS))]);
     const link = this.detach();
     if (link) {
       await link.flush(RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS);  // leave / end_room must reach the server first
@@ -250,14 +313,17 @@ export class DuetCall extends EventTarget {
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);
+          this.noteSafety({ type: 'localDescription', sdp });
           return this.feed({ type: 'localDescriptionReady', kind: 'offer', sdp });
         }
         case 'createAnswer': {
           const sdp = await this.peer.createAnswer();
+          this.noteSafety({ type: 'localDescription', sdp });
           return this.feed({ type: 'localDescriptionReady', kind: 'answer', sdp });
         }
         case 'setRemoteDescription':
           await this.peer.setRemoteDescription(command.kind, command.sdp);
+          this.noteSafety({ type: 'remoteDescriptionApplied', sdp: command.sdp });
           return this.feed({ type: 'remoteDescriptionApplied', kind: command.kind });
         case 'rollback': return await this.peer.rollback();
         case 'addRemoteCandidates':

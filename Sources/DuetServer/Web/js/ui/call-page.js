@@ -22,11 +22,17 @@ import { CallChrome } from './call-chrome.js';
 import { bindShortcuts } from './shortcuts.js';
 import { keyInFragment } from '../verification/link-key.js';
 import { fingerprintsInSdp } from '../verification/fingerprint-auth.js';
+import { VerificationView } from './verification-view.js';
 
 const ROOM_ID = /^[A-Za-z0-9_-]{27}$/;
 const roomId = safeDecode(location.pathname.split('/').pop() ?? '');
 // The link's key (#k=), read once: the fragment is the browser's alone (docs/security.md). null: an unkeyed link.
 const linkKey = keyInFragment(location.hash);
+// WebCrypto exists only on HTTPS (and localhost): elsewhere the key cannot be checked, and the call says so rather
+// than claiming a verification it cannot do.
+const canVerify = !!globalThis.crypto?.subtle;
+const verifyingKey = canVerify ? linkKey?.key ?? null : null;
+const verificationView = new VerificationView();
 const options = new URLSearchParams(location.search);
 const media = new LocalMedia();
 const badge = new StatusBadgeMachine();
@@ -114,6 +120,10 @@ window.duet = {
   // (verification/fingerprint-auth.js normalizes them): what the safety code is made of.
   get localFingerprints() { return fingerprintsInSdp(currentPc()?.localDescription?.sdp ?? ''); },
   get remoteFingerprints() { return fingerprintsInSdp(currentPc()?.remoteDescription?.sdp ?? ''); },
+  // 'verified' (every description applied was proven by the link's key), 'unverified' (no key, or nothing proven
+  // yet) or 'intercepted' (the call was ended: someone may be in the middle); the six-digit safety code shown.
+  get verification() { return call?.state.verification ?? (sessionStore.wasEnded(roomId) === 'intercepted' ? 'intercepted' : 'unverified'); },
+  get safetyCode() { return call?.state.safetyCode ?? null; },
   // What the live region said, oldest first (bounded; js/ui/announce-queue.js).
   get announcements() { return announcements(); },
   // How the other person's media state reached this page: remoteMedia events so far, when the last came, when the
@@ -140,6 +150,9 @@ if (!ROOM_ID.test(roomId)) {
 } else if (linkKey?.damaged) {
   // Not joined without its key: a link stripped or cut short must not become a call nobody can verify.
   showError({ title: 'This link is damaged', text: 'The end of the link (after #k=) is cut short or altered. Ask for the link again, or start a new call.', retry: false });
+} else if (sessionStore.wasEnded(roomId) === 'intercepted') {
+  // A reload after an interception shows it again, and never walks back into the call.
+  verificationView.showIntercepted();
 } else if (sessionStore.wasEnded(roomId)) {
   // Reloading the "Call ended" page must not walk back into the call.
   showEnded(sessionStore.wasEnded(roomId));
@@ -207,6 +220,7 @@ function joinCall() {
     relayOnly: options.get('relay') === '1',
     resume: sessionStore.load(roomId),
     mediaState: { ...announcedLocal },
+    linkKey: verifyingKey,
   });
   call.addEventListener('change', onChange);
   call.addEventListener('ice', onIce);
@@ -292,6 +306,9 @@ function onChange({ detail: event }) {
     remoteView.show(event.media ?? state.remoteMedia ?? null, { peerPresent });
   }
   if (event.type === 'phase') onPhase(state.phase);
+  if (event.type === 'verification' || event.type === 'safetyCode' || event.type === 'phase') {
+    verificationView.render(state, { keyed: !!verifyingKey, reason: linkKey?.key && !canVerify ? 'Not verified (this page is not on HTTPS)' : null });
+  }
   renderScreen(event);
 }
 
@@ -358,7 +375,16 @@ function listItem(text) {
 }
 
 function renderScreen(event) {
-  const { phase, failure, endReason } = call.state;
+  const { phase, failure, endReason, verification } = call.state;
+  // Nothing replaces the interception screen: not the ended screen, not a rejoin.
+  if (verification === 'intercepted') {
+    if (document.body.dataset.screen !== 'intercepted') {
+      stopMedia();
+      sessionStore.markEnded(roomId, 'intercepted');
+      verificationView.showIntercepted();
+    }
+    return;
+  }
   switch (phase) {
     case 'creatingRoom':
     case 'joining': return setScreen('starting');

@@ -79,3 +79,28 @@ export async function verifyFingerprintAuth({ auth, key, rid, sender, receiver, 
   for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
   return difference === 0;
 }
+
+const VERIFY_FAILED_LABEL = encoder.encode('duet-vf-v1');
+
+// "duet-vf-v1" ‖ field(rid) ‖ field(sender cid) ‖ field(receiver cid): what a `verify_failed` commits to.
+export function verifyFailedMessage({ rid, sender, receiver }) {
+  const parts = [VERIFY_FAILED_LABEL];
+  for (const text of [rid, sender, receiver]) pushField(parts, text);
+  return concatBytes(parts);
+}
+
+// The `auth` of a `verify_failed`: only someone with the link's key can say a call was intercepted, so a server
+// cannot make a page show the interception screen (it can still drop the call, as it always could).
+export async function verifyFailedAuth({ key, rid, sender, receiver }, crypto = globalThis.crypto) {
+  const hmacKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return base64url(new Uint8Array(await crypto.subtle.sign('HMAC', hmacKey, verifyFailedMessage({ rid, sender, receiver }))));
+}
+
+export async function verifyVerifyFailed({ auth, key, rid, sender, receiver }, crypto = globalThis.crypto) {
+  if (typeof auth !== 'string') return false;
+  const expected = await verifyFailedAuth({ key, rid, sender, receiver }, crypto);
+  if (expected.length !== auth.length) return false;
+  let difference = 0;
+  for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
+  return difference === 0;
+}

@@ -1,0 +1,34 @@
+/// The safety code of the call in progress (issue 19): both sides' DTLS fingerprints as their SDPs state them, and
+/// the room. The runtime tells it each description WebRTC took (ours when made, the peer's once applied) and
+/// whether there is a peer; it answers with the code to show, or nil while one side is unknown. The browser's twin
+/// is in `js/runtime/signed-signaling.js`.
+public struct SafetyCodeSource: Sendable, Equatable {
+    public private(set) var roomId: String?
+    public private(set) var local: [String] = []
+    public private(set) var remote: [String] = []
+    public private(set) var code: String?
+
+    public init() {}
+
+    public enum Input: Sendable, Equatable {
+        case room(String)
+        case localDescription(sdp: String)
+        case remoteDescriptionApplied(sdp: String)
+        /// The peer left (or a new one came): its fingerprints are no longer the ones on the other end.
+        case peerGone
+    }
+
+    /// The new code when it changed (nil: none to show), else nothing.
+    public mutating func handle(_ input: Input) -> String?? {
+        switch input {
+        case .room(let id): roomId = id
+        case .localDescription(let sdp): local = FingerprintAuth.fingerprints(inSDP: sdp)
+        case .remoteDescriptionApplied(let sdp): remote = FingerprintAuth.fingerprints(inSDP: sdp)
+        case .peerGone: remote = []
+        }
+        let next: String? = if let roomId, !local.isEmpty, !remote.isEmpty { SafetyCode.code(rid: roomId, local: local, remote: remote) } else { nil }
+        guard next != code else { return .none }
+        code = next
+        return .some(next)
+    }
+}

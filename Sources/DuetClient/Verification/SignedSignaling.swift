@@ -1,0 +1,75 @@
+import DuetProtocol
+
+/// The runtime's half of a verified call (issue 19): it signs the offers, answers and `verify_failed` this side
+/// sends, and checks those it gets, before the engine sees them. HMACs are the runtime's business because the
+/// browser can only compute them asynchronously (WebCrypto); the engine only learns the verdict
+/// (`CallEngine.Input.descriptionRejected`). The browser's twin is `js/runtime/signed-signaling.js`.
+///
+/// Who is who comes from the engine's own events: the engine clears its session when it tears down, before the
+/// runtime sends the `verify_failed` of that teardown, so the runtime keeps the last room and people it was told.
+public struct SignedSignaling: Sendable {
+    public let key: LinkKey?
+    public private(set) var roomId: String?
+    public private(set) var myCid: String?
+    public private(set) var peerCid: String?
+
+    public init(key: LinkKey?) { self.key = key }
+
+    public mutating func note(_ event: CallEvent) {
+        switch event {
+        case .room(let id):
+            roomId = id
+        case .participants(let list, _, let me):
+            if !me.isEmpty { myCid = me }
+            peerCid = list.first { $0.cid != me }?.cid
+        default:
+            break
+        }
+    }
+
+    /// `envelope` with its `auth`, when it is ours to sign and there is a key (and someone to send it to).
+    public func signed(_ envelope: Envelope) -> Envelope {
+        guard let key, let rid = roomId, let me = myCid, let peer = peerCid else { return envelope }
+        var signed = envelope
+        switch envelope.messageType {
+        case .offer?, .answer?:
+            guard let sdp = envelope.payload["sdp"]?.stringValue,
+                let auth = FingerprintAuth.auth(key: key, rid: rid, sender: me, receiver: peer, sdp: sdp)
+            else { return envelope }
+            signed.payload["auth"] = .string(auth)
+        case .verifyFailed?:
+            signed.payload["auth"] = .string(FingerprintAuth.verifyFailedAuth(key: key, rid: rid, sender: me, receiver: peer))
+        default:
+            return envelope
+        }
+        return signed
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        /// Give it to the engine as `.message`.
+        case pass
+        /// An offer or answer the key does not vouch for: `.descriptionRejected`.
+        case rejected
+        /// A `verify_failed` nobody with the key wrote (or no key to check it with): ignore it.
+        case dropped
+    }
+
+    /// The verdict on a received envelope. The sender is who the server says it is (`payload.from`): a server that
+    /// lies about it fails the check like one that rewrote the SDP.
+    public func check(_ envelope: Envelope) -> Verdict {
+        switch envelope.messageType {
+        case .offer?, .answer?:
+            // Without a key nothing is checked; a payload without an SDP is dropped by the engine anyway.
+            guard let key, let sdp = envelope.payload["sdp"]?.stringValue else { return .pass }
+            guard let rid = roomId, let me = myCid, let from = envelope.payload["from"]?.stringValue else { return .rejected }
+            let auth = envelope.payload["auth"]?.stringValue
+            return FingerprintAuth.verify(auth: auth, key: key, rid: rid, sender: from, receiver: me, sdp: sdp) ? .pass : .rejected
+        case .verifyFailed?:
+            guard let key, let rid = roomId, let me = myCid, let from = envelope.payload["from"]?.stringValue else { return .dropped }
+            let auth = envelope.payload["auth"]?.stringValue
+            return FingerprintAuth.verifyVerifyFailed(auth: auth, key: key, rid: rid, sender: from, receiver: me) ? .pass : .dropped
+        default:
+            return .pass
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import DuetClient
+import DuetProtocol
+import Foundation
+import Testing
+
+/// The runtime's verified-call half in DuetClient (`SignedSignaling`, `SafetyCodeSource`) against the vectors Python
+/// computed (Tests/fixtures/verification); the browser's twin is checked on the same file in
+/// Tests/web/signed-signaling.test.mjs.
+@Suite struct SignedSignalingTests {
+    typealias Vectors = VerificationVectorTests.Vectors
+
+    /// A runtime told, as the engine tells it, that it is `me` in the room with `peer`.
+    func told(_ rid: String, me: String, peer: String, key: LinkKey?) -> SignedSignaling {
+        var signing = SignedSignaling(key: key)
+        signing.note(.room(rid))
+        let people = [peer, me].map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) }
+        signing.note(.participants(people, hostCid: peer, myCid: me))
+        return signing
+    }
+
+    @Test func anOfferIsSignedCheckedAndRefusedOnceTamperedUnsignedOrUnattributed() throws {
+        let v = try #require(try VerificationVectorTests.vectors().auth.first)
+        let key = try #require(LinkKey(base64url: v.key))
+        let alice = told(v.rid, me: v.sender, peer: v.receiver, key: key)
+        let bob = told(v.rid, me: v.receiver, peer: v.sender, key: key)
+        let signed = alice.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)]))
+        #expect(signed.payload["auth"]?.stringValue == v.auth)
+        var relayed = signed
+        relayed.payload["from"] = .string(v.sender)
+        #expect(bob.check(relayed) == .pass)
+        var swapped = relayed
+        swapped.payload["sdp"] = .string(v.sdp.replacingOccurrences(of: "4A:AD", with: "4A:AE").replacingOccurrences(of: "4a:ad", with: "4a:ae"))
+        #expect(bob.check(swapped) == .rejected, "fingerprint rewritten")
+        #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "from": .string(v.sender)])) == .rejected, "no auth")
+        #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth)])) == .rejected, "no from")
+        var reflected = relayed
+        reflected.payload["from"] = .string(v.receiver)
+        #expect(alice.check(reflected) == .rejected, "sent back to its sender")
+        // Without a key nothing is signed or checked; candidates pass untouched.
+        let plain = told(v.rid, me: v.sender, peer: v.receiver, key: nil)
+        #expect(plain.signed(Envelope(.offer, payload: ["sdp": .string(v.sdp)])).payload["auth"] == nil)
+        #expect(plain.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "from": .string(v.sender)])) == .pass)
+        #expect(bob.check(Envelope(.ice, payload: ["candidate": .null])) == .pass)
+    }
+
+    @Test func aVerifyFailedCarriesTheVectorAuthAndAForgedOrKeylessOneIsDropped() throws {
+        let v = try VerificationVectorTests.vectors().verifyFailed
+        let key = try #require(LinkKey(base64url: v.key))
+        #expect(VerificationVectorTests.hex(FingerprintAuth.verifyFailedMessage(rid: v.rid, sender: v.sender, receiver: v.receiver)) == v.messageHex)
+        let bob = told(v.rid, me: v.sender, peer: v.receiver, key: key)
+        #expect(bob.signed(Envelope(.verifyFailed, rid: v.rid)).payload["auth"]?.stringValue == v.auth)
+        let alice = told(v.rid, me: v.receiver, peer: v.sender, key: key)
+        #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .pass)
+        #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string("A" + v.auth.dropFirst()), "from": .string(v.sender)])) == .dropped)
+        #expect(alice.check(Envelope(.verifyFailed, payload: ["from": .string(v.sender)])) == .dropped)
+        let keyless = told(v.rid, me: v.receiver, peer: v.sender, key: nil)
+        #expect(keyless.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .dropped)
+    }
+
+    @Test func theSafetyCodeComesOnceBothSidesAreKnownAndGoesWithThePeer() throws {
+        let vectors = try VerificationVectorTests.vectors()
+        let (offer, answer) = (vectors.auth[0], vectors.auth[1])
+        var source = SafetyCodeSource()
+        #expect(source.handle(.room(vectors.safetyCode.rid)) == .none)
+        #expect(source.handle(.localDescription(sdp: offer.sdp)) == .none, "only our side known")
+        #expect(source.handle(.remoteDescriptionApplied(sdp: answer.sdp)) == .some(vectors.safetyCode.code))
+        #expect(source.handle(.remoteDescriptionApplied(sdp: answer.sdp)) == .none, "unchanged: not said again")
+        #expect(source.handle(.peerGone) == .some(nil))
+        var other = SafetyCodeSource()
+        _ = other.handle(.room(vectors.safetyCode.rid))
+        _ = other.handle(.localDescription(sdp: answer.sdp))
+        #expect(other.handle(.remoteDescriptionApplied(sdp: offer.sdp)) == .some(vectors.safetyCode.code))
+    }
+}
