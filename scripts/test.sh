@@ -20,6 +20,7 @@ command -v unshare >/dev/null || need+=(util-linux)
 command -v iptables >/dev/null || need+=(iptables)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v openssl >/dev/null || need+=(openssl)
 # The deployment tests (DeployTests) run deploy/ for real: nginx in front (nginx -t, then a call through it),
 # systemd-analyze verify on the units, nft -c on the firewall.
@@ -44,6 +45,11 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
   fi
 fi
+
+# aiortc (pip): the DTLS man in the middle of Tests/e2e/browser/dtls_mitm.py (issue 19's safety-code check).
+# (A Debian python3 refuses pip installs into the system unless told; a pyenv or venv python does not need it.)
+python3 -c "import aiortc" 2>/dev/null || python3 -m pip install --quiet "aiortc==1.16.0" \
+  || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0"
 
 # Every result of this run goes under .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py): run.json with the
 # commit and start, then the end and exit status; each scenario's outcome; the sweep; screenshots. Nothing tracked

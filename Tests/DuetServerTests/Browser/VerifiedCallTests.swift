@@ -10,9 +10,14 @@ import Testing
     /// Through a relay that rewrites every offer's and answer's fingerprints (Tests/e2e/browser/tampering_proxy.py):
     /// both pages show the interception screen, no description is applied, nothing retries, a reload keeps it.
     @Test func aServerRewritingFingerprintsIsCaughtOnBothPages() async throws { try await run("intercepted") }
+    /// A real DTLS man in the middle (two aiortc peers, Tests/e2e/browser/dtls_mitm.py) on a link without a key: the
+    /// call connects, and the two pages' safety codes differ.
+    @Test func aDtlsManInTheMiddleGivesDifferentSafetyCodes() async throws { try await run("mitm-unkeyed", script: "browser/mitm_call.py") }
+    /// Its control: the same unkeyed call straight to the server gives one code on both pages.
+    @Test func withoutAManInTheMiddleTheCodesAreEqual() async throws { try await run("direct-unkeyed", script: "browser/mitm_call.py") }
 
-    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let limit = try await scenarioLimit(script: "browser/verified_calls.py", scenario)
-        try await runBrowserScenario(script: "browser/verified_calls.py", scenario, timeout: limit, sourceLocation: sourceLocation)
+    private func run(_ scenario: String, script: String = "browser/verified_calls.py", sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let limit = try await scenarioLimit(script: script, scenario)
+        try await runBrowserScenario(script: script, scenario, timeout: limit, sourceLocation: sourceLocation)
     }
 }

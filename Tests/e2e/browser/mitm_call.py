@@ -11,6 +11,7 @@ carries 127.0.0.2 (aioice, under aiortc, gathers no candidate on 127.0.0.1):
     unshare -n sh -c 'ip link set lo up && ip addr add 127.0.0.2/8 dev lo && exec python3 mitm_call.py mitm-unkeyed'
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -42,10 +43,20 @@ def page_facts(page):
                          "local: duet.localFingerprints, remote: duet.remoteFingerprints})")
 
 
+def loopback_for_aiortc():
+    """aioice gathers nothing on 127.0.0.1: give lo 127.0.0.2 too — only in a namespace of the test's own (nothing
+    but lo in it), never in the machine's."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout.splitlines()
+    expect(len(links) == 1 and ": lo:" in links[0], f"run inside a network namespace of its own (unshare -n): {links}")
+    if "127.0.0.2/8" not in subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True).stdout:
+        subprocess.run(["ip", "addr", "add", "127.0.0.2/8", "dev", "lo"], check=True)
+
+
 def scenario_mitm_unkeyed(browser):
     """Through a real DTLS man in the middle an unkeyed call connects on both pages, but the two safety codes
     differ: each page did DTLS with a different aiortc peer of the middle, not with the other page."""
     from dtls_mitm import DtlsMitm  # aiortc only where it is needed
+    loopback_for_aiortc()
     server = Server()
     mitm = DtlsMitm("127.0.0.1", server.port)
     try:
