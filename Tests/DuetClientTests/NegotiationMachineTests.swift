@@ -357,4 +357,65 @@ import Testing
         #expect(host.send { $0.handle(.roomStateAfterReconnect) }.isEmpty)
         #expect(host.machine.pendingRestart == nil)
     }
+
+    // MARK: - A new peer connection on the other side renews ours (issue 19: a stable DTLS identity)
+
+    @Test("an offer from another peer connection renews ours first, then is taken and answered by the new one")
+    func offerFromANewPeerConnectionRenewsOurs() {
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
+        #expect(guest.machine.appliedRemoteSession == "S1")
+        // A later offer of the same connection (an ICE restart) is not a new connection.
+        let restart = guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
+        #expect(!restart.contains(.renewPeerConnection))
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(2))) }
+        // The host reloaded: its new connection offers with a session of its own.
+        let fresh = described("h3", session: "S2", version: 2)
+        let actions = guest.send { $0.handle(.remoteDescription(.offer, sdp: fresh, epoch: 1)) }
+        #expect(actions.first == .renewPeerConnection)
+        #expect(actions.last == .setRemoteDescription(.offer, sdp: fresh))
+        #expect(guest.machine.appliedRemoteSession == "S2")
+    }
+
+    @Test("an answer from another peer connection renews ours, which offers afresh; a copy of that answer is never applied")
+    func answerFromANewPeerConnectionRenewsOursAndOffersAgain() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o1", session: "H", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("a1", session: "G1", version: 2), epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        // The guest reloaded; the host's ICE-restart offer is answered by the guest's new connection.
+        host.send { $0.handle(.requestIceRestart) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o2", session: "H", version: 3))) }
+        let newAnswer = described("a2", session: "G2", version: 2)
+        let actions = host.send { $0.handle(.remoteDescription(.answer, sdp: newAnswer, epoch: 1)) }
+        #expect(actions.first == .renewPeerConnection)
+        #expect(actions.last == .createOffer(iceRestart: false), "the new connection offers; the old one's answer is not applied")
+        #expect(!actions.contains(.setRemoteDescription(.answer, sdp: newAnswer)))
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o3", session: "H2", version: 2))) }
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: newAnswer, epoch: 1)) }.isEmpty, "a copy of the old answer")
+        let answer = described("a3", session: "G2", version: 3)
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+    }
+
+    @Test("an answer echoing our own session id (webrtcbin) never renews; a peer that left and came back with a new connection does")
+    func echoesNeverRenewButAReturningPeerDoes() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o1", session: "H", version: 2))) }
+        let echo = described("a1", session: "H", version: 2)
+        #expect(!host.send { $0.handle(.remoteDescription(.answer, sdp: echo, epoch: 1)) }.contains(.renewPeerConnection))
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(host.machine.appliedRemoteSession == nil, "an echo says nothing about the peer's connection")
+
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
+        guest.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 3)) }
+        let back = guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S2", version: 2), epoch: 3)) }
+        #expect(back.first == .renewPeerConnection, "our connection did DTLS with the peer's old one")
+    }
 }

@@ -483,3 +483,20 @@ test('verified calls: a keyed link verifies applied descriptions, ends as interc
   engine = guestInCall({ keyedLink: true });
   assert.deepEqual(engine.handle(message('verify_failed', { auth: 'old' }, { rid, epoch: 1 })), []);
 });
+
+test('verified calls: nothing late takes the interception back, and a new peer is not verified by the old one', () => {
+  const offer = { v: 1, type: 'offer', rid, cid: 'C-g', epoch: 2, payload: { sdp: 'v=0 offer', from: 'C-h', auth: 'x' } };
+  const twoOf = (other, epoch) => message('room_state', { hostCid: 'C-h', participants: [other, 'C-g'].map((cid) => ({ cid, joinedAt: 0, connectionStatus: 'connected' })), epoch }, { rid, epoch });
+  const engine = guestInCall({ keyedLink: true });
+  engine.handle({ type: 'message', envelope: offer });
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(emitted(engine.handle(twoOf('C-x', 3)), 'verification'), [{ type: 'verification', value: 'unverified' }]);
+
+  const caught = guestInCall({ keyedLink: true });
+  caught.handle({ type: 'descriptionRejected', envelope: offer });
+  caught.handle(twoOf('C-x', 3));
+  caught.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.equal(caught.verification, 'intercepted');
+  caught.handle({ type: 'teardownFinished' });
+  assert.deepEqual(emitted(caught.handle({ type: 'joinRoom', roomId: rid }), 'verification'), [{ type: 'verification', value: 'unverified' }]);
+});

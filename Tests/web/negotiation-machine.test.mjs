@@ -340,3 +340,50 @@ test('sdpOrigin reads the o= line and nothing else', () => {
   assert.ok(!isOlder({ sessionId: '1', version: 3n }, { sessionId: '1', version: 3n }));
   assert.ok(!isOlder({ sessionId: '1', version: 2n }, { sessionId: '2', version: 3n }));
 });
+
+// A new peer connection on the other side renews ours (issue 19): the same steps as NegotiationMachineTests.swift.
+test('another peer connection\'s offer renews ours first; its answer renews ours, which offers afresh; echoes never renew', () => {
+  const renews = (actions) => actions.some((a) => a.type === 'renewPeerConnection');
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
+  assert.equal(guest.machine.appliedRemoteSession, 'S1');
+  assert.ok(!renews(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 })));
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(2) });
+  const fresh = described('h3', 2, 'S2');
+  const actions = guest.send({ type: 'remoteDescription', kind: 'offer', sdp: fresh, epoch: 1 });
+  assert.deepEqual(actions[0], { type: 'renewPeerConnection' });
+  assert.deepEqual(actions.at(-1), { type: 'setRemoteDescription', kind: 'offer', sdp: fresh });
+
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o1', 2, 'H') });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('a1', 2, 'G1'), epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'requestIceRestart' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o2', 3, 'H') });
+  const newAnswer = described('a2', 2, 'G2');
+  const renewed = host.send({ type: 'remoteDescription', kind: 'answer', sdp: newAnswer, epoch: 1 });
+  assert.deepEqual(renewed[0], { type: 'renewPeerConnection' });
+  assert.deepEqual(renewed.at(-1), offer(false));
+  assert.ok(!applies(renewed, 'answer', newAnswer));
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o3', 2, 'H2') });
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'answer', sdp: newAnswer, epoch: 1 }), [], 'a copy of the old answer');
+  const answer = described('a3', 3, 'G2');
+  assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+
+  const echoing = side(true);
+  echoing.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o1', 2, 'H') });
+  assert.ok(!renews(echoing.send({ type: 'remoteDescription', kind: 'answer', sdp: described('a1', 2, 'H'), epoch: 1 })));
+  echoing.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.equal(echoing.machine.appliedRemoteSession, null);
+
+  const kept = side(false);
+  kept.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  kept.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  kept.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
+  kept.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
+  kept.send({ type: 'peer', present: true, isHost: false, peerEpoch: 3 });
+  assert.deepEqual(kept.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 2, 'S2'), epoch: 3 })[0], { type: 'renewPeerConnection' });
+});

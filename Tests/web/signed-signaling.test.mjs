@@ -79,3 +79,20 @@ test('the safety code: the vector code once both sides are known, none before, n
   await other.handle({ type: 'localDescription', sdp: answerVector.sdp });
   assert.deepEqual(await other.handle({ type: 'remoteDescriptionApplied', sdp: offerVector.sdp }), { code: c.code });
 });
+
+test('a description signed for our previous seat is still ours; a closed or renewed connection forgets the code', async () => {
+  const bob = told(offer.receiver, offer.sender);
+  bob.note({ type: 'participants', participants: [{ cid: offer.sender }, { cid: 'C-bob-new' }], hostCid: offer.sender, myCid: 'C-bob-new' });
+  assert.equal(bob.myCid, 'C-bob-new');
+  const relayed = { type: 'offer', payload: { sdp: offer.sdp, auth: offer.auth, from: offer.sender } };
+  assert.equal(await bob.check(relayed), 'pass');
+  assert.equal(await told('C-carol', offer.sender).check(relayed), 'rejected', 'someone else\'s seat is not ours');
+
+  const [offerVector, answerVector] = vectors.auth;
+  const source = new SafetyCodeSource();
+  await source.handle({ type: 'room', roomId: vectors.safetyCode.rid });
+  await source.handle({ type: 'localDescription', sdp: offerVector.sdp });
+  await source.handle({ type: 'remoteDescriptionApplied', sdp: answerVector.sdp });
+  assert.deepEqual(await source.handle({ type: 'connectionGone' }), { code: null });
+  assert.equal(await source.handle({ type: 'remoteDescriptionApplied', sdp: answerVector.sdp }), null, 'our side is not known again yet');
+});

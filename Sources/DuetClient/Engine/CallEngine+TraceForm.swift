@@ -94,6 +94,7 @@ extension EngineCommand {
     var traceForm: JSONValue {
         switch self {
         case .ensurePeerConnection: return ["type": "ensurePeerConnection"]
+        case .renewPeerConnection: return ["type": "renewPeerConnection"]
         case .createOffer(let restart): return ["type": "createOffer", "iceRestart": .bool(restart)]
         case .createAnswer: return ["type": "createAnswer"]
         case .setRemoteDescription(let kind, let sdp): return ["type": "setRemoteDescription", "kind": .string("\(kind)"), "sdp": .string(sdp)]

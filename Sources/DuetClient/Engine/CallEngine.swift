@@ -224,7 +224,7 @@ public struct CallEngine: Sendable {
                     joiningWithKeptSeat = true
                 }
                 resume = nil
-                out += verificationChanged(.unverified)
+                out += verificationChanged(.unverified, newCall: true)
                 out.append(.emit(.room(id)))
                 out += joinEvent(.start(options.join))
                 if link.state == .idle { out += linkEvent(.connect) }
@@ -307,6 +307,7 @@ public struct CallEngine: Sendable {
         var out: [Output] = []
         for action in negotiation.handle(event) {
             switch action {
+            case .renewPeerConnection: out.append(.engine(.renewPeerConnection))
             case .createOffer(let restart): out.append(.engine(.createOffer(iceRestart: restart)))
             case .createAnswer: out.append(.engine(.createAnswer))
             case .setRemoteDescription(let kind, let sdp): out.append(.engine(.setRemoteDescription(kind, sdp: sdp)))
@@ -483,8 +484,10 @@ public struct CallEngine: Sendable {
         return phaseEvent(.intercepted(tellPeer: true))
     }
 
-    private mutating func verificationChanged(_ value: Verification) -> [Output] {
-        guard value != verification else { return [] }
+    /// Only a new call leaves `intercepted`: nothing late of the ended one (an answer WebRTC finished applying, a
+    /// membership change) may take the interception back.
+    private mutating func verificationChanged(_ value: Verification, newCall: Bool = false) -> [Output] {
+        guard value != verification, verification != .intercepted || newCall else { return [] }
         verification = value
         return [.emit(.verification(value))]
     }
@@ -563,8 +566,8 @@ public struct CallEngine: Sendable {
         } else if newPeer {
             out += remoteMediaLearned(nil)
         }
-        // Nobody on the other side: nothing is proven any more (the next peer's descriptions are checked anew).
-        if peer == nil { out += verificationChanged(.unverified) }
+        // Another peer, or none: nothing of it is proven yet (its descriptions are checked anew).
+        if newPeer { out += verificationChanged(.unverified) }
         out.append(.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? "")))
         // The peer connection must exist before the first offer or answer is made.
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }

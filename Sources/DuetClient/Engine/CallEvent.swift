@@ -64,6 +64,8 @@ public struct Seat: Sendable, Equatable, Codable {
 public enum EngineCommand: Sendable, Equatable {
     /// Create the peer connection if there is none (never re-created because signaling dropped).
     case ensurePeerConnection
+    /// Close the peer connection and make a new one: the peer's connection is new (`NegotiationMachine`).
+    case renewPeerConnection
     case createOffer(iceRestart: Bool)
     case createAnswer
     case setRemoteDescription(NegotiationMachine.DescriptionKind, sdp: String)

@@ -12,6 +12,10 @@ import DuetProtocol
 /// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
 ///   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
 ///   echo one of our own session ids (webrtcbin copies the offer's) are never judged.
+/// - A description from another peer connection than the one ours has taken descriptions from (the peer reloaded,
+///   rejoined or restarted: a new session id) renews ours first. WebRTC redoes DTLS only when the fingerprint changes,
+///   and a browser with a stable DTLS identity (issue 19) keeps its fingerprint across connections: a connection of
+///   ours that already did DTLS with the old one would never answer the new one's handshake.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -47,6 +51,8 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     public enum Action: Sendable, Equatable {
+        /// Close our peer connection and make a new one (same media and configuration).
+        case renewPeerConnection
         case createOffer(iceRestart: Bool)
         case createAnswer
         case setRemoteDescription(DescriptionKind, sdp: String)
@@ -78,12 +84,17 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var lastLocalAnswer: String?
     /// The origin of the newest remote description handed to WebRTC in this peer session.
     private var newestRemoteOrigin: SDPOrigin?
+    /// The session id of the peer connection whose descriptions our current one has taken (not an echo of ours):
+    /// kept when the peer leaves, since our connection stays, and forgotten only when ours is renewed.
+    public private(set) var appliedRemoteSession: String?
     /// Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     private var localSessionIds: Set<String> = []
     /// Session ids seen in remote descriptions: a local description carrying one was copied from the peer
     /// (webrtcbin's answer copies the offer's `o=`), so the id stays the peer's and its count is still judged.
     private var remoteSessionIds: Set<String> = []
     private var inCooldown = false
+    /// The answer that renewed our connection (it answered the old one's offer): never applied to the new one's.
+    private var answerBeforeRenewal: SDPOrigin?
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
     /// An answer is being made: a burst of remote offers (say, after the app was suspended) gets one answer,
@@ -277,6 +288,17 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
         let origin = SDPOrigin(sdp: sdp).flatMap { localSessionIds.contains($0.sessionId) ? nil : $0 }
+        // The peer's connection is new: ours must be too before it takes this description.
+        if let id = origin?.sessionId, let applied = appliedRemoteSession, id != applied {
+            let renewed = renewPeerConnection()
+            switch kind {
+            case .offer: return renewed + remoteDescription(.offer, sdp: sdp)  // taken, and answered, by the new one
+            case .answer:
+                // It answered the old connection's offer: the new one offers afresh (and never takes this answer).
+                answerBeforeRenewal = origin
+                return renewed + offer(iceRestart: false)
+            }
+        }
         if let id = origin?.sessionId, remoteSessionIds.count < 16 { remoteSessionIds.insert(id) }
         // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
         if let origin, let newest = newestRemoteOrigin, origin.isOlder(than: newest) { return [] }
@@ -294,17 +316,42 @@ public struct NegotiationMachine: Sendable, Equatable {
                 signalingState = .stable
                 applyingRemote = true
                 newestRemoteOrigin = origin ?? newestRemoteOrigin
+                appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
                 return [.rollback, .timer(.cancel(.offerTimeout)), .timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
             }
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
+            appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
             return [.timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
         case .answer:
+            if let origin, origin == answerBeforeRenewal { return [] }  // a copy of the answer to the old connection
             guard signalingState == .haveLocalOffer, !applyingRemote else { return [] }  // late or duplicate answer
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
+            appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
             return [.timer(.cancel(.offerTimeout)), .setRemoteDescription(.answer, sdp: sdp)]
         }
+    }
+
+    /// Close ours and start over on a new one: nothing of the old connection's negotiation carries over.
+    private mutating func renewPeerConnection() -> [Action] {
+        appliedRemoteSession = nil
+        answerBeforeRenewal = nil
+        makingOffer = false
+        answering = false
+        applyingRemote = false
+        signalingState = .stable
+        hasRemoteDescription = false
+        newestRemoteOrigin = nil
+        lastLocalOffer = nil
+        lastRemoteOffer = nil
+        lastLocalAnswer = nil
+        localSessionIds.removeAll()  // the new connection has its own (and the set is bounded)
+        remoteCandidateBuffer.removeAll()  // for the connection that is gone
+        iceState = .new
+        pendingRestart = nil
+        // The restart cooldown stays: it paces restarts whatever connection they are on.
+        return [.renewPeerConnection] + [.offerTimeout, .iceRestartDelay].map { .timer(.cancel($0)) }
     }
 
     private mutating func offerTimedOut() -> [Action] {

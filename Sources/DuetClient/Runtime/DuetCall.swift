@@ -231,6 +231,8 @@ public actor DuetCall {
         case .phase(let value):
             phase = value
             if value == .joining { acceptingWebRtcCommands = true }
+            // The call's connection is gone with it: the next call's code comes from its own descriptions.
+            if value == .ending { noteSafety(.connectionGone) }
             qualityOutput = quality.handle(.phase(value))
         case .connectionStatus(let value):
             _ = quality.handle(.connectionStatus(value))
@@ -421,6 +423,11 @@ public actor DuetCall {
                     await awaitAtMost(.milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS)) { await turnFetch.value }
                 }
                 guard acceptingWebRtcCommands else { return }  // the call ended while the TURN fetch was out
+                try await webRtc.ensurePeerConnection(rtcConfiguration())
+                hasPeerConnection = true
+            case .renewPeerConnection:
+                noteSafety(.connectionGone)
+                await webRtc.close()
                 try await webRtc.ensurePeerConnection(rtcConfiguration())
                 hasPeerConnection = true
             case .createOffer(let restart):

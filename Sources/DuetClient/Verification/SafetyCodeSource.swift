@@ -16,6 +16,9 @@ public struct SafetyCodeSource: Sendable, Equatable {
         case remoteDescriptionApplied(sdp: String)
         /// The peer left (or a new one came): its fingerprints are no longer the ones on the other end.
         case peerGone
+        /// Our peer connection closed or was renewed (a new one brings its own certificate): nothing is known until
+        /// its descriptions say.
+        case connectionGone
     }
 
     /// The new code when it changed (nil: none to show), else nothing.
@@ -25,6 +28,9 @@ public struct SafetyCodeSource: Sendable, Equatable {
         case .localDescription(let sdp): local = FingerprintAuth.fingerprints(inSDP: sdp)
         case .remoteDescriptionApplied(let sdp): remote = FingerprintAuth.fingerprints(inSDP: sdp)
         case .peerGone: remote = []
+        case .connectionGone:
+            local = []
+            remote = []
         }
         let next: String? = if let roomId, !local.isEmpty, !remote.isEmpty { SafetyCode.code(rid: roomId, local: local, remote: remote) } else { nil }
         guard next != code else { return .none }

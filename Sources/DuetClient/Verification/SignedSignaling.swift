@@ -10,7 +10,10 @@ import DuetProtocol
 public struct SignedSignaling: Sendable {
     public let key: LinkKey?
     public private(set) var roomId: String?
-    public private(set) var myCid: String?
+    /// Our cids in this call, newest last (a few): a description the peer signed for our previous seat, just before
+    /// it learned of our new one, is still addressed to us.
+    public private(set) var myCids: [String] = []
+    public var myCid: String? { myCids.last }
     public private(set) var peerCid: String?
 
     public init(key: LinkKey?) { self.key = key }
@@ -20,7 +23,10 @@ public struct SignedSignaling: Sendable {
         case .room(let id):
             roomId = id
         case .participants(let list, _, let me):
-            if !me.isEmpty { myCid = me }
+            if !me.isEmpty, me != myCids.last {
+                myCids.append(me)
+                if myCids.count > 4 { myCids.removeFirst() }
+            }
             peerCid = list.first { $0.cid != me }?.cid
         default:
             break
@@ -61,13 +67,15 @@ public struct SignedSignaling: Sendable {
         case .offer?, .answer?:
             // Without a key nothing is checked; a payload without an SDP is dropped by the engine anyway.
             guard let key, let sdp = envelope.payload["sdp"]?.stringValue else { return .pass }
-            guard let rid = roomId, let me = myCid, let from = envelope.payload["from"]?.stringValue else { return .rejected }
+            guard let rid = roomId, let from = envelope.payload["from"]?.stringValue else { return .rejected }
             let auth = envelope.payload["auth"]?.stringValue
-            return FingerprintAuth.verify(auth: auth, key: key, rid: rid, sender: from, receiver: me, sdp: sdp) ? .pass : .rejected
+            let vouched = myCids.contains { FingerprintAuth.verify(auth: auth, key: key, rid: rid, sender: from, receiver: $0, sdp: sdp) }
+            return vouched ? .pass : .rejected
         case .verifyFailed?:
-            guard let key, let rid = roomId, let me = myCid, let from = envelope.payload["from"]?.stringValue else { return .dropped }
+            guard let key, let rid = roomId, let from = envelope.payload["from"]?.stringValue else { return .dropped }
             let auth = envelope.payload["auth"]?.stringValue
-            return FingerprintAuth.verifyVerifyFailed(auth: auth, key: key, rid: rid, sender: from, receiver: me) ? .pass : .dropped
+            let vouched = myCids.contains { FingerprintAuth.verifyVerifyFailed(auth: auth, key: key, rid: rid, sender: from, receiver: $0) }
+            return vouched ? .pass : .dropped
         default:
             return .pass
         }

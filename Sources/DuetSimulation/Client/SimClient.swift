@@ -394,6 +394,9 @@ final class SimClient {
         do {
             switch command {
             case .ensurePeerConnection: media.ensure(side)
+            case .renewPeerConnection:
+                media.close(side)
+                media.ensure(side)
             case .createOffer(let restart):
                 let sdp = try media.createOffer(side, iceRestart: restart)
                 if restart { world.monitor.iceRestartOffer(side) }

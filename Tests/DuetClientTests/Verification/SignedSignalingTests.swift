@@ -71,4 +71,27 @@ import Testing
         _ = other.handle(.localDescription(sdp: answer.sdp))
         #expect(other.handle(.remoteDescriptionApplied(sdp: offer.sdp)) == .some(vectors.safetyCode.code))
     }
+
+    @Test func aDescriptionSignedForOurPreviousSeatIsStillOurs() throws {
+        let v = try #require(try VerificationVectorTests.vectors().auth.first)
+        let key = try #require(LinkKey(base64url: v.key))
+        var bob = told(v.rid, me: v.receiver, peer: v.sender, key: key)
+        // Bob's seat was renewed (a fresh join with a new cid); Alice signed for his old one just before she knew.
+        bob.note(.participants([v.sender, "C-bob-new"].map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) }, hostCid: v.sender, myCid: "C-bob-new"))
+        #expect(bob.myCid == "C-bob-new")
+        #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .pass)
+        // Someone else's seat is not ours.
+        let carol = told(v.rid, me: "C-carol", peer: v.sender, key: key)
+        #expect(carol.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .rejected)
+    }
+
+    @Test func aClosedOrRenewedConnectionForgetsTheCode() throws {
+        let vectors = try VerificationVectorTests.vectors()
+        var source = SafetyCodeSource()
+        _ = source.handle(.room(vectors.safetyCode.rid))
+        _ = source.handle(.localDescription(sdp: vectors.auth[0].sdp))
+        _ = source.handle(.remoteDescriptionApplied(sdp: vectors.auth[1].sdp))
+        #expect(source.handle(.connectionGone) == .some(nil))
+        #expect(source.handle(.remoteDescriptionApplied(sdp: vectors.auth[1].sdp)) == .none, "our side is not known again yet")
+    }
 }

@@ -127,4 +127,22 @@ import Testing
         #expect(engine.verification == .verified)
         #expect(engine.handle(.message(try roomState(["C-g"], epoch: 3))).contains(.emit(.verification(.unverified))))
     }
+
+    @Test func nothingLateTakesTheInterceptionBackAndANewPeerIsNotVerifiedByTheOld() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.message(offer()))
+        _ = engine.handle(.remoteDescriptionApplied(.offer))
+        // Another peer in the seat (no empty room in between): nothing of it is proven yet.
+        #expect(engine.handle(.message(try roomState(["C-x", "C-g"], epoch: 3))).contains(.emit(.verification(.unverified))))
+
+        var caught = try guestInCall()
+        _ = caught.handle(.descriptionRejected(offer()))
+        // Late news of the ended call: a membership change, an answer WebRTC finished applying.
+        _ = caught.handle(.message(try roomState(["C-x", "C-g"], epoch: 3)))
+        _ = caught.handle(.remoteDescriptionApplied(.answer))
+        #expect(caught.verification == .intercepted)
+        _ = caught.handle(.teardownFinished)
+        // Only a new call starts over.
+        #expect(caught.handle(.joinRoom(rid)).contains(.emit(.verification(.unverified))))
+    }
 }

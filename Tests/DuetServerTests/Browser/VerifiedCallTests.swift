@@ -10,6 +10,9 @@ import Testing
     /// Through a relay that rewrites every offer's and answer's fingerprints (Tests/e2e/browser/tampering_proxy.py):
     /// both pages show the interception screen, no description is applied, nothing retries, a reload keeps it.
     @Test func aServerRewritingFingerprintsIsCaughtOnBothPages() async throws { try await run("intercepted") }
+    /// Each browser keeps its DTLS certificate: the same fingerprints and code after a reload (with media both ways
+    /// again), the same fingerprint in a new call, different ones in another tab and in another profile.
+    @Test func theDtlsIdentityIsStableAcrossReloadsAndCalls() async throws { try await run("stable-identity") }
     /// A real DTLS man in the middle (two aiortc peers, Tests/e2e/browser/dtls_mitm.py) on a link without a key: the
     /// call connects, and the two pages' safety codes differ.
     @Test func aDtlsManInTheMiddleGivesDifferentSafetyCodes() async throws { try await run("mitm-unkeyed", script: "browser/mitm_call.py") }

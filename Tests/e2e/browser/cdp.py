@@ -196,13 +196,15 @@ class Browser:
         """{'product': 'Chrome/156...', 'protocolVersion', 'userAgent', 'jsVersion', ...}"""
         return self.send("Browser.getVersion", timeout=timeout)
 
-    def new_page(self, url=None, timeout=10, prejoin=False):
+    def new_page(self, url=None, timeout=10, prejoin=False, context=None):
         """prejoin: show Duet's pre-join screen. By default a test page joins at once, as it did before there was
         one: every document of the page gets sessionStorage['duet.prejoin'] = 'skip' before its scripts run
-        (the call page's documented automation switch; `?prejoin=0` does the same for one URL)."""
+        (the call page's documented automation switch; `?prejoin=0` does the same for one URL).
+        context: a browser context id (`Target.createBrowserContext`): another profile, with storage of its own."""
         # Create blank, attach and enable domains first, then navigate: otherwise
         # early console messages and the load event could fire before we listen.
-        target_id = self.send("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
+        params = {"url": "about:blank", "newWindow": True, **({"browserContextId": context} if context else {})}
+        target_id = self.send("Target.createTarget", params)["targetId"]
         session_id = self.send("Target.attachToTarget", {"targetId": target_id, "flatten": True})["sessionId"]
         page = Page(self, target_id, session_id)
         self._sessions[session_id] = page

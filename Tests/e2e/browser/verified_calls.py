@@ -215,6 +215,61 @@ def scenario_intercepted(browser):
         server.stop()
 
 
+def scenario_stable_identity(browser):
+    """Each browser keeps its DTLS certificate (IndexedDB, one per open call page): after a reload the fingerprints and
+    the safety code are the ones from before and media flows both ways again (the side that kept its connection
+    renews it, or DTLS would never be redone with an unchanged fingerprint); a new call has the same fingerprint;
+    two tabs of one browser differ, and so does another profile."""
+    server = Server()
+    try:
+        a, b, link = start_keyed_call(browser, server.url)
+        in_call(a, what="A in call")
+        in_call(b, what="B in call")
+        verified = "duet.verification === 'verified' && /^[0-9]{6}$/.test(duet.safetyCode ?? '')"
+        for page, name in ((a, "A"), (b, "B")):
+            page.wait_for(verified, 10, message=f"{name}: verified, with a code")
+        fa, fb = a.evaluate("duet.localFingerprints"), b.evaluate("duet.localFingerprints")
+        code = a.evaluate("duet.safetyCode")
+        expect(b.evaluate("duet.safetyCode") == code, "one code on both pages")
+        expect(fa and fb and not set(fa) & set(fb), f"two tabs of one browser present different certificates: {fa} {fb}")
+
+        b.reload()
+        b.wait_for("window.duet && duet.page === 'call'", 10, message="B's page is back")
+        in_call(b, 20, what="B rejoins after the reload")
+        in_call(a, 20, what="A in call with the reloaded B")
+        for page, name in ((a, "A"), (b, "B")):
+            page.wait_for(f"{verified} && duet.safetyCode === {code!r}", 15, message=f"{name}: verified again, with the same code")
+        media_flows(b, what="B receives A's media after the reload")
+        media_flows(a, what="A receives B's media after the reload")
+        expect(b.evaluate("duet.localFingerprints") == fb, f"B kept its certificate across the reload: {b.evaluate('duet.localFingerprints')} vs {fb}")
+        expect(a.evaluate("duet.localFingerprints") == fa, "A kept its certificate through the renewal of its connection")
+
+        # Another call, with someone in another profile (a browser context: storage of its own).
+        b.evaluate("duet.leave()")
+        a.evaluate("duet.leave()")
+        a.wait_for("duet.phase === 'idle'", 10, message="A left")
+        a.navigate(server.url)
+        a.wait_for("window.duet && duet.page === 'home'", 10, message="A's home page")
+        a.evaluate("document.getElementById('start').click()")
+        a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15, message="A starts another call")
+        second = a.evaluate("document.getElementById('share-link').value")
+        context = browser.send("Target.createBrowserContext")["browserContextId"]
+        c = watch(browser.new_page(None, context=context), "C")
+        c.navigate(second)
+        in_call(a, 20, what="A in the second call")
+        in_call(c, 20, what="C (another profile) in the second call")
+        c.wait_for(verified, 10, message="C: verified, with a code")
+        expect(a.evaluate("duet.localFingerprints") == fa, "A presents the same certificate in a new call")
+        fc = c.evaluate("duet.localFingerprints")
+        expect(fc and not set(fc) & set(fa + fb), f"another profile presents another certificate: {fc}")
+        expect(c.evaluate("duet.safetyCode") == a.evaluate("duet.safetyCode"), "one code in the second call too")
+        media_flows(c, what="C receives A's media")
+        media_flows(a, what="A receives C's media")
+        log("stable identity", {"code": code, "second call's code": c.evaluate("duet.safetyCode")})
+    finally:
+        server.stop()
+
+
 # The sum of each scenario's wait deadlines (s), for its time limit.
 WAITS_S = {
     # home 10, start 10 + 15, B page 10, in_call 20 + 20, media_flows 20 + 20, copied 5, idle 10, navigate 10,
@@ -224,6 +279,9 @@ WAITS_S = {
     "verified": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20,  # 135
     # home 10, start 15, B page 10, intercepted 20 + 20, not retried 3, reload 10
     "intercepted": 10 + 15 + 10 + 20 + 20 + 3 + 10,  # 88
+    # home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, reload 10, in_call 20 + 20, verified 15 + 15,
+    # media 20 + 20, A left 10, home 10, start 15, in_call 20 + 20, C verified 10, media 20 + 20
+    "stable-identity": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 10 + 20 + 20 + 15 + 15 + 20 + 20 + 10 + 10 + 15 + 20 + 20 + 10 + 20 + 20,  # 340
 }
 
 

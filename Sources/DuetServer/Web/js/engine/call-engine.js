@@ -337,7 +337,7 @@ export class CallEngine {
         case 'startJoin':
           this.#roomId = action.roomId;
           this.#takeResume(action.roomId);
-          out.push(...this.#verificationChanged('unverified'));
+          out.push(...this.#verificationChanged('unverified', true));
           out.push(emit({ type: 'room', roomId: action.roomId }));
           out.push(...this.#joinEvent({ type: 'start', options: this.options.join }));
           if (this.link.state.type === 'idle') out.push(...this.#linkEvent({ type: 'connect' }));
@@ -445,6 +445,7 @@ export class CallEngine {
     const out = [];
     for (const action of this.negotiation.handle(event)) {
       switch (action.type) {
+        case 'renewPeerConnection': out.push(engine({ type: 'renewPeerConnection' })); break;
         case 'createOffer': out.push(engine({ type: 'createOffer', iceRestart: action.iceRestart })); break;
         case 'createAnswer': out.push(engine({ type: 'createAnswer' })); break;
         case 'setRemoteDescription':
@@ -707,8 +708,8 @@ export class CallEngine {
     } else if (newPeer) {
       out.push(...this.#remoteMediaLearned(null));
     }
-    // Nobody on the other side: nothing is proven any more (the next peer's descriptions are checked anew).
-    if (peer == null) out.push(...this.#verificationChanged('unverified'));
+    // Another peer, or none: nothing of it is proven yet (its descriptions are checked anew).
+    if (newPeer) out.push(...this.#verificationChanged('unverified'));
     out.push(emit({ type: 'participants', participants: state.participants, hostCid: state.hostCid, myCid: this.#cid ?? '' }));
     // The peer connection must exist before the first offer or answer is made.
     if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
@@ -763,8 +764,12 @@ export class CallEngine {
     return this.#phaseEvent({ type: 'intercepted', tellPeer: true });
   }
 
-  #verificationChanged(value) {
-    if (value === this.#verification) return [];
+  /**
+   * Only a new call leaves 'intercepted': nothing late of the ended one (an answer WebRTC finished applying, a
+   * membership change) may take the interception back.
+   */
+  #verificationChanged(value, newCall = false) {
+    if (value === this.#verification || (this.#verification === 'intercepted' && !newCall)) return [];
     this.#verification = value;
     return [emit({ type: 'verification', value })];
   }

@@ -50,6 +50,11 @@ export class NegotiationMachine {
     this.lastLocalAnswer = null;
     // The origin of the newest remote description handed to WebRTC in this peer session.
     this.newestRemoteOrigin = null;
+    // The session id of the peer connection whose descriptions our current one has taken (not an echo of ours):
+    // kept when the peer leaves, since our connection stays, and forgotten only when ours is renewed.
+    this.appliedRemoteSession = null;
+    // The answer that renewed our connection (it answered the old one's offer): never applied to the new one's.
+    this.answerBeforeRenewal = null;
     // Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     this.localSessionIds = new Set();
     // Session ids seen in remote descriptions: a local description carrying one was copied from the peer
@@ -68,7 +73,7 @@ export class NegotiationMachine {
    * localDescriptionFailed, remoteDescriptionApplied{kind}, signalingStateChanged{state},
    * iceStateChanged{state}, networkOnline, networkPathChanged, requestIceRestart, requestOfferResend,
    * timerFired{timer}.
-   * Actions: createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
+   * Actions: renewPeerConnection, createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
    * addRemoteCandidates{candidates}, sendOffer{sdp}, sendAnswer{sdp}, iceRestartStarted{reason}, timer{command}.
    */
   handle(event) {
@@ -283,6 +288,15 @@ export class NegotiationMachine {
   #remoteDescription(kind, sdp) {
     const parsed = sdpOrigin(sdp);
     const origin = parsed != null && !this.localSessionIds.has(parsed.sessionId) ? parsed : null;
+    // The peer's connection is new: ours must be too before it takes this description (a stable DTLS identity
+    // keeps the fingerprint, and WebRTC redoes DTLS only when it changes).
+    if (origin != null && this.appliedRemoteSession != null && origin.sessionId !== this.appliedRemoteSession) {
+      const renewed = this.#renewPeerConnection();
+      if (kind === 'offer') return [...renewed, ...this.#remoteDescription('offer', sdp)];
+      // It answered the old connection's offer: the new one offers afresh (and never takes this answer).
+      this.answerBeforeRenewal = origin;
+      return [...renewed, ...this.#offer(false)];
+    }
     if (origin != null && this.remoteSessionIds.size < 16) this.remoteSessionIds.add(origin.sessionId);
     // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
     if (origin != null && this.newestRemoteOrigin != null && isOlder(origin, this.newestRemoteOrigin)) return [];
@@ -301,6 +315,7 @@ export class NegotiationMachine {
         this.signalingState = 'stable';
         this.applyingRemote = true;
         this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
+        this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
         return [
           { type: 'rollback' },
           timerAction(cancel('offerTimeout')),
@@ -310,12 +325,38 @@ export class NegotiationMachine {
       }
       this.applyingRemote = true;
       this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
+      this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
       return [timerAction(cancel('nonHostFallback')), { type: 'setRemoteDescription', kind: 'offer', sdp }];
     }
+    // A copy of the answer to the old connection.
+    const before = this.answerBeforeRenewal;
+    if (origin != null && before != null && origin.sessionId === before.sessionId && origin.version === before.version) return [];
     if (this.signalingState !== 'haveLocalOffer' || this.applyingRemote) return []; // late or duplicate answer
     this.applyingRemote = true;
     this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
+    this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
     return [timerAction(cancel('offerTimeout')), { type: 'setRemoteDescription', kind: 'answer', sdp }];
+  }
+
+  /** Close ours and start over on a new one: nothing of the old connection's negotiation carries over. */
+  #renewPeerConnection() {
+    this.appliedRemoteSession = null;
+    this.answerBeforeRenewal = null;
+    this.makingOffer = false;
+    this.answering = false;
+    this.applyingRemote = false;
+    this.signalingState = 'stable';
+    this.hasRemoteDescription = false;
+    this.newestRemoteOrigin = null;
+    this.lastLocalOffer = null;
+    this.lastRemoteOffer = null;
+    this.lastLocalAnswer = null;
+    this.localSessionIds.clear(); // the new connection has its own (and the set is bounded)
+    this.remoteCandidateBuffer = []; // for the connection that is gone
+    this.iceState = 'new';
+    this.pendingRestart = null;
+    // The restart cooldown stays: it paces restarts whatever connection they are on.
+    return [{ type: 'renewPeerConnection' }, ...['offerTimeout', 'iceRestartDelay'].map((t) => timerAction(cancel(t)))];
   }
 
   #offerTimedOut() {

@@ -1,5 +1,3 @@
-// NOT WIRED INTO CALLS YET (see duet-call.js, ensurePeerConnection): a building block of verified calls.
-//
 // A stable DTLS identity per browser: an RTCCertificate made once and kept in IndexedDB (certificates are
 // structured-cloneable), given to every RTCPeerConnection. Its fingerprint is what the other person's safety code
 // is computed from (verification/safety-code.js), so it must not change from call to call; a browser that made a new

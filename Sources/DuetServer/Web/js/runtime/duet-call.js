@@ -10,6 +10,7 @@ import { watchNetwork } from './network-watch.js';
 import { sessionStore } from './session-store.js';
 import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
 import { SafetyCodeSource, SignedSignaling } from './signed-signaling.js';
+import { dtlsCertificateWithin } from './dtls-identity.js';
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
@@ -47,6 +48,8 @@ export class DuetCall extends EventTarget {
     this.rtcChain = Promise.resolve();
     this.acceptingRtc = false;
     this.turnFetch = null;
+    // This browser's DTLS certificate (runtime/dtls-identity.js), loaded with the first peer connection; null: none.
+    this.certificate = null;
     // What the page shows: every field is set from an engine event, never guessed.
     this.state = {
       phase: 'idle', connectionStatus: 'connected', transport: null, roomId: null, cid: null, hostCid: null,
@@ -121,6 +124,8 @@ export class DuetCall extends EventTarget {
     switch (event.type) {
       case 'phase':
         s.phase = event.phase;
+        // The call's connection is gone with it: the next call's code comes from its own descriptions.
+        if (event.phase === 'ending') this.noteSafety({ type: 'connectionGone' });
         if (event.phase === 'joining') { this.acceptingRtc = true; s.failure = null; }
         break;
       case 'connectionStatus': s.connectionStatus = event.status; break;
@@ -183,22 +188,47 @@ export class DuetCall extends EventTarget {
     const context = this.signing.context();  // who is who now: the engine may forget it before the HMAC is done
     const generation = this.linkGeneration;
     this.sendsPending += 1;
-    this.sendChain = this.sendChain
-      .then(() => this.signing.sign(envelope, context))
-      .catch((error) => { console.warn('signing failed', error); return envelope; })
-      // The link it was written for is gone: lost with it, as a send on a dying socket is.
-      .then((signed) => { if (generation === this.linkGeneration) this.send(signed); })
-      .finally(() => { this.sendsPending -= 1; });
+    // Each step settles on its own: one failure never reaches the messages queued after it.
+    this.sendChain = this.sendChain.then(async () => {
+      try {
+        let signed = envelope;
+        if (this.signing.needsSigning(envelope)) {
+          try {
+            signed = await this.signing.sign(envelope, context);
+          } catch (error) {
+            // Unsigned it would end the call as intercepted at the other side: lost instead, as on a dying link
+            // (the offer timeout and the recovery ladder send it again).
+            console.warn(`a ${envelope.type} could not be signed`, error);
+            return;
+          }
+        }
+        // The link it was written for is gone: lost with it, as a send on a dying socket is.
+        if (generation === this.linkGeneration) this.send(signed);
+      } catch (error) {
+        console.warn('send failed', error);
+      } finally {
+        this.sendsPending -= 1;
+      }
+    });
   }
 
   receive(envelope, generation) {
     if (!this.signing.needsCheck(envelope) && this.checksPending === 0) return this.feed({ type: 'message', envelope });
     this.checksPending += 1;
-    this.receiveChain = this.receiveChain
-      // Checked when its turn comes, so who is who reflects every message before it.
-      .then(() => (this.signing.needsCheck(envelope) ? this.signing.check(envelope) : 'pass'))
-      .catch((error) => { console.warn('check failed', error); return envelope?.type === 'verify_failed' ? 'dropped' : 'rejected'; })
-      .then((verdict) => {
+    // Each step settles on its own: one failure never reaches the messages queued after it.
+    this.receiveChain = this.receiveChain.then(async () => {
+      try {
+        // Checked when its turn comes, so who is who reflects every message before it.
+        let verdict = 'pass';
+        if (this.signing.needsCheck(envelope)) {
+          try {
+            verdict = await this.signing.check(envelope);
+          } catch (error) {
+            // A check that could not run proves nothing: dropped, never taken for an interception.
+            console.warn(`a ${envelope.type} could not be checked`, error);
+            return;
+          }
+        }
         if (generation !== this.linkGeneration) return;
         if (verdict === 'pass') return this.feed({ type: 'message', envelope });
         if (verdict === 'rejected') {
@@ -206,8 +236,12 @@ export class DuetCall extends EventTarget {
           return this.feed({ type: 'descriptionRejected', envelope });
         }
         console.warn('a verify_failed nobody with the link\'s key wrote was ignored');
-      })
-      .finally(() => { this.checksPending -= 1; });
+      } catch (error) {
+        console.warn('message failed', error);
+      } finally {
+        this.checksPending -= 1;
+      }
+    });
   }
 
   // MARK: signaling
@@ -306,10 +340,17 @@ export class DuetCall extends EventTarget {
           if (!this.peer.pc && this.turnFetch) await this.turnFetch;
           if (!this.acceptingRtc) return;  // the call ended while the TURN fetch was out
           if (!this.peer.pc) this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
-          // Not yet the browser's stable DTLS identity (runtime/dtls-identity.js): a peer whose new connection
-          // presents the same certificate as its old one gets no new DTLS handshake from a side that kept its
-          // connection (Chromium restarts DTLS only on a changed fingerprint), so media never resumes after a
-          // reload. The engine must first renew both sides' connections when one side's is new (issue 19).
+          // This browser's stable DTLS identity (runtime/dtls-identity.js): the same fingerprint call after call, so
+          // the safety code is too. (A peer whose connection is new makes the engine renew ours: with an unchanged
+          // fingerprint WebRTC would not redo DTLS — NegotiationMachine.)
+          if (!this.peer.pc) this.certificate ??= await dtlsCertificateWithin();
+          if (!this.acceptingRtc) return;
+          return this.peer.ensure(this.rtcConfiguration());
+        case 'renewPeerConnection':
+          // The peer's connection is new: so is ours (a kept one would not redo DTLS with the same fingerprint).
+          this.noteSafety({ type: 'connectionGone' });
+          this.peer.close();
+          this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);
@@ -350,6 +391,8 @@ export class DuetCall extends EventTarget {
     return {
       iceServers: this.fetchedIceServers.length ? this.fetchedIceServers : this.fallbackIceServers,
       iceTransportPolicy: this.relayOnly ? 'relay' : 'all',
+      // Given to setConfiguration too: Chromium refuses a configuration whose certificates changed.
+      ...(this.certificate ? { certificates: [this.certificate] } : {}),
     };
   }
 

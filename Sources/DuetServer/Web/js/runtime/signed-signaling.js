@@ -18,15 +18,22 @@ export class SignedSignaling {
   constructor(key = null) {
     this.key = key;
     this.roomId = null;
-    this.myCid = null;
+    // Our cids in this call, newest last (a few): a description the peer signed for our previous seat, just before
+    // it learned of our new one, is still addressed to us.
+    this.myCids = [];
     this.peerCid = null;
   }
+
+  get myCid() { return this.myCids.at(-1) ?? null; }
 
   /** An engine event: `room` and `participants` say who is who. */
   note(event) {
     if (event.type === 'room') this.roomId = event.roomId;
     if (event.type === 'participants') {
-      if (event.myCid) this.myCid = event.myCid;
+      if (event.myCid && event.myCid !== this.myCid) {
+        this.myCids.push(event.myCid);
+        if (this.myCids.length > 4) this.myCids.shift();
+      }
       this.peerCid = event.participants.find((p) => p.cid !== event.myCid)?.cid ?? null;
     }
   }
@@ -65,15 +72,20 @@ export class SignedSignaling {
     if (type === 'offer' || type === 'answer') {
       // Without a key nothing is checked; a payload without an SDP is dropped by the engine anyway.
       if (this.key == null || typeof payload.sdp !== 'string') return 'pass';
-      if (this.roomId == null || this.myCid == null || typeof payload.from !== 'string') return 'rejected';
-      const ok = await verifyFingerprintAuth({
-        auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver: this.myCid, sdp: payload.sdp });
-      return ok ? 'pass' : 'rejected';
+      if (this.roomId == null || typeof payload.from !== 'string') return 'rejected';
+      for (const receiver of [...this.myCids]) {
+        const ok = await verifyFingerprintAuth({
+          auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver, sdp: payload.sdp });
+        if (ok) return 'pass';
+      }
+      return 'rejected';
     }
     if (type === 'verify_failed') {
-      if (this.key == null || this.roomId == null || this.myCid == null || typeof payload.from !== 'string') return 'dropped';
-      const ok = await verifyVerifyFailed({ auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver: this.myCid });
-      return ok ? 'pass' : 'dropped';
+      if (this.key == null || this.roomId == null || typeof payload.from !== 'string') return 'dropped';
+      for (const receiver of [...this.myCids]) {
+        if (await verifyVerifyFailed({ auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver })) return 'pass';
+      }
+      return 'dropped';
     }
     return 'pass';
   }
@@ -94,12 +106,14 @@ export class SafetyCodeSource {
   }
 
   /** input: {type: 'room', roomId} | {type: 'localDescription', sdp} | {type: 'remoteDescriptionApplied', sdp} |
-   *  {type: 'peerGone'}. Resolves to the new code when it changed ({code}), else null. Answers come in call order. */
+   *  {type: 'peerGone'} | {type: 'connectionGone'}. Resolves to the new code when it changed ({code}), else null. Answers come in call order. */
   async handle(input) {
     if (input.type === 'room') this.roomId = input.roomId;
     if (input.type === 'localDescription') this.local = fingerprintsInSdp(input.sdp);
     if (input.type === 'remoteDescriptionApplied') this.remote = fingerprintsInSdp(input.sdp);
     if (input.type === 'peerGone') this.remote = [];
+    // Our connection closed or renewed (a new one brings its own certificate): nothing is known until it says.
+    if (input.type === 'connectionGone') { this.local = []; this.remote = []; }
     const generation = ++this.generation;
     const { roomId, local, remote } = this;
     const next = roomId != null && local.length > 0 && remote.length > 0 ? await safetyCode({ rid: roomId, local, remote }) : null;

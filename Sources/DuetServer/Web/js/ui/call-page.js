@@ -153,6 +153,7 @@ if (!ROOM_ID.test(roomId)) {
 } else if (sessionStore.wasEnded(roomId) === 'intercepted') {
   // A reload after an interception shows it again, and never walks back into the call.
   verificationView.showIntercepted();
+  renderTitle();
 } else if (sessionStore.wasEnded(roomId)) {
   // Reloading the "Call ended" page must not walk back into the call.
   showEnded(sessionStore.wasEnded(roomId));
@@ -382,6 +383,7 @@ function renderScreen(event) {
       stopMedia();
       sessionStore.markEnded(roomId, 'intercepted');
       verificationView.showIntercepted();
+      renderTitle();
     }
     return;
   }
@@ -451,7 +453,7 @@ function renderTitle() {
   const kind = badge.badge?.kind;
   const words = {
     prejoin: 'Ready to join', starting: 'Joining…', waiting: 'Waiting for the other person', ended: 'Call ended',
-    error: $('error-title').textContent,
+    error: $('error-title').textContent, intercepted: 'This call may be intercepted',
   };
   let text = words[screen] ?? '';
   if (screen === 'in-call') {

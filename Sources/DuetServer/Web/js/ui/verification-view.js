@@ -15,7 +15,8 @@ export class VerificationView {
     const chip = $('verification');
     chip.dataset.state = verification;
     $('verification-text').textContent = verification === 'verified' ? 'Verified'
-      : reason ?? (keyed ? 'Not verified yet' : 'Not verified');
+      : verification === 'intercepted' ? 'May be intercepted'
+        : reason ?? (keyed ? 'Not verified yet' : 'Not verified');
     chip.title = verification === 'verified'
       ? 'The key in your call link proved the other side’s connection. Read the code to each other: the same code means nobody is in the middle.'
       : keyed ? 'Waiting for the other side’s connection to be proven by your link’s key.'
