@@ -165,6 +165,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         for continuation in waiting { continuation.resume(throwing: Failure(description: "the peer connection was closed")) }
     }
 
+    public func remoteCertificateDER() async -> [UInt8]? {
+        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return nil }
+        defer { duet_peer_release(peer.pointer) }
+        guard let pem = duet_peer_remote_certificate(peer.pointer) else { return nil }
+        defer { duet_string_free(pem) }
+        return CertificateFingerprint.der(fromPEM: String(cString: pem))
+    }
+
     public func stats() async -> CallStats? {
         // Retained under the lock: a close meanwhile cannot free the peer under the stats call. The carried
         // totals are read with it, so a session replaced meanwhile is not counted twice.

@@ -726,6 +726,30 @@ void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
     gst_promise_unref(promise);
 }
 
+// webrtcbin 1.22 does not compare the handshake's certificate with the remote description's a=fingerprint (its DTLS
+// decoder accepts any): the runtime reads it here and compares it itself. One BUNDLE transport: the first
+// transceiver's sender carries it.
+char *duet_peer_remote_certificate(DuetPeer *peer) {
+    if (g_atomic_int_get(&peer->closed)) return NULL;
+    GstWebRTCRTPTransceiver *transceiver = NULL;
+    g_signal_emit_by_name(peer->webrtc, "get-transceiver", 0, &transceiver);
+    if (!transceiver) return NULL;
+    GstWebRTCRTPSender *sender = NULL;
+    g_object_get(transceiver, "sender", &sender, NULL);
+    gst_object_unref(transceiver);
+    if (!sender) return NULL;
+    GstWebRTCDTLSTransport *transport = NULL;
+    g_object_get(sender, "transport", &transport, NULL);
+    gst_object_unref(sender);
+    if (!transport) return NULL;
+    gchar *pem = NULL;
+    g_object_get(transport, "remote-certificate", &pem, NULL);
+    gst_object_unref(transport);
+    return pem;
+}
+
+void duet_string_free(char *text) { g_free(text); }
+
 void duet_peer_free(DuetPeer *peer) {
     g_atomic_int_set(&peer->closed, 1);
     g_signal_handlers_disconnect_by_data(peer->webrtc, peer);

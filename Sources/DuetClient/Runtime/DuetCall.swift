@@ -67,6 +67,9 @@ public actor DuetCall {
     /// Signs what we send and checks what we get on a keyed link (the engine only learns the verdicts).
     private var signing: SignedSignaling
     private var safety = SafetyCodeSource()
+    /// On a keyed link, the verified remote description whose certificate the DTLS handshake has yet to be held to
+    /// (for engines that do not do it themselves: `WebRtcEngine.remoteCertificateDER`).
+    private var certificateToCheck: (kind: NegotiationMachine.DescriptionKind, sdp: String)?
     /// The code both people can compare (`CallEvent.safetyCode`), nil while unknown.
     public var safetyCode: String? { safety.code }
     public var verification: Verification { engine.verification }
@@ -441,6 +444,7 @@ public actor DuetCall {
             case .setRemoteDescription(let kind, let sdp):
                 try await webRtc.setRemoteDescription(kind, sdp: sdp)
                 noteSafety(.remoteDescriptionApplied(sdp: sdp))
+                if configuration.linkKey != nil { certificateToCheck = (kind, sdp) }
                 feed(.remoteDescriptionApplied(kind))
             case .rollback:
                 try await webRtc.rollback()
@@ -465,8 +469,25 @@ public actor DuetCall {
         let stats = await webRtc.stats()
         guard phase == .inCall else { return }  // left while the engine answered: nothing to count
         if let stats { emit(.stats(stats)) }
+        await checkCertificate()
         // No report (no peer connection, or none from the engine) is a poll too: the tracker counts the gap.
         if let output = quality.handle(.polled(atMs: elapsedMs(), sample: stats?.quality)) { emitQuality(output) }
+    }
+
+    /// The DTLS handshake must have been with the certificate the verified description names: a server that relayed
+    /// the description honestly but raced its own candidates and certificate in would otherwise sit in the middle
+    /// of an engine that accepts any certificate (webrtcbin). A mismatch ends the call as intercepted.
+    private func checkCertificate() async {
+        guard let pending = certificateToCheck, let der = await webRtc.remoteCertificateDER(),
+            let current = certificateToCheck, current.sdp == pending.sdp, phase == .inCall
+        else { return }
+        certificateToCheck = nil
+        if CertificateFingerprint.matches(der: der, fingerprints: FingerprintAuth.fingerprints(inSDP: pending.sdp)) {
+            logger.info("the peer's DTLS certificate is the one its verified description names")
+        } else {
+            logger.warning("the peer's DTLS certificate is not the one its verified description names")
+            feed(.descriptionRejected(Envelope(pending.kind == .offer ? .offer : .answer, rid: engine.roomId, payload: ["sdp": .string(pending.sdp)])))
+        }
     }
 
     /// A monotonic millisecond counter on `clock` (opened from the existential, whose instants cannot be

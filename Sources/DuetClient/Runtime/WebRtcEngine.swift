@@ -21,6 +21,14 @@ public protocol WebRtcEngine: Sendable {
     func close() async
     /// Media statistics of the live connection (nil without one).
     func stats() async -> CallStats?
+    /// The DER of the certificate the other side presented in the DTLS handshake, for an engine that does not itself
+    /// hold it to the remote description's fingerprint (webrtcbin); nil before the handshake, or when the engine
+    /// checks it itself (browsers do).
+    func remoteCertificateDER() async -> [UInt8]?
+}
+
+extension WebRtcEngine {
+    public func remoteCertificateDER() async -> [UInt8]? { nil }
 }
 
 /// What an app shows about media: is anything arriving, over which path, how fast.
