@@ -34,9 +34,9 @@ import asyncio
 import json
 import os
 import sys
-import threading
 import time
 
+from background_loop import BackgroundLoop
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.contrib.media import MediaRelay
 from aiortc.mediastreams import MediaStreamTrack
@@ -150,7 +150,8 @@ class DtlsMitm:
         self.connection_states = {}       # "M_A" / "M_B" → the aiortc peer's last connectionState
         self.errors = []
         self.port = None
-        self._loop = self._server = self._thread = None
+        self._server = None
+        self._background = BackgroundLoop("dtls-mitm")
         self._tasks = set()
         self._conn_count = 0
         self._a = None                    # A's WsConnection
@@ -454,29 +455,8 @@ class DtlsMitm:
     # MARK: lifecycle
 
     def start(self):
-        ready, box = threading.Event(), {}
-
-        def run():
-            self._loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(self._loop)
-            try:
-                box["port"] = self._loop.run_until_complete(self.serve())
-            except BaseException as error:  # noqa: BLE001
-                box["error"] = error
-            ready.set()
-            if "port" in box:
-                self._loop.run_forever()
-                self._loop.run_until_complete(self.close())
-            self._loop.close()
-
-        self._thread = threading.Thread(target=run, name="dtls-mitm", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if "error" in box:
-            raise box["error"]
-        return box["port"]
+        """Serves on a loop of its own in a background thread; returns the bound port."""
+        return self._background.start(self.serve, self.close)
 
     def stop(self):
-        if self._loop and self._thread and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(15)
+        self._background.stop(15)

@@ -17,7 +17,10 @@ the value just as a real CR would. Client->server bytes are never touched.
 CLI:  tampering_proxy.py --listen 127.0.0.1:0 --upstream 127.0.0.1:8080 [--mode fingerprints|honest]
       tampering_proxy.py --self-test
 """
-import argparse, asyncio, re, signal, socket, sys, threading, time
+import argparse, asyncio, os, re, signal, socket, sys, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from background_loop import BackgroundLoop  # noqa: E402
 
 MARKER = b"a=fingerprint:"
 HOLD_LIMIT = 300      # longer than any marker + algorithm + spaces + sha-512 value (~230 bytes)
@@ -78,7 +81,8 @@ class TamperingProxy:
         self.mode, self.log = mode, log
         self.tampered_count = 0  # only written on the loop thread; an int read is atomic enough
         self.port = None
-        self._loop = self._server = self._thread = None
+        self._server = None
+        self._background = BackgroundLoop("tampering-proxy")
         self._tasks = set()
 
     def _note(self, alg, old, new):
@@ -148,31 +152,11 @@ class TamperingProxy:
                 return
 
     def start(self):
-        ready, box = threading.Event(), {}
-
-        def run():
-            self._loop = asyncio.new_event_loop()
-            try:
-                box["port"] = self._loop.run_until_complete(self.serve())
-            except BaseException as error:
-                box["error"] = error
-            ready.set()
-            if "port" in box:
-                self._loop.run_forever()
-                self._loop.run_until_complete(self.close())
-            self._loop.close()
-
-        self._thread = threading.Thread(target=run, name="tampering-proxy", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if "error" in box:
-            raise box["error"]
-        return box["port"]
+        """Serves on a loop of its own in a background thread; returns the bound port."""
+        return self._background.start(self.serve, self.close)
 
     def stop(self):
-        if self._loop and self._thread and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+        self._background.stop(5)
 
 
 def _host_port(text):

@@ -185,6 +185,21 @@ def verified_with_code(peer):
     return v is not None and v.get("value") == "verified" and len(v.get("safetyCode") or "") == 6
 
 
+def join_in_order(browser, link, chromium_hosts, on_page=lambda page: None):
+    """Chromium and duet call join `link`, the host (the first in) waiting before the other comes: (page, peer).
+    `on_page` runs on the page as soon as it has loaded."""
+    if chromium_hosts:
+        page = open_call(browser, link, "Chromium")
+        on_page(page)
+        page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+        return page, Peer(link)
+    peer = Peer(link)
+    peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
+    page = open_call(browser, link, "Chromium")
+    on_page(page)
+    return page, peer
+
+
 def scenario_verified_duet_call(browser):
     """A keyed link between Chromium and duet call, each way round (Chromium hosts, then duet call hosts): both
     verified, the same safety code on the page and in duet call's events, media both ways."""
@@ -192,15 +207,7 @@ def scenario_verified_duet_call(browser):
     peers = []
     try:
         for chromium_hosts in (True, False):
-            link = keyed_link(server.url, server.new_room())
-            if chromium_hosts:
-                page = open_call(browser, link, "Chromium")
-                page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
-                peer = Peer(link)
-            else:
-                peer = Peer(link)
-                peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
-                page = open_call(browser, link, "Chromium")
+            page, peer = join_in_order(browser, keyed_link(server.url, server.new_room()), chromium_hosts)
             peers.append(peer)
             who = "Chromium hosts" if chromium_hosts else "duet call hosts"
             in_call(page, 20, what=f"{who}: Chromium in call")
@@ -236,17 +243,8 @@ def scenario_intercepted_duet_call(browser):
         # Whether the page ever had the other side's description applied, sampled as often as it runs timers.
         watch_remote = "window.__sawRemote = false; setInterval(() => { if (duet.remoteFingerprints.length) window.__sawRemote = true; }, 5)"
         for chromium_hosts in (True, False):
-            link = keyed_link(url, server.new_room())
-            if chromium_hosts:
-                page = open_call(browser, link, "Chromium")
-                page.evaluate(watch_remote)
-                page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
-                peer = Peer(link)
-            else:
-                peer = Peer(link)
-                peer.wait(lambda p: p.value("phase") == "Waiting", 15, "duet call waits")
-                page = open_call(browser, link, "Chromium")
-                page.evaluate(watch_remote)
+            page, peer = join_in_order(browser, keyed_link(url, server.new_room()), chromium_hosts,
+                                       on_page=lambda p: p.evaluate(watch_remote))
             peers.append(peer)
             who = "Chromium hosts" if chromium_hosts else "duet call hosts"
             page.wait_for("duet.verification === 'intercepted' && duet.screen === 'intercepted' && duet.phase === 'idle'", 20,
