@@ -418,4 +418,36 @@ import Testing
         let back = guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S2", version: 2), epoch: 3)) }
         #expect(back.first == .renewPeerConnection, "our connection did DTLS with the peer's old one")
     }
+
+    @Test("results of the renewed connection's work still in flight are dropped; a restart offer among them still paces restarts")
+    func resultsOfTheOldConnectionAreDropped() {
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }  // createAnswer is now in flight on the old one
+        let fresh = described("h2", session: "S2", version: 2)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: fresh, epoch: 1)) }.first == .renewPeerConnection)
+        #expect(guest.machine.staleLocalResults == 1 && guest.machine.staleRemoteResults == 0)
+        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }.isEmpty, "the old one's answer never goes out")
+        #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one answers")
+        // An offer still being applied when the renewal comes: its result is the old connection's.
+        var applying = side(host: false)
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        applying.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "S2", version: 2), epoch: 1)) }
+        #expect(applying.machine.staleRemoteResults == 1)
+        #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }.isEmpty, "the old one's offer, applied")
+        #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer])
+        // A restart offer of the old connection, made after the renewal: it still counts for the cooldown.
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o1", session: "H", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("a1", session: "G1", version: 2), epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.advance(by: 10_000)
+        host.send { $0.handle(.requestIceRestart) }  // createOffer(iceRestart: true) in flight
+        host.send { $0.handle(.remoteDescription(.offer, sdp: described("g2", session: "G2", version: 2), epoch: 1)) }
+        let made = host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o2", session: "H", version: 3))) }
+        #expect(made == [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))])
+    }
 }

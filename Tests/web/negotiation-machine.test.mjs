@@ -387,3 +387,33 @@ test('another peer connection\'s offer renews ours first; its answer renews ours
   kept.send({ type: 'peer', present: true, isHost: false, peerEpoch: 3 });
   assert.deepEqual(kept.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 2, 'S2'), epoch: 3 })[0], { type: 'renewPeerConnection' });
 });
+
+test('results of the renewed connection\'s work still in flight are dropped; a restart offer among them still paces restarts', () => {
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 2, 'S2'), epoch: 1 })[0], { type: 'renewPeerConnection' });
+  assert.equal(guest.machine.staleLocalResults, 1);
+  assert.equal(guest.machine.staleRemoteResults, 0);
+  assert.deepEqual(guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) }), [], 'the old one\'s answer never goes out');
+  assert.deepEqual(guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [{ type: 'createAnswer' }], 'the new one answers');
+  // An offer still being applied when the renewal comes: its result is the old connection's.
+  const applying = side(false);
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  applying.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 });
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 2, 'S2'), epoch: 1 });
+  assert.equal(applying.machine.staleRemoteResults, 1);
+  assert.deepEqual(applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [], 'the old one\'s offer, applied');
+  assert.deepEqual(applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [{ type: 'createAnswer' }]);
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o1', 2, 'H') });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('a1', 2, 'G1'), epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.advance(10000);
+  host.send({ type: 'requestIceRestart' });
+  host.send({ type: 'remoteDescription', kind: 'offer', sdp: described('g2', 2, 'G2'), epoch: 1 });
+  assert.deepEqual(host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o2', 3, 'H') }),
+    [{ type: 'timer', command: { type: 'schedule', timer: 'iceRestartCooldown', afterMs: RESILIENCE.ICE_RESTART_COOLDOWN_MS } }]);
+});

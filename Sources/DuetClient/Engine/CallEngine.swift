@@ -166,6 +166,11 @@ public struct CallEngine: Sendable {
         case .transportClosed(let reason): return linkEvent(.closed(reason))
         case .message(let envelope): return message(envelope)
         case .descriptionRejected(let envelope): return descriptionRejected(envelope)
+        // A result of a connection renewed since: the negotiation machine drops it, and nothing else may see it.
+        case .localDescriptionReady(let kind, let sdp) where negotiation.staleLocalResults > 0:
+            return negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
+        case .remoteDescriptionApplied(let kind) where negotiation.staleRemoteResults > 0:
+            return negotiationEvent(.remoteDescriptionApplied(kind))
         case .localDescriptionReady(let kind, let sdp):
             var out = negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
             out += trickleEvent(kind == .offer ? .offerSent : .answerSent)

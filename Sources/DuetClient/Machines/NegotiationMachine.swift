@@ -95,6 +95,14 @@ public struct NegotiationMachine: Sendable, Equatable {
     private var inCooldown = false
     /// The answer that renewed our connection (it answered the old one's offer): never applied to the new one's.
     private var answerBeforeRenewal: SDPOrigin?
+    /// Peer connections the peer has replaced (we renewed ours for a newer one): anything from them is stale.
+    private var retiredRemoteSessions: [String] = []
+    /// Results still to come of WebRTC work asked of a connection renewed since (a description being made, one being
+    /// applied). The runtime performs commands in order, so they arrive before any of the new connection's: they are
+    /// the old connection's, never taken for the new one's.
+    public private(set) var staleLocalResults = 0
+    public private(set) var staleRemoteResults = 0
+    private var staleRestartOffer = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
     /// An answer is being made: a burst of remote offers (say, after the app was suspended) gets one answer,
@@ -138,6 +146,20 @@ public struct NegotiationMachine: Sendable, Equatable {
             if hasRemoteDescription && !applyingRemote { return [.addRemoteCandidates([candidate])] }
             remoteCandidateBuffer.append(candidate)
             if remoteCandidateBuffer.count > ResilienceConstants.ICE_CANDIDATE_BUFFER_MAX { remoteCandidateBuffer.removeFirst() }
+            return []
+        case .localDescriptionReady(let kind, _) where staleLocalResults > 0:
+            staleLocalResults -= 1
+            // The old connection's restart offer was made (restarts are paced whatever connection they are on).
+            guard kind == .offer, staleRestartOffer else { return [] }
+            staleRestartOffer = false
+            inCooldown = true
+            return [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))]
+        case .localDescriptionFailed where staleLocalResults > 0:
+            staleLocalResults -= 1
+            staleRestartOffer = false
+            return []
+        case .remoteDescriptionApplied where staleRemoteResults > 0:
+            staleRemoteResults -= 1
             return []
         case .localDescriptionReady(.offer, let sdp):
             noteLocalSession(sdp)
@@ -289,7 +311,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
         let origin = SDPOrigin(sdp: sdp).flatMap { localSessionIds.contains($0.sessionId) ? nil : $0 }
         // The peer's connection is new: ours must be too before it takes this description.
+        if let id = origin?.sessionId, retiredRemoteSessions.contains(id) { return [] }  // from a replaced connection
         if let id = origin?.sessionId, let applied = appliedRemoteSession, id != applied {
+            retiredRemoteSessions.append(applied)
+            if retiredRemoteSessions.count > 16 { retiredRemoteSessions.removeFirst() }
             let renewed = renewPeerConnection()
             switch kind {
             case .offer: return renewed + remoteDescription(.offer, sdp: sdp)  // taken, and answered, by the new one
@@ -337,6 +362,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func renewPeerConnection() -> [Action] {
         appliedRemoteSession = nil
         answerBeforeRenewal = nil
+        staleLocalResults += (makingOffer || answering) ? 1 : 0
+        staleRemoteResults += applyingRemote ? 1 : 0
+        // A restart offer still being made is made all the same, by the old connection: it counts for the pacing.
+        staleRestartOffer = staleRestartOffer || (makingOffer && offerIsRestart)
         makingOffer = false
         answering = false
         applyingRemote = false

@@ -270,12 +270,15 @@ export class CallEngine {
       case 'message': return isObject(input.envelope) ? this.#message(input.envelope) : [];
       case 'descriptionRejected': return isObject(input.envelope) ? this.#descriptionRejected(input.envelope) : [];
       case 'localDescriptionReady':
+        // A result of a connection renewed since: the negotiation machine drops it, and nothing else may see it.
+        if (this.negotiation.staleLocalResults > 0) return this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp });
         return [
           ...this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp }),
           ...this.#trickleEvent({ type: input.kind === 'offer' ? 'offerSent' : 'answerSent' }),
         ];
       case 'localDescriptionFailed': return this.#negotiationEvent({ type: 'localDescriptionFailed' });
       case 'remoteDescriptionApplied': {
+        if (this.negotiation.staleRemoteResults > 0) return this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind });
         const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];
         out.push(...this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind }));
         // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.

@@ -55,6 +55,14 @@ export class NegotiationMachine {
     this.appliedRemoteSession = null;
     // The answer that renewed our connection (it answered the old one's offer): never applied to the new one's.
     this.answerBeforeRenewal = null;
+    // Peer connections the peer has replaced (we renewed ours for a newer one): anything from them is stale.
+    this.retiredRemoteSessions = [];
+    // Results still to come of WebRTC work asked of a connection renewed since (a description being made, one being
+    // applied). The runtime performs commands in order, so they arrive before any of the new connection's: they are
+    // the old connection's, never taken for the new one's.
+    this.staleLocalResults = 0;
+    this.staleRemoteResults = 0;
+    this.staleRestartOffer = false;
     // Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     this.localSessionIds = new Set();
     // Session ids seen in remote descriptions: a local description carrying one was copied from the peer
@@ -113,6 +121,14 @@ export class NegotiationMachine {
         if (this.remoteCandidateBuffer.length > RESILIENCE.ICE_CANDIDATE_BUFFER_MAX) this.remoteCandidateBuffer.shift();
         return [];
       case 'localDescriptionReady':
+        if (this.staleLocalResults > 0) {
+          this.staleLocalResults -= 1;
+          // The old connection's restart offer was made (restarts are paced whatever connection they are on).
+          if (event.kind !== 'offer' || !this.staleRestartOffer) return [];
+          this.staleRestartOffer = false;
+          this.inCooldown = true;
+          return [timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS))];
+        }
         this.#noteLocalSession(event.sdp);
         if (event.kind === 'offer') {
           this.makingOffer = false;
@@ -133,10 +149,12 @@ export class NegotiationMachine {
         this.signalingState = 'stable';
         return [{ type: 'sendAnswer', sdp: event.sdp }];
       case 'localDescriptionFailed':
+        if (this.staleLocalResults > 0) { this.staleLocalResults -= 1; this.staleRestartOffer = false; return []; }
         this.makingOffer = false;
         this.answering = false;
         return [];
       case 'remoteDescriptionApplied': {
+        if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
         this.applyingRemote = false;
         this.hasRemoteDescription = true;
         const flushed = this.remoteCandidateBuffer;
@@ -290,7 +308,10 @@ export class NegotiationMachine {
     const origin = parsed != null && !this.localSessionIds.has(parsed.sessionId) ? parsed : null;
     // The peer's connection is new: ours must be too before it takes this description (a stable DTLS identity
     // keeps the fingerprint, and WebRTC redoes DTLS only when it changes).
+    if (origin != null && this.retiredRemoteSessions.includes(origin.sessionId)) return []; // from a replaced connection
     if (origin != null && this.appliedRemoteSession != null && origin.sessionId !== this.appliedRemoteSession) {
+      this.retiredRemoteSessions.push(this.appliedRemoteSession);
+      if (this.retiredRemoteSessions.length > 16) this.retiredRemoteSessions.shift();
       const renewed = this.#renewPeerConnection();
       if (kind === 'offer') return [...renewed, ...this.#remoteDescription('offer', sdp)];
       // It answered the old connection's offer: the new one offers afresh (and never takes this answer).
@@ -342,6 +363,10 @@ export class NegotiationMachine {
   #renewPeerConnection() {
     this.appliedRemoteSession = null;
     this.answerBeforeRenewal = null;
+    this.staleLocalResults += this.makingOffer || this.answering ? 1 : 0;
+    this.staleRemoteResults += this.applyingRemote ? 1 : 0;
+    // A restart offer still being made is made all the same, by the old connection: it counts for the pacing.
+    this.staleRestartOffer = this.staleRestartOffer || (this.makingOffer && this.offerIsRestart);
     this.makingOffer = false;
     this.answering = false;
     this.applyingRemote = false;
