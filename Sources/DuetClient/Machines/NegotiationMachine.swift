@@ -15,7 +15,8 @@ import DuetProtocol
 /// - A description from another peer connection than the one ours has taken descriptions from (the peer reloaded,
 ///   rejoined or restarted: a new session id) renews ours first. WebRTC redoes DTLS only when the fingerprint changes,
 ///   and a browser with a stable DTLS identity (issue 19) keeps its fingerprint across connections: a connection of
-///   ours that already did DTLS with the old one would never answer the new one's handshake.
+///   ours that already did DTLS with the old one would never answer the new one's handshake. Results of work asked of
+///   the old connection that are still in flight are dropped, and a session the peer replaced is stale.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
