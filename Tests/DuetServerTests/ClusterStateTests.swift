@@ -131,12 +131,14 @@ import Testing
             let leaverJoined = try await leaver.join(left)
             try await leaver.send(.leave, rid: left)
             _ = try await stays.roomState { $0.participants.count == 1 }
-            // B hears of both without a restart (within milliseconds: a recovery that beats the news is seated and
-            // then told room_ended; the test waits for the news rather than race it).
-            let onB = try await TestClient.connect(.ws, to: b, roomId: ended)
+            // B hears of both without a restart (within milliseconds). A recovery that beats the news is seated, and
+            // then moved off B or told room_ended, its connection closed: so each attempt has a connection of its own,
+            // and the test waits for the news rather than race it.
             try await waitUntil("B answers ROOM_ENDED to the guest's token") {
-                try await onB.send(.join, rid: ended, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
-                return try await onB.expect(.error, timeout: .milliseconds(500)).payload["code"] == "ROOM_ENDED"
+                let probe = try await TestClient.connect(.ws, to: b, roomId: ended)
+                defer { Task { await probe.close() } }
+                try await probe.send(.join, rid: ended, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+                return try await probe.expect(.error, timeout: .milliseconds(500)).payload["code"] == "ROOM_ENDED"
             }
             try await waitUntil("B refuses the seat that left") {
                 let probe = try await TestClient.connect(.ws, to: b, roomId: left)
@@ -162,7 +164,7 @@ import Testing
             // The one who stayed recovers its seat (on B).
             let staysBack = try await TestClient.connect(.ws, to: b2, roomId: left)
             #expect(try await staysBack.join(left, JoinPayload(reconnectCid: staysJoined.cid, reconnectToken: staysJoined.token)).payload.reconnect == .recovered)
-            for client in [host, guest, stays, leaver, onB, staysBack] { await client.close() }
+            for client in [host, guest, stays, leaver, staysBack] { await client.close() }
         }
     }
 
