@@ -10,6 +10,7 @@ import { watchNetwork } from './network-watch.js';
 import { sessionStore } from './session-store.js';
 import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
 import { SafetyCodeSource, SignedSignaling } from './signed-signaling.js';
+import { SignedMessageOrder } from './signed-message-order.js';
 import { dtlsCertificateWithin } from './dtls-identity.js';
 
 export class DuetCall extends EventTarget {
@@ -22,13 +23,10 @@ export class DuetCall extends EventTarget {
     this.fetchedIceServers = [];
     this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState, keyedLink: linkKey != null });
     // Signs what this page sends and checks what it gets on a keyed link, in order: a message waiting for its
-    // HMAC holds back the ones after it (an ICE candidate never overtakes its offer), both ways.
+    // HMAC holds back the ones after it (an ICE candidate never overtakes its offer), both ways (SignedMessageOrder).
     this.signing = new SignedSignaling(linkKey);
     this.safety = new SafetyCodeSource();
-    this.sendChain = Promise.resolve();
-    this.sendsPending = 0;
-    this.receiveChain = Promise.resolve();
-    this.checksPending = 0;
+    this.order = new SignedMessageOrder(this.signing, () => this.linkGeneration);
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -182,67 +180,9 @@ export class DuetCall extends EventTarget {
       (error) => console.warn('safety code', error));
   }
 
-  // MARK: verified calls: signed out, checked in, each in order
-  queueSend(envelope) {
-    if (!this.signing.needsSigning(envelope) && this.sendsPending === 0) return this.send(envelope);
-    const context = this.signing.context();  // who is who now: the engine may forget it before the HMAC is done
-    const generation = this.linkGeneration;
-    this.sendsPending += 1;
-    // Each step settles on its own: one failure never reaches the messages queued after it.
-    this.sendChain = this.sendChain.then(async () => {
-      try {
-        let signed = envelope;
-        if (this.signing.needsSigning(envelope)) {
-          try {
-            signed = await this.signing.sign(envelope, context);
-          } catch (error) {
-            // Unsigned it would end the call as intercepted at the other side: lost instead, as on a dying link
-            // (the offer timeout and the recovery ladder send it again).
-            console.warn(`a ${envelope.type} could not be signed`, error);
-            return;
-          }
-        }
-        // The link it was written for is gone: lost with it, as a send on a dying socket is.
-        if (generation === this.linkGeneration) this.send(signed);
-      } catch (error) {
-        console.warn('send failed', error);
-      } finally {
-        this.sendsPending -= 1;
-      }
-    });
-  }
-
-  receive(envelope, generation) {
-    if (!this.signing.needsCheck(envelope) && this.checksPending === 0) return this.feed({ type: 'message', envelope });
-    this.checksPending += 1;
-    // Each step settles on its own: one failure never reaches the messages queued after it.
-    this.receiveChain = this.receiveChain.then(async () => {
-      try {
-        // Checked when its turn comes, so who is who reflects every message before it.
-        let verdict = 'pass';
-        if (this.signing.needsCheck(envelope)) {
-          try {
-            verdict = await this.signing.check(envelope);
-          } catch (error) {
-            // A check that could not run proves nothing: dropped, never taken for an interception.
-            console.warn(`a ${envelope.type} could not be checked`, error);
-            return;
-          }
-        }
-        if (generation !== this.linkGeneration) return;
-        if (verdict === 'pass') return this.feed({ type: 'message', envelope });
-        if (verdict === 'rejected') {
-          console.warn(`a ${envelope.type} failed its check against the link's key`);
-          return this.feed({ type: 'descriptionRejected', envelope });
-        }
-        console.warn('a verify_failed nobody with the link\'s key wrote was ignored');
-      } catch (error) {
-        console.warn('message failed', error);
-      } finally {
-        this.checksPending -= 1;
-      }
-    });
-  }
+  // MARK: verified calls: signed out, checked in, each in order (SignedMessageOrder)
+  queueSend(envelope) { this.order.outgoing(envelope, (signed) => this.send(signed)); }
+  receive(envelope, generation) { this.order.incoming(envelope, generation, (input) => this.feed(input)); }
 
   // MARK: signaling
   open(kind) {
@@ -310,7 +250,7 @@ export class DuetCall extends EventTarget {
     const mediaStopped = this.rtcChain;
     this.timers.cancelAll();
     // A goodbye still waiting for its HMAC (verify_failed) goes out before the link closes (bounded).
-    await Promise.race([this.sendChain, new Promise((resolve) => setTimeout(resolve, RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS))]);
+    await Promise.race([this.order.sendsSettled, new Promise((resolve) => setTimeout(resolve, RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS))]);
     const link = this.detach();
     if (link) {
       await link.flush(RESILIENCE.GOODBYE_FLUSH_TIMEOUT_MS);  // leave / end_room must reach the server first
