@@ -165,12 +165,12 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         for continuation in waiting { continuation.resume(throwing: Failure(description: "the peer connection was closed")) }
     }
 
-    public func remoteCertificateDER() async -> [UInt8]? {
-        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return nil }
+    public func remoteCertificatesDER() async -> [[UInt8]] {
+        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return [] }
         defer { duet_peer_release(peer.pointer) }
-        guard let pem = duet_peer_remote_certificate(peer.pointer) else { return nil }
+        guard let pem = duet_peer_remote_certificates(peer.pointer) else { return [] }
         defer { duet_string_free(pem) }
-        return CertificateFingerprint.der(fromPEM: String(cString: pem))
+        return CertificateFingerprint.ders(fromPEM: String(cString: pem))
     }
 
     public func stats() async -> CallStats? {

@@ -727,25 +727,49 @@ void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
 }
 
 // webrtcbin 1.22 does not compare the handshake's certificate with the remote description's a=fingerprint (its DTLS
-// decoder accepts any): the runtime reads it here and compares it itself. One BUNDLE transport: the first
-// transceiver's sender carries it.
-char *duet_peer_remote_certificate(DuetPeer *peer) {
-    if (g_atomic_int_get(&peer->closed)) return NULL;
-    GstWebRTCRTPTransceiver *transceiver = NULL;
-    g_signal_emit_by_name(peer->webrtc, "get-transceiver", 0, &transceiver);
-    if (!transceiver) return NULL;
-    GstWebRTCRTPSender *sender = NULL;
-    g_object_get(transceiver, "sender", &sender, NULL);
-    gst_object_unref(transceiver);
-    if (!sender) return NULL;
-    GstWebRTCDTLSTransport *transport = NULL;
-    g_object_get(sender, "transport", &transport, NULL);
-    gst_object_unref(sender);
-    if (!transport) return NULL;
+// decoder accepts any): the runtime reads them here and compares them itself. Every transceiver's transports are
+// read, not only the first: webrtcbin makes new transceivers for an offer whose m-lines it does not match with its own
+// (an aiortc offer), and the first is then one no handshake ever touches. Each distinct certificate once.
+static void append_remote_certificate(GstWebRTCDTLSTransport *transport, GString *out) {
+    if (!transport) return;
     gchar *pem = NULL;
     g_object_get(transport, "remote-certificate", &pem, NULL);
     gst_object_unref(transport);
-    return pem;
+    if (!pem) return;
+    if (!strstr(out->str, pem)) g_string_append(out, pem);
+    g_free(pem);
+}
+
+char *duet_peer_remote_certificates(DuetPeer *peer) {
+    if (g_atomic_int_get(&peer->closed)) return NULL;
+    GArray *transceivers = NULL;
+    g_signal_emit_by_name(peer->webrtc, "get-transceivers", &transceivers);
+    if (!transceivers) return NULL;
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < transceivers->len; i++) {
+        GstWebRTCRTPTransceiver *transceiver = g_array_index(transceivers, GstWebRTCRTPTransceiver *, i);
+        GstWebRTCRTPSender *sender = NULL;
+        GstWebRTCRTPReceiver *receiver = NULL;
+        g_object_get(transceiver, "sender", &sender, "receiver", &receiver, NULL);
+        GstWebRTCDTLSTransport *transport = NULL;
+        if (sender) {
+            g_object_get(sender, "transport", &transport, NULL);
+            append_remote_certificate(transport, out);
+            gst_object_unref(sender);
+        }
+        if (receiver) {
+            transport = NULL;
+            g_object_get(receiver, "transport", &transport, NULL);
+            append_remote_certificate(transport, out);
+            gst_object_unref(receiver);
+        }
+    }
+    g_array_unref(transceivers);
+    if (out->len == 0) {
+        g_string_free(out, TRUE);
+        return NULL;
+    }
+    return g_string_free(out, FALSE);
 }
 
 void duet_string_free(char *text) { g_free(text); }

@@ -14,6 +14,10 @@ import Testing
     /// Issue 19: a server rewriting fingerprints between Chromium and duet call, each way round: both end as
     /// intercepted (the screen; exit 6 and the event), no media, no retry.
     @Test func interceptedBetweenChromiumAndDuetCall() async throws { try await run("intercepted-duet-call") }
+    /// Issue 19: a server that keeps every signed fingerprint but terminates DTLS itself (aiortc peers), each way
+    /// round: webrtcbin accepts the wrong certificate, duet call's own check of it ends the call as intercepted, and
+    /// the page learns it from duet call's verify_failed.
+    @Test func certificateSwapCaughtByDuetCall() async throws { try await run("certificate-swap-duet-call") }
     @Test func relayOnlyThroughRealCoturn() async throws { try await run("relay") }
     @Test func refreshedTURNCredentialsReachTheLiveSession() async throws { try await run("turn-refresh") }
     @Test func audioOnlyThroughTURNOverTCP() async throws { try await run("relay-tcp-audio-only") }

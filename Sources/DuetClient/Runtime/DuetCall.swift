@@ -68,7 +68,7 @@ public actor DuetCall {
     private var signing: SignedSignaling
     private var safety = SafetyCodeSource()
     /// On a keyed link, the verified remote description whose certificate the DTLS handshake has yet to be held to
-    /// (for engines that do not do it themselves: `WebRtcEngine.remoteCertificateDER`).
+    /// (for engines that do not do it themselves: `WebRtcEngine.remoteCertificatesDER`).
     private var certificateToCheck: (kind: NegotiationMachine.DescriptionKind, sdp: String)?
     /// The code both people can compare (`CallEvent.safetyCode`), nil while unknown.
     public var safetyCode: String? { safety.code }
@@ -478,11 +478,17 @@ public actor DuetCall {
     /// the description honestly but raced its own candidates and certificate in would otherwise sit in the middle
     /// of an engine that accepts any certificate (webrtcbin). A mismatch ends the call as intercepted.
     private func checkCertificate() async {
-        guard let pending = certificateToCheck, let der = await webRtc.remoteCertificateDER(),
-            let current = certificateToCheck, current.sdp == pending.sdp, phase == .inCall
-        else { return }
+        guard let pending = certificateToCheck else { return }
+        let ders = await webRtc.remoteCertificatesDER()
+        guard !ders.isEmpty else {
+            logger.debug("the peer's DTLS certificate cannot be read yet")
+            return
+        }
+        guard let current = certificateToCheck, current.sdp == pending.sdp, phase == .inCall else { return }
         certificateToCheck = nil
-        if CertificateFingerprint.matches(der: der, fingerprints: FingerprintAuth.fingerprints(inSDP: pending.sdp)) {
+        let fingerprints = FingerprintAuth.fingerprints(inSDP: pending.sdp)
+        // Every transport's handshake must have been with a certificate the description names.
+        if ders.allSatisfy({ CertificateFingerprint.matches(der: $0, fingerprints: fingerprints) }) {
             logger.info("the peer's DTLS certificate is the one its verified description names")
         } else {
             logger.warning("the peer's DTLS certificate is not the one its verified description names")
@@ -504,12 +510,16 @@ public actor DuetCall {
         RtcConfiguration(iceServers: fetchedIceServers.isEmpty ? configuration.fallbackIceServers : fetchedIceServers, relayOnly: configuration.relayOnly)
     }
 
-    private func webRtcEvent(_ event: WebRtcEvent) {
+    private func webRtcEvent(_ event: WebRtcEvent) async {
         switch event {
         case .localCandidate(let candidate): feed(.localCandidate(candidate))
         case .gatheringComplete: feed(.gatheringComplete)
         case .iceConnectionState(let state): feed(.iceStateChanged(state))
-        case .connectionState(let state): feed(.connectionStateChanged(state))
+        case .connectionState(let state):
+            feed(.connectionStateChanged(state))
+            // The handshake is done: its certificate is checked now, not at the next stats poll, so a man in the
+            // middle gets as little media as the engine can manage (the poll checks again if it was not ready).
+            if state == .connected { await checkCertificate() }
         case .signalingState(let state): feed(.signalingStateChanged(state))
         }
     }

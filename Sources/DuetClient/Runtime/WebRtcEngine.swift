@@ -21,14 +21,15 @@ public protocol WebRtcEngine: Sendable {
     func close() async
     /// Media statistics of the live connection (nil without one).
     func stats() async -> CallStats?
-    /// The DER of the certificate the other side presented in the DTLS handshake, for an engine that does not itself
-    /// hold it to the remote description's fingerprint (webrtcbin); nil before the handshake, or when the engine
-    /// checks it itself (browsers do).
-    func remoteCertificateDER() async -> [UInt8]?
+    /// The DER of every certificate the other side presented in a DTLS handshake, one per distinct certificate of
+    /// the connection's transports (a BUNDLE call has one), for an engine that does not itself hold them to the remote
+    /// description's fingerprint (webrtcbin); empty before any handshake, or when the engine checks them itself
+    /// (browsers do).
+    func remoteCertificatesDER() async -> [[UInt8]]
 }
 
 extension WebRtcEngine {
-    public func remoteCertificateDER() async -> [UInt8]? { nil }
+    public func remoteCertificatesDER() async -> [[UInt8]] { [] }
 }
 
 /// What an app shows about media: is anything arriving, over which path, how fast.

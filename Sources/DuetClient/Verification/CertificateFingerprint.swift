@@ -31,11 +31,19 @@ public enum CertificateFingerprint {
     }
 
     /// The DER bytes of the first certificate of a PEM text; nil when there is none.
-    public static func der(fromPEM pem: String) -> [UInt8]? {
-        guard let begin = pem.range(of: "-----BEGIN CERTIFICATE-----"),
-            let end = pem.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<pem.endIndex)
-        else { return nil }
-        let body = pem[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
-        return Data(base64Encoded: String(body)).map(Array.init)
+    public static func der(fromPEM pem: String) -> [UInt8]? { ders(fromPEM: pem).first }
+
+    /// The DER bytes of every certificate of a PEM text, in order (the shim gives one per DTLS transport); a block
+    /// that is not base64 is skipped.
+    public static func ders(fromPEM pem: String) -> [[UInt8]] {
+        var found: [[UInt8]] = []
+        var rest = pem[...]
+        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"),
+            let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex) {
+            let body = rest[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
+            if let der = Data(base64Encoded: String(body)) { found.append(Array(der)) }
+            rest = rest[end.upperBound...]
+        }
+        return found
     }
 }

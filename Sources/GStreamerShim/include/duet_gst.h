@@ -74,9 +74,10 @@ void duet_peer_stats(DuetPeer *peer, DuetStats *out);
 void duet_peer_counters(DuetPeer *peer, DuetStats *out);
 /// Decoded video frames + received audio packets so far: two atomic reads, never blocks.
 int64_t duet_peer_inbound(DuetPeer *peer);
-/// The PEM of the certificate the other side presented in the DTLS handshake (NULL before the handshake, or
-/// without a transport); free it with `duet_string_free`. Never blocks on webrtcbin's thread.
-char *duet_peer_remote_certificate(DuetPeer *peer);
+/// The PEMs, one after another, of every distinct certificate the other side presented in a DTLS handshake of any
+/// of the connection's transports (NULL before any handshake); free it with `duet_string_free`. Never blocks on
+/// webrtcbin's thread.
+char *duet_peer_remote_certificates(DuetPeer *peer);
 void duet_string_free(char *text);
 /// Keeps the peer's memory and elements alive past `duet_peer_free` until the matching release.
 void duet_peer_retain(DuetPeer *peer);

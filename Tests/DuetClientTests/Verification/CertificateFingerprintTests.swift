@@ -40,4 +40,19 @@ import Testing
         #expect(!CertificateFingerprint.matches(der: der, fingerprints: expected), "one bit of the certificate changed")
         #expect(CertificateFingerprint.der(fromPEM: "no certificate here") == nil)
     }
+
+    /// The GStreamer shim gives every transport's certificate, one PEM after another: each is read, in order, so
+    /// `DuetCall` can hold all of them to the description (one wrong certificate among right ones is caught).
+    @Test func everyCertificateOfAConcatenatedPEMIsRead() throws {
+        let pem = try Self.fixture("certificate.pem")
+        let der = try #require(CertificateFingerprint.der(fromPEM: pem))
+        var other = der
+        other[other.count / 2] ^= 0x01
+        let otherPEM = "-----BEGIN CERTIFICATE-----\n\(Data(other).base64EncodedString(options: .lineLength64Characters))\n-----END CERTIFICATE-----\n"
+        let both = CertificateFingerprint.ders(fromPEM: pem + otherPEM)
+        #expect(both == [der, other])
+        #expect(CertificateFingerprint.ders(fromPEM: "") == [])
+        let expected = try Self.openSSLFingerprints()
+        #expect(both.map { CertificateFingerprint.matches(der: $0, fingerprints: expected) } == [true, false])
+    }
 }

@@ -18,6 +18,13 @@ Only the host's connection (page A: its `joined` says cid == hostCid) is touched
     cannot restart ICE, and the check only needs the first call up.
 So A does DTLS with M_A and B with M_B; each page's safety code is computed over a certificate of the MITM.
 
+`keep_fingerprints=True` is the attack a keyed link's HMAC cannot see (issue 19): the descriptions each side gets
+name the OTHER side's real certificate, with the other side's genuine `auth` (it covers the room, the two cids and
+the fingerprints, not the ICE credentials or candidates), but their ICE parts are the MITM's, so DTLS is still done
+with M_A and M_B. M_B's offer to B carries A's fingerprint lines and A's `auth`; M_A's answer to A waits for B's
+answer and carries B's fingerprint lines and B's `auth`. An endpoint that holds the handshake's certificate to the
+verified fingerprint (Chromium; duet call's own check) refuses it; webrtcbin alone would not.
+
 Media: whatever M_A receives from A is sent on by M_B and what M_B receives from B by M_A (decoded and encoded
 again by aiortc, through MediaRelay). Each sender's track is a placeholder made before the descriptions (the other
 side's tracks do not exist yet) that forwards the real received track once it arrives (`ForwardTrack`).
@@ -57,6 +64,32 @@ def fingerprints_in_sdp(sdp):
         if len(parts) == 2:
             found.add(f"{parts[0].lower()} {parts[1].strip().upper()}")
     return sorted(found, key=lambda s: s.encode())
+
+
+def fingerprint_lines(sdp):
+    """Every distinct `a=fingerprint:` line of `sdp`, in order."""
+    lines = []
+    for raw in sdp.split("\n"):
+        line = raw.rstrip("\r")
+        if line.startswith("a=fingerprint:") and line not in lines:
+            lines.append(line)
+    return lines
+
+
+def with_fingerprint_lines(sdp, lines):
+    """`sdp` naming another certificate: in each section (session and every m=) that had `a=fingerprint:` lines,
+    `lines` take the place of the first and the others go."""
+    out, placed = [], False
+    for raw in sdp.split("\r\n"):
+        if raw.startswith("m="):
+            placed = False
+        if raw.startswith("a=fingerprint:"):
+            if not placed:
+                out.extend(lines)
+                placed = True
+            continue
+        out.append(raw)
+    return "\r\n".join(out)
 
 
 def xor_mask(data, mask):
@@ -136,8 +169,10 @@ class WsConnection:
 class DtlsMitm:
     """The fixture; `start()` runs it on its own loop in a background thread and returns the port."""
 
-    def __init__(self, upstream_host, upstream_port, listen_host="127.0.0.1", listen_port=0, log=sys.stderr):
+    def __init__(self, upstream_host, upstream_port, listen_host="127.0.0.1", listen_port=0, log=sys.stderr,
+                 keep_fingerprints=False):
         self.upstream = (upstream_host, upstream_port)
+        self.keep_fingerprints = keep_fingerprints
         self.listen = (listen_host, listen_port)
         self.log = log
         # Written on the loop thread only; int and list reads from the test thread are atomic enough.
@@ -148,6 +183,7 @@ class DtlsMitm:
         self.injected = []                # (direction, type) of every envelope made up by the MITM
         self.mitm_fingerprints = {"M_A": [], "M_B": []}
         self.connection_states = {}       # "M_A" / "M_B" → the aiortc peer's last connectionState
+        self.ever_connected = set()       # "M_A" / "M_B" once its DTLS handshake was done (connectionState connected)
         self.errors = []
         self.port = None
         self._server = None
@@ -161,6 +197,7 @@ class DtlsMitm:
         self._relay = None
         self._to_a = self._to_b = None    # kind → ForwardTrack (M_A's / M_B's senders)
         self._started_mitm = False
+        self._b_answer = None             # keep_fingerprints: a future of (B's fingerprint lines, B's auth)
 
     def _note(self, *parts):
         if self.log:
@@ -174,6 +211,7 @@ class DtlsMitm:
         self._relay = MediaRelay()
         self._queues = {"M_A": asyncio.Queue(), "M_B": asyncio.Queue()}
         self._workers = [asyncio.ensure_future(self._work(name)) for name in self._queues]
+        self._b_answer = asyncio.get_running_loop().create_future()
         return self.port
 
     async def close(self):
@@ -328,9 +366,9 @@ class DtlsMitm:
                 self._started_mitm = True
                 self.offers_intercepted += 1
                 self._note("intercepted A's offer")
-                sdp = payload["sdp"]
+                sdp, auth = payload["sdp"], payload.get("auth")
                 self._queues["M_A"].put_nowait(lambda: self._answer_a(conn, sdp))
-                self._queues["M_B"].put_nowait(lambda: self._offer_b(conn))
+                self._queues["M_B"].put_nowait(lambda: self._offer_b(conn, fingerprint_lines(sdp), auth))
                 return False
             if kind == "ice" and "candidate" in payload:
                 self.candidates_intercepted += 1
@@ -343,6 +381,8 @@ class DtlsMitm:
             self.answers_intercepted += 1
             self._note("intercepted B's answer")
             sdp = payload["sdp"]
+            if not self._b_answer.done():
+                self._b_answer.set_result((fingerprint_lines(sdp), payload.get("auth")))
             self._queues["M_B"].put_nowait(lambda: self._answer_b(sdp))
             return False
         if kind == "ice" and "candidate" in payload:
@@ -374,6 +414,8 @@ class DtlsMitm:
         @pc.on("connectionstatechange")
         def _state():
             self.connection_states[name] = pc.connectionState
+            if pc.connectionState == "connected":
+                self.ever_connected.add(name)
             self._note(f"{name} connection {pc.connectionState}")
 
         return pc
@@ -396,17 +438,26 @@ class DtlsMitm:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
         for kind in ("audio", "video"):
             pc.addTrack(self._to_a[kind])  # takes the transceiver the offer made for that kind
+        if self.keep_fingerprints:
+            # M_A answers `a=setup:passive` and is the DTLS server: a webrtcbin server offers only RSA suites and
+            # aiortc's client only ECDHE-ECDSA ones ("no shared cipher"), while webrtcbin as client takes aiortc's.
+            for transceiver in pc.getTransceivers():
+                transceiver.receiver.transport._set_role("server")
         answer = await pc.createAnswer()
         await pc.setLocalDescription(answer)  # waits for ICE gathering: the answer holds the candidates
         local = pc.localDescription.sdp
         self.mitm_fingerprints["M_A"] = fingerprints_in_sdp(local)
+        payload = {"sdp": local, "from": conn.peer_cid}
+        if self.keep_fingerprints:
+            # A gets M_A's ICE with B's certificate named and B's own auth over it: the HMAC holds.
+            lines, auth = await asyncio.wait_for(self._b_answer, 30)
+            payload = {"sdp": with_fingerprint_lines(local, lines), "auth": auth, "from": conn.peer_cid}
         conn.inject("to_client", {"v": 1, "type": "answer", "rid": conn.rid, "cid": conn.cid,
-                                  "ts": int(time.time() * 1000), "epoch": conn.epoch,
-                                  "payload": {"sdp": local, "from": conn.peer_cid}})
+                                  "ts": int(time.time() * 1000), "epoch": conn.epoch, "payload": payload})
         self.injected.append(("to_client", "answer"))
         self._note(f"injected M_A's answer to A as from {conn.peer_cid} (epoch {conn.epoch})")
 
-    async def _offer_b(self, conn):
+    async def _offer_b(self, conn, a_lines, a_auth):
         self._tracks()
         pc = self._peer("M_B")
 
@@ -422,7 +473,11 @@ class DtlsMitm:
         await pc.setLocalDescription(offer)
         local = pc.localDescription.sdp
         self.mitm_fingerprints["M_B"] = fingerprints_in_sdp(local)
-        conn.inject("to_server", {"v": 1, "type": "offer", "rid": conn.rid, "payload": {"sdp": local}})
+        payload = {"sdp": local}
+        if self.keep_fingerprints:
+            # B gets M_B's ICE with A's certificate named and A's own auth over it: the HMAC holds.
+            payload = {"sdp": with_fingerprint_lines(local, a_lines), "auth": a_auth}
+        conn.inject("to_server", {"v": 1, "type": "offer", "rid": conn.rid, "payload": payload})
         self.injected.append(("to_server", "offer"))
         self._note("injected M_B's offer as A's")
 

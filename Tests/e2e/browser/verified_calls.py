@@ -11,7 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scenarios import (  # noqa: E402
-    Server, expect, in_call, log, media_flows, open_call, watch, with_query)
+    Server, expect, in_call, log, media_flows, open_call, shot, watch, with_query)
 from tampering_proxy import TamperingProxy  # noqa: E402
 
 KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -178,6 +178,7 @@ def scenario_verified(browser):
         media_flows(b, what="B receives A's media")
         media_flows(a, what="A receives B's media")
         expect(proxy.tampered_count == 0, "the honest relay changed nothing")
+        shot(a, "verified-call")
         log("verified", {"safety code": codes[0]})
     finally:
         proxy.stop()
@@ -209,6 +210,8 @@ def scenario_intercepted(browser):
         a.navigate(a.evaluate("location.href"))
         a.wait_for("window.duet && duet.page === 'call' && duet.screen === 'intercepted'", 10, message="a reload shows the screen again")
         expect(a.evaluate("duet.phase") == "idle", "the reloaded page did not rejoin")
+        shot(b, "intercepted")
+        shot(b, "intercepted-phone", 390, 844)
         log("intercepted", {"fingerprints rewritten": proxy.tampered_count})
     finally:
         proxy.stop()

@@ -267,6 +267,50 @@ def scenario_intercepted_duet_call(browser):
         server.stop()
 
 
+def scenario_certificate_swap_duet_call(browser):
+    """The attack the HMAC cannot see, between Chromium and duet call on a keyed link, each way round: a server that
+    leaves every signed fingerprint and `auth` alone but answers each side's ICE with an aiortc peer of its own
+    (Tests/e2e/browser/dtls_mitm.py, keep_fingerprints). webrtcbin completes that DTLS handshake with a certificate
+    the verified description does not name; duet call's own check of the handshake's certificate ends the call as
+    intercepted (exit 6), and the page, told by a `verify_failed` only duet call could sign, shows the interception
+    screen. Without duet call's check the handshake would stand (the MITM's peer facing it says connected)."""
+    from dtls_mitm import DtlsMitm  # aiortc only where it is needed
+    from mitm_call import loopback_for_aiortc
+    loopback_for_aiortc()
+    server = Server()
+    peers, mitms = [], []
+    try:
+        for chromium_hosts in (True, False):
+            mitm = DtlsMitm("127.0.0.1", server.port, keep_fingerprints=True)
+            mitms.append(mitm)
+            url = f"http://127.0.0.1:{mitm.start()}/"
+            page, peer = join_in_order(browser, keyed_link(url, server.new_room()), chromium_hosts)
+            peers.append(peer)
+            who = "Chromium hosts" if chromium_hosts else "duet call hosts"
+            facing_duet_call = "M_B" if chromium_hosts else "M_A"  # the MITM's peer that duet call does DTLS with
+            peer.wait(lambda p: p.proc.poll() is not None, 30, f"{who}: duet call ends the call")
+            expect(peer.proc.returncode == 6, f"{who}: duet call exits 6 (intercepted), got {peer.proc.returncode}")
+            v = verification_of(peer)
+            expect(v is not None and v["value"] == "intercepted", f"{who}: duet call's event says intercepted: {v}")
+            expect("the peer's DTLS certificate is not the one its verified description names" in peer.log_text(),
+                   f"{who}: duet call caught it by the handshake's certificate (not by the HMAC)")
+            expect(facing_duet_call in mitm.ever_connected,
+                   f"{who}: webrtcbin finished DTLS with the MITM's peer ({mitm.ever_connected}): the attack was real")
+            expect(mitm.offers_intercepted == 1 and mitm.answers_intercepted >= 1 and not mitm.errors,
+                   f"{who}: the MITM took both descriptions: offers {mitm.offers_intercepted}, answers "
+                   f"{mitm.answers_intercepted}, errors {mitm.errors}")
+            page.wait_for("duet.verification === 'intercepted' && duet.screen === 'intercepted' && duet.phase === 'idle'", 20,
+                          message=f"{who}: Chromium shows the interception screen (duet call's verify_failed)")
+            log(who, {"MITM peers connected": sorted(mitm.ever_connected), "injected": mitm.injected})
+            page.close()
+    finally:
+        for peer in peers:
+            peer.stop()
+        for mitm in mitms:
+            mitm.stop()
+        server.stop()
+
+
 def scenario_peer_to_peer(_browser):
     """duet call ↔ duet call; the second leaves after --duration, the first is told and waits."""
     server = Server()
