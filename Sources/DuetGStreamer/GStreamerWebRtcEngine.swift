@@ -165,6 +165,9 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         for continuation in waiting { continuation.resume(throwing: Failure(description: "the peer connection was closed")) }
     }
 
+    /// webrtcbin 1.22's DTLS decoder accepts any certificate: `DuetCall` checks it (`remoteCertificatesDER`).
+    public var checksRemoteCertificates: Bool { false }
+
     public func remoteCertificatesDER() async -> [[UInt8]] {
         guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return [] }
         defer { duet_peer_release(peer.pointer) }

@@ -450,4 +450,26 @@ import Testing
         let made = host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o2", session: "H", version: 3))) }
         #expect(made == [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))])
     }
+
+    @Test("a remote description WebRTC refused holds nothing back: a refused answer runs the offer timeout again; a refusal the renewed connection owed is its own")
+    func aRefusedRemoteDescriptionHoldsNothingBack() {
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o1", session: "H", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("a1", session: "G1", version: 2), epoch: 1)) }
+        #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) } == [.timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))])
+        let next = described("a2", session: "G1", version: 3)
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: next)),
+                "the next answer is applied: nothing is stuck applying")
+        // An offer being applied when the renewal came, refused by the old connection: the new one's result still counts.
+        var applying = side(host: false)
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        applying.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
+        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "S2", version: 2), epoch: 1)) }
+        #expect(applying.machine.staleRemoteResults == 1)
+        #expect(applying.send { $0.handle(.remoteDescriptionFailed(.offer)) }.isEmpty, "the old one's refusal")
+        #expect(applying.machine.staleRemoteResults == 0)
+        #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one's offer, answered")
+    }
 }

@@ -475,6 +475,21 @@ test('verified calls: a keyed link verifies applied descriptions, ends as interc
   assert.deepEqual(engine.handle({ type: 'descriptionRejected', envelope: { v: 1, type: 'answer', rid, epoch: 2, payload: { sdp: 'old' } } }), []);
   assert.equal(engine.phase, 'inCall');
 
+  // A certificate mismatch (duet call's runtime) is about an applied description: it ends the call even while our
+  // offer waits in the outbox, when a rejected answer would be dropped; without a key it changes nothing.
+  engine = guestInCall({ keyedLink: true });
+  engine.handle({ type: 'timerFired', timer: 'nonHostFallback' });
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'v=0 kept offer' });
+  assert.deepEqual(engine.queuedRelayTypes, ['offer']);
+  const mismatch = engine.handle({ type: 'certificateMismatch' });
+  assert.deepEqual(emitted(mismatch, 'verification'), [{ type: 'verification', value: 'intercepted' }]);
+  assert.ok(mismatch.some((o) => o.type === 'httpLeave'));
+  assert.equal(engine.phase, 'ending');
+  engine = guestInCall();
+  assert.deepEqual(engine.handle({ type: 'certificateMismatch' }), []);
+  assert.equal(engine.phase, 'inCall');
+
   // The peer's (proven) verify_failed: leave without answering; an earlier peer session's is ignored.
   engine = guestInCall({ keyedLink: true });
   const told = engine.handle(message('verify_failed', { auth: 'proven', from: 'C-h' }, { rid, epoch: 2 }));

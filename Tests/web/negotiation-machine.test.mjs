@@ -417,3 +417,25 @@ test('results of the renewed connection\'s work still in flight are dropped; a r
   assert.deepEqual(host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o2', 3, 'H') }),
     [{ type: 'timer', command: { type: 'schedule', timer: 'iceRestartCooldown', afterMs: RESILIENCE.ICE_RESTART_COOLDOWN_MS } }]);
 });
+
+test('a remote description WebRTC refused holds nothing back: a refused answer runs the offer timeout again; a refusal the renewed connection owed is its own', () => {
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('o1', 2, 'H') });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('a1', 2, 'G1'), epoch: 1 });
+  assert.deepEqual(host.send({ type: 'remoteDescriptionFailed', kind: 'answer' }),
+    [{ type: 'timer', command: { type: 'schedule', timer: 'offerTimeout', afterMs: RESILIENCE.OFFER_TIMEOUT_MS } }]);
+  const next = described('a2', 3, 'G1');
+  assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: next, epoch: 1 }), 'answer', next),
+    'the next answer is applied: nothing is stuck applying');
+  // An offer being applied when the renewal came, refused by the old connection: the new one's result still counts.
+  const applying = side(false);
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  applying.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 });
+  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 2, 'S2'), epoch: 1 });
+  assert.equal(applying.machine.staleRemoteResults, 1);
+  assert.deepEqual(applying.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), [], 'the old one\'s refusal');
+  assert.equal(applying.machine.staleRemoteResults, 0);
+  assert.deepEqual(applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [{ type: 'createAnswer' }], 'the new one\'s offer, answered');
+});

@@ -52,10 +52,12 @@ extension CallEngine.Input {
         case .transportClosed(let reason): return ["type": "transportClosed", "reason": .string("\(reason)")]
         case .message(let envelope): return ["type": "message", "envelope": envelope.traceForm]
         case .descriptionRejected(let envelope): return ["type": "descriptionRejected", "envelope": envelope.traceForm]
+        case .certificateMismatch: return ["type": "certificateMismatch"]
         case .localDescriptionReady(let kind, let sdp):
             return ["type": "localDescriptionReady", "kind": .string("\(kind)"), "sdp": .string(sdp)]
         case .localDescriptionFailed: return ["type": "localDescriptionFailed"]
         case .remoteDescriptionApplied(let kind): return ["type": "remoteDescriptionApplied", "kind": .string("\(kind)")]
+        case .remoteDescriptionFailed(let kind): return ["type": "remoteDescriptionFailed", "kind": .string("\(kind)")]
         case .localCandidate(let candidate): return ["type": "localCandidate", "candidate": candidate.traceForm]
         case .gatheringComplete: return ["type": "gatheringComplete"]
         case .iceStateChanged(let state): return ["type": "iceStateChanged", "state": .string("\(state)")]

@@ -47,10 +47,16 @@ public struct CallEngine: Sendable {
         case message(Envelope)
         /// On a keyed link: an offer or answer whose `auth` is missing or wrong (the runtime checked it).
         case descriptionRejected(Envelope)
+        /// On a keyed link: the DTLS handshake presented a certificate the verified remote description does not name
+        /// (the runtime of an engine that does not check it itself, webrtcbin, compared them). The description was
+        /// applied, so nothing about it is stale: the call always ends as intercepted.
+        case certificateMismatch
         // WebRTC engine
         case localDescriptionReady(NegotiationMachine.DescriptionKind, sdp: String)
         case localDescriptionFailed
         case remoteDescriptionApplied(NegotiationMachine.DescriptionKind)
+        /// WebRTC refused the remote description (`setRemoteDescription` threw).
+        case remoteDescriptionFailed(NegotiationMachine.DescriptionKind)
         case localCandidate(IceCandidate)
         case gatheringComplete
         case iceStateChanged(NegotiationMachine.IceState)
@@ -166,6 +172,9 @@ public struct CallEngine: Sendable {
         case .transportClosed(let reason): return linkEvent(.closed(reason))
         case .message(let envelope): return message(envelope)
         case .descriptionRejected(let envelope): return descriptionRejected(envelope)
+        case .certificateMismatch:
+            guard options.keyedLink, phase.phase == .waiting || phase.phase == .inCall else { return [] }
+            return phaseEvent(.intercepted(tellPeer: true))
         // A result of a connection renewed since: the negotiation machine drops it, and nothing else may see it.
         case .localDescriptionReady(let kind, let sdp) where negotiation.staleLocalResults > 0:
             return negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
@@ -184,6 +193,7 @@ public struct CallEngine: Sendable {
             // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
             if kind == .answer { out += statusEvent(.ice(Self.health(negotiation.iceState))) }
             return out
+        case .remoteDescriptionFailed(let kind): return negotiationEvent(.remoteDescriptionFailed(kind))
         case .localCandidate(let candidate): return trickleEvent(.localCandidate(candidate))
         case .gatheringComplete: return trickleEvent(.gatheringComplete)
         case .iceStateChanged(let state):
@@ -671,7 +681,7 @@ public struct CallEngine: Sendable {
 extension CallEngine.Input {
     var isFromWebRtc: Bool {
         switch self {
-        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .localCandidate, .gatheringComplete,
+        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .localCandidate, .gatheringComplete,
             .iceStateChanged, .connectionStateChanged, .signalingStateChanged:
             true
         default:

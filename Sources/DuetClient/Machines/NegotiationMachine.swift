@@ -42,6 +42,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         case localDescriptionFailed
         /// The engine applied a remote description.
         case remoteDescriptionApplied(DescriptionKind)
+        /// The engine refused to apply a remote description (its state is unchanged).
+        case remoteDescriptionFailed(DescriptionKind)
         case signalingStateChanged(SignalingState)
         case iceStateChanged(IceState)
         case networkOnline
@@ -159,9 +161,16 @@ public struct NegotiationMachine: Sendable, Equatable {
             staleLocalResults -= 1
             staleRestartOffer = false
             return []
-        case .remoteDescriptionApplied where staleRemoteResults > 0:
+        case .remoteDescriptionApplied where staleRemoteResults > 0, .remoteDescriptionFailed where staleRemoteResults > 0:
             staleRemoteResults -= 1
             return []
+        case .remoteDescriptionFailed(let kind):
+            // Nothing is being applied any more (left set, it would hold back every offer, answer and restart). An
+            // answer refused leaves our offer unanswered: its timeout, cancelled when the answer came, runs again so
+            // the ladder (resend, restart) goes on. A refused offer: the peer's own offer timeout sends it again.
+            applyingRemote = false
+            guard kind == .answer, signalingState == .haveLocalOffer else { return [] }
+            return [.timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
         case .localDescriptionReady(.offer, let sdp):
             noteLocalSession(sdp)
             makingOffer = false

@@ -67,12 +67,17 @@ public actor DuetCall {
     /// Signs what we send and checks what we get on a keyed link (the engine only learns the verdicts).
     private var signing: SignedSignaling
     private var safety = SafetyCodeSource()
-    /// On a keyed link, the verified remote description whose certificate the DTLS handshake has yet to be held to
-    /// (for engines that do not do it themselves: `WebRtcEngine.remoteCertificatesDER`).
+    /// For engines that do not refuse a wrong DTLS certificate themselves (`WebRtcEngine.checksRemoteCertificates`):
+    /// the applied remote description whose certificate the handshake has yet to be held to
+    /// (`WebRtcEngine.remoteCertificatesDER`), on every link.
     private var certificateToCheck: (kind: NegotiationMachine.DescriptionKind, sdp: String)?
+    /// The engine said `verified` while `certificateToCheck` was pending: said once the handshake matches.
+    private var verifiedHeld = false
     /// The code both people can compare (`CallEvent.safetyCode`), nil while unknown.
     public var safetyCode: String? { safety.code }
-    public var verification: Verification { engine.verification }
+    /// What the app has been told (`CallEvent.verification`): the engine's verdict, but `verified` only once the
+    /// handshake's certificate has been checked where the engine does not check it.
+    public private(set) var verification = Verification.unverified
     /// Milliseconds on the injected clock since this call object was made: the stats polls' monotonic time.
     private let elapsedMs: @Sendable () -> Double
 
@@ -231,6 +236,16 @@ public actor DuetCall {
     private func emit(_ event: CallEvent) {
         var qualityOutput: QualityTracker.Output?
         switch event {
+        case .verification(let value):
+            // Not before the handshake is checked: a server that relayed the signed description honestly but led ICE
+            // to itself would otherwise be shown as a verified call until the check caught it.
+            if value == .verified, certificateToCheck != nil {
+                verifiedHeld = true
+                return
+            }
+            verifiedHeld = false
+            guard value != verification else { return }  // still what the app was told (a held `verified` undone)
+            verification = value
         case .phase(let value):
             phase = value
             if value == .joining { acceptingWebRtcCommands = true }
@@ -430,6 +445,7 @@ public actor DuetCall {
                 hasPeerConnection = true
             case .renewPeerConnection:
                 noteSafety(.connectionGone)
+                certificateToCheck = nil  // the new connection's handshake is held to the next remote description
                 await webRtc.close()
                 try await webRtc.ensurePeerConnection(rtcConfiguration())
                 hasPeerConnection = true
@@ -443,8 +459,12 @@ public actor DuetCall {
                 feed(.localDescriptionReady(.answer, sdp: sdp))
             case .setRemoteDescription(let kind, let sdp):
                 try await webRtc.setRemoteDescription(kind, sdp: sdp)
-                noteSafety(.remoteDescriptionApplied(sdp: sdp))
-                if configuration.linkKey != nil { certificateToCheck = (kind, sdp) }
+                if webRtc.checksRemoteCertificates {
+                    noteSafety(.remoteDescriptionApplied(sdp: sdp))
+                } else {
+                    // Its fingerprints count (the code, `verified`) once the handshake is known to match them.
+                    certificateToCheck = (kind, sdp)
+                }
                 feed(.remoteDescriptionApplied(kind))
             case .rollback:
                 try await webRtc.rollback()
@@ -461,6 +481,7 @@ public actor DuetCall {
             logger.warning("WebRTC command failed", metadata: ["command": "\(command)", "error": "\(error)"])
             if case .createOffer = command { feed(.localDescriptionFailed) }
             if case .createAnswer = command { feed(.localDescriptionFailed) }
+            if case .setRemoteDescription(let kind, _) = command { feed(.remoteDescriptionFailed(kind)) }
         }
     }
 
@@ -474,9 +495,11 @@ public actor DuetCall {
         if let output = quality.handle(.polled(atMs: elapsedMs(), sample: stats?.quality)) { emitQuality(output) }
     }
 
-    /// The DTLS handshake must have been with the certificate the verified description names: a server that relayed
+    /// The DTLS handshake must have been with the certificate the applied description names: a server that relayed
     /// the description honestly but raced its own candidates and certificate in would otherwise sit in the middle
-    /// of an engine that accepts any certificate (webrtcbin). A mismatch ends the call as intercepted.
+    /// of an engine that accepts any certificate (webrtcbin). On a keyed link a mismatch ends the call as
+    /// intercepted; without a key the safety code is made over the certificate the handshake presented, so the two
+    /// people read different codes. Only a match lets the description's fingerprints count and `verified` be said.
     private func checkCertificate() async {
         guard let pending = certificateToCheck else { return }
         let ders = await webRtc.remoteCertificatesDER()
@@ -487,12 +510,21 @@ public actor DuetCall {
         guard let current = certificateToCheck, current.sdp == pending.sdp, phase == .inCall else { return }
         certificateToCheck = nil
         let fingerprints = FingerprintAuth.fingerprints(inSDP: pending.sdp)
+        let keyed = configuration.linkKey != nil
         // Every transport's handshake must have been with a certificate the description names.
         if ders.allSatisfy({ CertificateFingerprint.matches(der: $0, fingerprints: fingerprints) }) {
-            logger.info("the peer's DTLS certificate is the one its verified description names")
-        } else {
+            logger.info(keyed ? "the peer's DTLS certificate is the one its verified description names" : "the peer's DTLS certificate is the one its description names")
+            noteSafety(.remoteDescriptionApplied(sdp: pending.sdp))
+            if verifiedHeld, engine.verification == .verified { emit(.verification(.verified)) }
+        } else if keyed {
             logger.warning("the peer's DTLS certificate is not the one its verified description names")
-            feed(.descriptionRejected(Envelope(pending.kind == .offer ? .offer : .answer, rid: engine.roomId, payload: ["sdp": .string(pending.sdp)])))
+            feed(.certificateMismatch)
+        } else {
+            logger.warning("the peer's DTLS certificate is not the one its description names: someone may be in the middle, and the safety code will not match the other side's")
+            let algorithms = Set(fingerprints.compactMap { $0.split(separator: " ").first.map(String.init) })
+            let presented = ders.flatMap { der in algorithms.compactMap { CertificateFingerprint.fingerprint(of: der, algorithm: $0) } }
+            // No algorithm we can compute: the presented certificate's SHA-256 still differs from anything named.
+            noteSafety(.handshakeCertificate(fingerprints: presented.isEmpty ? ders.compactMap { CertificateFingerprint.fingerprint(of: $0, algorithm: "sha-256") } : presented))
         }
     }
 

@@ -26,10 +26,16 @@ public protocol WebRtcEngine: Sendable {
     /// description's fingerprint (webrtcbin); empty before any handshake, or when the engine checks them itself
     /// (browsers do).
     func remoteCertificatesDER() async -> [[UInt8]]
+    /// Whether the engine itself refuses a DTLS handshake whose certificate the remote description does not name
+    /// (browsers do). When it does not (webrtcbin), `DuetCall` holds the handshake to it through
+    /// `remoteCertificatesDER`: nothing is shown as verified, and the safety code does not count the peer's
+    /// fingerprints, until that check has passed.
+    var checksRemoteCertificates: Bool { get }
 }
 
 extension WebRtcEngine {
     public func remoteCertificatesDER() async -> [[UInt8]] { [] }
+    public var checksRemoteCertificates: Bool { true }
 }
 
 /// What an app shows about media: is anything arriving, over which path, how fast.

@@ -14,6 +14,11 @@ public struct SafetyCodeSource: Sendable, Equatable {
         case room(String)
         case localDescription(sdp: String)
         case remoteDescriptionApplied(sdp: String)
+        /// The fingerprints of the certificate the DTLS handshake actually presented, when it is not the one the
+        /// remote description names (found by a runtime whose engine does not refuse that itself, webrtcbin): the
+        /// code is then over what DTLS did, so a man in the middle shows as different codes even without a key.
+        /// Browsers refuse such a handshake, so the browser's twin never needs it.
+        case handshakeCertificate(fingerprints: [String])
         /// The peer left (or a new one came): its fingerprints are no longer the ones on the other end.
         case peerGone
         /// Our peer connection closed or was renewed (a new one brings its own certificate): nothing is known until
@@ -27,6 +32,8 @@ public struct SafetyCodeSource: Sendable, Equatable {
         case .room(let id): roomId = id
         case .localDescription(let sdp): local = FingerprintAuth.fingerprints(inSDP: sdp)
         case .remoteDescriptionApplied(let sdp): remote = FingerprintAuth.fingerprints(inSDP: sdp)
+        case .handshakeCertificate(let fingerprints):
+            remote = Array(Set(fingerprints)).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         case .peerGone: remote = []
         case .connectionGone:
             local = []

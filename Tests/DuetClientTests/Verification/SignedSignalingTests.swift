@@ -85,6 +85,22 @@ import Testing
         #expect(carol.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .rejected)
     }
 
+    /// duet call, on a link without a key, found the handshake's certificate is not the described one: the code is
+    /// then over that certificate, so it differs from the code the other side computes over the descriptions.
+    @Test func aHandshakeCertificateOtherThanTheDescribedOneChangesTheCode() throws {
+        let vectors = try VerificationVectorTests.vectors()
+        var source = SafetyCodeSource()
+        _ = source.handle(.room(vectors.safetyCode.rid))
+        _ = source.handle(.localDescription(sdp: vectors.auth[0].sdp))
+        let described = FingerprintAuth.fingerprints(inSDP: vectors.auth[1].sdp)
+        // The described certificate itself (in any order, repeated) is the code the descriptions give.
+        #expect(source.handle(.handshakeCertificate(fingerprints: described.reversed() + described)) == .some(vectors.safetyCode.code))
+        let presented = try #require(CertificateFingerprint.der(fromPEM: try CertificateFingerprintTests.fixture("certificate.pem")))
+        let other = try #require(CertificateFingerprint.fingerprint(of: presented, algorithm: "sha-256"))
+        let changed = source.handle(.handshakeCertificate(fingerprints: [other]))
+        #expect(changed != .none && changed != .some(vectors.safetyCode.code) && changed != .some(nil))
+    }
+
     @Test func aClosedOrRenewedConnectionForgetsTheCode() throws {
         let vectors = try VerificationVectorTests.vectors()
         var source = SafetyCodeSource()

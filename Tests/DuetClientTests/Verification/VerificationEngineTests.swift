@@ -110,6 +110,25 @@ import Testing
         #expect(engine.phase.phase == .inCall)
     }
 
+    /// duet call's runtime holds the DTLS handshake's certificate to the applied description (webrtcbin does not): a
+    /// mismatch is about a description already applied, so none of the rules that drop a stale rejection applies —
+    /// not even while our offer waits in the outbox for signaling to come back, when a rejected answer is dropped.
+    @Test func aCertificateMismatchAlwaysEndsTheCallOnAKeyedLink() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.timerFired(.nonHostFallback))
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: "v=0 kept offer"))
+        #expect(engine.queuedRelayTypes == ["offer"])
+        let out = engine.handle(.certificateMismatch)
+        #expect(out.contains(.emit(.verification(.intercepted))))
+        #expect(out.contains { if case .httpLeave = $0 { true } else { false } }, "signaling is down: the seat is given up over HTTP")
+        #expect(engine.phase.phase == .ending)
+        // Without a key there is nothing verified to contradict: the runtime shows it in the safety code instead.
+        var plain = try guestInCall(keyed: false)
+        #expect(plain.handle(.certificateMismatch).isEmpty)
+        #expect(plain.phase.phase == .inCall)
+    }
+
     @Test func aVerifyFailedFromThePeerEndsTheCallWithoutAnswering() throws {
         var engine = try guestInCall()
         let out = engine.handle(.message(Envelope(.verifyFailed, rid: rid, epoch: 2, payload: ["auth": "proven", "from": "C-h"])))

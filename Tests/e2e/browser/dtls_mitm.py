@@ -451,7 +451,9 @@ class DtlsMitm:
         if self.keep_fingerprints:
             # A gets M_A's ICE with B's certificate named and B's own auth over it: the HMAC holds.
             lines, auth = await asyncio.wait_for(self._b_answer, 30)
-            payload = {"sdp": with_fingerprint_lines(local, lines), "auth": auth, "from": conn.peer_cid}
+            payload = {"sdp": with_fingerprint_lines(local, lines), "from": conn.peer_cid}
+            if auth is not None:  # an unkeyed link has none to copy
+                payload["auth"] = auth
         conn.inject("to_client", {"v": 1, "type": "answer", "rid": conn.rid, "cid": conn.cid,
                                   "ts": int(time.time() * 1000), "epoch": conn.epoch, "payload": payload})
         self.injected.append(("to_client", "answer"))
@@ -476,7 +478,9 @@ class DtlsMitm:
         payload = {"sdp": local}
         if self.keep_fingerprints:
             # B gets M_B's ICE with A's certificate named and A's own auth over it: the HMAC holds.
-            payload = {"sdp": with_fingerprint_lines(local, a_lines), "auth": a_auth}
+            payload = {"sdp": with_fingerprint_lines(local, a_lines)}
+            if a_auth is not None:
+                payload["auth"] = a_auth
         conn.inject("to_server", {"v": 1, "type": "offer", "rid": conn.rid, "payload": payload})
         self.injected.append(("to_server", "offer"))
         self._note("injected M_B's offer as A's")

@@ -151,6 +151,15 @@ def scenario_chromium(browser):
         log("chromium stats", s)
         m = peer.wait_media(what="duet call decodes Chromium's video and its audio, above silence")
         log("duet-call media", m)
+        # Unkeyed, duet call still holds the handshake to the description (webrtcbin does not), and its code, made
+        # only once that matched, is the page's.
+        peer.wait(lambda p: "the peer's DTLS certificate is the one its description names" in p.log_text(), 10,
+                  "duet call checked Chromium's DTLS certificate on a link without a key")
+        page.wait_for("duet.verification === 'unverified' && /^[0-9]{6}$/.test(duet.safetyCode ?? '')", 10,
+                      message="Chromium: not verified, with a code")
+        peer.wait(lambda p: (verification_of(p) or {}).get("safetyCode") == page.evaluate("duet.safetyCode"), 10,
+                  "duet call shows the page's safety code")
+        expect(verification_of(peer)["value"] == "unverified", f"duet call is not verified: {verification_of(peer)}")
         log("duet-call quality", wait_quality(peer, "duet call rates the call's quality while Chromium's media flows"))
         expect(peer.value("phase") == "InCall" and peer.value("transport") == "ws", f"duet call state: {peer.snapshot()[-3:]}")
         # Mute, verified from the other side: what duet call decodes falls to silence (still decoded: a muted
@@ -292,6 +301,8 @@ def scenario_certificate_swap_duet_call(browser):
             expect(peer.proc.returncode == 6, f"{who}: duet call exits 6 (intercepted), got {peer.proc.returncode}")
             v = verification_of(peer)
             expect(v is not None and v["value"] == "intercepted", f"{who}: duet call's event says intercepted: {v}")
+            said = [e["value"] for e in peer.snapshot() if e.get("event") == "verification"]
+            expect("verified" not in said, f"{who}: duet call never said verified while the MITM held the handshake: {said}")
             expect("the peer's DTLS certificate is not the one its verified description names" in peer.log_text(),
                    f"{who}: duet call caught it by the handshake's certificate (not by the HMAC)")
             expect(facing_duet_call in mitm.ever_connected,
@@ -303,6 +314,25 @@ def scenario_certificate_swap_duet_call(browser):
                           message=f"{who}: Chromium shows the interception screen (duet call's verify_failed)")
             log(who, {"MITM peers connected": sorted(mitm.ever_connected), "injected": mitm.injected})
             page.close()
+        # Without a key nothing can end the call, but the safety codes must still tell: duet call's is made over the
+        # certificate its handshake presented (the MITM's), the page's over the descriptions (which name duet
+        # call's real certificate), so the two people read different codes.
+        mitm = DtlsMitm("127.0.0.1", server.port, keep_fingerprints=True)
+        mitms.append(mitm)
+        url = f"http://127.0.0.1:{mitm.start()}/"
+        page, peer = join_in_order(browser, f"{url}call/{server.new_room()}", True)
+        peers.append(peer)
+        peer.wait(lambda p: "the peer's DTLS certificate is not the one its description names" in p.log_text(), 30,
+                  "unkeyed: duet call finds the handshake's certificate is not the described one")
+        expect("M_B" in mitm.ever_connected, f"unkeyed: webrtcbin finished DTLS with the MITM ({mitm.ever_connected})")
+        page.wait_for("/^[0-9]{6}$/.test(duet.safetyCode ?? '')", 10, message="unkeyed: the page shows a code")
+        peer.wait(lambda p: (verification_of(p) or {}).get("safetyCode") is not None, 10, "unkeyed: duet call shows a code")
+        codes = (page.evaluate("duet.safetyCode"), verification_of(peer)["safetyCode"])
+        expect(codes[0] != codes[1], f"unkeyed: the page's and duet call's codes differ: {codes}")
+        expect(peer.proc.poll() is None and verification_of(peer)["value"] == "unverified",
+               f"unkeyed: duet call stays in the call, not verified ({verification_of(peer)}, exit {peer.proc.poll()})")
+        log("unkeyed", {"codes": codes, "MITM peers connected": sorted(mitm.ever_connected)})
+        page.close()
     finally:
         for peer in peers:
             peer.stop()

@@ -40,7 +40,7 @@ const SIGNALING_STATES = Object.freeze({
 const ICE_STATES = new Set(['new', 'checking', 'connected', 'completed', 'disconnected', 'failed', 'closed']);
 
 const WEBRTC_INPUTS = new Set([
-  'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'localCandidate',
+  'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'remoteDescriptionFailed', 'localCandidate',
   'gatheringComplete', 'iceStateChanged', 'connectionStateChanged', 'signalingStateChanged',
 ]);
 
@@ -269,6 +269,11 @@ export class CallEngine {
       case 'transportClosed': return this.#linkEvent({ type: 'closed', reason: input.reason });
       case 'message': return isObject(input.envelope) ? this.#message(input.envelope) : [];
       case 'descriptionRejected': return isObject(input.envelope) ? this.#descriptionRejected(input.envelope) : [];
+      // The DTLS handshake's certificate is not the verified description's (fed by runtimes whose WebRTC does not
+      // check it itself; a browser's does, so its runtime never feeds this). Applied already: always intercepted.
+      case 'certificateMismatch':
+        if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];
+        return this.#phaseEvent({ type: 'intercepted', tellPeer: true });
       case 'localDescriptionReady':
         // A result of a connection renewed since: the negotiation machine drops it, and nothing else may see it.
         if (this.negotiation.staleLocalResults > 0) return this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp });
@@ -277,6 +282,7 @@ export class CallEngine {
           ...this.#trickleEvent({ type: input.kind === 'offer' ? 'offerSent' : 'answerSent' }),
         ];
       case 'localDescriptionFailed': return this.#negotiationEvent({ type: 'localDescriptionFailed' });
+      case 'remoteDescriptionFailed': return this.#negotiationEvent({ type: 'remoteDescriptionFailed', kind: input.kind });
       case 'remoteDescriptionApplied': {
         if (this.negotiation.staleRemoteResults > 0) return this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind });
         const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];

@@ -153,6 +153,14 @@ export class NegotiationMachine {
         this.makingOffer = false;
         this.answering = false;
         return [];
+      case 'remoteDescriptionFailed':
+        if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
+        // Nothing is being applied any more (left set, it would hold back every offer, answer and restart). An
+        // answer refused leaves our offer unanswered: its timeout, cancelled when the answer came, runs again so the
+        // ladder (resend, restart) goes on. A refused offer: the peer's own offer timeout sends it again.
+        this.applyingRemote = false;
+        if (event.kind !== 'answer' || this.signalingState !== 'haveLocalOffer') return [];
+        return [timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS))];
       case 'remoteDescriptionApplied': {
         if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
         this.applyingRemote = false;

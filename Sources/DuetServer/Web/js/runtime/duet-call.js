@@ -324,6 +324,7 @@ export class DuetCall extends EventTarget {
     } catch (error) {
       console.warn('WebRTC command failed', command.type, error);
       if (command.type === 'createOffer' || command.type === 'createAnswer') this.feed({ type: 'localDescriptionFailed' });
+      if (command.type === 'setRemoteDescription') this.feed({ type: 'remoteDescriptionFailed', kind: command.kind });
     }
   }
 
