@@ -176,3 +176,19 @@ test('with the real SignedSignaling: a tampered offer is rejected and the candid
   await order.receiveChain;
   assert.deepEqual(fed, ['message offer', 'message ice_candidate', 'descriptionRejected offer', 'message ice_candidate']);
 });
+
+test('with the real SignedSignaling and nobody to sign for yet: the offer is not sent unsigned, and what follows still goes', async () => {
+  const vectors = JSON.parse(readFileSync(new URL('../fixtures/verification/vectors.json', import.meta.url), 'utf8'));
+  const [vector] = vectors.auth;
+  const signing = new SignedSignaling(parseLinkKey(vector.key));
+  signing.note({ type: 'room', roomId: vector.rid });
+  signing.note({ type: 'participants', participants: [{ cid: vector.sender }], hostCid: vector.sender, myCid: vector.sender });
+  const warnings = [];
+  const order = new SignedMessageOrder(signing, () => 1, (message) => warnings.push(message));
+  const sent = [];
+  order.outgoing({ v: 1, type: 'offer', rid: vector.rid, payload: { sdp: vector.sdp } }, (e) => sent.push(e.type));
+  order.outgoing(candidate(1), (e) => sent.push(e.payload.candidate));
+  await order.sendsSettled;
+  assert.deepEqual(sent, ['c1']);
+  assert.deepEqual(warnings, ['a offer could not be signed: nobody to send it to yet']);
+});

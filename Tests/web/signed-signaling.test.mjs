@@ -33,7 +33,11 @@ test('an offer is signed with the vector auth, checked on arrival, and refused o
   assert.equal(await bob.check({ ...relayed, payload: { sdp: offer.sdp, from: offer.sender } }), 'rejected', 'no auth');
   assert.equal(await bob.check({ ...relayed, payload: { sdp: offer.sdp, auth: offer.auth } }), 'rejected', 'no from');
   assert.equal(await bob.check({ ...relayed, payload: { ...relayed.payload, from: 'C-someone-else' } }), 'rejected', 'another sender');
-  assert.equal(await alice.check({ ...relayed, payload: { ...relayed.payload, from: offer.receiver } }), 'rejected', 'reflected back');
+  assert.equal(signed.payload.for, offer.receiver, 'says whom it was signed for');
+  assert.equal(await alice.check({ ...relayed, payload: { ...relayed.payload, from: offer.receiver } }), 'dropped', 'reflected back: not for her');
+  const { for: _, ...unaddressed } = relayed.payload;
+  assert.equal(await alice.check({ ...relayed, payload: { ...unaddressed, from: offer.receiver } }), 'rejected', 'reflected back, unaddressed');
+  assert.equal(await bob.check({ ...relayed, payload: { ...unaddressed } }), 'pass', 'an older client\'s, without for');
   // Without a key nothing is signed or checked.
   const plain = told(offer.sender, offer.receiver, null);
   assert.deepEqual(await plain.sign(envelope), envelope);
@@ -41,6 +45,25 @@ test('an offer is signed with the vector auth, checked on arrival, and refused o
   // ICE candidates and everything else pass untouched.
   assert.equal(alice.needsSigning({ type: 'ice' }), false);
   assert.equal(await bob.check({ type: 'ice', payload: { candidate: null } }), 'pass');
+});
+
+test('a description signed for another seat is dropped, not taken for an interception; one that cannot be signed is not sent', async () => {
+  const alice = told(offer.sender, offer.receiver);
+  const signed = await alice.sign({ v: 1, type: 'offer', rid: offer.rid, payload: { sdp: offer.sdp } });
+  // The seat changed hands while it was on its way: Carol (who has the link) gets what Alice signed for Bob.
+  const carol = told('C-carol', offer.sender);
+  const relayed = { ...signed, payload: { ...signed.payload, from: offer.sender } };
+  assert.equal(await carol.check(relayed), 'dropped');
+  // Addressed to her but not vouched for: an interception after all.
+  assert.equal(await carol.check({ ...relayed, payload: { ...relayed.payload, for: 'C-carol' } }), 'rejected');
+  // A verify_failed for someone else is dropped the same way.
+  const failed = await alice.sign({ v: 1, type: 'verify_failed', rid: offer.rid, payload: {} });
+  assert.equal(await carol.check({ ...failed, payload: { ...failed.payload, from: offer.sender } }), 'dropped');
+  // Nobody to sign for (no peer yet) on a keyed link: null, never an unsigned description.
+  const alone = told(offer.sender, offer.receiver);
+  alone.note({ type: 'participants', participants: [{ cid: offer.sender }], hostCid: offer.sender, myCid: offer.sender });
+  assert.equal(await alone.sign({ v: 1, type: 'offer', rid: offer.rid, payload: { sdp: offer.sdp } }), null);
+  assert.equal(await alone.sign({ v: 1, type: 'answer', rid: offer.rid, payload: {} }), null, 'no SDP to sign');
 });
 
 test('a signature uses who was who when it was queued, not when the HMAC finished', async () => {

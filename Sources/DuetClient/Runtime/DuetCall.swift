@@ -203,7 +203,12 @@ public actor DuetCall {
             // Detach now, so that an `openTransport` in the same batch is not mistaken for stale.
             let detached = detachConnection()
             Task { await detached.connection?.close() }
-        case .send(let envelope): sendQueue?.yield(signing.signed(envelope))
+        case .send(let envelope):
+            if let signed = signing.signed(envelope) {
+                sendQueue?.yield(signed)
+            } else {
+                logger.warning("a \(envelope.type) could not be signed (nobody to send it to yet): not sent")
+            }
         case .createRoomId: Task { await createRoomId() }
         case .fetchTurnCredentials(let token): turnFetch = Task { await fetchTurn(token) }
         case .prepareSnapshot: feed(.snapshotReady(nil))

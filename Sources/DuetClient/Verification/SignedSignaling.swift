@@ -33,21 +33,25 @@ public struct SignedSignaling: Sendable {
         }
     }
 
-    /// `envelope` with its `auth`, when it is ours to sign and there is a key (and someone to send it to).
-    public func signed(_ envelope: Envelope) -> Envelope {
-        guard let key, let rid = roomId, let me = myCid, let peer = peerCid else { return envelope }
+    /// `envelope` with its `auth` and `for` (the cid it was signed for), when it is ours to sign and there is a key;
+    /// anything else as it is. Nil for one a keyed link must sign but cannot (nobody to send it to, no fingerprint):
+    /// unsigned it would end the call as intercepted at the other side, so it is lost instead, as on a dying link
+    /// (the offer timeout and the recovery ladder send a description again).
+    public func signed(_ envelope: Envelope) -> Envelope? {
+        guard let key, envelope.messageType == .offer || envelope.messageType == .answer || envelope.messageType == .verifyFailed
+        else { return envelope }
+        guard let rid = roomId, let me = myCid, let peer = peerCid else { return nil }
         var signed = envelope
         switch envelope.messageType {
         case .offer?, .answer?:
             guard let sdp = envelope.payload["sdp"]?.stringValue,
                 let auth = FingerprintAuth.auth(key: key, rid: rid, sender: me, receiver: peer, sdp: sdp)
-            else { return envelope }
+            else { return nil }
             signed.payload["auth"] = .string(auth)
-        case .verifyFailed?:
-            signed.payload["auth"] = .string(FingerprintAuth.verifyFailedAuth(key: key, rid: rid, sender: me, receiver: peer))
         default:
-            return envelope
+            signed.payload["auth"] = .string(FingerprintAuth.verifyFailedAuth(key: key, rid: rid, sender: me, receiver: peer))
         }
+        signed.payload["for"] = .string(peer)
         return signed
     }
 
@@ -56,7 +60,9 @@ public struct SignedSignaling: Sendable {
         case pass
         /// An offer or answer the key does not vouch for: `.descriptionRejected`.
         case rejected
-        /// A `verify_failed` nobody with the key wrote (or no key to check it with): ignore it.
+        /// Not ours to judge, so ignored: a `verify_failed` nobody with the key wrote (or no key to check it with), or
+        /// a description or `verify_failed` signed `for` another seat (it changed hands while the message was on its
+        /// way: an honest race, not an interception).
         case dropped
     }
 
@@ -68,11 +74,13 @@ public struct SignedSignaling: Sendable {
             // Without a key nothing is checked; a payload without an SDP is dropped by the engine anyway.
             guard let key, let sdp = envelope.payload["sdp"]?.stringValue else { return .pass }
             guard let rid = roomId, let from = envelope.payload["from"]?.stringValue else { return .rejected }
+            if let target = envelope.payload["for"]?.stringValue, !myCids.contains(target) { return .dropped }
             let auth = envelope.payload["auth"]?.stringValue
             let vouched = myCids.contains { FingerprintAuth.verify(auth: auth, key: key, rid: rid, sender: from, receiver: $0, sdp: sdp) }
             return vouched ? .pass : .rejected
         case .verifyFailed?:
             guard let key, let rid = roomId, let from = envelope.payload["from"]?.stringValue else { return .dropped }
+            if let target = envelope.payload["for"]?.stringValue, !myCids.contains(target) { return .dropped }
             let auth = envelope.payload["auth"]?.stringValue
             let vouched = myCids.contains { FingerprintAuth.verifyVerifyFailed(auth: auth, key: key, rid: rid, sender: from, receiver: $0) }
             return vouched ? .pass : .dropped

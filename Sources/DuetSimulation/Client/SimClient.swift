@@ -178,7 +178,11 @@ final class SimClient {
                 return
             }
             world.trace(side, "→ \(Describe.envelope(envelope))")
-            world.sendUp(connection, signing.signed(envelope))
+            guard let signed = signing.signed(envelope) else {
+                world.trace(side, "a \(envelope.type) that could not be signed: not sent")
+                return
+            }
+            world.sendUp(connection, signed)
         case .createRoomId:
             world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.createRoomId() }) { [self] id in
                 feed(id.map { .roomIdCreated($0) } ?? .roomIdFailed("unreachable"))
@@ -321,7 +325,7 @@ final class SimClient {
             switch signing.check(received) {
             case .pass: feed(.message(received), sentEpoch: envelope.epoch)
             case .rejected: feed(.descriptionRejected(received), sentEpoch: envelope.epoch)
-            case .dropped: world.trace(side, "a verify_failed nobody with the key wrote: ignored")
+            case .dropped: world.trace(side, "a \(received.type) not signed for us with the key: ignored")
             }
         case .comment: break
         case .closed(let byServer):

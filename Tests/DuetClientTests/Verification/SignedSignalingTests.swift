@@ -23,8 +23,9 @@ import Testing
         let key = try #require(LinkKey(base64url: v.key))
         let alice = told(v.rid, me: v.sender, peer: v.receiver, key: key)
         let bob = told(v.rid, me: v.receiver, peer: v.sender, key: key)
-        let signed = alice.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)]))
+        let signed = try #require(alice.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)])))
         #expect(signed.payload["auth"]?.stringValue == v.auth)
+        #expect(signed.payload["for"]?.stringValue == v.receiver, "says whom it was signed for")
         var relayed = signed
         relayed.payload["from"] = .string(v.sender)
         #expect(bob.check(relayed) == .pass)
@@ -35,10 +36,15 @@ import Testing
         #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth)])) == .rejected, "no from")
         var reflected = relayed
         reflected.payload["from"] = .string(v.receiver)
-        #expect(alice.check(reflected) == .rejected, "sent back to its sender")
+        #expect(alice.check(reflected) == .dropped, "sent back to its sender: not for her")
+        reflected.payload["for"] = nil
+        #expect(alice.check(reflected) == .rejected, "sent back to its sender, unaddressed")
+        var unaddressed = relayed
+        unaddressed.payload["for"] = nil
+        #expect(bob.check(unaddressed) == .pass, "an older client's, without for")
         // Without a key nothing is signed or checked; candidates pass untouched.
         let plain = told(v.rid, me: v.sender, peer: v.receiver, key: nil)
-        #expect(plain.signed(Envelope(.offer, payload: ["sdp": .string(v.sdp)])).payload["auth"] == nil)
+        #expect(plain.signed(Envelope(.offer, payload: ["sdp": .string(v.sdp)])) == Envelope(.offer, payload: ["sdp": .string(v.sdp)]))
         #expect(plain.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "from": .string(v.sender)])) == .pass)
         #expect(bob.check(Envelope(.ice, payload: ["candidate": .null])) == .pass)
     }
@@ -48,13 +54,37 @@ import Testing
         let key = try #require(LinkKey(base64url: v.key))
         #expect(VerificationVectorTests.hex(FingerprintAuth.verifyFailedMessage(rid: v.rid, sender: v.sender, receiver: v.receiver)) == v.messageHex)
         let bob = told(v.rid, me: v.sender, peer: v.receiver, key: key)
-        #expect(bob.signed(Envelope(.verifyFailed, rid: v.rid)).payload["auth"]?.stringValue == v.auth)
+        #expect(bob.signed(Envelope(.verifyFailed, rid: v.rid))?.payload["auth"]?.stringValue == v.auth)
         let alice = told(v.rid, me: v.receiver, peer: v.sender, key: key)
         #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .pass)
         #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string("A" + v.auth.dropFirst()), "from": .string(v.sender)])) == .dropped)
         #expect(alice.check(Envelope(.verifyFailed, payload: ["from": .string(v.sender)])) == .dropped)
         let keyless = told(v.rid, me: v.receiver, peer: v.sender, key: nil)
         #expect(keyless.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .dropped)
+    }
+
+    /// The seat changed hands while a signed message was on its way (Bob left, Carol, who has the link, came): what
+    /// Alice signed for Bob reaches Carol, who drops it instead of ending an honest call as intercepted; and a keyed
+    /// link never sends a description unsigned.
+    @Test func aMessageSignedForAnotherSeatIsDroppedAndNothingGoesUnsigned() throws {
+        let v = try #require(try VerificationVectorTests.vectors().auth.first)
+        let key = try #require(LinkKey(base64url: v.key))
+        let alice = told(v.rid, me: v.sender, peer: v.receiver, key: key)
+        var relayed = try #require(alice.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)])))
+        relayed.payload["from"] = .string(v.sender)
+        let carol = told(v.rid, me: "C-carol", peer: v.sender, key: key)
+        #expect(carol.check(relayed) == .dropped)
+        relayed.payload["for"] = "C-carol"
+        #expect(carol.check(relayed) == .rejected, "addressed to her but not vouched for: an interception after all")
+        var failed = try #require(alice.signed(Envelope(.verifyFailed, rid: v.rid)))
+        failed.payload["from"] = .string(v.sender)
+        #expect(carol.check(failed) == .dropped)
+        var alone = SignedSignaling(key: key)
+        alone.note(.room(v.rid))
+        alone.note(.participants([ParticipantInfo(cid: v.sender, joinedAt: 0, connectionStatus: .connected)], hostCid: v.sender, myCid: v.sender))
+        #expect(alone.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)])) == nil, "nobody to sign for")
+        #expect(alice.signed(Envelope(.answer, rid: v.rid, payload: [:])) == nil, "no SDP to sign")
+        #expect(alice.signed(Envelope(.ice, rid: v.rid, payload: ["candidate": .null])) == Envelope(.ice, rid: v.rid, payload: ["candidate": .null]))
     }
 
     @Test func theSafetyCodeComesOnceBothSidesAreKnownAndGoesWithThePeer() throws {

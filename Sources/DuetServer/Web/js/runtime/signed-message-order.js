@@ -36,12 +36,16 @@ export class SignedMessageOrder {
       try {
         let signed = envelope;
         if (this.signing.needsSigning(envelope)) {
+          // Unsigned it would end the call as intercepted at the other side: lost instead, as on a dying link
+          // (the offer timeout and the recovery ladder send it again).
           try {
             signed = await this.signing.sign(envelope, context);
           } catch (error) {
-            // Unsigned it would end the call as intercepted at the other side: lost instead, as on a dying link
-            // (the offer timeout and the recovery ladder send it again).
             this.warn(`a ${envelope.type} could not be signed`, error);
+            return;
+          }
+          if (signed == null) {
+            this.warn(`a ${envelope.type} could not be signed: nobody to send it to yet`);
             return;
           }
         }
@@ -82,7 +86,7 @@ export class SignedMessageOrder {
           this.warn(`a ${envelope.type} failed its check against the link's key`);
           return feed({ type: 'descriptionRejected', envelope });
         }
-        this.warn('a verify_failed nobody with the link\'s key wrote was ignored');
+        this.warn(`a ${envelope.type} not signed for us with the link's key was ignored`);
       } catch (error) {
         this.warn('message failed', error);
       } finally {

@@ -46,25 +46,31 @@ export class SignedSignaling {
   /** Who is who now, to sign with later: `sign(envelope, context)`. */
   context() { return { rid: this.roomId, sender: this.myCid, receiver: this.peerCid }; }
 
-  /** `envelope` with its `auth` when it is ours to sign and there is a key (and someone to send it to). */
+  /**
+   * `envelope` with its `auth` and `for` (the cid it was signed for) when it is ours to sign and there is a key;
+   * anything else as it is. null for one a keyed link must sign but cannot (nobody to send it to, no fingerprint):
+   * unsigned it would end the call as intercepted at the other side, so it is lost instead, as on a dying link.
+   */
   async sign(envelope, { rid, sender, receiver } = this.context()) {
-    if (!this.needsSigning(envelope) || rid == null || sender == null || receiver == null) return envelope;
+    if (!this.needsSigning(envelope)) return envelope;
+    if (rid == null || sender == null || receiver == null) return null;
     const payload = envelope.payload ?? {};
     let auth;
     if (envelope.type === 'verify_failed') {
       auth = await verifyFailedAuth({ key: this.key, rid, sender, receiver });
     } else {
-      if (typeof payload.sdp !== 'string') return envelope;
+      if (typeof payload.sdp !== 'string') return null;
       auth = await fingerprintAuth({ key: this.key, rid, sender, receiver, sdp: payload.sdp });
-      if (auth == null) return envelope;
+      if (auth == null) return null;
     }
-    return { ...envelope, payload: { ...payload, auth } };
+    return { ...envelope, payload: { ...payload, auth, for: receiver } };
   }
 
   /**
    * The verdict on a received envelope: 'pass' (to the engine as a message), 'rejected' (an offer or answer the key
-   * does not vouch for: `descriptionRejected`) or 'dropped' (a verify_failed nobody with the key wrote). The sender
-   * is who the server says it is (`payload.from`): a server lying about it fails like one that rewrote the SDP.
+   * does not vouch for: `descriptionRejected`) or 'dropped' (not ours to judge: a verify_failed nobody with the key
+   * wrote, or a message signed `for` another seat, which changed hands while it was on its way). The sender is who
+   * the server says it is (`payload.from`): a server lying about it fails like one that rewrote the SDP.
    */
   async check(envelope) {
     const payload = envelope?.payload ?? {};
@@ -73,6 +79,7 @@ export class SignedSignaling {
       // Without a key nothing is checked; a payload without an SDP is dropped by the engine anyway.
       if (this.key == null || typeof payload.sdp !== 'string') return 'pass';
       if (this.roomId == null || typeof payload.from !== 'string') return 'rejected';
+      if (typeof payload.for === 'string' && !this.myCids.includes(payload.for)) return 'dropped';
       for (const receiver of [...this.myCids]) {
         const ok = await verifyFingerprintAuth({
           auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver, sdp: payload.sdp });
@@ -82,6 +89,7 @@ export class SignedSignaling {
     }
     if (type === 'verify_failed') {
       if (this.key == null || this.roomId == null || typeof payload.from !== 'string') return 'dropped';
+      if (typeof payload.for === 'string' && !this.myCids.includes(payload.for)) return 'dropped';
       for (const receiver of [...this.myCids]) {
         if (await verifyVerifyFailed({ auth: payload.auth, key: this.key, rid: this.roomId, sender: payload.from, receiver })) return 'pass';
       }
