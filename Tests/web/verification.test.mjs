@@ -26,6 +26,12 @@ test('the auth vectors: fingerprints, the exact message bytes and the HMAC', asy
   }
 });
 
+test('a=fingerprint lines are read as Swift reads them (Tests/fixtures/verification/fingerprint-lines.json)', () => {
+  const { cases } = JSON.parse(readFileSync(new URL('../fixtures/verification/fingerprint-lines.json', import.meta.url), 'utf8'));
+  assert.ok(cases.length >= 7);
+  for (const { lines, expected } of cases) assert.deepEqual(fingerprintsInSdp(lines.join('\r\n')), expected, JSON.stringify(lines));
+});
+
 test('auth says no to a swapped fingerprint, a reflected description, another room, another key, or none', async () => {
   const v = vectors.auth[0];
   const key = parseLinkKey(v.key);

@@ -10,15 +10,18 @@ public enum FingerprintAuth {
     static let label = Array("duet-fp-v1".utf8)
 
     /// Every distinct `a=fingerprint` of `sdp` (session or media level), normalized as `<algorithm lowercased>
-    /// <value uppercased>` and sorted by their UTF-8 bytes.
+    /// <value uppercased>` and sorted by their UTF-8 bytes. One grammar with the browser's: spaces and tabs separate
+    /// and surround the two parts, nothing else does; a line without both parts is skipped.
     public static func fingerprints(inSDP sdp: String) -> [String] {
         var found = Set<String>()
         for rawLine in sdp.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : Substring(rawLine)
             guard line.hasPrefix("a=fingerprint:") else { continue }
-            let parts = line.dropFirst("a=fingerprint:".count).split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-            guard parts.count == 2 else { continue }
-            found.insert("\(parts[0].lowercased()) \(parts[1].trimmingSpaces().uppercased())")
+            let rest = line.dropFirst("a=fingerprint:".count).trimmingSpaces()
+            guard let gap = rest.firstIndex(where: { $0 == " " || $0 == "\t" }) else { continue }
+            let value = rest[gap...].trimmingSpaces()
+            guard !value.isEmpty else { continue }
+            found.insert("\(rest[..<gap].lowercased()) \(value.uppercased())")
         }
         return found.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     }

@@ -44,6 +44,19 @@ import Testing
         }
     }
 
+    /// The browser reads the same file (Tests/web/verification.test.mjs): one grammar for `a=fingerprint` lines.
+    @Test func fingerprintLinesAreReadAsTheBrowserReadsThem() throws {
+        struct Cases: Decodable {
+            struct Case: Decodable { var lines: [String]; var expected: [String] }
+            var cases: [Case]
+        }
+        let file = try JSONDecoder().decode(Cases.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/verification/fingerprint-lines.json")))
+        #expect(file.cases.count >= 7)
+        for item in file.cases {
+            #expect(FingerprintAuth.fingerprints(inSDP: item.lines.joined(separator: "\r\n")) == item.expected, "\(item.lines)")
+        }
+    }
+
     @Test func authSaysNoToASwappedFingerprintAReflectionAnotherRoomOrKeyOrNone() throws {
         let v = try #require(try Self.vectors().auth.first)
         let key = try #require(LinkKey(base64url: v.key))

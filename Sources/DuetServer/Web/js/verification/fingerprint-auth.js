@@ -16,14 +16,16 @@ const byteOrder = (a, b) => {
 };
 
 // Every distinct `a=fingerprint` of the SDP (session or media level), normalized as `<algorithm lowercased> <value
-// uppercased>`, sorted by their UTF-8 bytes.
+// uppercased>`, sorted by their UTF-8 bytes. One grammar with FingerprintAuth.swift: spaces and tabs separate and
+// surround the two parts, nothing else does; a line without both parts is skipped.
 export function fingerprintsInSdp(sdp) {
   const found = new Set();
   for (const raw of String(sdp ?? '').split('\n')) {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (!line.startsWith('a=fingerprint:')) continue;
-    const match = /^(\S+)\s+(.+)$/.exec(line.slice('a=fingerprint:'.length).replace(/^ +/, ''));
-    if (match) found.add(`${match[1].toLowerCase()} ${match[2].trim().toUpperCase()}`);
+    const match = /^([^ \t]+)[ \t]+(.*)$/.exec(line.slice('a=fingerprint:'.length).replace(/^[ \t]+/, ''));
+    const value = match?.[2].replace(/[ \t]+$/, '');
+    if (value) found.add(`${match[1].toLowerCase()} ${value.toUpperCase()}`);
   }
   return [...found].sort(byteOrder);
 }
