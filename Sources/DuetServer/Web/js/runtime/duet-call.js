@@ -27,6 +27,9 @@ export class DuetCall extends EventTarget {
     this.signing = new SignedSignaling(linkKey);
     this.safety = new SafetyCodeSource();
     this.order = new SignedMessageOrder(this.signing, () => this.linkGeneration);
+    // How many of the other side's descriptions WebRTC applied in this call (window.duet.remoteDescriptionsApplied):
+    // counted where it happens, so a test can prove an intercepted call never applied one.
+    this.remoteDescriptionsApplied = 0;
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -304,6 +307,7 @@ export class DuetCall extends EventTarget {
         }
         case 'setRemoteDescription':
           await this.peer.setRemoteDescription(command.kind, command.sdp);
+          this.remoteDescriptionsApplied += 1;
           this.noteSafety({ type: 'remoteDescriptionApplied', sdp: command.sdp });
           return this.feed({ type: 'remoteDescriptionApplied', kind: command.kind });
         case 'rollback': return await this.peer.rollback();

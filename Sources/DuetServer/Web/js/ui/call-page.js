@@ -120,6 +120,8 @@ window.duet = {
   // (verification/fingerprint-auth.js normalizes them): what the safety code is made of.
   get localFingerprints() { return fingerprintsInSdp(currentPc()?.localDescription?.sdp ?? ''); },
   get remoteFingerprints() { return fingerprintsInSdp(currentPc()?.remoteDescription?.sdp ?? ''); },
+  // How many of the other side's descriptions WebRTC applied in this call (0 before it starts).
+  get remoteDescriptionsApplied() { return call?.remoteDescriptionsApplied ?? 0; },
   // 'verified' (every description applied was proven by the link's key), 'unverified' (no key, or nothing proven
   // yet) or 'intercepted' (the call was ended: someone may be in the middle); the six-digit safety code shown.
   get verification() { return call?.state.verification ?? (sessionStore.wasEnded(roomId) === 'intercepted' ? 'intercepted' : 'unverified'); },
