@@ -450,9 +450,7 @@ public struct CallEngine: Sendable {
             return serverError(error)
         case .offer?, .answer?:
             guard let sdp = envelope.payload["sdp"]?.stringValue else { return [] }
-            // Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only
-            // answer an earlier offer of ours (rolled back since) and must not be applied to this one.
-            if envelope.messageType == .answer, outbox.contains(where: { $0.envelope.messageType == .offer }) { return [] }
+            if answersAnOfferThePeerNeverSaw(envelope) { return [] }
             return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch))
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
@@ -495,8 +493,14 @@ public struct CallEngine: Sendable {
             envelope.messageType == .offer || envelope.messageType == .answer
         else { return [] }
         if let epoch = envelope.epoch, epoch < peerEpoch { return [] }
-        if envelope.messageType == .answer, outbox.contains(where: { $0.envelope.messageType == .offer }) { return [] }
+        if answersAnOfferThePeerNeverSaw(envelope) { return [] }
         return phaseEvent(.intercepted(tellPeer: true))
+    }
+
+    /// Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only answer an
+    /// earlier offer of ours (rolled back since), must not be applied to this one, and proves nothing either way.
+    private func answersAnOfferThePeerNeverSaw(_ envelope: Envelope) -> Bool {
+        envelope.messageType == .answer && outbox.contains { $0.envelope.messageType == .offer }
     }
 
     /// Only a new call leaves `intercepted`: nothing late of the ended one (an answer WebRTC finished applying, a

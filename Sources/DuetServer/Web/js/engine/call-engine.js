@@ -597,9 +597,7 @@ export class CallEngine {
       case 'offer':
       case 'answer':
         if (!isString(payload.sdp)) return [];
-        // Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only
-        // answer an earlier offer of ours (rolled back since) and must not be applied to this one.
-        if (envelope.type === 'answer' && this.#outbox.some((entry) => entry.envelope.type === 'offer')) return [];
+        if (this.#answersAnOfferThePeerNeverSaw(envelope)) return [];
         return this.#negotiationEvent({ type: 'remoteDescription', kind: envelope.type, sdp: payload.sdp, epoch });
       case 'ice': {
         if (payload.candidate === undefined) return [];
@@ -769,8 +767,16 @@ export class CallEngine {
     if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];
     if (envelope.type !== 'offer' && envelope.type !== 'answer') return [];
     if (isInt(envelope.epoch) && envelope.epoch < this.#peerEpoch) return [];
-    if (envelope.type === 'answer' && this.#outbox.some((entry) => entry.envelope.type === 'offer')) return [];
+    if (this.#answersAnOfferThePeerNeverSaw(envelope)) return [];
     return this.#phaseEvent({ type: 'intercepted', tellPeer: true });
+  }
+
+  /**
+   * Our offer is still kept for after the rejoin, so the peer has not seen it: an answer now can only answer an
+   * earlier offer of ours (rolled back since), must not be applied to this one, and proves nothing either way.
+   */
+  #answersAnOfferThePeerNeverSaw(envelope) {
+    return envelope.type === 'answer' && this.#outbox.some((entry) => entry.envelope.type === 'offer');
   }
 
   /**

@@ -62,24 +62,32 @@ export function authMessage({ rid, sender, receiver, fingerprints }) {
 
 export { pushField as appendField, byteOrder };
 
+// base64url(HMAC-SHA256(key, message)). key: the link key's bytes.
+async function hmacText(key, message, crypto) {
+  const hmacKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return base64url(new Uint8Array(await crypto.subtle.sign('HMAC', hmacKey, message)));
+}
+
+// Whether a received `auth` is the expected one (null: nothing to expect), compared without an early exit.
+function sameAuth(auth, expected) {
+  if (typeof auth !== 'string' || expected === null || expected.length !== auth.length) return false;
+  let difference = 0;
+  for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
+  return difference === 0;
+}
+
 // The `auth` of a description, or null when its SDP has no fingerprint to vouch for. key: the link key's bytes.
 export async function fingerprintAuth({ key, rid, sender, receiver, sdp }, crypto = globalThis.crypto) {
   const fingerprints = fingerprintsInSdp(sdp);
   if (fingerprints.length === 0) return null;
-  const hmacKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  const mac = await crypto.subtle.sign('HMAC', hmacKey, authMessage({ rid, sender, receiver, fingerprints }));
-  return base64url(new Uint8Array(mac));
+  return hmacText(key, authMessage({ rid, sender, receiver, fingerprints }), crypto);
 }
 
 // Whether `auth` vouches for the SDP from sender to receiver in the room. A missing auth, or an SDP without
-// fingerprints, is not vouched for. Compared without an early exit.
+// fingerprints, is not vouched for.
 export async function verifyFingerprintAuth({ auth, key, rid, sender, receiver, sdp }, crypto = globalThis.crypto) {
   if (typeof auth !== 'string') return false;
-  const expected = await fingerprintAuth({ key, rid, sender, receiver, sdp }, crypto);
-  if (expected === null || expected.length !== auth.length) return false;
-  let difference = 0;
-  for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
-  return difference === 0;
+  return sameAuth(auth, await fingerprintAuth({ key, rid, sender, receiver, sdp }, crypto));
 }
 
 const VERIFY_FAILED_LABEL = encoder.encode('duet-vf-v1');
@@ -94,15 +102,10 @@ export function verifyFailedMessage({ rid, sender, receiver }) {
 // The `auth` of a `verify_failed`: only someone with the link's key can say a call was intercepted, so a server
 // cannot make a page show the interception screen (it can still drop the call, as it always could).
 export async function verifyFailedAuth({ key, rid, sender, receiver }, crypto = globalThis.crypto) {
-  const hmacKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return base64url(new Uint8Array(await crypto.subtle.sign('HMAC', hmacKey, verifyFailedMessage({ rid, sender, receiver }))));
+  return hmacText(key, verifyFailedMessage({ rid, sender, receiver }), crypto);
 }
 
 export async function verifyVerifyFailed({ auth, key, rid, sender, receiver }, crypto = globalThis.crypto) {
   if (typeof auth !== 'string') return false;
-  const expected = await verifyFailedAuth({ key, rid, sender, receiver }, crypto);
-  if (expected.length !== auth.length) return false;
-  let difference = 0;
-  for (let i = 0; i < auth.length; i += 1) difference |= auth.charCodeAt(i) ^ expected.charCodeAt(i);
-  return difference === 0;
+  return sameAuth(auth, await verifyFailedAuth({ key, rid, sender, receiver }, crypto));
 }
