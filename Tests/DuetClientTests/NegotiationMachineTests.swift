@@ -202,6 +202,18 @@ import Testing
     /// The guest's own answers, in a session of its own.
     func guestAnswer(_ index: Int) -> String { described("g\(index)", session: "G", version: 2 + index) }
 
+    /// A guest in a call whose peer's renegotiation offer is still being applied when an offer from the peer's new
+    /// connection renews ours: the result of that apply is the old connection's.
+    func guestRenewedWhileApplyingAnOffer() -> Driver {
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "S2", version: 2), epoch: 1)) }
+        return guest
+    }
+
     /// A guest that answered the host's offers v3 and then v5 (an ICE restart), and is stable.
     func guestAfterTwoOffers() -> (Driver, older: String) {
         var guest = side(host: false)
@@ -430,12 +442,7 @@ import Testing
         #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }.isEmpty, "the old one's answer never goes out")
         #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one answers")
         // An offer still being applied when the renewal comes: its result is the old connection's.
-        var applying = side(host: false)
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
-        applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }
-        applying.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "S2", version: 2), epoch: 1)) }
+        var applying = guestRenewedWhileApplyingAnOffer()
         #expect(applying.machine.staleRemoteResults == 1)
         #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }.isEmpty, "the old one's offer, applied")
         #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer])
@@ -461,12 +468,7 @@ import Testing
         #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: next)),
                 "the next answer is applied: nothing is stuck applying")
         // An offer being applied when the renewal came, refused by the old connection: the new one's result still counts.
-        var applying = side(host: false)
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "S1", version: 2), epoch: 1)) }
-        applying.send { $0.handle(.remoteDescriptionApplied(.offer)) }
-        applying.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "S1", version: 4), epoch: 1)) }
-        applying.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "S2", version: 2), epoch: 1)) }
+        var applying = guestRenewedWhileApplyingAnOffer()
         #expect(applying.machine.staleRemoteResults == 1)
         #expect(applying.send { $0.handle(.remoteDescriptionFailed(.offer)) }.isEmpty, "the old one's refusal")
         #expect(applying.machine.staleRemoteResults == 0)

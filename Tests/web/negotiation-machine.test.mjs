@@ -388,6 +388,18 @@ test('another peer connection\'s offer renews ours first; its answer renews ours
   assert.deepEqual(kept.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 2, 'S2'), epoch: 3 })[0], { type: 'renewPeerConnection' });
 });
 
+// A guest whose peer's renegotiation offer is still being applied when an offer from the peer's new connection renews
+// ours: the result of that apply is the old connection's.
+function guestRenewedWhileApplyingAnOffer() {
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 2, 'S2'), epoch: 1 });
+  return guest;
+}
+
 test('results of the renewed connection\'s work still in flight are dropped; a restart offer among them still paces restarts', () => {
   const guest = side(false);
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
@@ -398,12 +410,7 @@ test('results of the renewed connection\'s work still in flight are dropped; a r
   assert.deepEqual(guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) }), [], 'the old one\'s answer never goes out');
   assert.deepEqual(guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [{ type: 'createAnswer' }], 'the new one answers');
   // An offer still being applied when the renewal comes: its result is the old connection's.
-  const applying = side(false);
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
-  applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
-  applying.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 });
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 2, 'S2'), epoch: 1 });
+  const applying = guestRenewedWhileApplyingAnOffer();
   assert.equal(applying.machine.staleRemoteResults, 1);
   assert.deepEqual(applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [], 'the old one\'s offer, applied');
   assert.deepEqual(applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' }), [{ type: 'createAnswer' }]);
@@ -428,12 +435,7 @@ test('a remote description WebRTC refused holds nothing back: a refused answer r
   assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: next, epoch: 1 }), 'answer', next),
     'the next answer is applied: nothing is stuck applying');
   // An offer being applied when the renewal came, refused by the old connection: the new one's result still counts.
-  const applying = side(false);
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 2, 'S1'), epoch: 1 });
-  applying.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
-  applying.send({ type: 'localDescriptionReady', kind: 'answer', sdp: guestAnswer(1) });
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 4, 'S1'), epoch: 1 });
-  applying.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 2, 'S2'), epoch: 1 });
+  const applying = guestRenewedWhileApplyingAnOffer();
   assert.equal(applying.machine.staleRemoteResults, 1);
   assert.deepEqual(applying.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), [], 'the old one\'s refusal');
   assert.equal(applying.machine.staleRemoteResults, 0);
