@@ -84,6 +84,9 @@ let package = Package(
                 // Store/: SQLiteRoomStateStore and PostgresRoomStateStore.
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Push/: Web Push delivery (RFC 8030) to the browsers' push services.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             // The browser client: plain HTML/CSS/JavaScript modules, served as they are.
             resources: [.copy("Web")],

@@ -50,6 +50,10 @@ fi
 # (A Debian python3 refuses pip installs into the system unless told; a pyenv or venv python does not need it.)
 python3 -c "import aiortc" 2>/dev/null || python3 -m pip install --quiet "aiortc==1.16.0" \
   || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0"
+# http_ece and py_vapid (pip): the push service of the Web Push tests (Tests/e2e/push) decrypts and verifies with them,
+# an implementation that is not Duet's.
+python3 -c "import http_ece, py_vapid" 2>/dev/null || python3 -m pip install --quiet "http_ece==1.2.1" "py_vapid==1.9.6" \
+  || python3 -m pip install --quiet --break-system-packages "http_ece==1.2.1" "py_vapid==1.9.6"
 
 # Every result of this run goes under .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py): run.json with the
 # commit and start, then the end and exit status; each scenario's outcome; the sweep; screenshots. Nothing tracked

@@ -24,6 +24,10 @@ public final class DuetServer: Sendable {
     /// Whether the store answers (`/healthz`, `/metrics`); nil without a store.
     public let storeHealth: StoreHealth?
     private let logger: Logger
+    /// The VAPID identity pushes are signed with (`/api/push/vapid-public-key`).
+    public let vapid: VAPIDKey
+    /// Where the devices to push to are kept: the room-state store, or memory without one.
+    public let pushStore: any PushSubscriptionStore
 
     /// One node with its state in SQLite in the data directory (`duet serve` without `--database-url`).
     public convenience init(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) throws {
@@ -31,9 +35,12 @@ public final class DuetServer: Sendable {
             throw ConfigurationError("--database-url needs DuetServer.make (the secrets are read from the database)")
         }
         let secrets = try ServerSecrets.loadOrCreate(in: configuration.dataDirectory)
-        let store: (any RoomStateStore)? = configuration.persistsRoomState
+        let vapid = try VAPIDKey.loadOrCreate(in: configuration.dataDirectory)
+        let store: SQLiteRoomStateStore? = configuration.persistsRoomState
             ? SQLiteRoomStateStore(path: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("rooms.sqlite").path) : nil
-        try self.init(configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, store: store, engine: "sqlite")
+        try self.init(
+            configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, vapid: vapid, store: store,
+            pushStore: store ?? InMemoryPushSubscriptions(), engine: "sqlite")
     }
 
     /// Any configuration: with `--database-url` the node connects to PostgreSQL first, creates or migrates the
@@ -45,19 +52,23 @@ public final class DuetServer: Sendable {
         }
         let store = try PostgresRoomStateStore(url: url, nodeId: configuration.resolvedNodeId, logger: logger)
         let secrets: ServerSecrets
+        let vapid: VAPIDKey
         do {
             try await store.prepare()
             secrets = try await store.sharedSecrets(proposing: ServerSecrets.generate())
+            vapid = try await store.sharedVAPIDKey(proposing: VAPIDKey())
         } catch {
             await store.close()
             throw StoreUnavailable("cannot use the database at \(redactedDatabaseURL(url)): \(error)")
         }
-        return try DuetServer(configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, store: store, engine: "postgresql")
+        return try DuetServer(
+            configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, vapid: vapid, store: store,
+            pushStore: store, engine: "postgresql")
     }
 
     init(
-        configuration: ServerConfiguration, logger: Logger, handleSignals: Bool, secrets: ServerSecrets,
-        store: (any RoomStateStore)?, engine: String
+        configuration: ServerConfiguration, logger: Logger, handleSignals: Bool, secrets: ServerSecrets, vapid: VAPIDKey,
+        store: (any RoomStateStore)?, pushStore: any PushSubscriptionStore, engine: String
     ) throws {
         self.configuration = configuration
         var logger = logger
@@ -77,12 +88,22 @@ public final class DuetServer: Sendable {
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
         let metrics = ServerMetrics()
         metrics.nodeInfo(configuration.resolvedNodeId)
+        var pushSettings = WebPushSender.Settings()
+        pushSettings.destinations = PushDestinationPolicy(allowPrivate: configuration.pushAllowPrivateEndpoints)
+        pushSettings.additionalTrustRootsFile = configuration.pushTrustRootsFile
+        pushSettings.contact = configuration.pushContact
+        pushSettings.retry = configuration.pushRetry
+        let pushSender = WebPushSender(vapid: vapid, settings: pushSettings, store: pushStore, metrics: metrics, logger: logger)
+        let pushDispatcher = PushDispatcher(sender: pushSender, subscriptions: pushStore, logger: logger)
+        self.vapid = vapid
+        self.pushStore = pushStore
         let hub = SessionHub(
             core: SignalingCore(settings: settings, authorities: authorities, ids: .system),
             metrics: metrics, logger: logger,
             messageRate: configuration.rateLimits
                 ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil,
-            store: storeQueue)
+            store: storeQueue,
+            pushAlerts: { pushDispatcher.alert($0) })
         self.hub = hub
         self.metrics = metrics
 
@@ -119,6 +140,10 @@ public final class DuetServer: Sendable {
             hub: hub, gate: gate, roomIds: authorities.roomIds, turnTokens: authorities.turnTokens,
             iceServers: iceServers,
             turnPerSeat: IPRateLimiter(rule: configuration.rateRules.turnCredentials, enabled: limits)
+        ).register(on: router)
+        PushRoutes(
+            hub: hub, gate: gate, roomIds: authorities.roomIds, vapid: vapid, subscriptions: pushStore,
+            destinations: pushSettings.destinations
         ).register(on: router)
         OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)

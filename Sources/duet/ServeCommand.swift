@@ -60,6 +60,12 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
     var metricsToken: String?
+    @Option(help: "Let pushes go to loopback/private/link-local push services (labs and tests only): on|off. Env: DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS. Default: off")
+    var pushAllowPrivateEndpoints: Switch?
+    @Option(help: "Extra trusted root certificates (PEM) for push services, e.g. a lab's own. Env: DUET_PUSH_CA_FILE")
+    var pushCaFile: String?
+    @Option(help: "How push services reach this server's operator (VAPID sub): mailto:… or https://…. Env: DUET_PUSH_CONTACT")
+    var pushContact: String?
 
     enum Switch: String, ExpressibleByArgument { case on, off }
 
@@ -167,6 +173,14 @@ struct ServeCommand: AsyncParsableCommand {
         config.metricsToken = try value(metricsToken, "DUET_METRICS_TOKEN")
         if let token = config.metricsToken, token.utf8.count < 16 {
             throw ValidationError("--metrics-token must be at least 16 characters")
+        }
+        config.pushAllowPrivateEndpoints = try toggle(pushAllowPrivateEndpoints, "DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS") ?? config.pushAllowPrivateEndpoints
+        config.pushTrustRootsFile = try value(pushCaFile, "DUET_PUSH_CA_FILE")
+        if let contact = try value(pushContact, "DUET_PUSH_CONTACT") {
+            guard contact.hasPrefix("mailto:") || contact.hasPrefix("https://") else {
+                throw ValidationError("\(Self.flagName("DUET_PUSH_CONTACT")) must be a mailto: or https: URI (RFC 8292), got \(contact)")
+            }
+            config.pushContact = contact
         }
         if config.turnSecret != nil, config.turnURIs.isEmpty {
             throw ValidationError("--turn-secret needs at least one --turn-uri (e.g. turn:turn.example.com:3478)")

@@ -21,6 +21,9 @@ struct Participant: Sendable, Equatable {
     /// The last `media_state` this participant sent, repeated in `room_state` so a peer that reconnects learns it.
     /// Kept in memory only: after a server restart every client says it again when it rejoins.
     var media: MediaState?
+    /// The push endpoint this participant's device said in `join` (its own subscription): a push about this room is
+    /// never sent to a device that is in it.
+    var pushEndpoint: String?
 
     var status: ParticipantConnectionStatus { connection == nil ? .suspended : .connected }
     var info: ParticipantInfo { ParticipantInfo(cid: cid, joinedAt: joinedAt, connectionStatus: status, media: media) }

@@ -30,6 +30,18 @@ extension SignalingCore {
         } else {
             try joinFresh(rid: rid, connection: connection, nowMs: nowMs, into: &out)
         }
+        guard let cid = connections[connection]?.seat?.cid, let index = rooms[rid]?.index(of: cid) else { return }
+        if let endpoint = request.pushEndpoint, !endpoint.isEmpty, endpoint.utf8.count <= PushAlert.maxEndpointBytes {
+            rooms[rid]!.participants[index].pushEndpoint = endpoint
+        }
+        // The seed's join alert: someone arrived; the room's devices that are not in it hear of it by push. Only a
+        // new seat: a reconnect is the same person coming back, not news.
+        if request.reconnectCid == nil {
+            let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
+            out.append(.push(PushAlert(
+                rid: rid, cid: cid, kind: .joined(snapshotId: snapshotId),
+                excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint))))
+        }
     }
 
     private mutating func joinFresh(rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {

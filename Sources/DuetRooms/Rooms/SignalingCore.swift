@@ -67,6 +67,8 @@ public struct SignalingCore: Sendable {
         case event(Event)
         /// To be written to the store, off the relay path (`DurableFact`).
         case persist(DurableFact)
+        /// To be sent by Web Push to the room's subscribed devices, off the relay path (`PushAlert`).
+        case push(PushAlert)
     }
 
     /// Facts for logs and metrics.
@@ -158,6 +160,14 @@ public struct SignalingCore: Sendable {
         }
         revoke(cid: request.cid, rid: request.rid, nowMs: nowMs, into: &out)
         return (.left, out)
+    }
+
+    /// Whether `token` proves a seat in `rid` held by `cid` now or lately (within the token's life), that was neither
+    /// left nor ended: what HTTP requests acting for a participant (a push subscription) must show. A room id alone
+    /// proves nothing: it travels in links, URLs and logs.
+    public func provesSeat(rid: String, cid: String, token: String, nowMs: Int64) -> Bool {
+        guard case .valid = authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) else { return false }
+        return !isRevoked(cid: cid, rid: rid, nowMs: nowMs) && !seatsRoomEnded(cid: cid, rid: rid, nowMs: nowMs) && tombstones[rid] == nil
     }
 
     // MARK: - Read-only views (metrics, tests)

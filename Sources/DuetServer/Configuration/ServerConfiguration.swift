@@ -63,6 +63,15 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 20_000
     /// `/metrics` with `Authorization: Bearer <token>`; without a token only loopback peers may read it.
     public var metricsToken: String?
+    /// `--push-allow-private-endpoints`: pushes may go to loopback, private and link-local addresses (a lab's or a
+    /// test's own push service). Off: only public addresses, so a client cannot aim the server at its own network.
+    public var pushAllowPrivateEndpoints = false
+    /// `--push-ca-file`: extra trusted roots (PEM) for push services' certificates.
+    public var pushTrustRootsFile: String?
+    /// `--push-contact`: the VAPID `sub` claim.
+    public var pushContact = "mailto:operator@duet.invalid"
+    /// How often a delivery is tried (tests make the backoff short); RFC 8030 retries within the message's TTL.
+    public var pushRetry = PushRetryPolicy()
     public var evictionTimeout: Duration = .seconds(600)
     public var tombstoneDuration: Duration = .seconds(300)
     public var reconnectTokenTTL: Duration = .seconds(1200)

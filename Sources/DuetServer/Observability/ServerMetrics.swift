@@ -103,3 +103,17 @@ extension ServerMetrics {
         CoreMetrics.Gauge(label: name, dimensions: labels.sorted { $0.key < $1.key }, factory: factory).record(value)
     }
 }
+
+// MARK: - Web Push (`WebPushSender`)
+
+extension ServerMetrics {
+    /// `duet_push_total{result}`: each delivery's end — sent, failed (gave up), removed (404/410: the subscription
+    /// was forgotten), refused (never attempted: a forbidden destination, a bad key, a full queue).
+    public func push(_ result: String) {
+        CoreMetrics.Counter(label: "duet_push_total", dimensions: [("result", result)], factory: factory).increment()
+    }
+    /// `duet_push_retries_total`: attempts after the first (429, 5xx, no answer).
+    public func pushRetry() {
+        CoreMetrics.Counter(label: "duet_push_retries_total", dimensions: [], factory: factory).increment()
+    }
+}

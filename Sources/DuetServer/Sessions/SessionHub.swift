@@ -28,9 +28,11 @@ public final class SessionHub: Sendable {
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        store: StoreQueue? = nil
+        store: StoreQueue? = nil,
+        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil
     ) {
-        state = Mutex(SessionState(core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store))
+        state = Mutex(SessionState(
+            core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts))
         self.logger = logger
     }
 
@@ -107,4 +109,7 @@ public final class SessionHub: Sendable {
     public func occupancy(of rid: String) -> Int { locked { $0.occupancy(of: rid) } }
 
     public func hasSeat(rid: String, cid: String) -> Bool { locked { $0.hasSeat(rid: rid, cid: cid) } }
+
+    /// See `SignalingCore.provesSeat`.
+    public func provesSeat(rid: String, cid: String, token: String) -> Bool { locked { $0.provesSeat(rid: rid, cid: cid, token: token) } }
 }

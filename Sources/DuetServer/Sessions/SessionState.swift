@@ -17,6 +17,8 @@ struct SessionState {
     private let now: @Sendable () -> Int64
     /// Where the core's facts go to be written (`StoreService`); nil: nothing is persisted (some tests).
     private let store: StoreQueue?
+    /// Where the core's push alerts go (`PushDispatcher.alert`, which returns at once); nil: push is off (some tests).
+    private let pushAlerts: (@Sendable (PushAlert) -> Void)?
 
     private struct Outlet {
         var kind: TransportKind
@@ -49,10 +51,12 @@ struct SessionState {
 
     init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
-        messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?
+        messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?,
+        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil
     ) {
         self.core = core
         self.store = store
+        self.pushAlerts = pushAlerts
         self.metrics = metrics
         self.logLevel = logger.logLevel
         self.messageRate = messageRate
@@ -178,6 +182,8 @@ struct SessionState {
 
     func hasSeat(rid: String, cid: String) -> Bool { core.hasSeat(rid: rid, cid: cid) }
 
+    func provesSeat(rid: String, cid: String, token: String) -> Bool { core.provesSeat(rid: rid, cid: cid, token: token, nowMs: now()) }
+
     // MARK: - Internals
 
     private mutating func admit(_ id: ConnectionID, nowMs: Int64) -> Bool {
@@ -260,6 +266,8 @@ struct SessionState {
                 log(event)
             case .persist(let fact):
                 store?.add(fact)
+            case .push(let alert):
+                pushAlerts?(alert)
             }
         }
     }

@@ -100,7 +100,16 @@ public final class PostgresRoomStateStore: RoomStateStore {
             """,
             "CREATE INDEX duet_live_rooms_node ON duet_live_rooms (node_id)",
             "CREATE TABLE duet_nodes (node_id text PRIMARY KEY, heartbeat_at bigint NOT NULL)",
-        ]
+        ],
+        // Issue 31: the cluster's VAPID key and the devices to ring (PushSubscriptionStore).
+        [
+            "CREATE TABLE duet_vapid (id int PRIMARY KEY CHECK (id = 1), private_key text NOT NULL)",
+            """
+            CREATE TABLE duet_push_subscriptions (rid text NOT NULL, endpoint text NOT NULL, p256dh text NOT NULL,
+                auth text NOT NULL, created_at bigint NOT NULL, PRIMARY KEY (rid, endpoint))
+            """,
+            "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
+        ],
     ]
 
     /// Creates or migrates the schema, then starts listening; returns once LISTEN is in place, so that a `load` after
@@ -378,6 +387,21 @@ public final class PostgresRoomStateStore: RoomStateStore {
         }
         state.withLock { $0.remoteLive.subtract(gone) }
         return gone
+    }
+
+    /// The cluster's VAPID key, agreed like the secrets: every node signs pushes with the key the browsers subscribed
+    /// with, whichever node they subscribed through.
+    public func sharedVAPIDKey(proposing proposal: VAPIDKey) async throws -> VAPIDKey {
+        let text = try await perform("agree on the VAPID key") { client, logger -> String in
+            _ = try await client.query(
+                "INSERT INTO duet_vapid (id, private_key) VALUES (1, \(proposal.privateKeyBase64URL)) ON CONFLICT (id) DO NOTHING",
+                logger: logger)
+            for try await key in try await client.query("SELECT private_key FROM duet_vapid WHERE id = 1", logger: logger).decode(String.self) {
+                return key
+            }
+            throw RoomStateStoreError("PostgreSQL: duet_vapid has no row after inserting one")
+        }
+        return try VAPIDKey(privateKeyBase64URL: text)
     }
 
     /// The cluster's HMAC secrets: the first proposal any node made wins, and every node gets that one, so a token
@@ -708,5 +732,61 @@ public final class PostgresRoomStateStore: RoomStateStore {
         connection.options.connectTimeout = .seconds(5)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return ParsedURL(client: client, connection: connection, endpoint: "\(shownHost):\(port)")
+    }
+}
+
+// MARK: - Push subscriptions
+
+extension PostgresRoomStateStore: PushSubscriptionStore {
+    public func savePushSubscription(_ subscription: PushSubscriptionRecord) async throws {
+        try await perform("save a push subscription") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                _ = try await connection.query(
+                    """
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at)
+                    VALUES (\(subscription.rid), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth), \(subscription.createdAtMs))
+                    ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at
+                    """, logger: logger)
+                // Bounded per room: the oldest devices make way for the newest.
+                _ = try await connection.query(
+                    """
+                    DELETE FROM duet_push_subscriptions WHERE rid = \(subscription.rid) AND endpoint NOT IN (
+                        SELECT endpoint FROM duet_push_subscriptions WHERE rid = \(subscription.rid)
+                        ORDER BY created_at DESC, endpoint LIMIT \(PushSubscriptionLimits.perRoom))
+                    """, logger: logger)
+            }
+        }
+    }
+
+    @discardableResult
+    public func removePushSubscription(rid: String, endpoint: String) async throws -> Bool {
+        try await perform("remove a push subscription") { client, logger in
+            var removed = false
+            for try await _ in try await client.query(
+                "DELETE FROM duet_push_subscriptions WHERE rid = \(rid) AND endpoint = \(endpoint) RETURNING rid", logger: logger
+            ).decode(String.self) {
+                removed = true
+            }
+            return removed
+        }
+    }
+
+    public func removePushEndpoint(_ endpoint: String) async throws {
+        try await perform("remove a push endpoint") { client, logger in
+            _ = try await client.query("DELETE FROM duet_push_subscriptions WHERE endpoint = \(endpoint)", logger: logger)
+        }
+    }
+
+    public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
+        try await perform("read push subscriptions") { client, logger in
+            var rows: [PushSubscriptionRecord] = []
+            for try await (rid, endpoint, p256dh, auth, createdAt) in try await client.query(
+                "SELECT rid, endpoint, p256dh, auth, created_at FROM duet_push_subscriptions WHERE rid = \(rid) ORDER BY created_at, endpoint",
+                logger: logger
+            ).decode((String, String, String, String, Int64).self) {
+                rows.append(PushSubscriptionRecord(rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt))
+            }
+            return rows
+        }
     }
 }

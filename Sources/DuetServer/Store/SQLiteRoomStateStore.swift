@@ -77,7 +77,15 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             CREATE TABLE duet_live_rooms (rid TEXT PRIMARY KEY, host_cid TEXT NOT NULL, epoch INTEGER NOT NULL,
                 occupancy INTEGER NOT NULL, updated_at INTEGER NOT NULL)
             """,
-        ]
+        ],
+        // Issue 31: the devices to ring (PushSubscriptionStore).
+        [
+            """
+            CREATE TABLE duet_push_subscriptions (rid TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL,
+                auth TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (rid, endpoint))
+            """,
+            "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
+        ],
     ]
 
     private static func migrate(_ connection: SQLiteConnection) async throws {
@@ -284,4 +292,62 @@ final class SerialGate: Sendable {
 extension SQLiteRow {
     fileprivate func text(_ name: String) -> String { column(name)?.string ?? "" }
     fileprivate func int64(_ name: String) -> Int64 { Int64(column(name)?.integer ?? 0) }
+}
+
+// MARK: - Push subscriptions
+
+extension SQLiteRoomStateStore: PushSubscriptionStore {
+    public func savePushSubscription(_ subscription: PushSubscriptionRecord) async throws {
+        try await withConnection("save a push subscription") { connection in
+            _ = try await connection.query("BEGIN IMMEDIATE")
+            do {
+                _ = try await connection.query(
+                    """
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                    ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
+                        created_at = excluded.created_at
+                    """,
+                    [.text(subscription.rid), .text(subscription.endpoint), .text(subscription.p256dh), .text(subscription.auth),
+                     .integer(SQLiteInt64(subscription.createdAtMs))])
+                // Bounded per room: the oldest devices make way for the newest.
+                _ = try await connection.query(
+                    """
+                    DELETE FROM duet_push_subscriptions WHERE rid = ?1 AND endpoint NOT IN (
+                        SELECT endpoint FROM duet_push_subscriptions WHERE rid = ?1 ORDER BY created_at DESC, endpoint LIMIT ?2)
+                    """, [.text(subscription.rid), .integer(SQLiteInt64(PushSubscriptionLimits.perRoom))])
+                _ = try await connection.query("COMMIT")
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    @discardableResult
+    public func removePushSubscription(rid: String, endpoint: String) async throws -> Bool {
+        try await withConnection("remove a push subscription") { connection in
+            let rows = try await connection.query(
+                "DELETE FROM duet_push_subscriptions WHERE rid = ? AND endpoint = ? RETURNING rid", [.text(rid), .text(endpoint)])
+            return !rows.isEmpty
+        }
+    }
+
+    public func removePushEndpoint(_ endpoint: String) async throws {
+        try await withConnection("remove a push endpoint") { connection in
+            _ = try await connection.query("DELETE FROM duet_push_subscriptions WHERE endpoint = ?", [.text(endpoint)])
+        }
+    }
+
+    public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
+        try await withConnection("read push subscriptions") { connection in
+            try await connection.query(
+                "SELECT rid, endpoint, p256dh, auth, created_at FROM duet_push_subscriptions WHERE rid = ? ORDER BY created_at, endpoint",
+                [.text(rid)]
+            ).map { row in
+                PushSubscriptionRecord(
+                    rid: row.text("rid"), endpoint: row.text("endpoint"), p256dh: row.text("p256dh"), auth: row.text("auth"),
+                    createdAtMs: row.int64("created_at"))
+            }
+        }
+    }
 }

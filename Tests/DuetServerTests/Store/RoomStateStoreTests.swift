@@ -134,6 +134,35 @@ import Testing
         }
     }
 
+    /// Push subscriptions (issue 31), the same contract in both stores and in memory: replace by (room, endpoint),
+    /// bounded per room (the oldest go), removal of one room's or of an endpoint everywhere, kept across a restart.
+    @Test(arguments: Kind.allCases) func pushSubscriptionsFollowOneContract(kind: Kind) async throws {
+        try await Self.with(kind) { place in
+            let first = try await place.store()
+            let store = try #require(first as? any PushSubscriptionStore)
+            func record(_ rid: String, _ endpoint: String, _ at: Int64, _ auth: String = "a") -> PushSubscriptionRecord {
+                PushSubscriptionRecord(rid: rid, endpoint: "https://push.example/" + endpoint, p256dh: "p", auth: auth, createdAtMs: at)
+            }
+            try await store.savePushSubscription(record("r1", "one", 1))
+            try await store.savePushSubscription(record("r1", "one", 2, "b"))
+            try await store.savePushSubscription(record("r2", "one", 3))
+            #expect(try await store.pushSubscriptions(rid: "r1") == [record("r1", "one", 2, "b")])
+            for index in 0..<(PushSubscriptionLimits.perRoom + 3) { try await store.savePushSubscription(record("r3", "d\(index)", Int64(10 + index))) }
+            let bounded = try await store.pushSubscriptions(rid: "r3")
+            #expect(bounded.count == PushSubscriptionLimits.perRoom)
+            #expect(bounded.first?.endpoint == "https://push.example/d3")
+            #expect(try await store.removePushSubscription(rid: "r3", endpoint: "https://push.example/d3"))
+            #expect(try await !store.removePushSubscription(rid: "r3", endpoint: "https://push.example/d3"))
+            try await store.removePushEndpoint("https://push.example/one")
+            #expect(try await store.pushSubscriptions(rid: "r1").isEmpty)
+            #expect(try await store.pushSubscriptions(rid: "r2").isEmpty)
+            await first.close()
+            let second = try #require(try await place.store() as? any PushSubscriptionStore)
+            #expect(try await second.pushSubscriptions(rid: "r3").count == PushSubscriptionLimits.perRoom - 1)
+            await (second as? any RoomStateStore)?.close()
+        }
+    }
+
     @Test func sqliteChangesNeverYieldAndEndOnClose() async throws {
         try await Self.with(.sqlite) { place in
             let store = try await place.store()
@@ -270,6 +299,18 @@ import Testing
             #expect(try await a.sharedSecrets(proposing: first) == first)
             #expect(try await b.sharedSecrets(proposing: second) == first)
             #expect(try await a.sharedSecrets(proposing: second) == first)
+            await a.close()
+            await b.close()
+        }
+    }
+
+    @Test func theFirstProposedVAPIDKeyIsEveryNodes() async throws {
+        try await PostgresServer.with { server in
+            let a = try await Self.store(server, "node-a")
+            let b = try await Self.store(server, "node-b")
+            let first = VAPIDKey()
+            #expect(try await a.sharedVAPIDKey(proposing: first).publicKeyBase64URL == first.publicKeyBase64URL)
+            #expect(try await b.sharedVAPIDKey(proposing: VAPIDKey()).publicKeyBase64URL == first.publicKeyBase64URL)
             await a.close()
             await b.close()
         }

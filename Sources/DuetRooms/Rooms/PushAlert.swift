@@ -1,0 +1,31 @@
+/// What the room logic asks to be told by Web Push to a room's subscribed devices; the server finds the devices,
+/// encrypts and delivers (`WebPushSender`). A value, so the pure core stays free of I/O.
+public struct PushAlert: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The seed's join alert: someone took a new seat (with the id of a snapshot they uploaded, if any).
+        case joined(snapshotId: String?)
+    }
+
+    public var rid: String
+    /// Who caused it.
+    public var cid: String
+    public var kind: Kind
+    /// Devices that are in the room now: they are not told what they can see.
+    public var excludedEndpoints: [String]
+
+    public init(rid: String, cid: String, kind: Kind, excludedEndpoints: [String]) {
+        self.rid = rid
+        self.cid = cid
+        self.kind = kind
+        self.excludedEndpoints = excludedEndpoints
+    }
+
+    public static let maxEndpointBytes = 2048
+
+    /// Snapshot ids are the server's own (`SNAP-` and base64url); anything else in a join is ignored.
+    public static func isValidSnapshotId(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
+            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
+        }
+    }
+}

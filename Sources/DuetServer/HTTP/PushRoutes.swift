@@ -1,0 +1,124 @@
+import DuetProtocol
+import DuetRooms
+import Foundation
+import Hummingbird
+
+/// Web Push, under Serenada's names so that its clients can use a Duet server:
+/// - `GET /api/push/vapid-public-key` → `{publicKey}` (the `applicationServerKey` to subscribe with);
+/// - `POST /api/push/subscribe?roomId=R` `{endpoint, keys:{p256dh, auth}, cid, reconnectToken}` → 204;
+/// - `DELETE /api/push/subscribe?roomId=R` `{endpoint}` → 204.
+///
+/// Where Serenada is unsafe Duet asks for more: subscribing needs a proven seat in the room (the `cid` and its
+/// reconnect token), because a room id travels in links and logs, and whoever subscribes there will be told when
+/// someone joins. Unsubscribing needs only the endpoint, an unguessable URL only its device and this server know.
+/// Nothing here ever hands out another device's keys (docs/security.md).
+struct PushRoutes: Sendable {
+    let hub: SessionHub
+    let gate: Gatekeeper
+    let roomIds: RoomIdAuthority
+    let vapid: VAPIDKey
+    let subscriptions: any PushSubscriptionStore
+    let destinations: PushDestinationPolicy
+
+    struct SubscribeBody: Decodable {
+        struct Keys: Decodable {
+            var p256dh: String?
+            var auth: String?
+        }
+        var endpoint: String?
+        var keys: Keys?
+        var transport: String?
+        var cid: String?
+        var reconnectToken: String?
+    }
+
+    struct UnsubscribeBody: Decodable {
+        var endpoint: String?
+    }
+
+    func register(on router: Router<DuetRequestContext>) {
+        router.get("/api/push/vapid-public-key") { request, context -> Response in
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
+            return .json(.ok, ["publicKey": vapid.publicKeyBase64URL])
+        }
+
+        router.post("/api/push/subscribe") { request, context -> Response in
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
+            let rid: String
+            switch room(of: request) {
+            case .success(let value): rid = value
+            case .failure(let response): return response
+            }
+            var request = request
+            let body: SubscribeBody
+            do {
+                let bytes = try await request.collectBody(upTo: ProtocolLimits.maxMessageBytes)
+                body = try JSONDecoder().decode(SubscribeBody.self, from: Data(bytes.readableBytesView))
+            } catch {
+                return .text(.badRequest, "body must be JSON {endpoint, keys:{p256dh, auth}, cid, reconnectToken}")
+            }
+            if let transport = body.transport, transport.lowercased() != "webpush" {
+                return .text(.badRequest, "only Web Push subscriptions (transport \"webpush\") are supported")
+            }
+            guard let endpointText = body.endpoint, let p256dh = body.keys?.p256dh, let auth = body.keys?.auth else {
+                return .text(.badRequest, "endpoint, keys.p256dh and keys.auth are required (a browser's PushSubscription.toJSON())")
+            }
+            guard let cid = body.cid, let token = body.reconnectToken, hub.provesSeat(rid: rid, cid: cid, token: token) else {
+                return .text(
+                    .unauthorized,
+                    "subscribing needs a seat in this room: send the cid and reconnectToken of your participant (a room id alone proves nothing)")
+            }
+            let record = PushSubscriptionRecord(
+                rid: rid, endpoint: endpointText, p256dh: p256dh, auth: auth, createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+            do {
+                _ = try record.keys()
+                let endpoint = try PushEndpoint(endpointText)
+                _ = try await destinations.destination(for: endpoint)
+            } catch {
+                return .text(.badRequest, String(describing: error))
+            }
+            do {
+                try await subscriptions.savePushSubscription(record)
+            } catch {
+                return .text(.serviceUnavailable, "the subscription could not be stored; try again shortly")
+            }
+            return Response(status: .noContent)
+        }
+
+        router.delete("/api/push/subscribe") { request, context -> Response in
+            if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
+            let rid: String
+            switch room(of: request) {
+            case .success(let value): rid = value
+            case .failure(let response): return response
+            }
+            var request = request
+            guard let bytes = try? await request.collectBody(upTo: ProtocolLimits.maxMessageBytes),
+                let body = try? JSONDecoder().decode(UnsubscribeBody.self, from: Data(bytes.readableBytesView)),
+                let endpoint = body.endpoint
+            else {
+                return .text(.badRequest, "body must be JSON {endpoint}")
+            }
+            do {
+                try await subscriptions.removePushSubscription(rid: rid, endpoint: endpoint)
+            } catch {
+                return .text(.serviceUnavailable, "the subscription could not be removed; try again shortly")
+            }
+            // Idempotent: removing what is not there is done too.
+            return Response(status: .noContent)
+        }
+    }
+
+    private enum RoomResult {
+        case success(String)
+        case failure(Response)
+    }
+
+    private func room(of request: Request) -> RoomResult {
+        guard let rid = request.uri.queryParameters["roomId"].map(String.init), !rid.isEmpty else {
+            return .failure(.text(.badRequest, "missing roomId"))
+        }
+        guard roomIds.isAuthentic(rid) else { return .failure(.text(.badRequest, "roomId is not a room id issued by this server")) }
+        return .success(rid)
+    }
+}

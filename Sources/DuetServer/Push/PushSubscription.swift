@@ -1,0 +1,90 @@
+import DuetProtocol
+import Foundation
+import Synchronization
+
+/// One device that asked to be reached in one room ("Ring me here"): the browser's `PushSubscription` (endpoint and
+/// keys) and the room it is for. The keys are the browser's public key and auth secret: they let the server encrypt
+/// to the device (RFC 8291), not read anything.
+public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
+    public var rid: String
+    public var endpoint: String
+    /// base64url, as the browser's `toJSON()` gives them: a 65-byte P-256 point and 16 bytes.
+    public var p256dh: String
+    public var auth: String
+    public var createdAtMs: Int64
+
+    public init(rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64) {
+        self.rid = rid
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+        self.createdAtMs = createdAtMs
+    }
+
+    /// The decoded keys, or why they are not usable (checked when subscribing, so a stored row always decodes).
+    public func keys() throws(PushEndpoint.Refusal) -> (p256dh: [UInt8], auth: [UInt8]) {
+        // Browsers' toJSON() gives base64url without padding; some clients pad it.
+        func decode(_ text: String) -> [UInt8]? { Base64URL.decode(String(text.prefix { $0 != "=" })) }
+        guard let point = decode(p256dh), point.count == 65, point.first == 4 else {
+            throw PushEndpoint.Refusal("keys.p256dh must be a base64url uncompressed P-256 public key (65 bytes)")
+        }
+        guard let secret = decode(auth), secret.count == 16 else {
+            throw PushEndpoint.Refusal("keys.auth must be 16 bytes of base64url")
+        }
+        return (point, secret)
+    }
+}
+
+/// Where subscriptions live: the room-state store (SQLite on one node, PostgreSQL shared by a cluster), so that they
+/// survive restarts and every node can reach every device. Writes are awaited (a subscribe is answered only once it
+/// is stored): unlike room facts, nothing here is on the relay path.
+public protocol PushSubscriptionStore: Sendable {
+    /// Adds or replaces (same room and endpoint) a subscription.
+    func savePushSubscription(_ subscription: PushSubscriptionRecord) async throws
+    /// Removes one room's subscription of `endpoint`; true if there was one.
+    @discardableResult
+    func removePushSubscription(rid: String, endpoint: String) async throws -> Bool
+    /// Removes `endpoint` from every room: the push service said it is gone (404/410).
+    func removePushEndpoint(_ endpoint: String) async throws
+    func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord]
+}
+
+/// Subscriptions per room: bounded so that nobody can grow a room's list without limit (a device per endpoint;
+/// a person has a few, a 1:1 room two people).
+public enum PushSubscriptionLimits {
+    public static let perRoom = 20
+}
+
+/// For a server without a store (`persistsRoomState = false`, tests): the same contract in memory.
+public final class InMemoryPushSubscriptions: PushSubscriptionStore {
+    private let rows = Mutex<[PushSubscriptionRecord]>([])
+
+    public init() {}
+
+    public func savePushSubscription(_ subscription: PushSubscriptionRecord) async throws {
+        rows.withLock { rows in
+            rows.removeAll { $0.rid == subscription.rid && $0.endpoint == subscription.endpoint }
+            rows.append(subscription)
+            // Bounded per room like the stores: the oldest make way.
+            let room = rows.filter { $0.rid == subscription.rid }.sorted { ($0.createdAtMs, $0.endpoint) > ($1.createdAtMs, $1.endpoint) }
+            let dropped = Set(room.dropFirst(PushSubscriptionLimits.perRoom).map(\.endpoint))
+            rows.removeAll { $0.rid == subscription.rid && dropped.contains($0.endpoint) }
+        }
+    }
+
+    public func removePushSubscription(rid: String, endpoint: String) async throws -> Bool {
+        rows.withLock { rows in
+            let before = rows.count
+            rows.removeAll { $0.rid == rid && $0.endpoint == endpoint }
+            return rows.count != before
+        }
+    }
+
+    public func removePushEndpoint(_ endpoint: String) async throws {
+        rows.withLock { $0.removeAll { $0.endpoint == endpoint } }
+    }
+
+    public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
+        rows.withLock { $0.filter { $0.rid == rid } }
+    }
+}
