@@ -81,7 +81,8 @@ public final class DuetServer: Sendable {
         let authorities = SignalingCore.Authorities(
             roomIds: RoomIdAuthority(key: secrets.key(secrets.roomIdSecret)),
             reconnectTokens: ReconnectTokenAuthority(key: secrets.key(secrets.reconnectSecret), ttlMs: configuration.reconnectTokenTTL.milliseconds),
-            turnTokens: TurnTokenAuthority(key: secrets.key(secrets.turnTokenSecret), ttlMs: configuration.turnTokenTTL.milliseconds))
+            turnTokens: TurnTokenAuthority(key: secrets.key(secrets.turnTokenSecret), ttlMs: configuration.turnTokenTTL.milliseconds),
+            memberTokens: MemberTokenAuthority(key: secrets.derivedKey("member tokens v1")))
         var settings = SignalingCore.Settings()
         settings.evictionTimeoutMs = configuration.evictionTimeout.milliseconds
         settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
@@ -106,6 +107,7 @@ public final class DuetServer: Sendable {
             pushAlerts: { pushDispatcher.alert($0) })
         self.hub = hub
         self.metrics = metrics
+        pushDispatcher.reportRings { hub.ringPushed($0) }
 
         let limits = configuration.rateLimits
         let addresses = ClientAddressResolver(trusted: configuration.trustedProxies, header: configuration.forwardedHeader)
@@ -145,6 +147,7 @@ public final class DuetServer: Sendable {
             hub: hub, gate: gate, roomIds: authorities.roomIds, vapid: vapid, subscriptions: pushStore,
             destinations: pushSettings.destinations
         ).register(on: router)
+        RingRoutes(hub: hub, gate: gate).register(on: router)
         OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)
 

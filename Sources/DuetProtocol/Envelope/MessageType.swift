@@ -13,6 +13,10 @@ public enum MessageType: String, Sendable, CaseIterable {
     case watchRooms = "watch_rooms"
     /// Also server → client: relayed to the other participant with `from`.
     case mediaState = "media_state"
+    /// Ringing (issue 31): a seated participant rings the room's other devices, cancels, and a device answers.
+    case ring
+    case ringCancel = "ring_cancel"
+    case ringAnswer = "ring_answer"
     // server → client
     case pong, joined
     case roomState = "room_state"
@@ -26,6 +30,10 @@ public enum MessageType: String, Sendable, CaseIterable {
     case roomStatusUpdate = "room_status_update"
     /// First message of an SSE stream: the token its POSTs must carry (`SSEPostBinding`).
     case sseSession = "sse_session"
+    /// Ringing (issue 31): what the caller sees of its ring, a device's incoming call, and its end.
+    case ringState = "ring_state"
+    case incomingCall = "incoming_call"
+    case ringEnded = "ring_ended"
 
     /// Messages the server forwards from one participant to the other.
     public var isRelayed: Bool { self == .offer || self == .answer || self == .ice || self == .verifyFailed }

@@ -12,11 +12,16 @@ public struct JoinPayload: Codable, Sendable, Equatable {
     public var pushEndpoint: String?
     public var snapshotId: String?
     public var device: String?
+    /// Issue 31: this browser's (or app's) id for itself, 16–64 base64url characters, kept across calls. With it,
+    /// `joined` carries a `memberToken`: the proof that this device has been in this room, with which it may
+    /// listen for rings and answer them later, when it is not in the call.
+    public var deviceId: String?
 
     public init(
         capabilities: Capabilities? = .init(), reconnectCid: String? = nil, reconnectToken: String? = nil,
-        pushEndpoint: String? = nil, snapshotId: String? = nil, device: String? = nil
+        pushEndpoint: String? = nil, snapshotId: String? = nil, device: String? = nil, deviceId: String? = nil
     ) {
+        self.deviceId = deviceId
         self.capabilities = capabilities
         self.reconnectCid = reconnectCid
         self.reconnectToken = reconnectToken
@@ -61,7 +66,76 @@ public struct IcePayload: Codable, Sendable, Equatable {
 
 public struct WatchRoomsPayload: Codable, Sendable, Equatable {
     public var rids: [String]
-    public init(rids: [String]) { self.rids = rids }
+    /// Issue 31: ring me here. The rooms among `rids` whose member token for `deviceId` is valid also ring this
+    /// connection (`incoming_call`).
+    public var listen: ListenPayload?
+    public init(rids: [String], listen: ListenPayload? = nil) {
+        self.rids = rids
+        self.listen = listen
+    }
+}
+
+public struct ListenPayload: Codable, Sendable, Equatable {
+    public var deviceId: String
+    /// rid → the `memberToken` this device got in that room's `joined`.
+    public var members: [String: String]
+    public init(deviceId: String, members: [String: String]) {
+        self.deviceId = deviceId
+        self.members = members
+    }
+}
+
+/// `ring`: ring the other person's devices. `callId` (1–64 base64url characters) names this call attempt; `caller`
+/// is what the devices show of the caller, opaque to the server (the name and picture sealed with the link's key),
+/// at most `RingLimits.maxCallerBytes` once encoded.
+public struct RingPayload: Codable, Sendable, Equatable {
+    public var callId: String
+    public var caller: JSONValue?
+    public init(callId: String, caller: JSONValue? = nil) {
+        self.callId = callId
+        self.caller = caller
+    }
+}
+
+public struct RingCancelPayload: Codable, Sendable, Equatable {
+    public var callId: String
+    public init(callId: String) { self.callId = callId }
+}
+
+/// `ring_answer` (and `POST /api/ring/answer`): a device accepts or declines. Over a listening connection the
+/// listening proves the device; over HTTP the `deviceId` and `memberToken` do.
+public struct RingAnswerPayload: Codable, Sendable, Equatable {
+    public enum Answer: String, Codable, Sendable { case accept, decline }
+    public var rid: String?
+    public var callId: String
+    public var answer: Answer
+    public var deviceId: String?
+    public var memberToken: String?
+    public init(rid: String?, callId: String, answer: Answer, deviceId: String? = nil, memberToken: String? = nil) {
+        self.rid = rid
+        self.callId = callId
+        self.answer = answer
+        self.deviceId = deviceId
+        self.memberToken = memberToken
+    }
+}
+
+public enum RingLimits {
+    /// How long a ring rings before it is "no answer". 45 s: longer than a phone's typical 30 s because a push to a
+    /// sleeping phone takes a few seconds to wake it, and short enough that a caller is not left waiting.
+    public static let ringTimeoutMs: Int64 = 45_000
+    public static let maxCallerBytes = 2_048
+    /// Per room: rings started in `windowMs` at most (a ring is a notification on someone's lock screen).
+    public static let perRoomInWindow = 5
+    /// Per calling seat: rings started in `windowMs` at most.
+    public static let perCallerInWindow = 3
+    public static let windowMs: Int64 = 5 * 60_000
+
+    public static func isValidId(_ id: String, minimum: Int = 1) -> Bool {
+        (minimum...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
+            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
+        }
+    }
 }
 
 public struct PingPayload: Codable, Sendable, Equatable {

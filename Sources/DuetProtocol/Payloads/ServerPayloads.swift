@@ -34,12 +34,17 @@ public struct JoinedPayload: Codable, Sendable, Equatable {
     /// Unix seconds.
     public var turnTokenExpiresAt: Int64
     public var turnTokenTTLMs: Int64
+    /// Issue 31: only when the join carried a `deviceId`: the proof that this device has been in this room.
+    public var memberToken: String?
+    public var memberTokenTTLMs: Int64?
 
     public init(
         hostCid: String, participants: [ParticipantInfo], maxParticipants: Int, reconnect: ReconnectKind,
         epoch: Int64, reconnectToken: String, reconnectTokenTTLMs: Int64, turnToken: String,
-        turnTokenExpiresAt: Int64, turnTokenTTLMs: Int64
+        turnTokenExpiresAt: Int64, turnTokenTTLMs: Int64, memberToken: String? = nil, memberTokenTTLMs: Int64? = nil
     ) {
+        self.memberToken = memberToken
+        self.memberTokenTTLMs = memberTokenTTLMs
         self.hostCid = hostCid
         self.participants = participants
         self.maxParticipants = maxParticipants
@@ -194,4 +199,49 @@ public struct TurnCredentials: Codable, Sendable, Equatable {
 public struct RoomIdResponse: Codable, Sendable, Equatable {
     public var roomId: String
     public init(roomId: String) { self.roomId = roomId }
+}
+
+/// `ring_state`, to the caller: where its ring is. `devices`: how many of the other person's devices it reached (live
+/// pages, and pushes a push service accepted). `state`: `ringing`, then one of `accepted`, `declined`, `no_answer`,
+/// `cancelled`, `unreachable` (no device could be reached).
+public struct RingStatePayload: Codable, Sendable, Equatable {
+    public var callId: String
+    public var state: String
+    public var devices: Int
+    public var expiresAt: Int64?
+    public init(callId: String, state: String, devices: Int, expiresAt: Int64? = nil) {
+        self.callId = callId
+        self.state = state
+        self.devices = devices
+        self.expiresAt = expiresAt
+    }
+}
+
+/// `incoming_call`, to a listening device: ring. `expiresAt` in unix ms.
+public struct IncomingCallPayload: Codable, Sendable, Equatable {
+    public var rid: String
+    public var callId: String
+    public var from: String
+    public var caller: JSONValue?
+    public var expiresAt: Int64
+    public init(rid: String, callId: String, from: String, caller: JSONValue?, expiresAt: Int64) {
+        self.rid = rid
+        self.callId = callId
+        self.from = from
+        self.caller = caller
+        self.expiresAt = expiresAt
+    }
+}
+
+/// `ring_ended`, to every device that was rung: stop ringing. `reason`: `accepted` (this device accepted),
+/// `answered_elsewhere`, `declined`, `cancelled`, `no_answer`.
+public struct RingEndedPayload: Codable, Sendable, Equatable {
+    public var rid: String
+    public var callId: String
+    public var reason: String
+    public init(rid: String, callId: String, reason: String) {
+        self.rid = rid
+        self.callId = callId
+        self.reason = reason
+    }
 }

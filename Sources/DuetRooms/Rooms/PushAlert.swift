@@ -1,9 +1,15 @@
+import DuetProtocol
+
 /// What the room logic asks to be told by Web Push to a room's subscribed devices; the server finds the devices,
 /// encrypts and delivers (`WebPushSender`). A value, so the pure core stays free of I/O.
 public struct PushAlert: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// The seed's join alert: someone took a new seat (with the id of a snapshot they uploaded, if any).
         case joined(snapshotId: String?)
+        /// A ring (issue 31): the devices not reached live ring by push until `expiresAtMs`.
+        case ring(callId: String, caller: JSONValue?, expiresAtMs: Int64)
+        /// The ring is over (`reason` as `ring_ended` says it): the same Topic replaces an undelivered ring.
+        case ringEnded(callId: String, reason: String)
     }
 
     public var rid: String
@@ -12,12 +18,15 @@ public struct PushAlert: Sendable, Equatable {
     public var kind: Kind
     /// Devices that are in the room now: they are not told what they can see.
     public var excludedEndpoints: [String]
+    /// Devices (by their id) not to push to: the caller's own, and those that rang live.
+    public var excludedDevices: [String]
 
-    public init(rid: String, cid: String, kind: Kind, excludedEndpoints: [String]) {
+    public init(rid: String, cid: String, kind: Kind, excludedEndpoints: [String], excludedDevices: [String] = []) {
         self.rid = rid
         self.cid = cid
         self.kind = kind
         self.excludedEndpoints = excludedEndpoints
+        self.excludedDevices = excludedDevices
     }
 
     public static let maxEndpointBytes = 2048

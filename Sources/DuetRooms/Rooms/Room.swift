@@ -24,6 +24,8 @@ struct Participant: Sendable, Equatable {
     /// The push endpoint this participant's device said in `join` (its own subscription): a push about this room is
     /// never sent to a device that is in it.
     var pushEndpoint: String?
+    /// The device's own id from `join` (issue 31): its rings are never rung back to it.
+    var deviceId: String?
 
     var status: ParticipantConnectionStatus { connection == nil ? .suspended : .connected }
     var info: ParticipantInfo { ParticipantInfo(cid: cid, joinedAt: joinedAt, connectionStatus: status, media: media) }
@@ -100,6 +102,11 @@ struct ConnectionState: Sendable, Equatable {
     /// reconnect token before anything else is accepted.
     var mustProveCid: String?
     var watchedRooms: Set<String> = []
+    /// Rooms whose rings this connection listens for (issue 31), and the device it proved.
+    var listenedRooms: Set<String> = []
+    var listeningDevice: String?
+    /// The `deviceId` of this connection's last `join`, when well-formed: `joined` then carries its member token.
+    var joinDevice: String?
     /// When this connection last delivered a message the core accepted (an SSE stream: its sid's last POST).
     var lastHeardMs: Int64
 

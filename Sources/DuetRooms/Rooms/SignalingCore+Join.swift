@@ -7,6 +7,7 @@ extension SignalingCore {
             throw ProtocolError(.invalidRoomId, "\(rid.prefix(64)) is not a room id issued by this server")
         }
         let request = try envelope.payload.decode(JoinPayload.self)
+        connections[connection]?.joinDevice = request.deviceId.flatMap { RingLimits.isValidId($0, minimum: 16) ? $0 : nil }
         if let tombstone = tombstones[rid] {
             throw ProtocolError(.roomEnded, "this room was ended (\(tombstone.reason))")
         }
@@ -34,6 +35,10 @@ extension SignalingCore {
         if let endpoint = request.pushEndpoint, !endpoint.isEmpty, endpoint.utf8.count <= PushAlert.maxEndpointBytes {
             rooms[rid]!.participants[index].pushEndpoint = endpoint
         }
+        if let device = connections[connection]?.joinDevice { rooms[rid]!.participants[index].deviceId = device }
+        // Ringing: the other person arriving answers a ring; the caller coming back learns where its ring is.
+        seatTaken(rid: rid, cid: cid, nowMs: nowMs, into: &out)
+        resumeRing(rid: rid, cid: cid, connection: connection, nowMs: nowMs, into: &out)
         // The seed's join alert: someone arrived; the room's devices that are not in it hear of it by push. Only a
         // new seat: a reconnect is the same person coming back, not news.
         if request.reconnectCid == nil {
@@ -138,7 +143,9 @@ extension SignalingCore {
             maxParticipants: ProtocolLimits.maxParticipants, reconnect: kind, epoch: room.epoch,
             reconnectToken: authorities.reconnectTokens.issue(cid: cid, rid: rid, nowMs: nowMs),
             reconnectTokenTTLMs: authorities.reconnectTokens.ttlMs, turnToken: turn.token,
-            turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
+            turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs,
+            memberToken: connections[connection]?.joinDevice.map { authorities.memberTokens.issue(rid: rid, deviceId: $0, nowMs: nowMs) },
+            memberTokenTTLMs: connections[connection]?.joinDevice.map { _ in authorities.memberTokens.ttlMs })
         var joined = Self.envelope(.joined, rid: rid, cid: cid, ts: nowMs, epoch: room.epoch, payload)
         joined.sid = connections[connection]?.sid
         out.append(.send(connection, joined))

@@ -20,6 +20,7 @@ extension SignalingCore {
         seatCounts.removed(room.participants[index])
         room.participants.remove(at: index)
         out.append(.event(.left(rid: rid, cid: cid, reason: reason)))
+        callerGone(rid: rid, cid: cid, nowMs: nowMs, into: &out)
         if room.participants.isEmpty {
             rooms[rid] = nil
         } else {
@@ -89,6 +90,7 @@ extension SignalingCore {
                 revoke(cid: participant.cid, rid: rid, nowMs: nowMs, into: &out)
             }
         }
+        expireRings(nowMs: nowMs, into: &out)
         tombstones = tombstones.filter { $0.value.expiresAt > nowMs }
         revokedSeats.prune(nowMs: nowMs)
         endedSeats.prune(nowMs: nowMs)
@@ -144,6 +146,7 @@ extension SignalingCore {
             watchers[rid, default: []].insert(connection)
             counts[rid] = .int(Int64(occupancy(of: rid)))
         }
+        listen(request.listen, rids: rids, connection: connection, nowMs: nowMs)
         out.append(.send(connection, Self.envelope(.roomStatuses, ts: nowMs, payload: .object(counts))))
     }
 

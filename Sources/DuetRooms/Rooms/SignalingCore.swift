@@ -1,3 +1,4 @@
+import Crypto
 import DuetProtocol
 
 /// All room and session logic of the server as a pure value: every input returns the outputs to
@@ -26,10 +27,16 @@ public struct SignalingCore: Sendable {
         public var roomIds: RoomIdAuthority
         public var reconnectTokens: ReconnectTokenAuthority
         public var turnTokens: TurnTokenAuthority
-        public init(roomIds: RoomIdAuthority, reconnectTokens: ReconnectTokenAuthority, turnTokens: TurnTokenAuthority) {
+        public var memberTokens: MemberTokenAuthority
+        /// `memberTokens` nil: a key of its own for this process (tests and the simulator, where nothing outlives it).
+        public init(
+            roomIds: RoomIdAuthority, reconnectTokens: ReconnectTokenAuthority, turnTokens: TurnTokenAuthority,
+            memberTokens: MemberTokenAuthority? = nil
+        ) {
             self.roomIds = roomIds
             self.reconnectTokens = reconnectTokens
             self.turnTokens = turnTokens
+            self.memberTokens = memberTokens ?? MemberTokenAuthority(key: SymmetricKey(size: .bits256))
         }
     }
 
@@ -44,6 +51,10 @@ public struct SignalingCore: Sendable {
         case drain
         /// What the store knows: at start (everything in force), then, in a cluster, whatever another node wrote.
         case learned(DurableFact)
+        /// How a ring's pushes went (from the push dispatcher).
+        case ringPushed(RingPushReport)
+        /// `POST /api/ring/answer`: a device without a signaling connection (a notification's button) answers.
+        case httpRingAnswer(RingAnswerPayload)
     }
 
     public enum CloseReason: String, Sendable {
@@ -71,6 +82,22 @@ public struct SignalingCore: Sendable {
         case push(PushAlert)
     }
 
+    /// What the push dispatcher reports of a ring's pushes (`Input.ringPushed`).
+    public struct RingPushReport: Sendable, Equatable {
+        public var rid: String
+        public var callId: String
+        /// Devices (ids, or endpoints for subscriptions without one) whose push service accepted the ring.
+        public var reached: [String]
+        /// Every push of this ring has ended (delivered or not).
+        public var finished: Bool
+        public init(rid: String, callId: String, reached: [String], finished: Bool) {
+            self.rid = rid
+            self.callId = callId
+            self.reached = reached
+            self.finished = finished
+        }
+    }
+
     /// Facts for logs and metrics.
     public enum Event: Sendable, Equatable {
         case joined(rid: String, cid: String, kind: ReconnectKind)
@@ -79,6 +106,9 @@ public struct SignalingCore: Sendable {
         case roomEnded(rid: String)
         /// Another node claimed the room: its clients here were told to reconnect (and arrive there).
         case released(rid: String)
+        /// Issue 31: a ring started, and how it ended (`accepted`, `declined`, `no_answer`, `cancelled`, `unreachable`).
+        case ringing(rid: String, callId: String)
+        case ringEnded(rid: String, callId: String, outcome: String)
     }
 
     public var settings: Settings
@@ -95,6 +125,12 @@ public struct SignalingCore: Sendable {
     /// "cid|rid" of seats whose room was ended by its host, until their tokens have surely expired.
     var endedSeats: ExpiringKeys
     var watchers: [String: Set<ConnectionID>] = [:]
+    /// rid → the connections that listen for its rings (`watch_rooms` with a valid member token), with their device.
+    var listeners: [String: [ConnectionID: String]] = [:]
+    /// rid → the ring in progress there (one at a time).
+    var rings: [String: Ring] = [:]
+    /// When rings were started, per room and per calling seat, within `RingLimits.windowMs` (pruned on tick).
+    var ringStarts: [String: [Int64]] = [:]
     var seatCounts = SeatCounts()
     /// Rooms the store told of that are not held here: live on another node (their occupancy is what watchers
     /// here see), or held here before a restart (their host and epoch continue when the room is recovered).
@@ -138,6 +174,10 @@ public struct SignalingCore: Sendable {
             tick(nowMs: nowMs, into: &out)
         case .learned(let fact):
             learned(fact, nowMs: nowMs, into: &out)
+        case .ringPushed(let report):
+            ringPushed(report, nowMs: nowMs, into: &out)
+        case .httpRingAnswer(let answer):
+            httpRingAnswer(answer, nowMs: nowMs, into: &out)
         case .drain:
             isDraining = true
             let payload = DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs)
@@ -171,6 +211,9 @@ public struct SignalingCore: Sendable {
     }
 
     // MARK: - Read-only views (metrics, tests)
+
+    /// The authorities, for tests that issue what a client would have been given.
+    var authoritiesForTests: Authorities { authorities }
 
     public var roomCount: Int { rooms.count }
     public var connectionCount: Int { connections.count }
@@ -216,6 +259,7 @@ public struct SignalingCore: Sendable {
         guard let state = connections.removeValue(forKey: connection) else { return }
         if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
         for rid in state.watchedRooms { unwatch(rid, connection) }
+        for rid in state.listenedRooms { unlisten(rid, connection) }
         if let seat = state.seat { suspend(seat.cid, in: seat.rid, nowMs: nowMs, into: &out) }
     }
 
@@ -268,6 +312,12 @@ public struct SignalingCore: Sendable {
                 out.append(.send(connection, Self.envelope(.reconnectTokenRefreshed, rid: seat.rid, cid: seat.cid, ts: nowMs, payload)))
             case .watchRooms?:
                 try watchRooms(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .ring?:
+                try ring(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .ringCancel?:
+                try ringCancel(envelope, from: connection, nowMs: nowMs, into: &out)
+            case .ringAnswer?:
+                try ringAnswer(envelope, from: connection, nowMs: nowMs, into: &out)
             default:
                 // Unknown or server-only types are ignored: forward compatibility.
                 break

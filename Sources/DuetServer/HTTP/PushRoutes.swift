@@ -5,12 +5,13 @@ import Hummingbird
 
 /// Web Push, under Serenada's names so that its clients can use a Duet server:
 /// - `GET /api/push/vapid-public-key` → `{publicKey}` (the `applicationServerKey` to subscribe with);
-/// - `POST /api/push/subscribe?roomId=R` `{endpoint, keys:{p256dh, auth}, cid, reconnectToken}` → 204;
+/// - `POST /api/push/subscribe?roomId=R` `{endpoint, keys:{p256dh, auth}, cid, reconnectToken}` (or `deviceId` and
+///   `memberToken` instead of the seat) → 204;
 /// - `DELETE /api/push/subscribe?roomId=R` `{endpoint}` → 204.
 ///
 /// Where Serenada is unsafe Duet asks for more: subscribing needs a proven seat in the room (the `cid` and its
 /// reconnect token), because a room id travels in links and logs, and whoever subscribes there will be told when
-/// someone joins. Unsubscribing needs only the endpoint, an unguessable URL only its device and this server know.
+/// someone joins (a device that has been in the call may show its member token instead). Unsubscribing needs only the endpoint, an unguessable URL only its device and this server know.
 /// Nothing here ever hands out another device's keys (docs/security.md).
 struct PushRoutes: Sendable {
     let hub: SessionHub
@@ -30,6 +31,9 @@ struct PushRoutes: Sendable {
         var transport: String?
         var cid: String?
         var reconnectToken: String?
+        /// Issue 31: a device that has been in the call (its member token) may subscribe without a seat now.
+        var deviceId: String?
+        var memberToken: String?
     }
 
     struct UnsubscribeBody: Decodable {
@@ -63,13 +67,17 @@ struct PushRoutes: Sendable {
             guard let endpointText = body.endpoint, let p256dh = body.keys?.p256dh, let auth = body.keys?.auth else {
                 return .text(.badRequest, "endpoint, keys.p256dh and keys.auth are required (a browser's PushSubscription.toJSON())")
             }
-            guard let cid = body.cid, let token = body.reconnectToken, hub.provesSeat(rid: rid, cid: cid, token: token) else {
+            let seated = body.cid.flatMap { cid in body.reconnectToken.map { hub.provesSeat(rid: rid, cid: cid, token: $0) } } ?? false
+            let member = body.deviceId.flatMap { device in body.memberToken.map { hub.provesMember(rid: rid, deviceId: device, token: $0) } } ?? false
+            guard seated || member else {
                 return .text(
                     .unauthorized,
-                    "subscribing needs a seat in this room: send the cid and reconnectToken of your participant (a room id alone proves nothing)")
+                    "subscribing needs proof that this device is in the call: the cid and reconnectToken of your seat, or the deviceId and memberToken from joined (a room id alone proves nothing)")
             }
+            let deviceId = body.deviceId.flatMap { RingLimits.isValidId($0, minimum: 16) ? $0 : nil }
             let record = PushSubscriptionRecord(
-                rid: rid, endpoint: endpointText, p256dh: p256dh, auth: auth, createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+                rid: rid, endpoint: endpointText, p256dh: p256dh, auth: auth, createdAtMs: Int64(Date().timeIntervalSince1970 * 1000),
+                deviceId: deviceId)
             do {
                 _ = try record.keys()
                 let endpoint = try PushEndpoint(endpointText)

@@ -117,3 +117,11 @@ extension ServerMetrics {
         CoreMetrics.Counter(label: "duet_push_retries_total", dimensions: [], factory: factory).increment()
     }
 }
+
+extension ServerMetrics {
+    /// `duet_rings_total{event}`: rings started, and how they ended (accepted, declined, no_answer, cancelled,
+    /// unreachable).
+    public func ring(_ event: String) {
+        CoreMetrics.Counter(label: "duet_rings_total", dimensions: [("event", event)], factory: factory).increment()
+    }
+}

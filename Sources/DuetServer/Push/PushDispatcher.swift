@@ -1,23 +1,34 @@
-import DuetProtocol
 import Crypto
+import DuetProtocol
 import DuetRooms
 import Foundation
 import Logging
+import Synchronization
 
 /// Turns the room logic's `PushAlert`s into Web Push messages for the room's subscribed devices, off the relay path:
 /// `alert` returns at once; the store is read and every device is sent to in a task of its own (bounded by the
-/// sender's concurrency).
+/// sender's concurrency). For a ring it reports back which devices a push reached (`SessionHub.ringPushed`), so
+/// the caller sees "ringing on N devices", or "unreachable" when nothing could be reached.
 public final class PushDispatcher: Sendable {
     let sender: WebPushSender
     let subscriptions: any PushSubscriptionStore
     let logger: Logger
-    /// Everything a join alert is sent with: the seed's push lives a minute (a join that old is not news).
+    /// Where ring reports go; set once the hub exists (the hub is made with this dispatcher's `alert`).
+    private let reports = Mutex<(@Sendable (SignalingCore.RingPushReport) -> Void)?>(nil)
+    /// The seed's join alert lives a minute (a join that old is not news).
     static let joinAlertTTLSeconds = 60
+    /// The end of a ring is kept longer than the ring: a device that was offline for the whole ring must still have
+    /// its notification replaced (a missed call) when it comes back.
+    static let ringEndTTLSeconds = 3_600
 
     public init(sender: WebPushSender, subscriptions: any PushSubscriptionStore, logger: Logger) {
         self.sender = sender
         self.subscriptions = subscriptions
         self.logger = logger
+    }
+
+    public func reportRings(to report: @escaping @Sendable (SignalingCore.RingPushReport) -> Void) {
+        reports.withLock { $0 = report }
     }
 
     /// Called under the hub's lock: only starts the work.
@@ -27,40 +38,76 @@ public final class PushDispatcher: Sendable {
 
     /// Sends one alert to every subscribed device not excluded; the results in the order of the devices.
     @discardableResult
-    public func send(_ alert: PushAlert) async -> [WebPushSender.Result] {
+    public func send(_ alert: PushAlert, nowMs: Int64 = WebPushSender.nowMs()) async -> [WebPushSender.Result] {
         let targets: [PushSubscriptionRecord]
         do {
-            targets = try await subscriptions.pushSubscriptions(rid: alert.rid).filter { !alert.excludedEndpoints.contains($0.endpoint) }
+            targets = try await subscriptions.pushSubscriptions(rid: alert.rid).filter {
+                !alert.excludedEndpoints.contains($0.endpoint) && !($0.deviceId.map(alert.excludedDevices.contains) ?? false)
+            }
         } catch {
             logger.warning("push alert not sent: the subscriptions could not be read", metadata: ["rid": "\(alert.rid)", "error": "\(error)"])
+            report(alert, reached: [], finished: true)
             return []
         }
-        guard !targets.isEmpty else { return [] }
-        let message = Self.message(for: alert)
+        let message = Self.message(for: alert, nowMs: nowMs)
         let sender = self.sender
-        return await withTaskGroup(of: (Int, WebPushSender.Result).self) { group in
+        let results = await withTaskGroup(of: (Int, WebPushSender.Result).self) { group in
             for (index, target) in targets.enumerated() {
-                group.addTask { (index, await sender.deliver(message, to: target)) }
+                group.addTask {
+                    let result = await sender.deliver(message, to: target)
+                    if case .delivered = result { self.report(alert, reached: [target.deviceKey], finished: false) }
+                    return (index, result)
+                }
             }
             var results = [WebPushSender.Result](repeating: .failed("not sent"), count: targets.count)
             for await (index, result) in group { results[index] = result }
             return results
         }
+        report(alert, reached: [], finished: true)
+        return results
+    }
+
+    private func report(_ alert: PushAlert, reached: [String], finished: Bool) {
+        guard case .ring(let callId, _, _) = alert.kind, let report = reports.withLock({ $0 }) else { return }
+        report(SignalingCore.RingPushReport(rid: alert.rid, callId: callId, reached: reached, finished: finished))
     }
 
     /// The payload a service worker gets. Serenada's fields (`title`, `body`, `url`, `kind`, `snapshotId`) so that its
-    /// clients show it, and Duet's `v` and `roomId`.
-    static func message(for alert: PushAlert) -> WebPushSender.Message {
+    /// clients show a join alert, and Duet's `v`, `roomId` and, for rings, `callId`, `caller` (sealed by the caller:
+    /// the server cannot read or change it unnoticed) and `tag` (one notification per call).
+    static func message(for alert: PushAlert, nowMs: Int64) -> WebPushSender.Message {
+        var payload: [String: Any] = ["v": 1, "roomId": alert.rid, "url": "/call/\(alert.rid)", "title": "Duet"]
+        let topic: String
+        let ttl: Int
         switch alert.kind {
         case .joined(let snapshotId):
-            var payload: [String: Any] = [
-                "v": 1, "kind": "join", "roomId": alert.rid, "url": "/call/\(alert.rid)",
-                "title": "Duet", "body": "Someone joined your call",
-            ]
+            payload["kind"] = "join"
+            payload["body"] = "Someone joined your call"
             if let snapshotId { payload["snapshotId"] = snapshotId }
-            let bytes = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-            return WebPushSender.Message(payload: Array(bytes), topic: topic("join", alert.rid), ttlSeconds: joinAlertTTLSeconds)
+            topic = Self.topic("join", alert.rid)
+            ttl = joinAlertTTLSeconds
+        case .ring(let callId, let caller, let expiresAtMs):
+            payload["kind"] = "ring"
+            payload["body"] = "Incoming call"
+            payload["callId"] = callId
+            payload["tag"] = callId
+            payload["from"] = alert.cid
+            payload["expiresAt"] = expiresAtMs
+            if let caller { payload["caller"] = try? JSONSerialization.jsonObject(with: Data(JSONText.write(caller)), options: [.fragmentsAllowed]) }
+            topic = Self.topic("ring", alert.rid + "|" + callId)
+            // No longer than the ring: a ring delivered after it ended would ring for nothing.
+            ttl = max(1, Int((expiresAtMs - nowMs) / 1000))
+        case .ringEnded(let callId, let reason):
+            payload["kind"] = "ring_end"
+            payload["body"] = reason == "answered_elsewhere" ? "Answered on another device" : "Missed call"
+            payload["callId"] = callId
+            payload["tag"] = callId
+            payload["reason"] = reason
+            topic = Self.topic("ring", alert.rid + "|" + callId)
+            ttl = ringEndTTLSeconds
         }
+        let bytes = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return WebPushSender.Message(payload: Array(bytes), topic: topic, ttlSeconds: ttl)
     }
 
     /// A Topic (≤ 32 base64url characters) naming one subject, so that a newer message replaces an undelivered one.

@@ -12,14 +12,21 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
     public var p256dh: String
     public var auth: String
     public var createdAtMs: Int64
+    /// The device's id (issue 31), when it gave one: a ring is not pushed to the caller's own device, nor to one
+    /// that already rang live.
+    public var deviceId: String?
 
-    public init(rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64) {
+    public init(rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64, deviceId: String? = nil) {
         self.rid = rid
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
         self.createdAtMs = createdAtMs
+        self.deviceId = deviceId
     }
+
+    /// What identifies the device in a ring's count: its id, or its endpoint when it gave none.
+    public var deviceKey: String { deviceId ?? endpoint }
 
     /// The decoded keys, or why they are not usable (checked when subscribing, so a stored row always decodes).
     public func keys() throws(PushEndpoint.Refusal) -> (p256dh: [UInt8], auth: [UInt8]) {

@@ -183,5 +183,5 @@ public final class WebPushSender: Sendable {
         }
     }
 
-    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    public static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

@@ -58,6 +58,12 @@ public struct ServerSecrets: Codable, Sendable, Equatable {
     }
 
     func key(_ text: String) -> SymmetricKey { SymmetricKey(data: Data(base64Encoded: text) ?? Data(text.utf8)) }
+
+    /// A key for a newer purpose, derived from the reconnect secret (HKDF, the purpose as info): no new field in a
+    /// secrets file that servers of every age share, and no key used for two purposes.
+    func derivedKey(_ purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key(reconnectSecret), info: Data("duet \(purpose)".utf8), outputByteCount: 32)
+    }
 }
 
 public struct ConfigurationError: Error, CustomStringConvertible {

@@ -112,4 +112,15 @@ public final class SessionHub: Sendable {
 
     /// See `SignalingCore.provesSeat`.
     public func provesSeat(rid: String, cid: String, token: String) -> Bool { locked { $0.provesSeat(rid: rid, cid: cid, token: token) } }
+
+    /// Whether `token` is the member token of `deviceId` in `rid` (issue 31: it has been in this call).
+    public func provesMember(rid: String, deviceId: String, token: String) -> Bool {
+        locked { $0.provesMember(rid: rid, deviceId: deviceId, token: token) }
+    }
+
+    /// The push dispatcher's report on a ring's pushes.
+    public func ringPushed(_ report: SignalingCore.RingPushReport) { locked { $0.ringPushed(report) } }
+
+    /// `POST /api/ring/answer`; false when it does not prove its device.
+    public func answerRing(_ answer: RingAnswerPayload) -> Bool { locked { $0.answerRing(answer) } }
 }

@@ -184,6 +184,21 @@ struct SessionState {
 
     func provesSeat(rid: String, cid: String, token: String) -> Bool { core.provesSeat(rid: rid, cid: cid, token: token, nowMs: now()) }
 
+    func provesMember(rid: String, deviceId: String, token: String) -> Bool {
+        core.provesMember(rid: rid, deviceId: deviceId, token: token, nowMs: now())
+    }
+
+    mutating func ringPushed(_ report: SignalingCore.RingPushReport) {
+        performOutputs(core.handle(.ringPushed(report), nowMs: now()))
+    }
+
+    /// False when the answer does not prove its device (nothing done).
+    mutating func answerRing(_ answer: RingAnswerPayload) -> Bool {
+        guard core.proves(answer, nowMs: now()) else { return false }
+        performOutputs(core.handle(.httpRingAnswer(answer), nowMs: now()))
+        return true
+    }
+
     // MARK: - Internals
 
     private mutating func admit(_ id: ConnectionID, nowMs: Int64) -> Bool {
@@ -316,6 +331,12 @@ struct SessionState {
             note(.info, "room ended", metadata: ["rid": "\(rid)"])
         case .released(let rid):
             note(.notice, "room taken over by another node: its clients were sent there", metadata: ["rid": "\(rid)"])
+        case .ringing(let rid, let callId):
+            metrics.ring("started")
+            note(.info, "ringing", metadata: ["rid": "\(rid)", "call": "\(callId)"])
+        case .ringEnded(let rid, let callId, let outcome):
+            metrics.ring(outcome)
+            note(.info, "ring ended", metadata: ["rid": "\(rid)", "call": "\(callId)", "outcome": "\(outcome)"])
         }
     }
 }

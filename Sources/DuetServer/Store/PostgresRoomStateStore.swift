@@ -106,7 +106,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
             "CREATE TABLE duet_vapid (id int PRIMARY KEY CHECK (id = 1), private_key text NOT NULL)",
             """
             CREATE TABLE duet_push_subscriptions (rid text NOT NULL, endpoint text NOT NULL, p256dh text NOT NULL,
-                auth text NOT NULL, created_at bigint NOT NULL, PRIMARY KEY (rid, endpoint))
+                auth text NOT NULL, created_at bigint NOT NULL, device_id text, PRIMARY KEY (rid, endpoint))
             """,
             "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
         ],
@@ -743,9 +743,11 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
             try await client.withTransaction(logger: logger) { connection in
                 _ = try await connection.query(
                     """
-                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at)
-                    VALUES (\(subscription.rid), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth), \(subscription.createdAtMs))
-                    ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id)
+                    VALUES (\(subscription.rid), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth), \(subscription.createdAtMs),
+                        \(subscription.deviceId))
+                    ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at,
+                        device_id = EXCLUDED.device_id
                     """, logger: logger)
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
@@ -780,11 +782,11 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
     public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
         try await perform("read push subscriptions") { client, logger in
             var rows: [PushSubscriptionRecord] = []
-            for try await (rid, endpoint, p256dh, auth, createdAt) in try await client.query(
-                "SELECT rid, endpoint, p256dh, auth, created_at FROM duet_push_subscriptions WHERE rid = \(rid) ORDER BY created_at, endpoint",
+            for try await (rid, endpoint, p256dh, auth, createdAt, deviceId) in try await client.query(
+                "SELECT rid, endpoint, p256dh, auth, created_at, device_id FROM duet_push_subscriptions WHERE rid = \(rid) ORDER BY created_at, endpoint",
                 logger: logger
-            ).decode((String, String, String, String, Int64).self) {
-                rows.append(PushSubscriptionRecord(rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt))
+            ).decode((String, String, String, String, Int64, String?).self) {
+                rows.append(PushSubscriptionRecord(rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId))
             }
             return rows
         }

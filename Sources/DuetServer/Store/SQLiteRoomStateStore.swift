@@ -82,7 +82,7 @@ public final class SQLiteRoomStateStore: RoomStateStore {
         [
             """
             CREATE TABLE duet_push_subscriptions (rid TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL,
-                auth TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (rid, endpoint))
+                auth TEXT NOT NULL, created_at INTEGER NOT NULL, device_id TEXT, PRIMARY KEY (rid, endpoint))
             """,
             "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
         ],
@@ -303,12 +303,12 @@ extension SQLiteRoomStateStore: PushSubscriptionStore {
             do {
                 _ = try await connection.query(
                     """
-                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                     ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
-                        created_at = excluded.created_at
+                        created_at = excluded.created_at, device_id = excluded.device_id
                     """,
                     [.text(subscription.rid), .text(subscription.endpoint), .text(subscription.p256dh), .text(subscription.auth),
-                     .integer(SQLiteInt64(subscription.createdAtMs))])
+                     .integer(SQLiteInt64(subscription.createdAtMs)), subscription.deviceId.map { .text($0) } ?? .null])
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
                     """
@@ -341,12 +341,12 @@ extension SQLiteRoomStateStore: PushSubscriptionStore {
     public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
         try await withConnection("read push subscriptions") { connection in
             try await connection.query(
-                "SELECT rid, endpoint, p256dh, auth, created_at FROM duet_push_subscriptions WHERE rid = ? ORDER BY created_at, endpoint",
+                "SELECT rid, endpoint, p256dh, auth, created_at, device_id FROM duet_push_subscriptions WHERE rid = ? ORDER BY created_at, endpoint",
                 [.text(rid)]
             ).map { row in
                 PushSubscriptionRecord(
                     rid: row.text("rid"), endpoint: row.text("endpoint"), p256dh: row.text("p256dh"), auth: row.text("auth"),
-                    createdAtMs: row.int64("created_at"))
+                    createdAtMs: row.int64("created_at"), deviceId: row.column("device_id")?.string)
             }
         }
     }

@@ -1,0 +1,215 @@
+import DuetProtocol
+
+/// Ringing (issue 31): a seated participant rings the room; every device of the other person that listens (a Duet
+/// page open, `watch_rooms` with its member token) gets `incoming_call`, the others a push. The caller follows its
+/// ring in `ring_state` (ringing on N devices → accepted, declined, no answer, cancelled or unreachable); the first
+/// answer ends it everywhere (`ring_ended`: answered elsewhere), as does a cancel, the caller leaving, the timeout,
+/// or the other person simply taking their seat.
+extension SignalingCore {
+    // MARK: Listening
+
+    /// `watch_rooms {rids, listen:{deviceId, members}}`: the rooms whose member token is valid for the device ring
+    /// this connection. Called by `watchRooms` after the watch set is replaced.
+    mutating func listen(_ request: ListenPayload?, rids: Set<String>, connection: ConnectionID, nowMs: Int64) {
+        for rid in connections[connection]?.listenedRooms ?? [] { unlisten(rid, connection) }
+        connections[connection]?.listenedRooms = []
+        connections[connection]?.listeningDevice = nil
+        guard let request, RingLimits.isValidId(request.deviceId, minimum: 16) else { return }
+        var proven: Set<String> = []
+        for (rid, token) in request.members where rids.contains(rid) {
+            if authorities.memberTokens.isValid(token, rid: rid, deviceId: request.deviceId, nowMs: nowMs) { proven.insert(rid) }
+        }
+        connections[connection]?.listenedRooms = proven
+        connections[connection]?.listeningDevice = request.deviceId
+        for rid in proven { listeners[rid, default: [:]][connection] = request.deviceId }
+    }
+
+    mutating func unlisten(_ rid: String, _ connection: ConnectionID) {
+        listeners[rid]?[connection] = nil
+        if listeners[rid]?.isEmpty == true { listeners[rid] = nil }
+    }
+
+    // MARK: Caller
+
+    mutating func ring(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        let seat = try requireSeat(connection)
+        let request = try envelope.payload.decode(RingPayload.self)
+        guard RingLimits.isValidId(request.callId) else { throw ProtocolError(.badRequest, "callId must be 1–64 base64url characters") }
+        if let caller = request.caller, JSONText.write(caller).count > RingLimits.maxCallerBytes {
+            throw ProtocolError(.badRequest, "caller must be at most \(RingLimits.maxCallerBytes) bytes")
+        }
+        guard let room = rooms[seat.rid] else { throw ProtocolError(.notInRoom, "this connection has not joined a room") }
+        if let current = rings[seat.rid] {
+            // The same ring asked again (a resend after a reconnect): say where it is.
+            guard current.callId == request.callId, current.callerCid == seat.cid else {
+                throw ProtocolError(.badRequest, "a ring is already in progress in this room")
+            }
+            sendRingState(seat.rid, to: connection, nowMs: nowMs, into: &out)
+            return
+        }
+        // The other person is here already: nothing to ring.
+        if room.participants.contains(where: { $0.cid != seat.cid && $0.connection != nil }) {
+            out.append(.send(connection, Self.envelope(
+                .ringState, rid: seat.rid, cid: seat.cid, ts: nowMs, RingStatePayload(callId: request.callId, state: "accepted", devices: 0))))
+            return
+        }
+        try admitRing(rid: seat.rid, caller: seat.cid, nowMs: nowMs)
+        let callerDevice = room.participant(seat.cid)?.deviceId
+        var ring = Ring(
+            callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller,
+            startedAtMs: nowMs, expiresAtMs: nowMs + RingLimits.ringTimeoutMs)
+        let incoming = IncomingCallPayload(rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs)
+        for (listener, device) in (listeners[seat.rid] ?? [:]).sorted(by: { $0.key < $1.key }) {
+            // Never the caller's own device, and never a device that is in this call.
+            guard device != callerDevice, listener != connection, connections[listener]?.seat?.rid != seat.rid else { continue }
+            ring.live[listener] = device
+            out.append(.send(listener, Self.envelope(.incomingCall, rid: seat.rid, ts: nowMs, incoming)))
+        }
+        rings[seat.rid] = ring
+        out.append(.event(.ringing(rid: seat.rid, callId: request.callId)))
+        out.append(.push(PushAlert(
+            rid: seat.rid, cid: seat.cid,
+            kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs),
+            excludedEndpoints: room.participants.compactMap(\.pushEndpoint),
+            excludedDevices: Array(Set(ring.live.values).union(callerDevice.map { [$0] } ?? [])).sorted())))
+        sendRingState(seat.rid, to: connection, nowMs: nowMs, into: &out)
+    }
+
+    /// At most `RingLimits.perRoomInWindow` rings per room and `perCallerInWindow` per calling seat in the window.
+    private mutating func admitRing(rid: String, caller: String, nowMs: Int64) throws(ProtocolError) {
+        let roomKey = "room|" + rid
+        let callerKey = "seat|" + rid + "|" + caller
+        let since = nowMs - RingLimits.windowMs
+        let roomStarts = (ringStarts[roomKey] ?? []).filter { $0 > since }
+        let callerStarts = (ringStarts[callerKey] ?? []).filter { $0 > since }
+        guard roomStarts.count < RingLimits.perRoomInWindow, callerStarts.count < RingLimits.perCallerInWindow else {
+            throw ProtocolError(.rateLimited, "too many rings in this call lately; try again in a few minutes")
+        }
+        ringStarts[roomKey] = roomStarts + [nowMs]
+        ringStarts[callerKey] = callerStarts + [nowMs]
+    }
+
+    mutating func ringCancel(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        let seat = try requireSeat(connection)
+        let request = try envelope.payload.decode(RingCancelPayload.self)
+        guard let ring = rings[seat.rid], ring.callId == request.callId, ring.callerCid == seat.cid else { return }  // over already
+        endRing(seat.rid, .cancelled, nowMs: nowMs, into: &out)
+    }
+
+    /// The caller's connection came back (reattach or recovery): it learns where its ring is.
+    mutating func resumeRing(rid: String, cid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        guard rings[rid]?.callerCid == cid else { return }
+        sendRingState(rid, to: connection, nowMs: nowMs, into: &out)
+    }
+
+    /// Someone took a seat in a ringing room: if it is the other person, the ring is answered (however they came:
+    /// the sheet, the notification, the link itself).
+    mutating func seatTaken(rid: String, cid: String, nowMs: Int64, into out: inout [Output]) {
+        guard let ring = rings[rid], ring.callerCid != cid else { return }
+        endRing(rid, .accepted(by: nil), nowMs: nowMs, into: &out)
+    }
+
+    /// The caller's seat is gone (left, evicted, room ended): its ring is cancelled.
+    mutating func callerGone(rid: String, cid: String, nowMs: Int64, into out: inout [Output]) {
+        guard rings[rid]?.callerCid == cid else { return }
+        endRing(rid, .cancelled, nowMs: nowMs, into: &out)
+    }
+
+    // MARK: Devices
+
+    mutating func ringAnswer(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+        var request = try envelope.payload.decode(RingAnswerPayload.self)
+        if request.rid == nil { request.rid = envelope.rid }
+        guard let rid = request.rid else { throw ProtocolError(.badRequest, "ring_answer needs rid") }
+        let listening = connections[connection]?.listenedRooms.contains(rid) == true
+        guard listening || proves(request, nowMs: nowMs) else {
+            throw ProtocolError(.notInRoom, "only a device that has been in this call may answer its rings")
+        }
+        answer(request, rid: rid, from: listening ? connection : nil, nowMs: nowMs, into: &out)
+    }
+
+    mutating func httpRingAnswer(_ request: RingAnswerPayload, nowMs: Int64, into out: inout [Output]) {
+        guard let rid = request.rid, proves(request, nowMs: nowMs) else { return }
+        answer(request, rid: rid, from: nil, nowMs: nowMs, into: &out)
+    }
+
+    /// Whether `token` is the member token of `deviceId` in `rid`: the device has been in this call.
+    public func provesMember(rid: String, deviceId: String, token: String, nowMs: Int64) -> Bool {
+        authorities.memberTokens.isValid(token, rid: rid, deviceId: deviceId, nowMs: nowMs)
+    }
+
+    /// Whether an answer without a listening connection proves its device's membership (`POST /api/ring/answer`).
+    public func proves(_ request: RingAnswerPayload, nowMs: Int64) -> Bool {
+        guard let rid = request.rid, let device = request.deviceId, let token = request.memberToken else { return false }
+        return authorities.memberTokens.isValid(token, rid: rid, deviceId: device, nowMs: nowMs)
+    }
+
+    private mutating func answer(_ request: RingAnswerPayload, rid: String, from connection: ConnectionID?, nowMs: Int64, into out: inout [Output]) {
+        // A late answer (the ring ended, or another device answered first) changes nothing.
+        guard let ring = rings[rid], ring.callId == request.callId else { return }
+        if let device = request.deviceId ?? connection.flatMap({ connections[$0]?.listeningDevice }), device == ring.callerDevice { return }
+        switch request.answer {
+        case .accept: endRing(rid, .accepted(by: connection), nowMs: nowMs, into: &out)
+        case .decline: endRing(rid, .declined, nowMs: nowMs, into: &out)
+        }
+    }
+
+    // MARK: Pushes and time
+
+    mutating func ringPushed(_ report: RingPushReport, nowMs: Int64, into out: inout [Output]) {
+        guard var ring = rings[report.rid], ring.callId == report.callId else { return }
+        ring.pushed.formUnion(report.reached)
+        ring.pushesFinished = ring.pushesFinished || report.finished
+        rings[report.rid] = ring
+        if ring.pushesFinished, ring.devices == 0 {
+            endRing(report.rid, .unreachable, nowMs: nowMs, into: &out)
+            return
+        }
+        if let connection = callerConnection(report.rid) { sendRingState(report.rid, to: connection, nowMs: nowMs, into: &out) }
+    }
+
+    /// Once a second: rings past their time end as no answer; old ring starts are forgotten.
+    mutating func expireRings(nowMs: Int64, into out: inout [Output]) {
+        for rid in rings.keys.sorted() where rings[rid]!.expiresAtMs <= nowMs {
+            endRing(rid, .noAnswer, nowMs: nowMs, into: &out)
+        }
+        let since = nowMs - RingLimits.windowMs
+        ringStarts = ringStarts.compactMapValues { starts in
+            let kept = starts.filter { $0 > since }
+            return kept.isEmpty ? nil : kept
+        }
+    }
+
+    // MARK: Ending
+
+    private mutating func endRing(_ rid: String, _ outcome: RingOutcome, nowMs: Int64, into out: inout [Output]) {
+        guard let ring = rings.removeValue(forKey: rid) else { return }
+        if let connection = callerConnection(rid, cid: ring.callerCid) {
+            out.append(.send(connection, Self.envelope(
+                .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
+                RingStatePayload(callId: ring.callId, state: outcome.callerState, devices: ring.devices))))
+        }
+        for listener in ring.live.keys.sorted() where connections[listener] != nil {
+            let reason = outcome.deviceReason(for: listener)
+            out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: ring.callId, reason: reason))))
+        }
+        out.append(.event(.ringEnded(rid: rid, callId: ring.callId, outcome: outcome.callerState)))
+        // The pushed devices: the same Topic replaces a ring not yet delivered, and the service worker closes the
+        // notification whose tag is the call.
+        out.append(.push(PushAlert(
+            rid: rid, cid: ring.callerCid, kind: .ringEnded(callId: ring.callId, reason: outcome.deviceReason(for: nil)),
+            excludedEndpoints: [], excludedDevices: ring.callerDevice.map { [$0] } ?? [])))
+    }
+
+    private func callerConnection(_ rid: String, cid: String? = nil) -> ConnectionID? {
+        guard let cid = cid ?? rings[rid]?.callerCid else { return nil }
+        return rooms[rid]?.participant(cid)?.connection
+    }
+
+    private func sendRingState(_ rid: String, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+        guard let ring = rings[rid] else { return }
+        out.append(.send(connection, Self.envelope(
+            .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
+            RingStatePayload(callId: ring.callId, state: "ringing", devices: ring.devices, expiresAt: ring.expiresAtMs))))
+    }
+}
