@@ -87,6 +87,7 @@ public final class DuetServer: Sendable {
         settings.evictionTimeoutMs = configuration.evictionTimeout.milliseconds
         settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
+        settings.ringTimeoutMs = configuration.ringTimeout.milliseconds
         let metrics = ServerMetrics()
         metrics.nodeInfo(configuration.resolvedNodeId)
         var pushSettings = WebPushSender.Settings()

@@ -60,6 +60,8 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
     var metricsToken: String?
+    @Option(help: "Seconds a ring rings before it is no answer. Env: DUET_RING_TIMEOUT. Default: 45")
+    var ringTimeout: Double?
     @Option(help: "Let pushes go to loopback/private/link-local push services (labs and tests only): on|off. Env: DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS. Default: off")
     var pushAllowPrivateEndpoints: Switch?
     @Option(help: "Extra trusted root certificates (PEM) for push services, e.g. a lab's own. Env: DUET_PUSH_CA_FILE")
@@ -174,6 +176,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let token = config.metricsToken, token.utf8.count < 16 {
             throw ValidationError("--metrics-token must be at least 16 characters")
         }
+        config.ringTimeout = try seconds(ringTimeout, "DUET_RING_TIMEOUT", 1...600) ?? config.ringTimeout
         config.pushAllowPrivateEndpoints = try toggle(pushAllowPrivateEndpoints, "DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS") ?? config.pushAllowPrivateEndpoints
         config.pushTrustRootsFile = try value(pushCaFile, "DUET_PUSH_CA_FILE")
         if let contact = try value(pushContact, "DUET_PUSH_CONTACT") {

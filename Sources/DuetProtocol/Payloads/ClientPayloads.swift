@@ -16,6 +16,9 @@ public struct JoinPayload: Codable, Sendable, Equatable {
     /// `joined` carries a `memberToken`: the proof that this device has been in this room, with which it may
     /// listen for rings and answer them later, when it is not in the call.
     public var deviceId: String?
+    /// Issue 31: false asks the server not to send the seed's join alert for this join, because the joiner is about
+    /// to ring (a ring says more, and one notification is enough). Absent: the alert is sent, as the seed does.
+    public var alert: Bool?
 
     public init(
         capabilities: Capabilities? = .init(), reconnectCid: String? = nil, reconnectToken: String? = nil,

@@ -41,7 +41,7 @@ extension SignalingCore {
         resumeRing(rid: rid, cid: cid, connection: connection, nowMs: nowMs, into: &out)
         // The seed's join alert: someone arrived; the room's devices that are not in it hear of it by push. Only a
         // new seat: a reconnect is the same person coming back, not news.
-        if request.reconnectCid == nil {
+        if request.reconnectCid == nil, request.alert != false {
             let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
             out.append(.push(PushAlert(
                 rid: rid, cid: cid, kind: .joined(snapshotId: snapshotId),

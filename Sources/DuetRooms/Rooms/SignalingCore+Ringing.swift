@@ -57,7 +57,7 @@ extension SignalingCore {
         let callerDevice = room.participant(seat.cid)?.deviceId
         var ring = Ring(
             callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller,
-            startedAtMs: nowMs, expiresAtMs: nowMs + RingLimits.ringTimeoutMs)
+            startedAtMs: nowMs, expiresAtMs: nowMs + settings.ringTimeoutMs)
         let incoming = IncomingCallPayload(rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs)
         for (listener, device) in (listeners[seat.rid] ?? [:]).sorted(by: { $0.key < $1.key }) {
             // Never the caller's own device, and never a device that is in this call.
@@ -70,8 +70,10 @@ extension SignalingCore {
         out.append(.push(PushAlert(
             rid: seat.rid, cid: seat.cid,
             kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs),
+            // Devices that rang live are pushed to as well: a page in a hidden tab (or one the browser froze) rings
+            // nobody, and its service worker shows the notification only when no Duet page is in view.
             excludedEndpoints: room.participants.compactMap(\.pushEndpoint),
-            excludedDevices: Array(Set(ring.live.values).union(callerDevice.map { [$0] } ?? [])).sorted())))
+            excludedDevices: callerDevice.map { [$0] } ?? [])))
         sendRingState(seat.rid, to: connection, nowMs: nowMs, into: &out)
     }
 

@@ -20,6 +20,8 @@ public struct SignalingCore: Sendable {
         public var maxRememberedSeats = 200_000
         /// Rooms known from the store and not held here (their host, epoch and occupancy) at most.
         public var maxKnownRooms = 200_000
+        /// How long a ring rings before it is "no answer" (issue 31; tests make it short).
+        public var ringTimeoutMs: Int64 = RingLimits.ringTimeoutMs
         public init() {}
     }
 

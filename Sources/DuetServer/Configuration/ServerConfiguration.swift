@@ -1,3 +1,4 @@
+import DuetProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -70,6 +71,8 @@ public struct ServerConfiguration: Sendable {
     public var pushTrustRootsFile: String?
     /// `--push-contact`: the VAPID `sub` claim.
     public var pushContact = "mailto:operator@duet.invalid"
+    /// `--ring-timeout`: how long a ring rings before it is "no answer" (45 s).
+    public var ringTimeout: Duration = .milliseconds(RingLimits.ringTimeoutMs)
     /// How often a delivery is tried (tests make the backoff short); RFC 8030 retries within the message's TTL.
     public var pushRetry = PushRetryPolicy()
     public var evictionTimeout: Duration = .seconds(600)

@@ -11,6 +11,10 @@ struct WebClientRoutes: Sendable {
         router.get("/call/{roomId}") { _, _ in page("/call.html") }
         // The connection check: signaling, STUN, TURN, camera and microphone, tested in the visitor's browser.
         router.get("/check") { _, _ in page("/check.html") }
+        // Installable web app (issue 31): the service worker at the root, so that its scope is the whole site (it
+        // shows rings and their Accept/Decline when no Duet page is open), and the manifest.
+        router.get("/sw.js") { _, _ in file("/sw.js") }
+        router.get("/manifest.webmanifest") { _, _ in file("/manifest.webmanifest") }
         for folder in ["js", "css", "img"] {
             router.get("/\(folder)/**") { request, _ in file(request.uri.path) }
         }

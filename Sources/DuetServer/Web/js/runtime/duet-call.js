@@ -15,8 +15,12 @@ import { dtlsCertificateWithin } from './dtls-identity.js';
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
-  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null }) {
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null, deviceId = null, quietJoin = false }) {
     super();
+    // This browser's id (ringing/device-identity.js): every join carries it, and `joined` answers with the member
+    // token that lets this browser listen for and answer this call's rings later (issue 31).
+    this.deviceId = deviceId;
+    this.quietJoin = quietJoin;
     this.baseUrl = baseUrl;
     this.relayOnly = relayOnly;
     this.fallbackIceServers = fallbackIceServers;
@@ -60,6 +64,9 @@ export class DuetCall extends EventTarget {
       remoteMedia: null, localMedia: this.engine.localMedia,
       // 'unverified', 'verified' or 'intercepted' (the engine's), and the six-digit safety code (null: unknown).
       verification: this.engine.verification, safetyCode: null,
+      // This browser's member token in this call (from joined), and the ring this page made: {callId, state,
+      // devices} as the server last said it (ring_state), null before any.
+      memberToken: null, ring: null,
     };
     this.unwatchNetwork = watchNetwork((input) => this.feed(input));
   }
@@ -165,6 +172,18 @@ export class DuetCall extends EventTarget {
 
   // Why a call ended is the page's business (ended screen), not the engine's.
   observe(envelope) {
+    if (envelope?.type === 'joined' && typeof envelope.payload?.memberToken === 'string') {
+      this.state.memberToken = envelope.payload.memberToken;
+      this.emit('member', envelope.payload.memberToken);
+    }
+    if (envelope?.type === 'ring_state' && envelope.payload?.callId === this.state.ring?.callId) {
+      this.state.ring = { ...this.state.ring, state: envelope.payload.state, devices: envelope.payload.devices ?? 0 };
+      this.emit('ring', this.state.ring);
+    }
+    // A restarted server forgot the ring: said again with its call id (the server re-establishes it).
+    if (envelope?.type === 'joined' && envelope.payload?.reconnect === 'recovered' && this.state.ring?.state === 'ringing') {
+      queueMicrotask(() => this.sendRing());
+    }
     // How each join was answered (fresh / reattached / recovered), for operators and tests.
     if (envelope?.type === 'joined') this.state.reconnects.push(envelope.payload?.reconnect ?? 'fresh');
     if (envelope?.type === 'room_ended') this.state.endReason ??= 'roomEnded';
@@ -234,7 +253,29 @@ export class DuetCall extends EventTarget {
     return link;
   }
 
+  // MARK: ringing (issue 31): outside the engine, which never hears of it; the server holds the ring's state.
+  /** Rings the other person's devices with `caller` (sealed, ringing/caller-seal.js) under `callId`. */
+  ring(callId, caller) {
+    this.state.ring = { callId, caller, state: 'ringing', devices: 0 };
+    this.emit('ring', this.state.ring);
+    this.sendRing();
+  }
+
+  sendRing() {
+    const ring = this.state.ring;
+    if (ring && this.link) this.send({ v: 1, type: 'ring', rid: this.state.roomId, payload: { callId: ring.callId, caller: ring.caller } });
+  }
+
+  cancelRing() {
+    const ring = this.state.ring;
+    if (!ring || ring.state !== 'ringing') return;
+    this.send({ v: 1, type: 'ring_cancel', rid: this.state.roomId, payload: { callId: ring.callId } });
+  }
+
   send(envelope) {
+    if (envelope?.type === 'join' && this.deviceId) envelope = { ...envelope, payload: { ...envelope.payload, deviceId: this.deviceId } };
+    // About to ring (issue 31): no join alert as well; the ring says more.
+    if (envelope?.type === 'join' && this.quietJoin) envelope = { ...envelope, payload: { ...envelope.payload, alert: false } };
     try {
       if (!this.link) throw new Error('no transport');
       this.link.send(envelope);

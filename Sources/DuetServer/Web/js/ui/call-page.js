@@ -11,7 +11,11 @@ import { sessionStore } from '../runtime/session-store.js';
 import { TimerTable } from '../runtime/timers.js';
 import { StatusBadgeMachine } from './status-badge-machine.js';
 import { diagnose } from './connectivity-advice.js';
-import { recentRooms } from './recent-rooms.js';
+import { savedCalls } from '../ringing/saved-calls.js';
+import { deviceId } from '../ringing/device-identity.js';
+import { OutgoingRing } from '../ringing/outgoing-ring.js';
+import { RoomWatch } from '../ringing/room-watch.js';
+import { IncomingCalls } from '../ringing/incoming-calls.js';
 import { $, setScreen, showError, describeFailure, describeEnd, announce, announcements, setToggle } from './call-view.js';
 import { PreJoin } from './prejoin.js';
 import { DeviceController } from './devices.js';
@@ -75,6 +79,22 @@ const devices = new DeviceController({
 // Screen sharing replaces the video track too: it queues behind (and before) device switches, never beside them.
 const screenShare = new ScreenShare({ media, getPc: currentPc, announce, onChange: () => publishLocal(), serially: (work) => devices.serially(work) });
 const prejoin = new PreJoin({ media, devices, local, onToggle: (change) => setLocal(change) });
+// Ringing (issue 31): this page rings the other person from a saved call, and rings for this browser's other
+// saved calls (never for this one).
+const outgoingRing = new OutgoingRing({
+  roomId, linkKey: verifyingKey, announce,
+  elements: { button: $('ring-button'), cancel: $('ring-cancel'), status: $('ring-status') },
+});
+const otherCalls = new RoomWatch({
+  baseUrl: new URL('/', location.href), deviceId: deviceId(), forceSse: options.get('transports') === 'sse',
+  rooms: () => savedCalls.list().filter((r) => r.roomId !== roomId && r.memberToken).map(({ roomId: rid, memberToken }) => ({ roomId: rid, memberToken })),
+  onMessage: (envelope) => incomingCalls.message(envelope),
+});
+const incomingCalls = new IncomingCalls({
+  watch: otherCalls, exceptRoom: roomId, announce,
+  elements: { sheet: $('incoming'), title: $('incoming-title'), detail: $('incoming-detail'), badge: $('incoming-badge'), accept: $('incoming-accept'), decline: $('incoming-decline') },
+});
+otherCalls.start();
 
 window.duet = {
   page: 'call',
@@ -128,6 +148,11 @@ window.duet = {
   get safetyCode() { return call?.state.safetyCode ?? null; },
   // What the live region said, oldest first (bounded; js/ui/announce-queue.js).
   get announcements() { return announcements(); },
+  // The ring this page made: {state: 'ringing'|'accepted'|'declined'|'no_answer'|'cancelled'|'unreachable',
+  // devices, callId}, null before any (issue 31); an incoming call for another saved call (as on the home page).
+  get ring() { return outgoingRing.state; },
+  get incoming() { return { ...incomingCalls.state }; },
+  deviceId: deviceId(),
   // How the other person's media state reached this page: remoteMedia events so far, when the last came, when the
   // current peer joined and when their state was first known (performance.now() ms; null: not yet). Tests use it
   // to tell a state newly told from one that was already there.
@@ -204,7 +229,7 @@ async function start({ audioOnly = false, showPrejoin = !skipPrejoin() } = {}) {
     devices.remember({ micOn: local.audio, cameraOn: local.video });
     setScreen('starting');
   }
-  recentRooms.remember(roomId, linkKey?.text ?? null);
+  savedCalls.remember(roomId, linkKey?.text ?? null);
   joinCall();
 }
 
@@ -224,7 +249,10 @@ function joinCall() {
     resume: sessionStore.load(roomId),
     mediaState: { ...announcedLocal },
     linkKey: verifyingKey,
+    deviceId: deviceId(),
+    quietJoin: options.get('ring') === '1',
   });
+  outgoingRing.attach(call);
   call.addEventListener('change', onChange);
   call.addEventListener('ice', onIce);
   call.addEventListener('remotestream', onRemoteStream);

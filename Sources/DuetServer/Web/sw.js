@@ -1,0 +1,108 @@
+// Duet's service worker (issue 31): shows a ring when no Duet page is open, with Accept and Decline; closes it when
+// the ring ends elsewhere (a missed call, or answered on another device); the seed's join alert. Served at /sw.js so
+// that its scope is the whole site. What it needs of a call (the link's key to open the caller's sealed name, the
+// member token to answer) is in IndexedDB, put there by the page when "Ring me here" was turned on.
+import { openCaller } from './js/ringing/caller-seal.js';
+import { ringStore } from './js/ringing/ring-store.js';
+import { parseLinkKey } from './js/verification/link-key.js';
+
+self.addEventListener('install', () => self.skipWaiting());
+self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
+
+self.addEventListener('push', (event) => event.waitUntil(onPush(event.data)));
+self.addEventListener('notificationclick', (event) => event.waitUntil(onNotificationAction(event.notification, event.action)));
+
+async function onPush(data) {
+  let message = null;
+  try { message = data?.json() ?? null; } catch { message = null; }
+  // Every push must show something (userVisibleOnly): one this worker does not understand says so plainly.
+  if (!message || typeof message !== 'object') return self.registration.showNotification('Duet', { body: 'Something happened in one of your calls.' });
+  switch (message.kind) {
+    case 'ring': return showRing(message);
+    case 'ring_end': return endRing(message);
+    case 'join': return self.registration.showNotification(message.title || 'Duet', {
+      body: message.body || 'Someone joined your call', tag: `join-${message.roomId}`, data: { kind: 'join', rid: message.roomId },
+    });
+    default: return self.registration.showNotification(message.title || 'Duet', { body: message.body || '' });
+  }
+}
+
+async function showRing({ roomId: rid, callId, caller, expiresAt }) {
+  // A join alert for the same room is superseded by the ring.
+  (await self.registration.getNotifications({ tag: `join-${rid}` })).forEach((n) => n.close());
+  const saved = await ringStore.get(rid).catch(() => undefined);
+  const opened = await openCaller({ caller, rid, callId, linkKey: parseLinkKey(saved?.key ?? '') });
+  const callName = saved?.name || 'a saved call';
+  // Past its time (a push delivered late): not a ring any more.
+  if (typeof expiresAt === 'number' && expiresAt < Date.now()) return missed(rid, callId, opened);
+  // A Duet page in view rings with its own sheet: a notification as well would be the same call twice.
+  const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+  if (windows.some((client) => client.visibilityState === 'visible')) return undefined;
+  return self.registration.showNotification(opened.verified ? opened.name : 'Incoming call', {
+    body: opened.verified ? `Calling you in ${callName}` : `In ${callName} (caller not verified)`,
+    tag: callId, renotify: true, requireInteraction: true, vibrate: [400, 200, 400, 200, 400],
+    actions: [{ action: 'accept', title: 'Accept' }, { action: 'decline', title: 'Decline' }],
+    data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null },
+  });
+}
+
+async function endRing({ roomId: rid, callId, reason }) {
+  const shown = await self.registration.getNotifications({ tag: callId });
+  const name = shown[0]?.data?.name ?? null;
+  shown.forEach((notification) => notification.close());
+  if (reason === 'answered_elsewhere' || reason === 'accepted') {
+    return self.registration.showNotification('Answered on another device', { tag: callId, silent: true, data: { kind: 'ended', rid } });
+  }
+  if (reason === 'declined') return self.registration.showNotification('Call declined', { tag: callId, silent: true, data: { kind: 'ended', rid } });
+  return missed(rid, callId, { name });
+}
+
+function missed(rid, callId, { name }) {
+  return self.registration.showNotification(name ? `Missed call from ${name}` : 'Missed call', {
+    body: 'Open Duet to call back.', tag: callId, data: { kind: 'missed', rid, callId },
+  });
+}
+
+async function answer(rid, callId, answer) {
+  const saved = await ringStore.get(rid).catch(() => undefined);
+  if (!saved?.memberToken) return false;
+  try {
+    const response = await fetch('/api/ring/answer', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ rid, callId, answer, deviceId: saved.deviceId, memberToken: saved.memberToken }),
+    });
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+async function openCall(rid) {
+  const saved = await ringStore.get(rid).catch(() => undefined);
+  const url = `/call/${rid}${saved?.key ? `#k=${saved.key}` : ''}`;
+  const open = (await self.clients.matchAll({ type: 'window', includeUncontrolled: true }))
+    .find((client) => new URL(client.url).pathname === `/call/${rid}`);
+  if (open) return open.focus();
+  return self.clients.openWindow(url);
+}
+
+// What a click on a notification (or one of its buttons) does. Named on `self` so that a test driving the worker
+// through the DevTools protocol runs this very code for a notification it found (headless Chromium has no way to
+// click one).
+async function onNotificationAction(notification, action) {
+  notification.close();
+  const { kind, rid, callId } = notification.data ?? {};
+  if (!rid) return;
+  if (kind === 'ring' && action === 'decline') return answer(rid, callId, 'decline');
+  if (kind === 'ring') {
+    // Accepting stops the other devices at once; joining would too, a moment later.
+    await answer(rid, callId, 'accept');
+  }
+  return openCall(rid);
+}
+self.duetNotificationAction = async (tag, action) => {
+  const [notification] = await self.registration.getNotifications({ tag });
+  if (!notification) return false;
+  await onNotificationAction(notification, action);
+  return true;
+};
