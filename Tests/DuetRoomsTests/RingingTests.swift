@@ -28,7 +28,8 @@ import Testing
             let connection = ConnectionID(99)
             _ = core.handle(.opened(connection, .ws, sid: nil), nowMs: 0)
             let joined = try core.joinedForTest(connection, rid: rid, now: 0, payload: JoinPayload(deviceId: device))
-            tokens[device] = try #require(joined.memberToken)
+            let token: String = try #require(joined.memberToken)
+            tokens[device] = token
             _ = core.handle(.message(connection, Envelope(.leave, rid: rid)), nowMs: 0)
             _ = core.handle(.closed(connection), nowMs: 0)
         }

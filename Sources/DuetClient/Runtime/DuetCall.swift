@@ -26,8 +26,29 @@ public actor DuetCall {
         /// The call link's key (`CallLink.key`): with it the call is verified (descriptions signed and checked,
         /// `engine.keyedLink` is set from it); without it the call works as "not verified".
         public var linkKey: LinkKey?
+        /// This device's id (issue 31): every join carries it and `joined` answers with `memberToken`, with which
+        /// `RingListener` hears this call's rings later.
+        public var deviceId: String?
+        /// Join without the seed's join alert: this call is about to ring (`ring(callId:callerName:)`).
+        public var quietJoin = false
         public init(server: String) { self.server = server.hasSuffix("/") ? server : server + "/" }
     }
+
+    /// What the caller sees of its ring (issue 31): `state` is `ringing`, then `accepted`, `declined`, `no_answer`,
+    /// `cancelled` or `unreachable`; `devices`: how many of the other person's devices it reached.
+    public struct RingUpdate: Sendable, Equatable {
+        public var callId: String
+        public var state: String
+        public var devices: Int
+    }
+
+    /// The caller's ring, as the server says it (`ring_state`), in order.
+    public nonisolated let ringUpdates: AsyncStream<RingUpdate>
+    private let ringSink: AsyncStream<RingUpdate>.Continuation
+    /// The ring this call made: resent after a restarted server recovered the seat (it forgot the ring).
+    private var ring: (callId: String, caller: JSONValue, state: String)?
+    /// This device's member token in this call (from `joined`, when `deviceId` was set).
+    public private(set) var memberToken: String?
 
     /// Everything that happens to the call, for the app.
     public nonisolated let events: AsyncStream<CallEvent>
@@ -86,6 +107,7 @@ public actor DuetCall {
         clock: any Clock<Duration> = ContinuousClock(), http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.call")
     ) {
         self.configuration = configuration
+        (ringUpdates, ringSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         var options = configuration.engine
         // Clients reconnecting after a server restart must spread out: backoff jitter is on unless the caller
         // pinned a seed (the pure machines default to none, so tests stay exact).
@@ -151,6 +173,45 @@ public actor DuetCall {
     // MARK: - App commands
 
     /// Creates a room and joins it.
+    // MARK: ringing (issue 31): outside the engine, which never hears of it; the server holds the ring's state.
+
+    /// Rings the other person's devices once seated (and alone): `callerName` goes sealed with the link's key.
+    public func ring(callId: String, callerName: String) throws {
+        guard let rid = engine.roomId else { return }
+        let caller = try CallerSeal.seal(name: callerName, rid: rid, callId: callId, key: configuration.linkKey)
+        ring = (callId, caller, "ringing")
+        sendRing()
+    }
+
+    public func cancelRing() {
+        guard let ring, ring.state == "ringing", let rid = engine.roomId,
+              let envelope = try? Envelope(.ringCancel, rid: rid, payload: JSONValue(encoding: RingCancelPayload(callId: ring.callId)))
+        else { return }
+        sendQueue?.yield(envelope)
+    }
+
+    private func sendRing() {
+        guard let ring, let rid = engine.roomId,
+              let envelope = try? Envelope(.ring, rid: rid, payload: JSONValue(encoding: RingPayload(callId: ring.callId, caller: ring.caller)))
+        else { return }
+        sendQueue?.yield(envelope)
+    }
+
+    private func observeRinging(_ envelope: Envelope) {
+        switch envelope.messageType {
+        case .joined?:
+            if let token = envelope.payload["memberToken"]?.stringValue { memberToken = token }
+            // A restarted server forgot the ring: said again with its call id (the server re-establishes it).
+            if envelope.payload["reconnect"]?.stringValue == "recovered", ring?.state == "ringing" { sendRing() }
+        case .ringState?:
+            guard let update = try? envelope.payload.decode(RingStatePayload.self), update.callId == ring?.callId else { return }
+            ring?.state = update.state
+            ringSink.yield(RingUpdate(callId: update.callId, state: update.state, devices: update.devices))
+        default:
+            break
+        }
+    }
+
     public func startNewCall() { feed(.startNewCall) }
     public func join(roomId: String) { feed(.joinRoom(roomId)) }
     /// Leaves the call (the room stays for the other person).
@@ -175,6 +236,7 @@ public actor DuetCall {
         webRtcQueue.finish()
         for task in background { task.cancel() }
         eventSink.finish()
+        ringSink.finish()
     }
 
     /// Timers still scheduled (a finished call has none).
@@ -203,7 +265,12 @@ public actor DuetCall {
             // Detach now, so that an `openTransport` in the same batch is not mistaken for stale.
             let detached = detachConnection()
             Task { await detached.connection?.close() }
-        case .send(let envelope):
+        case .send(var envelope):
+            if envelope.messageType == .join, case .object(var payload) = envelope.payload {
+                if let device = configuration.deviceId { payload["deviceId"] = .string(device) }
+                if configuration.quietJoin { payload["alert"] = false }
+                envelope.payload = .object(payload)
+            }
             if let signed = signing.signed(envelope) {
                 sendQueue?.yield(signed)
             } else {
@@ -390,6 +457,7 @@ public actor DuetCall {
         guard generation == connectionGeneration else { return }
         switch event {
         case .message(let envelope):
+            observeRinging(envelope)
             switch signing.check(envelope) {
             case .pass: feed(.message(envelope))
             case .rejected:
