@@ -1,5 +1,6 @@
 import ArgumentParser
 import DuetClient
+import DuetProtocol
 import DuetGStreamer
 import Foundation
 import Logging
@@ -13,7 +14,9 @@ struct DuetCallCommand: AsyncParsableCommand {
         abstract: "Join a Duet call as a headless peer with real audio and video (GStreamer webrtcbin).",
         discussion: """
             Exit codes: 0 left (Ctrl-C, SIGTERM or --duration), 1 media engine failed to start, 3 the call could \
-            not be joined (invalid room, full, ended, timed out), 4 the room ended during the call, 64 bad arguments.
+            not be joined (invalid room, full, ended, timed out), 4 the room ended during the call, 5 replaced, \
+            6 intercepted, 7 --ring declined, 8 --ring not answered, 9 --ring reached nobody, 10 --answer got no ring, \
+            64 bad arguments.
             """)
 
     @Argument(help: "A call link (http://host:port/call/ROOM, with #k=KEY when it has one) or a room id.")
@@ -36,6 +39,14 @@ struct DuetCallCommand: AsyncParsableCommand {
     var rawStats = false
     @Option(help: "Log level on stderr: trace|debug|info|notice|warning|error.")
     var logLevel: String = "warning"
+    @Flag(help: "Ring the other person's devices once in the call alone; exit 7 declined, 8 no answer, 9 nobody to ring.")
+    var ring = false
+    @Option(help: "With --ring: the name the other person sees (sealed with the link's key).")
+    var name: String = "duet call"
+    @Flag(help: "Join once (to be a device of this call), leave, wait for a ring in it and accept it, then join the call.")
+    var answer = false
+    @Option(help: "This device's id (16–64 base64url characters). Default: a new one for each run.")
+    var deviceId: String?
 
     enum EventsFormat: String, ExpressibleByArgument { case jsonl }
 
@@ -60,13 +71,26 @@ struct DuetCallCommand: AsyncParsableCommand {
             throw ExitCode(ExitCodes.mediaFailed)
         }
 
+        if ring && answer { throw ValidationError("--ring and --answer are the two ends of a ring: give one") }
+        let device = deviceId ?? Self.newDeviceId()
+        guard RingLimits.isValidId(device, minimum: 16) else { throw ValidationError("--device-id must be 16–64 base64url characters") }
         var configuration = DuetCall.Configuration(server: target.server)
         configuration.relayOnly = relay
         configuration.linkKey = target.key
         configuration.engine.sseOnly = sseOnly
         configuration.engine.device = "duet-call"
+        configuration.deviceId = device
+        configuration.quietJoin = ring
         // webrtcbin cannot restart ICE in place: the host restarts, this side answers on its session.
         configuration.engine.restartsOnlyAsHost = true
+        if answer {
+            switch await Self.waitForRing(target: target, configuration: configuration, device: device, log: log, duration: duration) {
+            case .accepted: break
+            case .exit(let code):
+                await media.close()
+                throw ExitCode(code)
+            }
+        }
         let call = DuetCall(configuration: configuration, engine: media)
 
         let leaving = LeaveRequest()
@@ -80,6 +104,8 @@ struct DuetCallCommand: AsyncParsableCommand {
         }
 
         await call.join(roomId: target.roomId)
+        let ringOutcome = RingOutcome()
+        if ring { Self.ringWhenAlone(call, name: name, log: log, outcome: ringOutcome) }
         var code = ExitCodes.left
         var wasInRoom = false
         var replaced = false
@@ -102,6 +128,7 @@ struct DuetCallCommand: AsyncParsableCommand {
                 break
             }
         }
+        if let ended = ringOutcome.code { code = ended }
         log.summary(await call.qualitySummary)
         await call.shutdown()
         await media.close()
@@ -115,6 +142,87 @@ struct DuetCallCommand: AsyncParsableCommand {
                 """.utf8))
         }
         if code != ExitCodes.left { throw ExitCode(code) }
+    }
+
+    static func newDeviceId() -> String { Base64URL.encode((0..<16).map { _ in UInt8.random(in: .min ... .max) }) }
+
+    /// `--ring`: once this side waits alone in the call, ring; the ring's states become events; a ring that ends
+    /// without an answer leaves the call with its exit code (an accepted one goes on as a call).
+    static func ringWhenAlone(_ call: DuetCall, name: String, log: EventLog, outcome: RingOutcome) {
+        Task {
+            for await update in call.ringUpdates {
+                log.note(["event": "ring", "state": update.state, "devices": update.devices, "callId": update.callId])
+                let code: Int32? = switch update.state {
+                case "declined": ExitCodes.declined
+                case "no_answer": ExitCodes.noAnswer
+                case "unreachable": ExitCodes.unreachable
+                default: nil
+                }
+                if let code {
+                    outcome.set(code)
+                    await call.leave()
+                }
+            }
+        }
+        Task {
+            while await call.phase != .waiting { try? await Task.sleep(for: .milliseconds(50)) }
+            try? await call.ring(callId: newDeviceId(), callerName: name)
+        }
+    }
+
+    enum AnswerResult { case accepted, exit(Int32) }
+
+    /// `--answer`: join once (this device is then one of the call's: its member token), leave, listen for a ring in
+    /// this call, accept the first one; the call is then joined as usual.
+    static func waitForRing(target: CallLink, configuration: DuetCall.Configuration, device: String, log: EventLog, duration: Double?) async -> AnswerResult {
+        var quiet = configuration
+        quiet.quietJoin = true  // a device checking in is not news for the room's other devices
+        let probe = DuetCall(configuration: quiet, engine: NoMediaEngine())
+        await probe.join(roomId: target.roomId)
+        var token: String?
+        for _ in 0..<300 {
+            token = await probe.memberToken
+            if token != nil { break }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        await probe.leave()
+        try? await Task.sleep(for: .milliseconds(200))
+        await probe.shutdown()
+        guard let token else {
+            log.note(["event": "error", "value": "NO_MEMBER_TOKEN", "message": "could not join the call to become one of its devices"])
+            return .exit(ExitCodes.joinFailed)
+        }
+        let listener = RingListener(server: target.server, deviceId: device, calls: [.init(roomId: target.roomId, memberToken: token, key: target.key)],
+                                    transports: configuration.engine.sseOnly ? [.sse] : [.ws, .sse])
+        await listener.start()
+        let deadline = duration.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        let timeout = Task {
+            guard let deadline else { return }
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            await listener.stop()
+        }
+        defer { timeout.cancel() }
+        for await event in listener.events {
+            switch event {
+            case .listening:
+                log.note(["event": "listening", "roomId": target.roomId])
+            case .incoming(let call):
+                let caller: Any = switch call.caller {
+                case .verified(let name): ["verified": name]
+                case .unverified(let name): ["unverified": name.map { $0 as Any } ?? NSNull()]
+                case .altered: "altered"
+                }
+                log.note(["event": "incoming", "callId": call.callId, "caller": caller])
+                await listener.accept(call)
+            case .ended(let call, let reason):
+                log.note(["event": "ringEnded", "callId": call.callId, "reason": reason.rawValue])
+                if reason == .acceptedHere {
+                    await listener.stop()
+                    return .accepted
+                }
+            }
+        }
+        return .exit(ExitCodes.noRing)
     }
 
     static func isLoopback(_ server: String) -> Bool {
@@ -132,6 +240,15 @@ struct DuetCallCommand: AsyncParsableCommand {
             return source
         }
     }
+}
+
+/// How `--ring`'s ring ended when it ended the call (declined, no answer, nobody to ring).
+final class RingOutcome: @unchecked Sendable {
+    // @unchecked: the only state is `value`, read and written under `lock`.
+    private let lock = NSLock()
+    private var value: Int32?
+    func set(_ code: Int32) { lock.withLock { value = code } }
+    var code: Int32? { lock.withLock { value } }
 }
 
 /// Set once a leave was asked for, so the end of the call can be told apart from the room ending.

@@ -13,6 +13,14 @@ enum ExitCodes {
     /// A verified call's offer or answer failed its check (here or at the peer): someone may be in the middle, and
     /// the call was ended, not retried.
     static let intercepted: Int32 = 6
+    /// `--ring`: the other person declined.
+    static let declined: Int32 = 7
+    /// `--ring`: nobody answered before the ring's timeout.
+    static let noAnswer: Int32 = 8
+    /// `--ring`: no device of the other person could be rung (nobody listening, no push subscription).
+    static let unreachable: Int32 = 9
+    /// `--answer`: no ring came before `--duration` ran out.
+    static let noRing: Int32 = 10
     /// Bad arguments (ArgumentParser's usage code).
     static let usage: Int32 = 64
 }

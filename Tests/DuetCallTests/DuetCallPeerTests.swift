@@ -22,6 +22,11 @@ import Testing
     @Test func refreshedTURNCredentialsReachTheLiveSession() async throws { try await run("turn-refresh") }
     @Test func audioOnlyThroughTURNOverTCP() async throws { try await run("relay-tcp-audio-only") }
     @Test func refusedWebSocketRunsOverSSE() async throws { try await run("sse") }
+    /// Issue 31: `duet call --ring` ↔ `duet call --answer` (nobody to ring exits 9; then the verified name, accepted,
+    /// media both ways), and Chromium ↔ `duet call` each way round (the home page's sheet; the saved call's Call).
+    @Test func duetCallRingsDuetCall() async throws { try await run("ring-duet-calls") }
+    @Test func duetCallRingsChromium() async throws { try await run("ring-chromium-answers") }
+    @Test func chromiumRingsDuetCall() async throws { try await run("ring-duet-call-answers") }
     @Test func linkCutForFiveSecondsRecoversWithoutUserAction() async throws {
         let output = try await run("link-cut")
         // The scenario reports how long recovery took after the link came back.

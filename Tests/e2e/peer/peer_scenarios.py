@@ -604,7 +604,96 @@ def scenario_chromium_joins_second(browser):
         server.stop()
 
 
+def scenario_ring_duet_calls(_browser):
+    """duet call --ring ↔ duet call --answer (issue 31): nobody to ring exits 9; then the answering side hears the ring with the caller's verified name, accepts, and the call has media both ways."""
+    server = Server()
+    peers = []
+    try:
+        room = server.new_room()
+        link = server.url + "call/" + room + "#k=" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        lonely = Peer(link, "--ring", "--name", "Bea")
+        peers.append(lonely)
+        lonely.wait(lambda p: p.proc.poll() is not None, 20, "a ring that reaches nobody ends")
+        expect(lonely.proc.returncode == 9 and (lonely.last("ring") or {}).get("state") == "unreachable",
+               f"--ring with nobody to ring exits 9: {lonely.proc.returncode}, {lonely.last('ring')}")
+        answering = Peer(link, "--answer")
+        peers.append(answering)
+        answering.wait(lambda p: p.last("listening") is not None, 20, "the answering side joined once and listens")
+        ringing = Peer(link, "--ring", "--name", "Bea")
+        peers.append(ringing)
+        answering.wait(lambda p: p.last("incoming") is not None, 20, "the ring is heard")
+        expect(answering.last("incoming")["caller"] == {"verified": "Bea"}, f"the caller's name, verified: {answering.last('incoming')}")
+        ringing.wait(lambda p: (p.last("ring") or {}).get("state") == "accepted", 20, "the caller sees accepted")
+        for name, peer in (("ringing", ringing), ("answering", answering)):
+            peer.in_call(what=f"{name} side in call")
+            log(name, peer.wait_media(what=f"{name} side receives media"))
+    finally:
+        for peer in peers:
+            peer.stop()
+        server.stop()
+
+
+def home_listening(browser, link, name):
+    """Chromium has been in the call (its browser saved it, with its member token) and now waits on its home page."""
+    page = open_call(browser, link, name)
+    page.wait_for("duet.phase === 'waiting'", 15, message=f"{name} joins once")
+    page.wait_for("JSON.parse(localStorage.getItem('duet.recentRooms') || '[]').some(r => r.memberToken)", 5, message=f"{name} has its member token")
+    page.evaluate("duet.leave()")
+    page.wait_for("duet.phase === 'idle'", 10, message=f"{name} left")
+    return page
+
+
+def scenario_ring_chromium_answers(browser):
+    """duet call --ring → Chromium (issue 31): the home page rings with the caller's verified name, Accept joins, media both ways."""
+    server = Server()
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room() + "#k=" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        page = home_listening(browser, link, "B")
+        page.navigate(server.url)
+        page.wait_for("window.duet && duet.page === 'home' && Object.keys(duet.occupancy()).length === 1", 10, message="B's home page listens")
+        peer = Peer(link, "--ring", "--name", "Ann")
+        page.wait_for("duet.incoming.state === 'ringing' && duet.incoming.verified && duet.incoming.name === 'Ann'", 20,
+                      message="Chromium rings with duet call's verified name")
+        page.evaluate("document.getElementById('incoming-accept').click()")
+        peer.wait(lambda p: (p.last("ring") or {}).get("state") == "accepted", 15, "duet call sees accepted")
+        page.wait_for("window.duet && duet.page === 'call'", 10, message="Accept opens the call")
+        in_call(page, 20, what="Chromium in call")
+        media_flows(page, what="Chromium receives duet call's media")
+        peer.wait_media(what="duet call receives Chromium's media")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+
+
+def scenario_ring_duet_call_answers(browser):
+    """Chromium rings → duet call --answer (issue 31): duet call hears Chromium's verified name, accepts; Chromium sees accepted, media both ways."""
+    server = Server()
+    peer = None
+    try:
+        link = server.url + "call/" + server.new_room() + "#k=" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        page = home_listening(browser, link, "A")
+        page.evaluate("localStorage.setItem('duet.myName', JSON.stringify('Ann')); true")
+        peer = Peer(link, "--answer")
+        peer.wait(lambda p: p.last("listening") is not None, 20, "duet call listens")
+        page.navigate(server.url)
+        page.wait_for("window.duet && duet.page === 'home' && document.querySelector('.saved-call a.button')", 10, message="A's saved call")
+        page.evaluate("document.querySelector('.saved-call a.button').click()")
+        page.wait_for("window.duet && duet.page === 'call' && duet.ring && duet.ring.state === 'ringing'", 15, message="Chromium rings")
+        peer.wait(lambda p: p.last("incoming") is not None, 15, "duet call hears the ring")
+        expect(peer.last("incoming")["caller"] == {"verified": "Ann"}, f"duet call sees the verified name: {peer.last('incoming')}")
+        page.wait_for("duet.ring.state === 'accepted'", 15, message="Chromium sees accepted")
+        in_call(page, 20, what="Chromium in call with duet call")
+        media_flows(page, what="Chromium receives duet call's media")
+        peer.wait_media(what="duet call receives Chromium's media")
+    finally:
+        if peer:
+            peer.stop()
+        server.stop()
+
+
 if __name__ == "__main__":
     run(collect(globals()),
-        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh") else {},
+        lambda name: None if name in ("peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh", "ring-duet-calls") else {},
         suite="peer")
