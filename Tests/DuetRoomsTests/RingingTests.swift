@@ -118,6 +118,21 @@ import Testing
         #expect(lost.isEmpty)
     }
 
+    /// A client answers over signaling and over HTTP (the room's node may be another one in a cluster): whichever
+    /// arrives first, the page of that device hears `accepted`, the device's other rung pages "answered elsewhere".
+    @Test func anHTTPAcceptFromADeviceThatRangLiveIsThatPagesAccept() throws {
+        var (world, tokens) = try world()
+        let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
+        let tablet = listen(&world, device: calleeTablet, token: tokens[calleeTablet]!)
+        _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
+        let accepted = world.core.handle(.httpRingAnswer(RingAnswerPayload(
+            rid: world.rid, callId: "c", answer: .accept, deviceId: calleeTablet, memberToken: tokens[calleeTablet]!)), nowMs: 5)
+        #expect(callerStates(accepted, world) == ["accepted"])
+        #expect(endReasons(accepted, to: tablet) == ["accepted"])
+        #expect(endReasons(accepted, to: phone) == ["answered_elsewhere"])
+        #expect(send(&world, tablet, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .accept), now: 6).isEmpty)
+    }
+
     @Test func theRingSurvivesTheCallersSignalingReconnect() throws {
         var (world, tokens) = try world()
         let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
@@ -188,11 +203,14 @@ import Testing
         // After the window it may ring again.
         _ = world.core.handle(.tick, nowMs: RingLimits.windowMs + 10)
         #expect(callerStates(send(&world, world.caller, .ring, RingPayload(callId: "later"), now: RingLimits.windowMs + 10), world) == ["ringing"])
-        // Bad shapes and no seat.
+        _ = send(&world, world.caller, .ringCancel, RingCancelPayload(callId: "later"), now: RingLimits.windowMs + 10)
+        // Bad shapes (no ring in progress now: these fail for their shape) and no seat.
         let bad = send(&world, world.caller, .ring, RingPayload(callId: "bad id!"), now: RingLimits.windowMs + 11)
         #expect(messages(bad, to: world.caller, .error).first?.payload["code"] == "BAD_REQUEST")
         let big = send(&world, world.caller, .ring, RingPayload(callId: "big", caller: .string(String(repeating: "x", count: 3_000))), now: RingLimits.windowMs + 11)
         #expect(messages(big, to: world.caller, .error).count == 1)
+        #expect(callerStates(send(&world, world.caller, .ring, RingPayload(callId: "fine"), now: RingLimits.windowMs + 12), world) == ["ringing"],
+                "a good ring right after the bad ones: they were refused for their shape, not the limit")
         let nobody = ConnectionID(90)
         _ = world.core.handle(.opened(nobody, .ws, sid: nil), nowMs: 0)
         #expect(messages(send(&world, nobody, .ring, RingPayload(callId: "x"), now: 1), to: nobody, .error).first?.payload["code"] == "NOT_IN_ROOM")
@@ -207,5 +225,99 @@ import Testing
         _ = send(&lonely, lonely.caller, .ring, RingPayload(callId: "c"), now: 0)
         let unreachable = lonely.core.handle(.ringPushed(.init(rid: lonely.rid, callId: "c", reached: [], finished: true)), nowMs: 1)
         #expect(callerStates(unreachable, lonely) == ["unreachable"])
+    }
+
+    @Test func aRoomRingsAtMostFiveTimesInTheWindowWhoeverCalls() throws {
+        var (world, _) = try world()
+        for index in 0..<RingLimits.perCallerInWindow {
+            _ = send(&world, world.caller, .ring, RingPayload(callId: "a\(index)"), now: Int64(index))
+            _ = send(&world, world.caller, .ringCancel, RingCancelPayload(callId: "a\(index)"), now: Int64(index))
+        }
+        _ = world.core.handle(.message(world.caller, Envelope(.leave, rid: world.rid)), nowMs: 10)
+        let other = ConnectionID(60)
+        _ = world.core.handle(.opened(other, .ws, sid: nil), nowMs: 10)
+        _ = try world.core.joinedForTest(other, rid: world.rid, now: 10)
+        for index in 0..<(RingLimits.perRoomInWindow - RingLimits.perCallerInWindow) {
+            #expect(messages(send(&world, other, .ring, RingPayload(callId: "b\(index)"), now: 11), to: other, .ringState).count == 1)
+            _ = send(&world, other, .ringCancel, RingCancelPayload(callId: "b\(index)"), now: 11)
+        }
+        #expect(messages(send(&world, other, .ring, RingPayload(callId: "over"), now: 12), to: other, .error).first?.payload["code"] == "RATE_LIMITED")
+    }
+
+    @Test func endingTheRoomCancelsItsRing() throws {
+        var (world, tokens) = try world()
+        let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
+        _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
+        let ended = world.core.handle(.message(world.caller, Envelope(.endRoom, rid: world.rid)), nowMs: 5)
+        #expect(callerStates(ended, world) == ["cancelled"])
+        #expect(endReasons(ended, to: phone) == ["cancelled"])
+        #expect(send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .accept), now: 6).isEmpty)
+    }
+
+    @Test func aCallerAwayWhenItsRingEndedHearsTheOutcomeWhenItComesBack() throws {
+        var (world, tokens) = try world()
+        let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
+        let joined = try world.core.joinedForTest(world.caller, rid: world.rid, now: 0)
+        let callerCid = try #require(world.core.connections[world.caller]?.seat?.cid)
+        _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
+        _ = world.core.handle(.closed(world.caller), nowMs: 1_000)
+        let declined = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline), now: 2_000)
+        #expect(endReasons(declined, to: phone) == ["declined"])
+        let back = ConnectionID(51)
+        _ = world.core.handle(.opened(back, .ws, sid: nil), nowMs: 3_000)
+        let rejoin = world.core.handle(.message(back, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
+            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 3_000)
+        #expect(messages(rejoin, to: back, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["declined"])
+        // Said once, and forgotten after a while.
+        _ = world.core.handle(.closed(back), nowMs: 4_000)
+        let again = ConnectionID(52)
+        _ = world.core.handle(.opened(again, .ws, sid: nil), nowMs: 5_000)
+        let second = world.core.handle(.message(again, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
+            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 5_000)
+        #expect(messages(second, to: again, .ringState).isEmpty)
+    }
+
+    @Test func aPageThatStartsListeningMidRingRings() throws {
+        var (world, tokens) = try world()
+        _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
+        world.nextConnection += 1
+        let late = ConnectionID(world.nextConnection)
+        _ = world.core.handle(.opened(late, .ws, sid: nil), nowMs: 1_000)
+        let payload = WatchRoomsPayload(rids: [world.rid], listen: ListenPayload(deviceId: calleeDevice, members: [world.rid: tokens[calleeDevice]!]))
+        let watched = world.core.handle(.message(late, Envelope(.watchRooms, payload: try JSONValue(encoding: payload))), nowMs: 1_000)
+        #expect(try messages(watched, to: late, .incomingCall).first?.payload.decode(IncomingCallPayload.self).callId == "c")
+        let over = world.core.handle(.tick, nowMs: RingLimits.ringTimeoutMs)
+        #expect(endReasons(over, to: late) == ["no_answer"])
+    }
+
+    @Test func aReconnectIsNoNewsAndJoinAlertsAreSpaced() throws {
+        var (world, _) = try world()
+        let joined = try world.core.joinedForTest(world.caller, rid: world.rid, now: 0)
+        let callerCid = try #require(world.core.connections[world.caller]?.seat?.cid)
+        _ = world.core.handle(.closed(world.caller), nowMs: 1_000)
+        let back = ConnectionID(53)
+        _ = world.core.handle(.opened(back, .ws, sid: nil), nowMs: 2_000)
+        let reattached = world.core.handle(.message(back, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
+            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 2_000)
+        #expect(pushes(reattached).isEmpty, "a reconnect is not news")
+        // A fresh seat is, with the devices in the room left out (by endpoint and by id).
+        let guest = ConnectionID(54)
+        _ = world.core.handle(.opened(guest, .ws, sid: nil), nowMs: RingLimits.joinAlertIntervalMs)
+        let arrived = world.core.handle(.message(guest, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
+            pushEndpoint: "https://push.example/guest", deviceId: calleeDevice)))), nowMs: RingLimits.joinAlertIntervalMs)
+        let alert = try #require(pushes(arrived).first)
+        #expect(alert.excludedEndpoints == ["https://push.example/guest"])
+        #expect(alert.excludedDevices.sorted() == [calleeDevice, callerDevice].sorted())
+        // A join/leave loop is not a stream of notifications: the budget (3 at once, then one per interval) runs out.
+        var alerts = 0
+        for step in 0..<6 {
+            let at = RingLimits.joinAlertIntervalMs + 1 + Int64(step) * 2
+            _ = world.core.handle(.message(guest, Envelope(.leave, rid: world.rid)), nowMs: at)
+            alerts += pushes(world.core.handle(.message(guest, Envelope(.join, rid: world.rid)), nowMs: at + 1)).count
+        }
+        #expect(alerts < 3, "the setup's joins and this loop share the room's budget: \(alerts)")
+        _ = world.core.handle(.message(guest, Envelope(.leave, rid: world.rid)), nowMs: 10 * RingLimits.joinAlertIntervalMs)
+        #expect(pushes(world.core.handle(.message(guest, Envelope(.join, rid: world.rid)), nowMs: 10 * RingLimits.joinAlertIntervalMs)).count == 1,
+                "refilled after a while")
     }
 }

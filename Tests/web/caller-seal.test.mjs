@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { sealCaller, openCaller, cleanName } from '../../Sources/DuetServer/Web/js/ringing/caller-seal.js';
+import { sealCaller, openCaller, cleanName, MAX_SEAL_AGE_MS } from '../../Sources/DuetServer/Web/js/ringing/caller-seal.js';
 import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
 
 const { cases } = JSON.parse(readFileSync(new URL('../fixtures/ringing/caller-seal.json', import.meta.url), 'utf8'));
@@ -12,8 +12,17 @@ const { cases } = JSON.parse(readFileSync(new URL('../fixtures/ringing/caller-se
 test('seals made by an independent implementation open to their name, verified', async () => {
   assert.equal(cases.length, 2);
   for (const v of cases) {
-    const opened = await openCaller({ caller: v.caller, rid: v.rid, callId: v.callId, linkKey: parseLinkKey(v.linkKey) });
+    const opened = await openCaller({ caller: v.caller, rid: v.rid, callId: v.callId, linkKey: parseLinkKey(v.linkKey), nowMs: v.at + 1_000 });
     assert.deepEqual(opened, { name: v.name, verified: true });
+  }
+});
+
+test('a seal older (or newer) than MAX_SEAL_AGE_MS is a replayed ring: never shown as a name', async () => {
+  const v = cases[0];
+  const open = (nowMs) => openCaller({ caller: v.caller, rid: v.rid, callId: v.callId, linkKey: parseLinkKey(v.linkKey), nowMs });
+  assert.deepEqual(await open(v.at + MAX_SEAL_AGE_MS), { name: v.name, verified: true });
+  for (const nowMs of [v.at + MAX_SEAL_AGE_MS + 1, v.at - MAX_SEAL_AGE_MS - 1]) {
+    assert.deepEqual(await open(nowMs), { name: null, verified: false, altered: true });
   }
 });
 
@@ -21,11 +30,12 @@ test('a seal moved to another ring or room, altered, or opened with another key 
   const v = cases[0];
   const key = parseLinkKey(v.linkKey);
   const altered = { ...v.caller, ct: (v.caller.ct[0] === 'A' ? 'B' : 'A') + v.caller.ct.slice(1) };
+  const nowMs = v.at + 1_000;
   for (const [caller, rid, callId, linkKey] of [
     [v.caller, v.rid, 'another-call', key], [v.caller, cases[1].rid, v.callId, key], [altered, v.rid, v.callId, key],
     [v.caller, v.rid, v.callId, parseLinkKey(newLinkKeyText())], [{ v: 1, iv: 'short', ct: v.caller.ct }, v.rid, v.callId, key],
   ]) {
-    assert.deepEqual(await openCaller({ caller, rid, callId, linkKey }), { name: null, verified: false, altered: true });
+    assert.deepEqual(await openCaller({ caller, rid, callId, linkKey, nowMs }), { name: null, verified: false, altered: true });
   }
 });
 

@@ -5,7 +5,8 @@ import Foundation
 /// A ring's `caller`: the caller's name sealed with the call link's key (issue 31), the twin of the browser's
 /// `js/ringing/caller-seal.js`. AES-256-GCM under HKDF-SHA-256(link key, no salt, info "duet caller v1"), with
 /// `duet-caller|<rid>|<callId>` as additional data: the server relays bytes it can neither read nor forge, and a seal
-/// cannot be moved to another ring or room. Both twins open the seals in Tests/fixtures/ringing/caller-seal.json, made
+/// cannot be moved to another ring or room; it says when it was made, and an old one (a replayed ring) is not shown.
+/// Both twins open the seals in Tests/fixtures/ringing/caller-seal.json, made
 /// by Python's `cryptography`.
 public enum CallerSeal {
     public static let maxNameLength = 64
@@ -26,15 +27,16 @@ public enum CallerSeal {
         return String(printable.trimmingCharacters(in: .whitespaces).prefix(maxNameLength))
     }
 
-    public static func seal(name: String, rid: String, callId: String, key: LinkKey?) throws -> JSONValue {
+    public static func seal(name: String, rid: String, callId: String, key: LinkKey?, nowMs: Int64 = Self.nowMs()) throws -> JSONValue {
         let clean = clean(name)
         guard let key else { return ["v": 1, "plain": .string(clean)] }
-        let body = try JSONSerialization.data(withJSONObject: ["name": clean])
+        let body = try JSONSerialization.data(withJSONObject: ["name": clean, "at": nowMs] as [String: Any])
         let box = try AES.GCM.seal(body, using: sealingKey(key), nonce: AES.GCM.Nonce(), authenticating: Data(associated(rid, callId).utf8))
         return ["v": 1, "iv": .string(Base64URL.encode(box.nonce)), "ct": .string(Base64URL.encode(box.ciphertext + box.tag))]
     }
 
-    public static func open(_ caller: JSONValue?, rid: String, callId: String, key: LinkKey?) -> Caller {
+    /// `nowMs`: a seal older (or newer) than `RingLimits.callerSealMaxAgeMs` by its own time is a replayed ring.
+    public static func open(_ caller: JSONValue?, rid: String, callId: String, key: LinkKey?, nowMs: Int64 = Self.nowMs()) -> Caller {
         guard let fields = caller?.objectValue else { return key == nil ? .unverified(nil) : .altered }
         if let plain = fields["plain"]?.stringValue {
             guard key == nil else { return .altered }
@@ -47,7 +49,9 @@ public enum CallerSeal {
         do {
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: iv), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
             let body = try AES.GCM.open(box, using: sealingKey(key), authenticating: Data(associated(rid, callId).utf8))
-            guard let name = (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["name"] as? String else { return .altered }
+            guard let opened = try JSONSerialization.jsonObject(with: body) as? [String: Any], let name = opened["name"] as? String,
+                  let at = (opened["at"] as? NSNumber)?.int64Value, abs(nowMs - at) <= RingLimits.callerSealMaxAgeMs
+            else { return .altered }
             let clean = clean(name)
             return clean.isEmpty ? .altered : .verified(clean)
         } catch {
@@ -60,4 +64,6 @@ public enum CallerSeal {
     }
 
     static func associated(_ rid: String, _ callId: String) -> String { "duet-caller|\(rid)|\(callId)" }
+
+    public static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

@@ -48,8 +48,8 @@ public struct IncomingCall: Sendable, Equatable, Identifiable {
 
 /// Where an app's push token comes from (issue 31): an iOS app gives its APNs VoIP (PushKit) token, an Android app its
 /// FCM token, so the server can wake the device for a ring. Duet's server sends Web Push only; sending through APNs or
-/// FCM is outside this package (an app's own relay, or a future server feature), so this is a seam: `RingListener`
-/// hands the token to whatever the app registers it with.
+/// FCM is outside this package (an app's own relay, or a future server feature), so this is a seam for the app to
+/// implement and register with that relay; nothing in DuetClient calls it yet.
 public protocol PushTokenProvider: Sendable {
     /// The current token, or nil when the app has none (permission refused, no push on this device).
     func pushToken() async -> PushToken?

@@ -31,7 +31,7 @@ public actor RingListener {
     }
 
     public enum Event: Sendable, Equatable {
-        /// Listening (again) after a connect: rings reach this device.
+        /// Listening (again) after a connect, as the server confirmed it (`room_statuses`): rings reach this device.
         case listening
         case incoming(IncomingCall)
         case ended(IncomingCall, IncomingCall.EndReason)
@@ -84,8 +84,10 @@ public actor RingListener {
         if let envelope = try? Envelope(.ringAnswer, rid: call.roomId, payload: JSONValue(encoding: payload)) {
             try? await connection?.send(envelope)
         }
-        // Over HTTP too when there is no connection: a notification's button must not depend on the socket.
-        if connection == nil, let saved = calls.first(where: { $0.roomId == call.roomId }) {
+        // Over HTTP too, with ?rid=: a notification's button must not depend on the socket, and in a cluster this
+        // listener's connection may be on another node than the room (a proxy routes the POST by rid). A second
+        // answer changes nothing.
+        if let saved = calls.first(where: { $0.roomId == call.roomId }) {
             await answerOverHTTP(call, answer, memberToken: saved.memberToken)
         }
     }
@@ -111,9 +113,11 @@ public actor RingListener {
                 connection = opened
                 try await sendWatch()
                 attempt = 0
-                continuation.yield(.listening)
                 for await event in opened.events {
                     guard case .message(let envelope) = event else { continue }
+                    // The server answers watch_rooms with room_statuses once it has taken the rooms: only then is
+                    // this device rung (a ring sent before it would find nobody listening).
+                    if envelope.messageType == .roomStatuses { continuation.yield(.listening) }
                     receive(envelope)
                 }
                 connection = nil
@@ -133,6 +137,11 @@ public actor RingListener {
         try await connection.send(Envelope(.watchRooms, payload: JSONValue(encoding: WatchRoomsPayload(rids: calls.map(\.roomId), listen: listen))))
     }
 
+    private func expire(_ callId: String) {
+        guard let call = ringing.removeValue(forKey: callId) else { return }
+        continuation.yield(.ended(call, .missed))
+    }
+
     private func receive(_ envelope: Envelope) {
         switch envelope.messageType {
         case .incomingCall?:
@@ -142,6 +151,12 @@ public actor RingListener {
                                     caller: CallerSeal.open(ring.caller, rid: ring.rid, callId: ring.callId, key: key), expiresAt: ring.expiresAt)
             ringing[ring.callId] = call
             continuation.yield(.incoming(call))
+            // The ring ends by itself at its time even if the server's word never comes (a lost link): missed.
+            let wait = max(0, min(ring.expiresAt - CallerSeal.nowMs(), 120_000)) + 2_000
+            Task { [weak self] in
+                try? await Task.sleep(for: .milliseconds(wait))
+                await self?.expire(ring.callId)
+            }
         case .ringEnded?:
             guard let ended = try? envelope.payload.decode(RingEndedPayload.self), let call = ringing.removeValue(forKey: ended.callId) else { return }
             continuation.yield(.ended(call, IncomingCall.EndReason(rawValue: ended.reason) ?? .missed))

@@ -133,6 +133,15 @@ public enum RingLimits {
     /// Per calling seat: rings started in `windowMs` at most.
     public static let perCallerInWindow = 3
     public static let windowMs: Int64 = 5 * 60_000
+    /// How long a ring's outcome is kept for a caller whose link was down when it ended.
+    public static let outcomeMemoryMs: Int64 = 5 * 60_000
+    /// Join alerts per room: a few at once (two people arriving, one coming back), then one per interval, so a
+    /// join/leave loop does not become a stream of notifications.
+    public static let joinAlertBurst = 3.0
+    public static let joinAlertIntervalMs: Int64 = 30_000
+    /// A sealed caller name older than this (by its own time) is not shown: a replayed ring is not a new call. Rings
+    /// last 45 s; the rest is for clocks that disagree.
+    public static let callerSealMaxAgeMs: Int64 = 5 * 60_000
 
     public static func isValidId(_ id: String, minimum: Int = 1) -> Bool {
         (minimum...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in

@@ -1,8 +1,8 @@
 import DuetProtocol
 
 /// A ring in progress in one room (issue 31): who rings, until when, and which of the other person's devices it
-/// reached. Kept in memory: after a restart the caller's client rings again with the same `callId` (its ring is
-/// then re-established with the time it has left), and a device that accepts simply joins the room.
+/// reached. Kept in memory: after a restart the caller's client rings again with the same `callId` (a new ring under
+/// that id, with a full timeout), and a device that accepts simply joins the room.
 struct Ring: Sendable, Equatable {
     var callId: String
     var callerCid: String
@@ -48,4 +48,13 @@ enum RingOutcome: Equatable {
         case .noAnswer, .unreachable: "no_answer"
         }
     }
+}
+
+/// How a room's last ring ended, kept a while for a caller that was away when it did.
+struct RingOutcomeMemory: Sendable, Equatable {
+    var callerCid: String
+    var callId: String
+    var state: String
+    var devices: Int
+    var untilMs: Int64
 }

@@ -62,6 +62,9 @@ extension SignalingCore {
     /// the other node's claim and make it give the room up too.
     private mutating func release(_ rid: String, nowMs: Int64, into out: inout [Output]) {
         guard let room = rooms.removeValue(forKey: rid) else { return }
+        // The room goes to another node, and its ring with it: the caller rings again there after its recovered join.
+        // Nothing is said here: an end sent from this node would close the notification of that new ring.
+        rings[rid] = nil
         let payload = DrainingPayload(reconnectAfterMs: 0)
         for participant in room.participants {
             seatCounts.removed(participant)

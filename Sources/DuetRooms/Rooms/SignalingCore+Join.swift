@@ -41,12 +41,28 @@ extension SignalingCore {
         resumeRing(rid: rid, cid: cid, connection: connection, nowMs: nowMs, into: &out)
         // The seed's join alert: someone arrived; the room's devices that are not in it hear of it by push. Only a
         // new seat: a reconnect is the same person coming back, not news.
-        if request.reconnectCid == nil, request.alert != false {
+        if request.reconnectCid == nil, request.alert != false, takeJoinAlert(rid, nowMs: nowMs) {
             let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
+            // Devices in the room now are not told what they can see: by the endpoint they said, or by their id.
             out.append(.push(PushAlert(
                 rid: rid, cid: cid, kind: .joined(snapshotId: snapshotId),
-                excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint))))
+                excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint),
+                excludedDevices: rooms[rid]!.participants.compactMap(\.deviceId))))
         }
+    }
+
+    /// A join alert from the room's budget (`RingLimits.joinAlertBurst`, refilled one per interval).
+    private mutating func takeJoinAlert(_ rid: String, nowMs: Int64) -> Bool {
+        var budget = joinAlertBudget[rid] ?? (RingLimits.joinAlertBurst, nowMs)
+        budget.tokens = min(RingLimits.joinAlertBurst, budget.tokens + Double(nowMs - budget.atMs) / Double(RingLimits.joinAlertIntervalMs))
+        budget.atMs = nowMs
+        guard budget.tokens >= 1 else {
+            joinAlertBudget[rid] = budget
+            return false
+        }
+        budget.tokens -= 1
+        joinAlertBudget[rid] = budget
+        return true
     }
 
     private mutating func joinFresh(rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {

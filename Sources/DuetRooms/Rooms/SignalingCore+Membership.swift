@@ -51,6 +51,8 @@ extension SignalingCore {
     /// ended it (or that it was ended before this node restarted).
     mutating func applyRoomEnded(_ fact: DurableFact, learned: Bool, nowMs: Int64, into out: inout [Output]) {
         guard case .roomEnded(let rid, let endedBy, let reason, let tombstoneUntil, let seats, let seatsUntil) = fact else { return }
+        // A ring in an ended room is over: cancelled, while the caller can still be told.
+        roomGoneWhileRinging(rid, nowMs: nowMs, into: &out)
         for cid in seats { endedSeats.insert("\(cid)|\(rid)", until: seatsUntil, nowMs: nowMs) }
         if tombstoneUntil > nowMs {
             tombstones[rid] = Tombstone(endedBy: endedBy, reason: reason, expiresAt: tombstoneUntil)
@@ -146,7 +148,7 @@ extension SignalingCore {
             watchers[rid, default: []].insert(connection)
             counts[rid] = .int(Int64(occupancy(of: rid)))
         }
-        listen(request.listen, rids: rids, connection: connection, nowMs: nowMs)
+        listen(request.listen, rids: rids, connection: connection, nowMs: nowMs, into: &out)
         out.append(.send(connection, Self.envelope(.roomStatuses, ts: nowMs, payload: .object(counts))))
     }
 

@@ -10,7 +10,7 @@ extension SignalingCore {
 
     /// `watch_rooms {rids, listen:{deviceId, members}}`: the rooms whose member token is valid for the device ring
     /// this connection. Called by `watchRooms` after the watch set is replaced.
-    mutating func listen(_ request: ListenPayload?, rids: Set<String>, connection: ConnectionID, nowMs: Int64) {
+    mutating func listen(_ request: ListenPayload?, rids: Set<String>, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
         for rid in connections[connection]?.listenedRooms ?? [] { unlisten(rid, connection) }
         connections[connection]?.listenedRooms = []
         connections[connection]?.listeningDevice = nil
@@ -21,7 +21,16 @@ extension SignalingCore {
         }
         connections[connection]?.listenedRooms = proven
         connections[connection]?.listeningDevice = request.deviceId
-        for rid in proven { listeners[rid, default: [:]][connection] = request.deviceId }
+        for rid in proven.sorted() {
+            listeners[rid, default: [:]][connection] = request.deviceId
+            // A page that comes (back) while its room rings: it rings too, and hears how the ring ends.
+            guard var ring = rings[rid], ring.live[connection] == nil, request.deviceId != ring.callerDevice,
+                  connections[connection]?.seat?.rid != rid else { continue }
+            ring.live[connection] = request.deviceId
+            rings[rid] = ring
+            out.append(.send(connection, Self.envelope(.incomingCall, rid: rid, ts: nowMs, IncomingCallPayload(
+                rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs))))
+        }
     }
 
     mutating func unlisten(_ rid: String, _ connection: ConnectionID) {
@@ -66,6 +75,7 @@ extension SignalingCore {
             out.append(.send(listener, Self.envelope(.incomingCall, rid: seat.rid, ts: nowMs, incoming)))
         }
         rings[seat.rid] = ring
+        ringOutcomes[seat.rid] = nil
         out.append(.event(.ringing(rid: seat.rid, callId: request.callId)))
         out.append(.push(PushAlert(
             rid: seat.rid, cid: seat.cid,
@@ -100,8 +110,21 @@ extension SignalingCore {
 
     /// The caller's connection came back (reattach or recovery): it learns where its ring is.
     mutating func resumeRing(rid: String, cid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
-        guard rings[rid]?.callerCid == cid else { return }
-        sendRingState(rid, to: connection, nowMs: nowMs, into: &out)
+        if rings[rid]?.callerCid == cid {
+            sendRingState(rid, to: connection, nowMs: nowMs, into: &out)
+        } else if let ended = ringOutcomes[rid], ended.callerCid == cid, ended.untilMs > nowMs {
+            // It ended while the caller was away: say how, once.
+            ringOutcomes[rid] = nil
+            out.append(.send(connection, Self.envelope(
+                .ringState, rid: rid, cid: cid, ts: nowMs, RingStatePayload(callId: ended.callId, state: ended.state, devices: ended.devices))))
+        }
+    }
+
+    /// The room ended (its host, or the store said so): its ring is cancelled.
+    mutating func roomGoneWhileRinging(_ rid: String, nowMs: Int64, into out: inout [Output]) {
+        guard rings[rid] != nil else { return }
+        endRing(rid, .cancelled, nowMs: nowMs, into: &out)
+        ringOutcomes[rid] = nil  // nobody comes back to an ended room
     }
 
     /// Someone took a seat in a ringing room: if it is the other person, the ring is answered (however they came:
@@ -150,8 +173,11 @@ extension SignalingCore {
         // A late answer (the ring ended, or another device answered first) changes nothing.
         guard let ring = rings[rid], ring.callId == request.callId else { return }
         if let device = request.deviceId ?? connection.flatMap({ connections[$0]?.listeningDevice }), device == ring.callerDevice { return }
+        // An answer over HTTP from a device that also rang live counts as that page's: it hears `accepted`, not
+        // "answered elsewhere" (a client answers both ways, and either may arrive first).
+        let by = connection ?? ring.live.filter { $0.value == request.deviceId }.keys.min()
         switch request.answer {
-        case .accept: endRing(rid, .accepted(by: connection), nowMs: nowMs, into: &out)
+        case .accept: endRing(rid, .accepted(by: by), nowMs: nowMs, into: &out)
         case .decline: endRing(rid, .declined, nowMs: nowMs, into: &out)
         }
     }
@@ -175,6 +201,11 @@ extension SignalingCore {
         for rid in rings.keys.sorted() where rings[rid]!.expiresAtMs <= nowMs {
             endRing(rid, .noAnswer, nowMs: nowMs, into: &out)
         }
+        ringOutcomes = ringOutcomes.filter { $0.value.untilMs > nowMs }
+        // A budget refilled to the full burst is the same as none.
+        joinAlertBudget = joinAlertBudget.filter {
+            $0.value.tokens + Double(nowMs - $0.value.atMs) / Double(RingLimits.joinAlertIntervalMs) < RingLimits.joinAlertBurst
+        }
         let since = nowMs - RingLimits.windowMs
         ringStarts = ringStarts.compactMapValues { starts in
             let kept = starts.filter { $0 > since }
@@ -190,6 +221,11 @@ extension SignalingCore {
             out.append(.send(connection, Self.envelope(
                 .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
                 RingStatePayload(callId: ring.callId, state: outcome.callerState, devices: ring.devices))))
+        } else if outcome != .cancelled {
+            // The caller's link is down: it hears how its ring ended when it reattaches.
+            ringOutcomes[rid] = RingOutcomeMemory(
+                callerCid: ring.callerCid, callId: ring.callId, state: outcome.callerState, devices: ring.devices,
+                untilMs: nowMs + RingLimits.outcomeMemoryMs)
         }
         for listener in ring.live.keys.sorted() where connections[listener] != nil {
             let reason = outcome.deviceReason(for: listener)

@@ -133,6 +133,12 @@ public struct SignalingCore: Sendable {
     var rings: [String: Ring] = [:]
     /// When rings were started, per room and per calling seat, within `RingLimits.windowMs` (pruned on tick).
     var ringStarts: [String: [Int64]] = [:]
+    /// rid → how the room's last ring ended, for its caller, until `RingLimits.outcomeMemoryMs` (pruned on tick): a
+    /// caller whose link was down when it ended learns it when it comes back.
+    var ringOutcomes: [String: RingOutcomeMemory] = [:]
+    /// rid → its join alerts' budget (pruned on tick once full again): `RingLimits.joinAlertBurst` at once, then one
+    /// per `RingLimits.joinAlertIntervalMs`.
+    var joinAlertBudget: [String: (tokens: Double, atMs: Int64)] = [:]
     var seatCounts = SeatCounts()
     /// Rooms the store told of that are not held here: live on another node (their occupancy is what watchers
     /// here see), or held here before a restart (their host and epoch continue when the room is recovered).

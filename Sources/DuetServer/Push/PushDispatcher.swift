@@ -50,6 +50,7 @@ public final class PushDispatcher: Sendable {
             return []
         }
         let message = Self.message(for: alert, nowMs: nowMs)
+        sender.metrics.pushAlert(kind: Self.kindName(alert.kind), devices: targets.count)
         let sender = self.sender
         let results = await withTaskGroup(of: (Int, WebPushSender.Result).self) { group in
             for (index, target) in targets.enumerated() {
@@ -108,6 +109,14 @@ public final class PushDispatcher: Sendable {
         }
         let bytes = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return WebPushSender.Message(payload: Array(bytes), topic: topic, ttlSeconds: ttl)
+    }
+
+    static func kindName(_ kind: PushAlert.Kind) -> String {
+        switch kind {
+        case .joined: "join"
+        case .ring: "ring"
+        case .ringEnded: "ring_end"
+        }
     }
 
     /// A Topic (≤ 32 base64url characters) naming one subject, so that a newer message replaces an undelivered one.

@@ -31,7 +31,14 @@ public struct PushEndpoint: Sendable, Equatable {
             throw Refusal("the push endpoint is not a URL")
         }
         guard components.scheme?.lowercased() == "https" else { throw Refusal("the push endpoint must be an https URL") }
-        guard var host = components.host?.lowercased(), !host.isEmpty else { throw Refusal("the push endpoint has no host") }
+        guard var host = components.host, !host.isEmpty else { throw Refusal("the push endpoint has no host") }
+        // One spelling of the host, the one the connection is pinned by (`dnsOverride` matches the URL's host
+        // exactly): lower-case letters, digits, dots and hyphens, or an IP literal. "PUSH.example" or a
+        // percent-encoded name would miss the pin and be resolved again, after the check.
+        let literal = host.hasPrefix("[") && host.hasSuffix("]") || IPAddress(host) != nil
+        guard literal || host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D }) else {
+            throw Refusal("the push endpoint's host must be written in lower case letters, digits, dots and hyphens")
+        }
         guard components.user == nil, components.password == nil else { throw Refusal("the push endpoint must not carry credentials") }
         guard components.fragment == nil else { throw Refusal("the push endpoint must not have a fragment") }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -75,13 +82,29 @@ public struct PushDestinationPolicy: Sendable {
         if let literal = IPAddress(endpoint.host) {
             addresses = [literal]
         } else {
-            addresses = try await Self.resolve(endpoint.host)
+            addresses = try await Self.resolveWithin(endpoint.host, seconds: 5)
         }
         guard let first = addresses.first else { throw PushEndpoint.Refusal("the push endpoint's host \(endpoint.host) has no address") }
         for address in addresses {
             if let reason = refusal(address) { throw PushEndpoint.Refusal(reason) }
         }
         return first
+    }
+
+    /// A resolver that does not answer does not hold a delivery (and its slot) for long.
+    static func resolveWithin(_ host: String, seconds: Int) async throws -> [IPAddress] {
+        try await withThrowingTaskGroup(of: [IPAddress]?.self) { group in
+            group.addTask { try await resolve(host) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let addresses = first else {
+                throw PushEndpoint.Refusal("the push endpoint's host \(host) did not resolve within \(seconds) s")
+            }
+            return addresses
+        }
     }
 
     /// getaddrinfo(3) on NIO's blocking-work pool: it blocks for as long as DNS takes.

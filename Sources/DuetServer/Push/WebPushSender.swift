@@ -100,7 +100,8 @@ public final class WebPushSender: Sendable {
         if let topic = message.topic, !Self.isValidTopic(topic) { return .refused("a Topic is at most 32 base64url characters") }
         guard await slots.acquire() else { return .refused("too many pushes waiting; this one was dropped") }
         let slots = self.slots
-        defer { Task { await slots.release() } }
+        var holding = true
+        defer { if holding { Task { await slots.release() } } }
         let startMs = Self.nowMs()
         let deadlineMs = startMs + Int64(message.ttlSeconds) * 1000
         var attempt = 0
@@ -131,11 +132,17 @@ public final class WebPushSender: Sendable {
                 return .removed(status: 410)
             case .retry(let afterMs):
                 metrics.pushRetry()
+                // The slot is given back while waiting: a push service that keeps saying "later" must not hold
+                // deliveries to everyone else.
+                await slots.release()
+                holding = false
                 do {
                     try await Task.sleep(for: .milliseconds(afterMs))
                 } catch {
                     return .failed("cancelled while waiting to retry")
                 }
+                guard await slots.acquire() else { return .refused("too many pushes waiting; this retry was dropped") }
+                holding = true
             case .giveUp(let reason):
                 return .failed(reason)
             }
@@ -150,7 +157,13 @@ public final class WebPushSender: Sendable {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
             timeout: .init(connect: settings.connectTimeout, read: settings.requestTimeout))
-        if IPAddress(endpoint.host) == nil { configuration.dnsOverride = [endpoint.host: address.description] }
+        if IPAddress(endpoint.host) == nil {
+            // The pin only holds if the request's host is spelled as the key (PushEndpoint allows one spelling).
+            guard URL(string: endpoint.url.absoluteString)?.host == endpoint.host else {
+                throw PushEndpoint.Refusal("the push endpoint's host is not written as it was checked")
+            }
+            configuration.dnsOverride = [endpoint.host: address.description]
+        }
         // One client per attempt: the override pins this connection to the address just checked.
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         do {

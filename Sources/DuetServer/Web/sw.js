@@ -16,14 +16,20 @@ async function onPush(data) {
   let message = null;
   try { message = data?.json() ?? null; } catch { message = null; }
   // Every push must show something (userVisibleOnly): one this worker does not understand says so plainly.
+  // Every text shown is this worker's own: the server's title and body are never displayed (a server could write
+  // "Mum is calling" into them; only a name sealed with the link's key is shown as a caller).
   if (!message || typeof message !== 'object') return self.registration.showNotification('Duet', { body: 'Something happened in one of your calls.' });
+  const rid = /^[A-Za-z0-9_-]{27}$/.test(String(message.roomId)) ? message.roomId : null;
   switch (message.kind) {
-    case 'ring': return showRing(message);
-    case 'ring_end': return endRing(message);
-    case 'join': return self.registration.showNotification(message.title || 'Duet', {
-      body: message.body || 'Someone joined your call', tag: `join-${message.roomId}`, data: { kind: 'join', rid: message.roomId },
-    });
-    default: return self.registration.showNotification(message.title || 'Duet', { body: message.body || '' });
+    case 'ring': return rid ? showRing({ ...message, roomId: rid }) : undefined;
+    case 'ring_end': return rid ? endRing({ ...message, roomId: rid }) : undefined;
+    case 'join': {
+      const saved = rid ? await ringStore.get(rid).catch(() => undefined) : undefined;
+      return self.registration.showNotification('Duet', {
+        body: `Someone joined ${saved?.name ? `“${saved.name}”` : 'one of your calls'}`, tag: `join-${rid}`, data: { kind: 'join', rid },
+      });
+    }
+    default: return self.registration.showNotification('Duet', { body: 'Something happened in one of your calls.' });
   }
 }
 
@@ -51,6 +57,7 @@ async function endRing({ roomId: rid, callId, reason }) {
   const name = shown[0]?.data?.name ?? null;
   shown.forEach((notification) => notification.close());
   if (reason === 'answered_elsewhere' || reason === 'accepted') {
+    ringStore.noteSeen({ roomId: rid, callId, outcome: 'answered_elsewhere', name }).catch(() => {});
     return self.registration.showNotification('Answered on another device', { tag: callId, silent: true, data: { kind: 'ended', rid } });
   }
   if (reason === 'declined') return self.registration.showNotification('Call declined', { tag: callId, silent: true, data: { kind: 'ended', rid } });
@@ -58,6 +65,7 @@ async function endRing({ roomId: rid, callId, reason }) {
 }
 
 function missed(rid, callId, { name }) {
+  ringStore.noteSeen({ roomId: rid, callId, outcome: 'missed', name: name ?? null }).catch(() => {});
   return self.registration.showNotification(name ? `Missed call from ${name}` : 'Missed call', {
     body: 'Open Duet to call back.', tag: callId, data: { kind: 'missed', rid, callId },
   });
@@ -67,7 +75,8 @@ async function answer(rid, callId, answer) {
   const saved = await ringStore.get(rid).catch(() => undefined);
   if (!saved?.memberToken) return false;
   try {
-    const response = await fetch('/api/ring/answer', {
+    // ?rid=: a cluster's proxy sends it to the node that holds the room (and the ring).
+    const response = await fetch(`/api/ring/answer?rid=${encodeURIComponent(rid)}`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ rid, callId, answer, deviceId: saved.deviceId, memberToken: saved.memberToken }),
     });
@@ -93,8 +102,12 @@ async function onNotificationAction(notification, action) {
   notification.close();
   const { kind, rid, callId } = notification.data ?? {};
   if (!rid) return;
-  if (kind === 'ring' && action === 'decline') return answer(rid, callId, 'decline');
+  if (kind === 'ring' && action === 'decline') {
+    await ringStore.noteSeen({ roomId: rid, callId, outcome: 'declined', name: notification.data?.name ?? null }).catch(() => {});
+    return answer(rid, callId, 'decline');
+  }
   if (kind === 'ring') {
+    await ringStore.noteSeen({ roomId: rid, callId, outcome: 'answered', name: notification.data?.name ?? null }).catch(() => {});
     // Accepting stops the other devices at once; joining would too, a moment later.
     await answer(rid, callId, 'accept');
   }

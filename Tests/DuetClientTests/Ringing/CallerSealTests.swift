@@ -8,7 +8,7 @@ import Testing
 /// (Tests/fixtures/ringing/caller-seal.json, also opened by the browser's caller-seal.js), and refuses every altered one.
 @Suite struct CallerSealTests {
     struct Fixture: Decodable {
-        struct Case: Decodable { var linkKey, rid, callId, name: String; var caller: JSONValue }
+        struct Case: Decodable { var linkKey, rid, callId, name: String; var at: Int64; var caller: JSONValue }
         var cases: [Case]
     }
 
@@ -17,10 +17,15 @@ import Testing
         #expect(fixture.cases.count == 2)
         for vector in fixture.cases {
             let key = try #require(LinkKey(base64url: vector.linkKey))
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key) == .verified(vector.name))
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: "other", key: key) == .altered)
-            #expect(CallerSeal.open(vector.caller, rid: "other-room", callId: vector.callId, key: key) == .altered)
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: LinkKey.random()) == .altered)
+            let now = vector.at + 1_000
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: now) == .verified(vector.name))
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: "other", key: key, nowMs: now) == .altered)
+            #expect(CallerSeal.open(vector.caller, rid: "other-room", callId: vector.callId, key: key, nowMs: now) == .altered)
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: LinkKey.random(), nowMs: now) == .altered)
+            // A replayed ring: its seal is older than a ring can be (or from the future by as much).
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs) == .verified(vector.name))
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs + 1) == .altered)
+            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at - RingLimits.callerSealMaxAgeMs - 1) == .altered)
         }
     }
 

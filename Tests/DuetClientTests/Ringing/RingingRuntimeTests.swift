@@ -34,24 +34,44 @@ import Testing
         return (alice, listener, roomId, key)
     }
 
+    /// What a stream gave so far, read with a deadline (a ring that never comes fails the test, never hangs it).
+    actor Recorder<Element: Sendable & Equatable> {
+        private(set) var seen: [Element] = []
+        func add(_ element: Element) { seen.append(element) }
+        static func recording(_ stream: AsyncStream<Element>) -> Recorder {
+            let recorder = Recorder()
+            Task { for await element in stream { await recorder.add(element) } }
+            return recorder
+        }
+        func first(where predicate: @Sendable (Element) -> Bool) -> Element? { seen.first(where: predicate) }
+    }
+
+    func incoming(_ heard: Recorder<RingListener.Event>) async throws -> IncomingCall {
+        try await eventually("an incoming call") {
+            await heard.first { if case .incoming = $0 { true } else { false } }.flatMap { if case .incoming(let call) = $0 { call } else { nil } }
+        }
+    }
+
+    func finalState(_ updates: Recorder<DuetCall.RingUpdate>) async throws -> String {
+        try await eventually("the ring's end, for the caller") { await updates.first { $0.state != "ringing" }?.state }
+    }
+
     @Test func aRingIsHeardWithTheVerifiedNameAndItsDeclineReachesTheCaller() async throws {
         let server = try await TestServer.start()
         let media = SimulatedMediaNetwork()
         let (alice, listener, roomId, _) = try await setUp(server, media: media)
-        var heard = listener.events.makeAsyncIterator()
+        let heard = Recorder.recording(listener.events)
         await listener.start()
-        #expect(await heard.next() == .listening)
-        var updates = alice.ringUpdates.makeAsyncIterator()
+        _ = try await eventually("listening") { await heard.first { $0 == .listening } }
+        let updates = Recorder.recording(alice.ringUpdates)
         try await alice.ring(callId: "swift-call-1", callerName: "Alice")
-        #expect(await updates.next()?.state == "ringing")
-        guard case .incoming(let call)? = await heard.next() else { throw TestFailure("no incoming call") }
+        _ = try await eventually("ringing") { await updates.first { $0.state == "ringing" } }
+        let call = try await incoming(heard)
         #expect(call.roomId == roomId && call.callId == "swift-call-1" && call.caller == .verified("Alice"))
         #expect(call.id == IncomingCall(roomId: roomId, callId: "swift-call-1", caller: .altered, expiresAt: 0).id, "one UUID per ring")
         await listener.decline(call)
-        var last = await updates.next()
-        while last?.state == "ringing" { last = await updates.next() }
-        #expect(last?.state == "declined")
-        #expect(await heard.next() == .ended(call, .declined))
+        #expect(try await finalState(updates) == "declined")
+        _ = try await eventually("the listener hears it ended") { await heard.first { $0 == .ended(call, .declined) } }
         await listener.stop(); await alice.shutdown(); await media.shutdown(); await server.stop()
     }
 
@@ -59,17 +79,15 @@ import Testing
         let server = try await TestServer.start()
         let media = SimulatedMediaNetwork()
         let (alice, listener, _, _) = try await setUp(server, media: media)
-        var heard = listener.events.makeAsyncIterator()
+        let heard = Recorder.recording(listener.events)
         await listener.start()
-        _ = await heard.next()
-        var updates = alice.ringUpdates.makeAsyncIterator()
+        _ = try await eventually("listening") { await heard.first { $0 == .listening } }
+        let updates = Recorder.recording(alice.ringUpdates)
         try await alice.ring(callId: "swift-call-2", callerName: "Alice")
-        guard case .incoming(let call)? = await heard.next() else { throw TestFailure("no incoming call") }
+        let call = try await incoming(heard)
         await listener.accept(call)
-        #expect(await heard.next() == .ended(call, .acceptedHere))
-        var last = await updates.next()
-        while last?.state == "ringing" { last = await updates.next() }
-        #expect(last?.state == "accepted")
+        _ = try await eventually("answered here") { await heard.first { $0 == .ended(call, .acceptedHere) } }
+        #expect(try await finalState(updates) == "accepted")
         await listener.stop(); await alice.shutdown(); await media.shutdown(); await server.stop()
     }
 }

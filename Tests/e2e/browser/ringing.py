@@ -200,6 +200,10 @@ def scenario_ring_push(browser):
                    f"a ring notification with Accept and Decline, the caller's verified name, that stays: {note}")
             expect(worker.evaluate(f"self.duetNotificationAction({json.dumps(call_id)}, 'decline')") is True, "the notification's Decline runs")
             a.wait_for("duet.ring.state === 'declined'", 10, message="A sees the notification's Decline")
+            # B opens Duet again: the history has the call the worker declined.
+            b.navigate(server.url)
+            b.wait_for(f"window.duet && duet.page === 'home' && duet.history.some(h => h.callId === {json.dumps(call_id)} && h.outcome === 'declined' && h.name === 'Ann')",
+                       10, message="B's history shows the call declined from the notification")
         finally:
             server.stop()
     finally:

@@ -6,6 +6,9 @@ import { base64url, fromBase64url } from '../verification/link-key.js';
 
 const INFO = new TextEncoder().encode('duet caller v1');
 export const MAX_NAME_LENGTH = 64;
+// A seal says when it was made; one older than this (or from the future by as much) is a replayed ring, not a call:
+// its name is not shown. Rings last 45 s; the rest is for device clocks that disagree (RingLimits.callerSealMaxAgeMs).
+export const MAX_SEAL_AGE_MS = 5 * 60_000;
 
 async function sealingKey(linkKey) {
   const material = await crypto.subtle.importKey('raw', linkKey, 'HKDF', false, ['deriveKey']);
@@ -21,19 +24,20 @@ export function cleanName(name) {
 }
 
 // The `caller` of a `ring`: {v:1, iv, ct} with a key, {v:1, plain} without one.
-export async function sealCaller({ name, rid, callId, linkKey }) {
+export async function sealCaller({ name, rid, callId, linkKey, nowMs = Date.now() }) {
   const clean = cleanName(name);
   if (!linkKey) return { v: 1, plain: clean };
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const data = new TextEncoder().encode(JSON.stringify({ name: clean }));
+  const data = new TextEncoder().encode(JSON.stringify({ name: clean, at: nowMs }));
   const ct = new Uint8Array(await crypto.subtle.encrypt(
     { name: 'AES-GCM', iv, additionalData: associated(rid, callId) }, await sealingKey(linkKey), data));
   return { v: 1, iv: base64url(iv), ct: base64url(ct) };
 }
 
-// {name, verified}: verified only when the link's key opened it. A sealed caller that does not open (altered, or
-// sealed for another ring) is never shown as a name: {name: null, verified: false, altered: true}.
-export async function openCaller({ caller, rid, callId, linkKey }) {
+// {name, verified}: verified only when the link's key opened it and it is fresh. A sealed caller that does not open
+// (altered, or sealed for another ring), or that is older than MAX_SEAL_AGE_MS (a replayed ring), is never shown as a
+// name: {name: null, verified: false, altered: true}.
+export async function openCaller({ caller, rid, callId, linkKey, nowMs = Date.now() }) {
   if (!caller || typeof caller !== 'object') return { name: null, verified: false };
   // A call with a key always seals its caller: a plain name in one is the server's (or anyone's) word, never shown.
   if (typeof caller.plain === 'string') return linkKey ? { name: null, verified: false, altered: true } : { name: cleanName(caller.plain) || null, verified: false };
@@ -42,8 +46,10 @@ export async function openCaller({ caller, rid, callId, linkKey }) {
   if (!linkKey || !iv || iv.length !== 12 || !ct) return { name: null, verified: false, altered: !!linkKey };
   try {
     const data = await crypto.subtle.decrypt({ name: 'AES-GCM', iv, additionalData: associated(rid, callId) }, await sealingKey(linkKey), ct);
-    const name = cleanName(JSON.parse(new TextDecoder().decode(data)).name);
-    return { name: name || null, verified: true };
+    const opened = JSON.parse(new TextDecoder().decode(data));
+    const name = cleanName(opened.name);
+    if (!name || typeof opened.at !== 'number' || Math.abs(nowMs - opened.at) > MAX_SEAL_AGE_MS) return { name: null, verified: false, altered: true };
+    return { name, verified: true };
   } catch {
     return { name: null, verified: false, altered: true };
   }

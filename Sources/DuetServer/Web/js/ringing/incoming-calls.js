@@ -15,6 +15,8 @@ export class IncomingCalls {
     Object.assign(this, { watch, exceptRoom, elements, announce, navigate });
     this.ringtone = new Ringtone();
     this.current = null;
+    this.seen = new Set();  // call ids this page rang for (bounded)
+    this.expiry = null;
     this.state = { state: null, roomId: null, callId: null, name: null, verified: false };
     elements.accept.addEventListener('click', () => this.answer('accept'));
     elements.decline.addEventListener('click', () => this.answer('decline'));
@@ -29,12 +31,22 @@ export class IncomingCalls {
   }
 
   async ring({ rid, callId, caller, expiresAt }) {
-    // A ring for the call this page is in is not news; one that is already showing is not shown twice.
-    if (!rid || !callId || rid === this.exceptRoom || this.current?.callId === callId) return;
+    // A ring for the call this page is in is not news; one already shown (or over) is not shown again.
+    if (!rid || !callId || rid === this.exceptRoom || this.seen.has(callId)) return;
+    this.seen.add(callId);
+    if (this.seen.size > 100) this.seen.delete(this.seen.values().next().value);
+    // Current before the name is opened: a ring_ended arriving meanwhile must find it.
+    const ring = { rid, callId, expiresAt };
+    this.current = ring;
+    this.state = { state: 'ringing', roomId: rid, callId, name: null, verified: false };
     const saved = savedCalls.get(rid);
     const linkKey = parseLinkKey(saved?.key ?? '');
     const opened = await openCaller({ caller, rid, callId, linkKey });
-    this.current = { rid, callId, expiresAt };
+    if (this.current !== ring) return;  // ended while the name was being opened
+    // The ring stops by itself at its end even if the server's word never comes (a lost link): a missed call.
+    clearTimeout(this.expiry);
+    const left = (Number(expiresAt) || Date.now() + 45_000) - Date.now();
+    this.expiry = setTimeout(() => { if (this.current === ring) this.finish('missed'); }, Math.max(0, Math.min(left, 120_000)) + 2_000);
     const callName = saved?.name || null;
     this.state = { state: 'ringing', roomId: rid, callId, name: opened.name, verified: opened.verified, altered: !!opened.altered };
     const { sheet, title, detail, badge } = this.elements;
@@ -56,6 +68,14 @@ export class IncomingCalls {
     if (!ring) return;
     this.watch.send({ v: 1, type: 'ring_answer', rid: ring.rid, payload: { rid: ring.rid, callId: ring.callId, answer } });
     const saved = savedCalls.get(ring.rid);
+    // Also over HTTP, with ?rid=: in a cluster this page's watcher may be on another node than the room, and the
+    // room's node is where the answer counts (nginx routes by rid). A second answer changes nothing.
+    if (saved?.memberToken && this.watch.deviceId) {
+      fetch(new URL(`api/ring/answer?rid=${encodeURIComponent(ring.rid)}`, this.watch.baseUrl), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, keepalive: true,
+        body: JSON.stringify({ rid: ring.rid, callId: ring.callId, answer, deviceId: this.watch.deviceId, memberToken: saved.memberToken }),
+      }).catch(() => {});
+    }
     if (answer === 'decline') {
       this.finish('declined');
       return;
@@ -66,15 +86,18 @@ export class IncomingCalls {
 
   ended({ rid, callId, reason }) {
     if (!this.current || this.current.callId !== callId || this.current.rid !== rid) return;
-    const outcome = ENDED[reason] ?? 'missed';
-    if (outcome === 'accepted') return;  // our own accept: already on the way to the call
+    // This page still rings, so it did not answer: an accept that counted for this device (its answer reached the
+    // server over HTTP first, or from another tab of this browser) was made elsewhere.
+    const outcome = reason === 'accepted' ? 'answered_elsewhere' : ENDED[reason] ?? 'missed';
     this.finish(outcome);
     this.announce(outcome === 'answered_elsewhere' ? 'Answered on another device.' : outcome === 'missed' ? 'Missed call.' : 'Call declined.');
   }
 
   finish(outcome) {
     const ring = this.current;
+    if (!ring) return;
     this.current = null;
+    clearTimeout(this.expiry);
     this.ringtone.stop();
     this.elements.sheet.hidden = true;
     document.body.dataset.incoming = outcome;

@@ -1,24 +1,28 @@
 // What the service worker needs to show and answer a ring when no Duet page is open (issue 31), in IndexedDB (the
-// worker cannot read localStorage): this browser's device id, and for each call it asked to be rung in, the link's
-// key (to open the caller's sealed name), the member token (to answer) and the name given to the call.
+// worker cannot read localStorage): for each call this browser asked to be rung in, this browser's device id, the
+// link's key (to open the caller's sealed name), the member token (to answer) and the name given to the call. And
+// what the worker saw happen (missed, declined, answered calls), which the next page moves into the call history.
 const DB = 'duet-ringing';
-const STORE = 'calls';
+const CALLS = 'calls';
+const SEEN = 'history';
 
 function open() {
   return new Promise((resolve, reject) => {
-    const request = indexedDB.open(DB, 1);
-    request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+    const request = indexedDB.open(DB, 2);
+    request.onupgradeneeded = () => {
+      for (const store of [CALLS, SEEN]) if (!request.result.objectStoreNames.contains(store)) request.result.createObjectStore(store);
+    };
     request.onsuccess = () => resolve(request.result);
     request.onerror = () => reject(request.error);
   });
 }
 
-async function run(mode, work) {
+async function run(storeName, mode, work) {
   const db = await open();
   try {
     return await new Promise((resolve, reject) => {
-      const transaction = db.transaction(STORE, mode);
-      const result = work(transaction.objectStore(STORE));
+      const transaction = db.transaction(storeName, mode);
+      const result = work(transaction.objectStore(storeName));
       transaction.oncomplete = () => resolve(result?.result);
       transaction.onerror = () => reject(transaction.error);
     });
@@ -29,7 +33,15 @@ async function run(mode, work) {
 
 export const ringStore = {
   // {deviceId, memberToken, key, name} for a call, or undefined.
-  get(roomId) { return run('readonly', (store) => store.get(roomId)); },
-  put(roomId, value) { return run('readwrite', (store) => store.put(value, roomId)); },
-  remove(roomId) { return run('readwrite', (store) => store.delete(roomId)); },
+  get(roomId) { return run(CALLS, 'readonly', (store) => store.get(roomId)); },
+  put(roomId, value) { return run(CALLS, 'readwrite', (store) => store.put(value, roomId)); },
+  remove(roomId) { return run(CALLS, 'readwrite', (store) => store.delete(roomId)); },
+  // The worker's view of a ring's end ({roomId, callId, direction: 'incoming', outcome, at, name}), one per call.
+  noteSeen(entry) { return run(SEEN, 'readwrite', (store) => store.put({ at: Date.now(), direction: 'incoming', ...entry }, entry.callId)); },
+  // Everything the worker saw, removed as it is read (a page moves it into the call history).
+  async takeSeen() {
+    const entries = await run(SEEN, 'readonly', (store) => store.getAll());
+    if (entries?.length) await run(SEEN, 'readwrite', (store) => store.clear());
+    return entries ?? [];
+  },
 };

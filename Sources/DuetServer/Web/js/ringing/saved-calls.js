@@ -60,7 +60,13 @@ export const callHistory = {
   },
   record(entry) {
     const rest = this.list().filter((r) => !(r.callId === entry.callId && r.direction === entry.direction));
-    write(HISTORY, [{ at: Date.now(), ...entry }, ...rest].slice(0, MAX_HISTORY));
+    write(HISTORY, [{ at: Date.now(), ...entry }, ...rest].sort((a, b) => b.at - a.at).slice(0, MAX_HISTORY));
+  },
+  // What the service worker saw while no page was open (ring-store.js), moved into the history.
+  async absorbWorkerHistory(takeSeen) {
+    let seen = [];
+    try { seen = await takeSeen(); } catch { return; }
+    for (const entry of seen) if (typeof entry?.roomId === 'string' && typeof entry?.callId === 'string') this.record(entry);
   },
   // The call that followed an answered ring: how long it lasted.
   finish(callId, durationMs) {

@@ -7,6 +7,7 @@ import { deviceId } from '../ringing/device-identity.js';
 import { RoomWatch } from '../ringing/room-watch.js';
 import { IncomingCalls } from '../ringing/incoming-calls.js';
 import { setRingMeHere, pushSupport, registerWorker } from '../ringing/ring-me-here.js';
+import { ringStore } from '../ringing/ring-store.js';
 
 const base = new URL('/', location.href);
 const $ = (id) => document.getElementById(id);
@@ -141,6 +142,8 @@ function renderHistory() {
   }));
 }
 
+// Calls the service worker rang, missed or answered while no page was open join the history.
+callHistory.absorbWorkerHistory(() => ringStore.takeSeen());
 savedCalls.onChange(() => { render(); watch.refresh(); });
 addEventListener('storage', () => { render(); watch.refresh(); });
 render();
