@@ -103,6 +103,33 @@ import Testing
         #expect(!flushed.contains { $0.messageType == .answer })
     }
 
+    /// A server restart forgets the room; the first of the two back is alone in the rebuilt room. Its rejoin's
+    /// acknowledgement says so, and the phase follows at once — before the `room_state` after it (a page looked at in
+    /// between read "in the call, connected" with nobody there; found as a flaky chaos run).
+    @Test func aRejoinAloneAfterAServerRestartWaitsAtOnce() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.iceStateChanged(.connected))
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let back = engine.handle(.message(try joined(cid: "C-g", participants: ["C-g"], host: "C-g", epoch: 1, kind: .recovered)))
+        #expect(back.contains(.emit(.phase(.waiting))))
+        #expect(engine.phase.phase == .waiting)
+        // The peer returns: in the call again, by its room_state.
+        let peer = engine.handle(.message(try roomState([("C-g", .connected), ("C-h", .connected)], host: "C-g", epoch: 2)))
+        #expect(peer.contains(.emit(.phase(.inCall))))
+    }
+
+    @Test func aReattachWithThePeerStillThereStaysInTheCall() throws {
+        var engine = try guestInCall()
+        _ = engine.handle(.transportClosed(.networkError))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.transportOpened(.ws))
+        let back = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 4, kind: .reattached)))
+        #expect(!back.contains { if case .emit(.phase) = $0 { true } else { false } })
+        #expect(engine.phase.phase == .inCall)
+    }
+
     @Test func roomEndedOnRejoinEndsTheCall() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

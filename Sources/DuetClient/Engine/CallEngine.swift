@@ -520,7 +520,14 @@ public struct CallEngine: Sendable {
         rejoinPending = false
         var out = joinEvent(.acknowledged) + [scheduleTokenRefresh(ttlMs: joined.reconnectTokenTTLMs)]
         out += apply(RoomStatePayload(hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch), fresh: newSession)
-        if phase.phase == .joining { out += phaseEvent(.joined(participants: joined.participants.count)) }
+        if phase.phase == .joining {
+            out += phaseEvent(.joined(participants: joined.participants.count))
+        } else {
+            // A rejoin's acknowledgement is a membership view too: the phase follows it at once, not at the
+            // `room_state` that comes next. Otherwise, between the two, a call alone in a room rebuilt after a server
+            // restart reads as in the call and connected.
+            out += phaseEvent(.roomState(participants: joined.participants.count))
+        }
         out += turnEvent(.signaling(up: true)) + negotiationEvent(.signaling(up: true))
         out += statusEvent(.signaling(up: true))
         out += turnEvent(.token(joined.turnToken, ttlMs: joined.turnTokenTTLMs))

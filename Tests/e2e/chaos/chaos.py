@@ -121,12 +121,19 @@ def wait_whole(net, timeout, what):
         try:
             peer.page.wait_for(HEALTHY, timeout, poll=0.1, message=f"{peer.name}: {what}")
             media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
-            expect(peer.page.evaluate(HEALTHY), f"{peer.name} still connected once media flowed: {what}")
+            if not peer.page.evaluate(HEALTHY):
+                log_state(net)
+                raise AssertionError(f"{peer.name} still connected once media flowed: {what}")
         except TimeoutError:
-            for p in (net.a, net.b):
-                log(p.name, "state", p.page.evaluate("({ice: duet.iceConnectionState, restarts: duet.iceRestarts, "
-                                                     "reconnects: duet.reconnects, status: duet.connectionStatus})"), stats(p.page))
+            log_state(net)
             raise
+
+
+def log_state(net):
+    for p in (net.a, net.b):
+        log(p.name, "state", p.page.evaluate("({phase: duet.phase, ice: duet.iceConnectionState, transport: duet.transport, "
+                                             "restarts: duet.iceRestarts, reconnects: duet.reconnects, "
+                                             "status: duet.connectionStatus})"), stats(p.page))
 
 
 def start(net, server, query="", base=None):

@@ -646,7 +646,13 @@ export class CallEngine {
     this.#rejoinPending = false;
     const out = [...this.#joinEvent({ type: 'acknowledged' }), this.#scheduleTokenRefresh(joined.reconnectTokenTTLMs)];
     out.push(...this.#apply({ hostCid: joined.hostCid, participants: joined.participants, epoch: joined.epoch }, newSession));
-    if (this.phase === 'joining') out.push(...this.#phaseEvent({ type: 'joined', participants: joined.participants.length }));
+    if (this.phase === 'joining') {
+      out.push(...this.#phaseEvent({ type: 'joined', participants: joined.participants.length }));
+    } else {
+      // A rejoin's acknowledgement is a membership view too: the phase follows it at once, not at the `room_state`
+      // that comes next (CallEngine.swift says why).
+      out.push(...this.#phaseEvent({ type: 'roomState', participants: joined.participants.length }));
+    }
     out.push(
       ...this.#turnEvent({ type: 'signaling', up: true }),
       ...this.#negotiationEvent({ type: 'signaling', up: true }),
