@@ -28,6 +28,8 @@ public final class DuetServer: Sendable {
     public let vapid: VAPIDKey
     /// Where the devices to push to are kept: the room-state store, or memory without one.
     public let pushStore: any PushSubscriptionStore
+    /// Join and ring snapshots (ciphertext only), held in memory for minutes.
+    public let snapshots: SnapshotStore
 
     /// One node with its state in SQLite in the data directory (`duet serve` without `--database-url`).
     public convenience init(configuration: ServerConfiguration, logger: Logger, handleSignals: Bool = true) throws {
@@ -96,7 +98,9 @@ public final class DuetServer: Sendable {
         pushSettings.contact = configuration.pushContact
         pushSettings.retry = configuration.pushRetry
         let pushSender = WebPushSender(vapid: vapid, settings: pushSettings, store: pushStore, metrics: metrics, logger: logger)
-        let pushDispatcher = PushDispatcher(sender: pushSender, subscriptions: pushStore, logger: logger)
+        let snapshots = SnapshotStore()
+        self.snapshots = snapshots
+        let pushDispatcher = PushDispatcher(sender: pushSender, subscriptions: pushStore, snapshots: snapshots, logger: logger)
         self.vapid = vapid
         self.pushStore = pushStore
         let hub = SessionHub(
@@ -148,6 +152,7 @@ public final class DuetServer: Sendable {
             hub: hub, gate: gate, roomIds: authorities.roomIds, vapid: vapid, subscriptions: pushStore,
             destinations: pushSettings.destinations
         ).register(on: router)
+        SnapshotRoutes(hub: hub, gate: gate, roomIds: authorities.roomIds, subscriptions: pushStore, snapshots: snapshots).register(on: router)
         RingRoutes(hub: hub, gate: gate).register(on: router)
         OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)

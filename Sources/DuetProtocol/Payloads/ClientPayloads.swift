@@ -94,9 +94,13 @@ public struct ListenPayload: Codable, Sendable, Equatable {
 public struct RingPayload: Codable, Sendable, Equatable {
     public var callId: String
     public var caller: JSONValue?
-    public init(callId: String, caller: JSONValue? = nil) {
+    /// A snapshot of the caller uploaded for this ring (`POST /api/push/snapshot`), shown by the devices it was
+    /// encrypted for.
+    public var snapshotId: String?
+    public init(callId: String, caller: JSONValue? = nil, snapshotId: String? = nil) {
         self.callId = callId
         self.caller = caller
+        self.snapshotId = snapshotId
     }
 }
 

@@ -224,12 +224,14 @@ public struct IncomingCallPayload: Codable, Sendable, Equatable {
     public var from: String
     public var caller: JSONValue?
     public var expiresAt: Int64
-    public init(rid: String, callId: String, from: String, caller: JSONValue?, expiresAt: Int64) {
+    public var snapshotId: String?
+    public init(rid: String, callId: String, from: String, caller: JSONValue?, expiresAt: Int64, snapshotId: String? = nil) {
         self.rid = rid
         self.callId = callId
         self.from = from
         self.caller = caller
         self.expiresAt = expiresAt
+        self.snapshotId = snapshotId
     }
 }
 

@@ -7,7 +7,7 @@ public struct PushAlert: Sendable, Equatable {
         /// The seed's join alert: someone took a new seat (with the id of a snapshot they uploaded, if any).
         case joined(snapshotId: String?)
         /// A ring (issue 31): the devices not reached live ring by push until `expiresAtMs`.
-        case ring(callId: String, caller: JSONValue?, expiresAtMs: Int64)
+        case ring(callId: String, caller: JSONValue?, expiresAtMs: Int64, snapshotId: String? = nil)
         /// The ring is over (`reason` as `ring_ended` says it): the same Topic replaces an undelivered ring.
         case ringEnded(callId: String, reason: String)
     }
@@ -30,6 +30,15 @@ public struct PushAlert: Sendable, Equatable {
     }
 
     public static let maxEndpointBytes = 2048
+
+    /// The snapshot a join or ring names.
+    public var snapshotId: String? {
+        switch kind {
+        case .joined(let id): id
+        case .ring(_, _, _, let id): id
+        case .ringEnded: nil
+        }
+    }
 
     /// Snapshot ids are the server's own (`SNAP-` and base64url); anything else in a join is ignored.
     public static func isValidSnapshotId(_ id: String) -> Bool {

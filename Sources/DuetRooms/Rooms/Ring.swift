@@ -8,6 +8,7 @@ struct Ring: Sendable, Equatable {
     var callerCid: String
     var callerDevice: String?
     var caller: JSONValue?
+    var snapshotId: String?
     var startedAtMs: Int64
     var expiresAtMs: Int64
     /// Listening connections rung, with their device.

@@ -29,7 +29,8 @@ extension SignalingCore {
             ring.live[connection] = request.deviceId
             rings[rid] = ring
             out.append(.send(connection, Self.envelope(.incomingCall, rid: rid, ts: nowMs, IncomingCallPayload(
-                rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs))))
+                rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs,
+                snapshotId: ring.snapshotId))))
         }
     }
 
@@ -64,10 +65,12 @@ extension SignalingCore {
         }
         try admitRing(rid: seat.rid, caller: seat.cid, nowMs: nowMs)
         let callerDevice = room.participant(seat.cid)?.deviceId
+        let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
         var ring = Ring(
-            callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller,
+            callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller, snapshotId: snapshotId,
             startedAtMs: nowMs, expiresAtMs: nowMs + settings.ringTimeoutMs)
-        let incoming = IncomingCallPayload(rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs)
+        let incoming = IncomingCallPayload(
+            rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs, snapshotId: snapshotId)
         for (listener, device) in (listeners[seat.rid] ?? [:]).sorted(by: { $0.key < $1.key }) {
             // Never the caller's own device, and never a device that is in this call.
             guard device != callerDevice, listener != connection, connections[listener]?.seat?.rid != seat.rid else { continue }
@@ -79,7 +82,7 @@ extension SignalingCore {
         out.append(.event(.ringing(rid: seat.rid, callId: request.callId)))
         out.append(.push(PushAlert(
             rid: seat.rid, cid: seat.cid,
-            kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs),
+            kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs, snapshotId: snapshotId),
             // Devices that rang live are pushed to as well: a page in a hidden tab (or one the browser froze) rings
             // nobody, and its service worker shows the notification only when no Duet page is in view.
             excludedEndpoints: room.participants.compactMap(\.pushEndpoint),

@@ -5,8 +5,8 @@ import Hummingbird
 
 /// Web Push, under Serenada's names so that its clients can use a Duet server:
 /// - `GET /api/push/vapid-public-key` → `{publicKey}` (the `applicationServerKey` to subscribe with);
-/// - `POST /api/push/subscribe?roomId=R` `{endpoint, keys:{p256dh, auth}, cid, reconnectToken}` (or `deviceId` and
-///   `memberToken` instead of the seat) → 204;
+/// - `POST /api/push/subscribe?roomId=R` `{endpoint, keys:{p256dh, auth}, encPublicKey?, cid, reconnectToken}` (or
+///   `deviceId` and `memberToken` instead of the seat) → 204;
 /// - `DELETE /api/push/subscribe?roomId=R` `{endpoint}` → 204.
 ///
 /// Where Serenada is unsafe Duet asks for more: subscribing needs a proven seat in the room (the `cid` and its
@@ -29,11 +29,8 @@ struct PushRoutes: Sendable {
         var endpoint: String?
         var keys: Keys?
         var transport: String?
-        var cid: String?
-        var reconnectToken: String?
-        /// Issue 31: a device that has been in the call (its member token) may subscribe without a seat now.
-        var deviceId: String?
-        var memberToken: String?
+        /// Serenada's snapshot key: a P-256 public JWK.
+        var encPublicKey: [String: String]?
     }
 
     struct UnsubscribeBody: Decodable {
@@ -55,9 +52,11 @@ struct PushRoutes: Sendable {
             }
             var request = request
             let body: SubscribeBody
+            let proof: PushProof
             do {
                 let bytes = try await request.collectBody(upTo: ProtocolLimits.maxMessageBytes)
                 body = try JSONDecoder().decode(SubscribeBody.self, from: Data(bytes.readableBytesView))
+                proof = try JSONDecoder().decode(PushProof.self, from: Data(bytes.readableBytesView))
             } catch {
                 return .text(.badRequest, "body must be JSON {endpoint, keys:{p256dh, auth}, cid, reconnectToken}")
             }
@@ -67,19 +66,14 @@ struct PushRoutes: Sendable {
             guard let endpointText = body.endpoint, let p256dh = body.keys?.p256dh, let auth = body.keys?.auth else {
                 return .text(.badRequest, "endpoint, keys.p256dh and keys.auth are required (a browser's PushSubscription.toJSON())")
             }
-            let seated = body.cid.flatMap { cid in body.reconnectToken.map { hub.provesSeat(rid: rid, cid: cid, token: $0) } } ?? false
-            let member = body.deviceId.flatMap { device in body.memberToken.map { hub.provesMember(rid: rid, deviceId: device, token: $0) } } ?? false
-            guard seated || member else {
-                return .text(
-                    .unauthorized,
-                    "subscribing needs proof that this device is in the call: the cid and reconnectToken of your seat, or the deviceId and memberToken from joined (a room id alone proves nothing)")
-            }
-            let deviceId = body.deviceId.flatMap { RingLimits.isValidId($0, minimum: 16) ? $0 : nil }
-            let record = PushSubscriptionRecord(
+            guard proof.proves(rid: rid, hub: hub) else { return .text(.unauthorized, "subscribing: " + PushProof.refusal) }
+            let deviceId = proof.deviceId.flatMap { RingLimits.isValidId($0, minimum: 16) ? $0 : nil }
+            var record = PushSubscriptionRecord(
                 rid: rid, endpoint: endpointText, p256dh: p256dh, auth: auth, createdAtMs: Int64(Date().timeIntervalSince1970 * 1000),
                 deviceId: deviceId)
             do {
                 _ = try record.keys()
+                record.encPublicKey = try body.encPublicKey.map { jwk throws(PushEndpoint.Refusal) in try PushSubscriptionRecord.encryptionKey(jwk: jwk) }
                 let endpoint = try PushEndpoint(endpointText)
                 _ = try await destinations.destination(for: endpoint)
             } catch {
@@ -123,10 +117,27 @@ struct PushRoutes: Sendable {
     }
 
     private func room(of request: Request) -> RoomResult {
-        guard let rid = request.uri.queryParameters["roomId"].map(String.init), !rid.isEmpty else {
-            return .failure(.text(.badRequest, "missing roomId"))
+        switch PushRoom.of(request, roomIds: roomIds) {
+        case .success(let rid): .success(rid)
+        case .failure(let refusal): .failure(refusal.response)
         }
-        guard roomIds.isAuthentic(rid) else { return .failure(.text(.badRequest, "roomId is not a room id issued by this server")) }
+    }
+}
+
+/// The room of a push request: Serenada's `?roomId=`, or `?rid=` (what a cluster's proxy routes by).
+enum PushRoom {
+    static func of(_ request: Request, roomIds: RoomIdAuthority) -> Result<String, PushRoomRefusal> {
+        let query = request.uri.queryParameters
+        guard let rid = (query["roomId"] ?? query["rid"]).map(String.init), !rid.isEmpty else {
+            return .failure(PushRoomRefusal(response: .text(.badRequest, "missing roomId")))
+        }
+        guard roomIds.isAuthentic(rid) else {
+            return .failure(PushRoomRefusal(response: .text(.badRequest, "roomId is not a room id issued by this server")))
+        }
         return .success(rid)
     }
+}
+
+struct PushRoomRefusal: Error {
+    var response: Response
 }

@@ -12,6 +12,7 @@ import Synchronization
 public final class PushDispatcher: Sendable {
     let sender: WebPushSender
     let subscriptions: any PushSubscriptionStore
+    let snapshots: SnapshotStore
     let logger: Logger
     /// Where ring reports go; set once the hub exists (the hub is made with this dispatcher's `alert`).
     private let reports = Mutex<(@Sendable (SignalingCore.RingPushReport) -> Void)?>(nil)
@@ -21,9 +22,10 @@ public final class PushDispatcher: Sendable {
     /// its notification replaced (a missed call) when it comes back.
     static let ringEndTTLSeconds = 3_600
 
-    public init(sender: WebPushSender, subscriptions: any PushSubscriptionStore, logger: Logger) {
+    public init(sender: WebPushSender, subscriptions: any PushSubscriptionStore, snapshots: SnapshotStore = SnapshotStore(), logger: Logger) {
         self.sender = sender
         self.subscriptions = subscriptions
+        self.snapshots = snapshots
         self.logger = logger
     }
 
@@ -49,11 +51,15 @@ public final class PushDispatcher: Sendable {
             report(alert, reached: [], finished: true)
             return []
         }
-        let message = Self.message(for: alert, nowMs: nowMs)
+        let payload = Self.payload(for: alert, nowMs: nowMs)
+        // The snapshot named by the join or ring, if this node holds it for this room: each device gets the content
+        // key wrapped for it (Serenada's fields); a device it was not encrypted for gets none.
+        let snapshot = alert.snapshotId.flatMap { snapshots.get($0, nowMs: nowMs) }.flatMap { $0.rid == alert.rid ? $0 : nil }
         sender.metrics.pushAlert(kind: Self.kindName(alert.kind), devices: targets.count)
         let sender = self.sender
         let results = await withTaskGroup(of: (Int, WebPushSender.Result).self) { group in
             for (index, target) in targets.enumerated() {
+                let message = Self.message(payload, alert: alert, nowMs: nowMs, snapshot: snapshot?.pushFields(for: target.recipientId))
                 group.addTask {
                     let result = await sender.deliver(message, to: target)
                     if case .delivered = result { self.report(alert, reached: [target.deviceKey], finished: false) }
@@ -69,14 +75,35 @@ public final class PushDispatcher: Sendable {
     }
 
     private func report(_ alert: PushAlert, reached: [String], finished: Bool) {
-        guard case .ring(let callId, _, _) = alert.kind, let report = reports.withLock({ $0 }) else { return }
+        guard case .ring(let callId, _, _, _) = alert.kind, let report = reports.withLock({ $0 }) else { return }
         report(SignalingCore.RingPushReport(rid: alert.rid, callId: callId, reached: reached, finished: finished))
     }
 
     /// The payload a service worker gets. Serenada's fields (`title`, `body`, `url`, `kind`, `snapshotId`) so that its
     /// clients show a join alert, and Duet's `v`, `roomId` and, for rings, `callId`, `caller` (sealed by the caller:
     /// the server cannot read or change it unnoticed) and `tag` (one notification per call).
-    static func message(for alert: PushAlert, nowMs: Int64) -> WebPushSender.Message {
+    static func message(for alert: PushAlert, nowMs: Int64, snapshot: [String: Any]? = nil) -> WebPushSender.Message {
+        message(payload(for: alert, nowMs: nowMs), alert: alert, nowMs: nowMs, snapshot: snapshot)
+    }
+
+    /// One device's message: the alert's payload, with the snapshot's fields for that device.
+    static func message(_ payload: Payload, alert: PushAlert, nowMs: Int64, snapshot: [String: Any]?) -> WebPushSender.Message {
+        var fields = payload.fields
+        fields.merge(snapshot ?? [:]) { current, _ in current }
+        let bytes = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return WebPushSender.Message(payload: Array(bytes), topic: payload.topic, ttlSeconds: payload.ttl)
+    }
+
+    /// What every device is told of an alert (JSON values only, so it may cross into the delivery tasks).
+    struct Payload: @unchecked Sendable {
+        // @unchecked: `fields` holds only strings, numbers and JSONSerialization's output for a `JSONValue` (arrays,
+        // dictionaries, strings, numbers), immutable values that are never shared mutably.
+        var fields: [String: Any]
+        var topic: String
+        var ttl: Int
+    }
+
+    static func payload(for alert: PushAlert, nowMs: Int64) -> Payload {
         var payload: [String: Any] = ["v": 1, "roomId": alert.rid, "url": "/call/\(alert.rid)", "title": "Duet"]
         let topic: String
         let ttl: Int
@@ -87,7 +114,8 @@ public final class PushDispatcher: Sendable {
             if let snapshotId { payload["snapshotId"] = snapshotId }
             topic = Self.topic("join", alert.rid)
             ttl = joinAlertTTLSeconds
-        case .ring(let callId, let caller, let expiresAtMs):
+        case .ring(let callId, let caller, let expiresAtMs, let snapshotId):
+            if let snapshotId { payload["snapshotId"] = snapshotId }
             payload["kind"] = "ring"
             payload["body"] = "Incoming call"
             payload["callId"] = callId
@@ -107,8 +135,7 @@ public final class PushDispatcher: Sendable {
             topic = Self.topic("ring", alert.rid + "|" + callId)
             ttl = ringEndTTLSeconds
         }
-        let bytes = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        return WebPushSender.Message(payload: Array(bytes), topic: topic, ttlSeconds: ttl)
+        return Payload(fields: payload, topic: topic, ttl: ttl)
     }
 
     static func kindName(_ kind: PushAlert.Kind) -> String {

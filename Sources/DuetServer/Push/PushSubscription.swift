@@ -1,3 +1,4 @@
+import Crypto
 import DuetProtocol
 import Foundation
 import Synchronization
@@ -15,18 +16,52 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
     /// The device's id (issue 31), when it gave one: a ring is not pushed to the caller's own device, nor to one
     /// that already rang live.
     public var deviceId: String?
+    /// The device's snapshot key (issue 31, as Serenada's `encPublicKey`): a P-256 ECDH public key, base64url of its
+    /// 65-byte uncompressed point. A joiner wraps a snapshot's content key to it; only the device can unwrap it.
+    public var encPublicKey: String?
 
-    public init(rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64, deviceId: String? = nil) {
+    public init(
+        rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64, deviceId: String? = nil,
+        encPublicKey: String? = nil
+    ) {
         self.rid = rid
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
         self.createdAtMs = createdAtMs
         self.deviceId = deviceId
+        self.encPublicKey = encPublicKey
     }
 
     /// What identifies the device in a ring's count: its id, or its endpoint when it gave none.
     public var deviceKey: String { deviceId ?? endpoint }
+
+    /// The device's id in a snapshot's recipient list: opaque (it names neither the endpoint nor the device id), the
+    /// same for the device and the server, and computable by the device from its own endpoint (snapshot.js).
+    public var recipientId: String { Self.recipientId(rid: rid, endpoint: endpoint) }
+
+    public static func recipientId(rid: String, endpoint: String) -> String {
+        String(Base64URL.encode(SHA256.hash(data: Data("duet-recipient|\(rid)|\(endpoint)".utf8))).prefix(22))
+    }
+
+    /// A JWK (`{kty:"EC", crv:"P-256", x, y}`) as the stored form (base64url of the uncompressed point), or why not:
+    /// the point must be on the curve, so a stored key always works for the joiner.
+    public static func encryptionKey(jwk: [String: String]) throws(PushEndpoint.Refusal) -> String {
+        guard jwk["kty"] == "EC", jwk["crv"] == "P-256", let x = jwk["x"].flatMap(Base64URL.decode), let y = jwk["y"].flatMap(Base64URL.decode),
+            x.count == 32, y.count == 32
+        else { throw PushEndpoint.Refusal("encPublicKey must be a P-256 public JWK {kty:\"EC\", crv:\"P-256\", x, y}") }
+        let point = [4] + x + y
+        guard (try? P256.KeyAgreement.PublicKey(x963Representation: point)) != nil else {
+            throw PushEndpoint.Refusal("encPublicKey is not a point on P-256")
+        }
+        return Base64URL.encode(point)
+    }
+
+    /// The stored key as a JWK, as the recipient list gives it.
+    public var encryptionJWK: [String: String]? {
+        guard let point = encPublicKey.flatMap(Base64URL.decode), point.count == 65 else { return nil }
+        return ["kty": "EC", "crv": "P-256", "x": Base64URL.encode(Array(point[1..<33])), "y": Base64URL.encode(Array(point[33...]))]
+    }
 
     /// The decoded keys, or why they are not usable (checked when subscribing, so a stored row always decodes).
     public func keys() throws(PushEndpoint.Refusal) -> (p256dh: [UInt8], auth: [UInt8]) {

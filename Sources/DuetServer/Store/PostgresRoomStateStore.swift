@@ -110,6 +110,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
             """,
             "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
         ],
+        // Issue 31: a device's snapshot key (Serenada's encPublicKey).
+        ["ALTER TABLE duet_push_subscriptions ADD COLUMN enc_public_key text"],
     ]
 
     /// Creates or migrates the schema, then starts listening; returns once LISTEN is in place, so that a `load` after
@@ -743,11 +745,11 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
             try await client.withTransaction(logger: logger) { connection in
                 _ = try await connection.query(
                     """
-                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id)
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key)
                     VALUES (\(subscription.rid), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth), \(subscription.createdAtMs),
-                        \(subscription.deviceId))
+                        \(subscription.deviceId), \(subscription.encPublicKey))
                     ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at,
-                        device_id = EXCLUDED.device_id
+                        device_id = EXCLUDED.device_id, enc_public_key = EXCLUDED.enc_public_key
                     """, logger: logger)
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
@@ -782,11 +784,16 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
     public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
         try await perform("read push subscriptions") { client, logger in
             var rows: [PushSubscriptionRecord] = []
-            for try await (rid, endpoint, p256dh, auth, createdAt, deviceId) in try await client.query(
-                "SELECT rid, endpoint, p256dh, auth, created_at, device_id FROM duet_push_subscriptions WHERE rid = \(rid) ORDER BY created_at, endpoint",
+            for try await (rid, endpoint, p256dh, auth, createdAt, deviceId, encPublicKey) in try await client.query(
+                """
+                SELECT rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key FROM duet_push_subscriptions
+                WHERE rid = \(rid) ORDER BY created_at, endpoint
+                """,
                 logger: logger
-            ).decode((String, String, String, String, Int64, String?).self) {
-                rows.append(PushSubscriptionRecord(rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId))
+            ).decode((String, String, String, String, Int64, String?, String?).self) {
+                rows.append(PushSubscriptionRecord(
+                    rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId,
+                    encPublicKey: encPublicKey))
             }
             return rows
         }

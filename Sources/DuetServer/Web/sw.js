@@ -5,6 +5,7 @@
 import { openCaller } from './js/ringing/caller-seal.js';
 import { ringStore } from './js/ringing/ring-store.js';
 import { parseLinkKey } from './js/verification/link-key.js';
+import { snapshotPicture } from './js/ringing/snapshot.js';
 
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
@@ -25,15 +26,25 @@ async function onPush(data) {
     case 'ring_end': return rid ? endRing({ ...message, roomId: rid }) : undefined;
     case 'join': {
       const saved = rid ? await ringStore.get(rid).catch(() => undefined) : undefined;
+      const picture = rid ? await pictureOf(rid, message.snapshotId, saved) : null;
       return self.registration.showNotification('Duet', {
-        body: `Someone joined ${saved?.name ? `“${saved.name}”` : 'one of your calls'}`, tag: `join-${rid}`, data: { kind: 'join', rid },
+        body: `Someone joined ${saved?.name ? `“${saved.name}”` : 'one of your calls'}`, tag: `join-${rid}`, data: { kind: 'join', rid, picture: !!picture },
+        ...(picture ? { image: picture, icon: picture } : {}),
       });
     }
     default: return self.registration.showNotification('Duet', { body: 'Something happened in one of your calls.' });
   }
 }
 
-async function showRing({ roomId: rid, callId, caller, expiresAt }) {
+// The snapshot of who joined or calls (js/ringing/snapshot.js): shown only when it opens with this browser's key and
+// the link's key proves it came from the call; otherwise the notification has no picture.
+async function pictureOf(rid, snapshotId, saved) {
+  if (typeof snapshotId !== 'string' || !saved?.key) return null;
+  const deviceKey = await ringStore.deviceKey().catch(() => undefined);
+  return snapshotPicture({ baseUrl: self.location.origin + '/', rid, snapshotId, deviceKey, endpoint: saved.endpoint, linkKey: parseLinkKey(saved.key) });
+}
+
+async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) {
   // A join alert for the same room is superseded by the ring.
   (await self.registration.getNotifications({ tag: `join-${rid}` })).forEach((n) => n.close());
   const saved = await ringStore.get(rid).catch(() => undefined);
@@ -44,11 +55,13 @@ async function showRing({ roomId: rid, callId, caller, expiresAt }) {
   // A Duet page in view rings with its own sheet: a notification as well would be the same call twice.
   const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   if (windows.some((client) => client.visibilityState === 'visible')) return undefined;
+  const picture = await pictureOf(rid, snapshotId, saved);
   return self.registration.showNotification(opened.verified ? opened.name : 'Incoming call', {
+    ...(picture ? { image: picture, icon: picture } : {}),
     body: opened.verified ? `Calling you in ${callName}` : `In ${callName} (caller not verified)`,
     tag: callId, renotify: true, requireInteraction: true, vibrate: [400, 200, 400, 200, 400],
     actions: [{ action: 'accept', title: 'Accept' }, { action: 'decline', title: 'Decline' }],
-    data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null },
+    data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null, picture: !!picture },
   });
 }
 

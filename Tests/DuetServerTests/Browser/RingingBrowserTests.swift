@@ -14,7 +14,8 @@ import Testing
     /// B on two pages accepts on one: the other stops (answered elsewhere); the verified call has media both ways.
     @Test func acceptingOnOnePageStopsTheOtherAndTheCallConnects() async throws { try await run("ring-two-pages") }
     /// No Duet page of B's open: the ring goes through a push service to B's service worker, whose notification has
-    /// Accept and Decline; its Decline reaches A.
+    /// Accept and Decline and A's snapshot (opened with B's key, proven by the link's key); its Decline reaches A.
+    /// A calls again with B's home page open: the sheet shows A's picture.
     @Test func aPushedRingIsANotificationWhoseDeclineReachesTheCaller() async throws { try await run("ring-push") }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {

@@ -143,7 +143,7 @@ def scenario_ring_two_pages(browser):
 
 
 def scenario_ring_push(browser):
-    """B has no Duet page open: the ring goes by Web Push (a local push service, then the DevTools protocol delivers it to B's service worker), which shows a notification with Accept and Decline; its Decline reaches A."""
+    """B has no Duet page open: the ring goes by Web Push (a local push service, then the DevTools protocol delivers it to B's service worker), which shows a notification with Accept and Decline and A's snapshot (sealed to B's key, proven by the link's key); its Decline reaches A. Then B's home page is open and A calls again: the sheet shows A's picture too."""
     push_dir = tempfile.mkdtemp(prefix="duet-push-")
     push = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "..", "push", "push_service.py"), push_dir,
                              "--script", "b=201"], stdin=subprocess.PIPE)
@@ -165,8 +165,12 @@ def scenario_ring_push(browser):
                 f"(() => {{ const c = JSON.parse(localStorage.getItem('duet.recentRooms')).find(r => r.roomId === {json.dumps(room)}); "
                 "return [localStorage.getItem('duet.deviceId'), c.memberToken, c.key]; })()")
             b.evaluate(f"import('/js/ringing/ring-store.js').then(m => m.ringStore.put({json.dumps(room)}, "
-                       f"{{deviceId: {json.dumps(device)}, memberToken: {json.dumps(token)}, key: {json.dumps(key)}, name: 'Ann and me'}})).then(() => true)")
-            body = json.dumps({**subscription, "deviceId": device, "memberToken": token}).encode()
+                       f"{{deviceId: {json.dumps(device)}, memberToken: {json.dumps(token)}, key: {json.dumps(key)}, name: 'Ann and me', "
+                       f"endpoint: {json.dumps(subscription['endpoint'])}}})).then(() => true)")
+            # B's snapshot key, made and kept by the page's own code (the private half never leaves IndexedDB).
+            enc_key = b.evaluate("Promise.all([import('/js/ringing/ring-store.js'), import('/js/ringing/snapshot.js')])"
+                                 ".then(([s, k]) => s.ringStore.deviceKey(k.newDeviceKey)).then(key => key.publicJwk)")
+            body = json.dumps({**subscription, "encPublicKey": enc_key, "deviceId": device, "memberToken": token}).encode()
             with urllib.request.urlopen(urllib.request.Request(server.url + f"api/push/subscribe?roomId={room}", data=body, method="POST",
                                                                headers={"Content-Type": "application/json"}), timeout=5) as r:
                 expect(r.status == 204, f"B's subscription is stored ({r.status})")
@@ -188,22 +192,37 @@ def scenario_ring_push(browser):
                 time.sleep(0.05)
             ring = pushes[0]
             expect(ring["vapid"] and ring["payload"]["kind"] == "ring", f"a signed, encrypted ring: {ring}")
+            expect(ring["payload"].get("snapshotKey") and ring["payload"].get("snapshotId"),
+                   f"A's camera went with the ring, its key wrapped for B's device: {sorted(ring['payload'])}")
             # Deliver what the push service decrypted to B's worker, as Chromium's push service would.
             b.send("ServiceWorker.deliverPushMessage", {"origin": origin, "registrationId": registration_id, "data": json.dumps(ring["payload"])})
             worker = worker_page(browser, origin, not_in=a_context)
             call_id = ring["payload"]["callId"]
             shown = worker.wait_for(f"self.registration.getNotifications({{tag: {json.dumps(call_id)}}}).then(ns => ns.length === 1 && ns.map(n => "
-                                    "({title: n.title, body: n.body, actions: n.actions.map(a => a.title), requireInteraction: n.requireInteraction, tag: n.tag})))",
+                                    "({title: n.title, body: n.body, actions: n.actions.map(a => a.title), requireInteraction: n.requireInteraction, tag: n.tag, "
+                                    "image: n.image.slice(0, 23), picture: n.data.picture})))",
                                     10, message="the worker shows the ring")
             note = shown[0]
             expect(note["actions"] == ["Accept", "Decline"] and note["requireInteraction"] and note["title"] == "Ann",
                    f"a ring notification with Accept and Decline, the caller's verified name, that stays: {note}")
+            expect(note["picture"] is True and note["image"] == "data:image/jpeg;base64,",
+                   f"the notification shows A's picture, opened with B's key: {note}")
             expect(worker.evaluate(f"self.duetNotificationAction({json.dumps(call_id)}, 'decline')") is True, "the notification's Decline runs")
             a.wait_for("duet.ring.state === 'declined'", 10, message="A sees the notification's Decline")
             # B opens Duet again: the history has the call the worker declined.
             b.navigate(server.url)
             b.wait_for(f"window.duet && duet.page === 'home' && duet.history.some(h => h.callId === {json.dumps(call_id)} && h.outcome === 'declined' && h.name === 'Ann')",
                        10, message="B's history shows the call declined from the notification")
+            # B's home page is open now: A calls again; the sheet rings live and shows A's picture.
+            b.wait_for(f"duet.occupancy()[{json.dumps(room)}] === 1", 10, message="B's home page watches the call (A is in it)")
+            a.evaluate("document.getElementById('ring-button').click()")
+            b_rings(b, room)
+            b.wait_for("duet.incoming.picture === true && document.getElementById('incoming-picture').src.startsWith('data:image/jpeg') && "
+                       "!document.getElementById('incoming-picture').hidden && document.getElementById('incoming-picture').naturalWidth === 320",
+                       10, message="B's sheet shows A's picture")
+            shot(b, "incoming-call-picture", 1280, 800)
+            b.evaluate("document.getElementById('incoming-decline').click()")
+            a.wait_for("duet.ring.state === 'declined'", 10, message="A sees the second decline")
         finally:
             server.stop()
     finally:

@@ -1,11 +1,23 @@
 // Incoming calls on any open Duet page that is not in that call (issue 31): listens through a RoomWatch, shows the
 // sheet (caller's name, verified or not, ringtone, Accept and Decline), answers, and keeps the history. State for
 // automation: window.duet.incoming = {state: 'ringing'|'accepted'|'declined'|'missed'|'answered_elsewhere'|null,
-// roomId, callId, name, verified, devices}.
+// roomId, callId, name, verified, picture}. `picture`: the caller's snapshot is shown (only on a device it was encrypted
+// for, authenticated with the link's key: ringing/snapshot.js).
 import { parseLinkKey } from '../verification/link-key.js';
 import { openCaller } from './caller-seal.js';
+import { snapshotPicture } from './snapshot.js';
+import { ringStore } from './ring-store.js';
 import { savedCalls, callHistory } from './saved-calls.js';
 import { Ringtone } from './ringtone.js';
+
+/** The incoming-call sheet's elements (the same markup in index.html and call.html). */
+export function sheetElements(doc) {
+  const $ = (id) => doc.getElementById(id);
+  return {
+    sheet: $('incoming'), title: $('incoming-title'), detail: $('incoming-detail'), badge: $('incoming-badge'), picture: $('incoming-picture'),
+    accept: $('incoming-accept'), decline: $('incoming-decline'),
+  };
+}
 
 const ENDED = { accepted: 'accepted', answered_elsewhere: 'answered_elsewhere', declined: 'declined', cancelled: 'missed', no_answer: 'missed' };
 
@@ -30,7 +42,7 @@ export class IncomingCalls {
     if (envelope?.type === 'ring_ended') return this.ended(envelope.payload ?? {});
   }
 
-  async ring({ rid, callId, caller, expiresAt }) {
+  async ring({ rid, callId, caller, expiresAt, snapshotId }) {
     // A ring for the call this page is in is not news; one already shown (or over) is not shown again.
     if (!rid || !callId || rid === this.exceptRoom || this.seen.has(callId)) return;
     this.seen.add(callId);
@@ -48,8 +60,10 @@ export class IncomingCalls {
     const left = (Number(expiresAt) || Date.now() + 45_000) - Date.now();
     this.expiry = setTimeout(() => { if (this.current === ring) this.finish('missed'); }, Math.max(0, Math.min(left, 120_000)) + 2_000);
     const callName = saved?.name || null;
-    this.state = { state: 'ringing', roomId: rid, callId, name: opened.name, verified: opened.verified, altered: !!opened.altered };
-    const { sheet, title, detail, badge } = this.elements;
+    this.state = { state: 'ringing', roomId: rid, callId, name: opened.name, verified: opened.verified, altered: !!opened.altered, picture: false };
+    const { sheet, title, detail, badge, picture } = this.elements;
+    if (picture) { picture.hidden = true; picture.removeAttribute('src'); }
+    if (snapshotId && linkKey && picture) this.showPicture(ring, snapshotId, linkKey);
     title.textContent = opened.verified ? opened.name : 'Incoming call';
     detail.textContent = opened.verified
       ? (callName && callName !== opened.name ? `in “${callName}”` : 'is calling you')
@@ -61,6 +75,18 @@ export class IncomingCalls {
     this.ringtone.start();
     this.elements.accept.focus();
     this.announce(`Incoming call${opened.verified ? ` from ${opened.name}` : ''}. Press Enter to accept, Escape to decline.`);
+  }
+
+  /** The caller's snapshot on the sheet, once it is fetched and opened (the sheet rings without waiting for it). */
+  async showPicture(ring, snapshotId, linkKey) {
+    // Only a browser rung by push in this call ("Ring me here") has a key the snapshot was sealed to.
+    const [deviceKey, kept] = await Promise.all([ringStore.deviceKey().catch(() => undefined), ringStore.get(ring.rid).catch(() => undefined)]);
+    const url = await snapshotPicture({ baseUrl: this.watch.baseUrl, rid: ring.rid, snapshotId, deviceKey, endpoint: kept?.endpoint, linkKey });
+    if (!url || this.current !== ring) return;
+    this.elements.picture.src = url;
+    this.elements.picture.alt = this.state.verified ? `${this.state.name}, as they call` : 'The caller, as they call';
+    this.elements.picture.hidden = false;
+    this.state = { ...this.state, picture: true };
   }
 
   answer(answer) {

@@ -7,6 +7,7 @@ import { base64url } from '../verification/link-key.js';
 import { sealCaller } from './caller-seal.js';
 import { savedCalls, callHistory, myName } from './saved-calls.js';
 import { ringStore } from './ring-store.js';
+import { RESILIENCE } from '../constants.js';
 
 const SAYS = {
   ringing: (n) => (n === 0 ? 'Ringing…' : `Ringing on ${n} device${n === 1 ? '' : 's'}…`),
@@ -18,8 +19,9 @@ const SAYS = {
 };
 
 export class OutgoingRing {
-  constructor({ roomId, linkKey, elements, announce }) {
-    Object.assign(this, { roomId, linkKey, elements, announce });
+  /** snapshot: () => Promise<snapshot id | null>, a picture of the caller for the ring (ringing/snapshot.js). */
+  constructor({ roomId, linkKey, elements, announce, snapshot = async () => null }) {
+    Object.assign(this, { roomId, linkKey, elements, announce, snapshot });
     this.call = null;
     this.wanted = new URLSearchParams(location.search).get('ring') === '1';
     this.answeredAt = null;
@@ -63,7 +65,12 @@ export class OutgoingRing {
     this.wanted = false;
     const callId = base64url(crypto.getRandomValues(new Uint8Array(12)));
     const caller = await sealCaller({ name: myName.get() || 'Someone', rid: this.roomId, callId, linkKey: this.linkKey });
-    this.call.ring(callId, caller);
+    // The ring waits for the caller's picture as long as a join waits for its snapshot, never longer.
+    const snapshotId = await Promise.race([
+      this.snapshot().catch(() => null),
+      new Promise((resolve) => { setTimeout(() => resolve(null), RESILIENCE.SNAPSHOT_PREPARE_TIMEOUT_MS); }),
+    ]);
+    this.call.ring(callId, caller, snapshotId);
     this.announce('Calling…');
   }
 

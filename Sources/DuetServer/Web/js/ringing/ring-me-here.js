@@ -6,6 +6,7 @@
 import { savedCalls } from './saved-calls.js';
 import { ringStore } from './ring-store.js';
 import { fromBase64url } from '../verification/link-key.js';
+import { newDeviceKey } from './snapshot.js';
 
 export function pushSupport() {
   const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.platform === 'MacIntel' && navigator.maxTouchPoints > 1);
@@ -57,12 +58,15 @@ export async function setRingMeHere({ baseUrl, roomId, deviceId, on }) {
     }
     subscription ??= await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: await vapidKey(baseUrl) });
     const json = subscription.toJSON();
+    // The key snapshots of the caller are encrypted to (snapshot.js): one per browser.
+    const deviceKey = await ringStore.deviceKey(newDeviceKey);
     const response = await fetch(new URL(`api/push/subscribe?roomId=${encodeURIComponent(roomId)}`, baseUrl), {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ endpoint: json.endpoint, keys: json.keys, deviceId, memberToken: saved.memberToken }),
+      body: JSON.stringify({ endpoint: json.endpoint, keys: json.keys, encPublicKey: deviceKey.publicJwk, deviceId, memberToken: saved.memberToken }),
     });
     if (!response.ok) return { ok: false, message: `The server refused: ${(await response.text()).trim()}` };
-    await ringStore.put(roomId, { deviceId, memberToken: saved.memberToken, key: saved.key, name: saved.name });
+    // The endpoint names this device in a snapshot's recipients (snapshot.js recipientId).
+    await ringStore.put(roomId, { deviceId, memberToken: saved.memberToken, key: saved.key, name: saved.name, endpoint: json.endpoint });
     savedCalls.update(roomId, { ringMe: true });
     return { ok: true };
   } catch (error) {

@@ -15,8 +15,11 @@ import { dtlsCertificateWithin } from './dtls-identity.js';
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
-  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null, deviceId = null, quietJoin = false }) {
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null, deviceId = null, quietJoin = false, prepareSnapshot = null }) {
     super();
+    // The seed's join snapshot (issue 31): `prepareSnapshot()` resolves a snapshot id or null (ringing/snapshot.js);
+    // the engine waits for it at most SNAPSHOT_PREPARE_TIMEOUT_MS.
+    this.prepareSnapshot = prepareSnapshot;
     // This browser's id (ringing/device-identity.js): every join carries it, and `joined` answers with the member
     // token that lets this browser listen for and answer this call's rings later (issue 31).
     this.deviceId = deviceId;
@@ -25,7 +28,10 @@ export class DuetCall extends EventTarget {
     this.relayOnly = relayOnly;
     this.fallbackIceServers = fallbackIceServers;
     this.fetchedIceServers = [];
-    this.engine = new CallEngine({ sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState, keyedLink: linkKey != null });
+    this.engine = new CallEngine({
+      sseOnly, device: 'web', resume: resume ?? undefined, localMedia: mediaState, keyedLink: linkKey != null,
+      join: { prepareSnapshot: prepareSnapshot != null },
+    });
     // Signs what this page sends and checks what it gets on a keyed link, in order: a message waiting for its
     // HMAC holds back the ones after it (an ICE candidate never overtakes its offer), both ways (SignedMessageOrder).
     this.signing = new SignedSignaling(linkKey);
@@ -114,7 +120,7 @@ export class DuetCall extends EventTarget {
       case 'send': return this.queueSend(output.envelope);
       case 'createRoomId': return void this.createRoomId();
       case 'fetchTurnCredentials': this.turnFetch = this.fetchTurn(output.token); return;
-      case 'prepareSnapshot': return this.feed({ type: 'snapshotReady', snapshotId: null });
+      case 'prepareSnapshot': return void this.snapshot();
       case 'requestPushEndpoint': return this.feed({ type: 'pushEndpointReady', endpoint: null });
       case 'httpLeave': return void this.httpLeave(output.request);
       case 'engine': return this.queueRtc(output.command);
@@ -253,17 +259,26 @@ export class DuetCall extends EventTarget {
     return link;
   }
 
+  async snapshot() {
+    let snapshotId = null;
+    try { snapshotId = (await this.prepareSnapshot?.()) ?? null; } catch { snapshotId = null; }
+    // Late (after the engine's timer) it is ignored: the join went without it.
+    this.feed({ type: 'snapshotReady', snapshotId });
+  }
+
   // MARK: ringing (issue 31): outside the engine, which never hears of it; the server holds the ring's state.
-  /** Rings the other person's devices with `caller` (sealed, ringing/caller-seal.js) under `callId`. */
-  ring(callId, caller) {
-    this.state.ring = { callId, caller, state: 'ringing', devices: 0 };
+  /** Rings the other person's devices with `caller` (sealed, ringing/caller-seal.js) under `callId`, with the
+   *  caller's snapshot if one was uploaded for it. */
+  ring(callId, caller, snapshotId = null) {
+    this.state.ring = { callId, caller, snapshotId, state: 'ringing', devices: 0 };
     this.emit('ring', this.state.ring);
     this.sendRing();
   }
 
   sendRing() {
     const ring = this.state.ring;
-    if (ring && this.link) this.send({ v: 1, type: 'ring', rid: this.state.roomId, payload: { callId: ring.callId, caller: ring.caller } });
+    const payload = { callId: ring?.callId, caller: ring?.caller, ...(ring?.snapshotId ? { snapshotId: ring.snapshotId } : {}) };
+    if (ring && this.link) this.send({ v: 1, type: 'ring', rid: this.state.roomId, payload });
   }
 
   cancelRing() {

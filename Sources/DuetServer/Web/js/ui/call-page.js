@@ -14,8 +14,9 @@ import { diagnose } from './connectivity-advice.js';
 import { savedCalls } from '../ringing/saved-calls.js';
 import { deviceId } from '../ringing/device-identity.js';
 import { OutgoingRing } from '../ringing/outgoing-ring.js';
+import { uploadSnapshot } from '../ringing/snapshot.js';
 import { RoomWatch } from '../ringing/room-watch.js';
-import { IncomingCalls } from '../ringing/incoming-calls.js';
+import { IncomingCalls, sheetElements } from '../ringing/incoming-calls.js';
 import { $, setScreen, showError, describeFailure, describeEnd, announce, announcements, setToggle } from './call-view.js';
 import { PreJoin } from './prejoin.js';
 import { DeviceController } from './devices.js';
@@ -81,8 +82,18 @@ const screenShare = new ScreenShare({ media, getPc: currentPc, announce, onChang
 const prejoin = new PreJoin({ media, devices, local, onToggle: (change) => setLocal(change) });
 // Ringing (issue 31): this page rings the other person from a saved call, and rings for this browser's other
 // saved calls (never for this one).
+// A snapshot of this camera for the room's subscribed devices (ringing/snapshot.js), with a join or a ring: only a
+// browser that has been in this call may ask for their keys (its member token), and only with the camera on.
+function snapshotOfMe() {
+  const memberToken = savedCalls.get(roomId)?.memberToken;
+  if (!memberToken || !localState().video) return Promise.resolve(null);
+  return uploadSnapshot({
+    baseUrl: new URL('/', location.href), rid: roomId, proof: { deviceId: deviceId(), memberToken }, video: $('local-video'), linkKey: verifyingKey,
+  });
+}
+
 const outgoingRing = new OutgoingRing({
-  roomId, linkKey: verifyingKey, announce,
+  roomId, linkKey: verifyingKey, announce, snapshot: snapshotOfMe,
   elements: { button: $('ring-button'), cancel: $('ring-cancel'), status: $('ring-status') },
 });
 const otherCalls = new RoomWatch({
@@ -92,7 +103,7 @@ const otherCalls = new RoomWatch({
 });
 const incomingCalls = new IncomingCalls({
   watch: otherCalls, exceptRoom: roomId, announce,
-  elements: { sheet: $('incoming'), title: $('incoming-title'), detail: $('incoming-detail'), badge: $('incoming-badge'), accept: $('incoming-accept'), decline: $('incoming-decline') },
+  elements: sheetElements(document),
 });
 otherCalls.start();
 
@@ -241,16 +252,20 @@ function joinCall() {
   call?.removeEventListener('change', onChange);
   call?.removeEventListener('ice', onIce);
   call?.removeEventListener('remotestream', onRemoteStream);
+  const resume = sessionStore.load(roomId);
   call = new DuetCall({
     baseUrl: new URL('/', location.href),
     localMedia: media,
     sseOnly: options.get('transports') === 'sse',
     relayOnly: options.get('relay') === '1',
-    resume: sessionStore.load(roomId),
+    resume,
     mediaState: { ...announcedLocal },
     linkKey: verifyingKey,
     deviceId: deviceId(),
     quietJoin: options.get('ring') === '1',
+    // A join about to ring sends no join alert, so no join snapshot: the ring takes its own. Nor does a seat coming
+    // back after a reload (it is no news), which must not wait for one.
+    prepareSnapshot: options.get('ring') === '1' || resume || !savedCalls.get(roomId)?.memberToken ? null : snapshotOfMe,
   });
   outgoingRing.attach(call);
   call.addEventListener('change', onChange);

@@ -5,7 +5,7 @@ import { newLinkKeyText } from '../verification/link-key.js';
 import { savedCalls, callHistory, myName } from '../ringing/saved-calls.js';
 import { deviceId } from '../ringing/device-identity.js';
 import { RoomWatch } from '../ringing/room-watch.js';
-import { IncomingCalls } from '../ringing/incoming-calls.js';
+import { IncomingCalls, sheetElements } from '../ringing/incoming-calls.js';
 import { setRingMeHere, pushSupport, registerWorker } from '../ringing/ring-me-here.js';
 import { ringStore } from '../ringing/ring-store.js';
 
@@ -31,7 +31,7 @@ const watch = new RoomWatch({
 });
 const incoming = new IncomingCalls({
   watch, announce,
-  elements: { sheet: $('incoming'), title: $('incoming-title'), detail: $('incoming-detail'), badge: $('incoming-badge'), accept: $('incoming-accept'), decline: $('incoming-decline') },
+  elements: sheetElements(document),
 });
 
 window.duet = {
