@@ -1,4 +1,5 @@
 import Crypto
+import DuetProtocol
 import DuetRooms
 import Foundation
 import Hummingbird
@@ -90,6 +91,8 @@ public final class DuetServer: Sendable {
         settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
         settings.ringTimeoutMs = configuration.ringTimeout.milliseconds
+        // In a cluster another node may ring the callee's open page: a ring waits a moment for it to say so.
+        if configuration.databaseURL != nil { settings.remoteListenerGraceMs = RingLimits.clusterUnreachableGraceMs }
         let metrics = ServerMetrics()
         metrics.nodeInfo(configuration.resolvedNodeId)
         var pushSettings = WebPushSender.Settings()
@@ -103,13 +106,15 @@ public final class DuetServer: Sendable {
         let pushDispatcher = PushDispatcher(sender: pushSender, subscriptions: pushStore, snapshots: snapshots, logger: logger)
         self.vapid = vapid
         self.pushStore = pushStore
+        let ringBus: (@Sendable (RingBroadcast) -> Void)? = store.map { store in { @Sendable message in store.broadcast(message) } }
         let hub = SessionHub(
             core: SignalingCore(settings: settings, authorities: authorities, ids: .system),
             metrics: metrics, logger: logger,
             messageRate: configuration.rateLimits
                 ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil,
             store: storeQueue,
-            pushAlerts: { pushDispatcher.alert($0) })
+            pushAlerts: { pushDispatcher.alert($0) },
+            ringBus: ringBus)
         self.hub = hub
         self.metrics = metrics
         pushDispatcher.reportRings { hub.ringPushed($0) }
@@ -186,7 +191,8 @@ public final class DuetServer: Sendable {
         if let store, let storeQueue, let storeHealth {
             // First in the group: shut down last, after the connections' last facts were queued.
             storeService = [.init(service: StoreService(
-                store: store, changes: store.changes(), queue: storeQueue, hub: hub, health: storeHealth, metrics: metrics, logger: logger))]
+                store: store, changes: store.changes(), rings: store.ringMessages(), queue: storeQueue, hub: hub, health: storeHealth,
+                metrics: metrics, logger: logger))]
         }
         self.group = ServiceGroup(
             configuration: ServiceGroupConfiguration(

@@ -53,6 +53,39 @@ import Testing
         }
     }
 
+    /// Issue 31: the callee's page listens on another node than the room's (its watcher watches many rooms, so nginx
+    /// cannot route it by one): it rings, the caller counts it, and its decline reaches the caller, through NOTIFY.
+    @Test func aPageListeningOnAnotherNodeRingsAndItsDeclineReachesTheCaller() async throws {
+        try await Self.withCluster { _, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
+            let rid = try await a.roomId()
+            let callee = "callee-browser-0000000001"
+            let seat = try await TestClient.connect(.ws, to: a)
+            let token = try #require(try await seat.join(rid, JoinPayload(deviceId: callee)).payload.memberToken)
+            try await seat.send(.leave, rid: rid)
+            await seat.close()
+            let caller = try await TestClient.connect(.ws, to: a)
+            _ = try await caller.join(rid, JoinPayload(deviceId: "caller-browser-0000000002"))
+            let page = try await TestClient.connect(.ws, to: b)
+            try await page.send(.watchRooms, WatchRoomsPayload(rids: [rid], listen: ListenPayload(deviceId: callee, members: [rid: token])))
+            _ = try await page.expect(.roomStatuses)
+
+            try await caller.send(.ring, rid: rid, RingPayload(callId: "call-x", caller: ["sealed": "name"]))
+            let incoming = try await page.expect(.incomingCall).payload.decode(IncomingCallPayload.self)
+            #expect(incoming.rid == rid && incoming.callId == "call-x" && incoming.caller == ["sealed": "name"])
+            _ = try await caller.expect(.ringState) {
+                guard let state = try? $0.payload.decode(RingStatePayload.self) else { return false }
+                return state.state == "ringing" && state.devices == 1
+            }
+            try await page.send(.ringAnswer, rid: rid, RingAnswerPayload(rid: rid, callId: "call-x", answer: .decline))
+            _ = try await caller.expect(.ringState) { (try? $0.payload.decode(RingStatePayload.self).state) == "declined" }
+            #expect(try await page.expect(.ringEnded).payload.decode(RingEndedPayload.self).reason == "declined")
+            await page.close()
+            await caller.close()
+        }
+    }
+
     @Test func aRoomMovesToAnotherNodeWithItsCidsItsHostAndItsEpoch() async throws {
         try await Self.withCluster { database, nodes in
             let a = try await nodes.start("a")

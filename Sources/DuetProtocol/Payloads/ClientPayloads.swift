@@ -131,6 +131,11 @@ public enum RingLimits {
     /// How long a ring rings before it is "no answer". 45 s: longer than a phone's typical 30 s because a push to a
     /// sleeping phone takes a few seconds to wake it, and short enough that a caller is not left waiting.
     public static let ringTimeoutMs: Int64 = 45_000
+    /// A ring another node holds is forgotten this long after its `expiresAt` if its end never arrived (clients end a
+    /// ring by themselves 2 s after it).
+    public static let remoteRingGraceMs: Int64 = 10_000
+    /// In a cluster, how long a ring that reached no device waits for another node to say it rang one live.
+    public static let clusterUnreachableGraceMs: Int64 = 3_000
     public static let maxCallerBytes = 2_048
     /// Per room: rings started in `windowMs` at most (a ring is a notification on someone's lock screen).
     public static let perRoomInWindow = 5

@@ -17,9 +17,11 @@ struct Ring: Sendable, Equatable {
     var pushed: Set<String> = []
     /// Every push of this ring has ended.
     var pushesFinished = false
+    /// Devices other nodes rang live (`RingBroadcast.rang`).
+    var remoteLive: Set<String> = []
 
     /// Distinct devices reached: a device both live and pushed counts once.
-    var devices: Int { Set(live.values).union(pushed).count }
+    var devices: Int { Set(live.values).union(pushed).union(remoteLive).count }
 }
 
 /// How a ring ended, as the caller and the devices are told.

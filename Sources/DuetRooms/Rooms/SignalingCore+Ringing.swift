@@ -32,6 +32,15 @@ extension SignalingCore {
                 rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs,
                 snapshotId: ring.snapshotId))))
         }
+        // Rings another node holds ring here too.
+        for rid in proven.sorted() where rings[rid] == nil {
+            guard var remote = remoteRings[rid], remote.live[connection] == nil, request.deviceId != remote.callerDevice,
+                  connections[connection]?.seat?.rid != rid else { continue }
+            remote.live[connection] = request.deviceId
+            remoteRings[rid] = remote
+            out.append(.send(connection, Self.envelope(.incomingCall, rid: rid, ts: nowMs, remote.incoming)))
+            out.append(.broadcast(.rang(rid: rid, callId: remote.incoming.callId, device: request.deviceId)))
+        }
     }
 
     mutating func unlisten(_ rid: String, _ connection: ConnectionID) {
@@ -79,7 +88,9 @@ extension SignalingCore {
         }
         rings[seat.rid] = ring
         ringOutcomes[seat.rid] = nil
+        remoteRings[seat.rid] = nil  // held here now
         out.append(.event(.ringing(rid: seat.rid, callId: request.callId)))
+        out.append(.broadcast(.started(incoming, callerDevice: callerDevice)))
         out.append(.push(PushAlert(
             rid: seat.rid, cid: seat.cid,
             kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs, snapshotId: snapshotId),
@@ -153,6 +164,12 @@ extension SignalingCore {
         guard listening || proves(request, nowMs: nowMs) else {
             throw ProtocolError(.notInRoom, "only a device that has been in this call may answer its rings")
         }
+        // A ring another node holds: the answer goes there, from the device this connection listens as.
+        if rings[rid] == nil, let remote = remoteRings[rid], remote.incoming.callId == request.callId,
+           let device = listening ? connections[connection]?.listeningDevice : request.deviceId {
+            out.append(.broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer)))
+            return
+        }
         answer(request, rid: rid, from: listening ? connection : nil, nowMs: nowMs, into: &out)
     }
 
@@ -192,11 +209,50 @@ extension SignalingCore {
         ring.pushed.formUnion(report.reached)
         ring.pushesFinished = ring.pushesFinished || report.finished
         rings[report.rid] = ring
-        if ring.pushesFinished, ring.devices == 0 {
-            endRing(report.rid, .unreachable, nowMs: nowMs, into: &out)
-            return
-        }
+        if endIfUnreachable(report.rid, nowMs: nowMs, into: &out) { return }
         if let connection = callerConnection(report.rid) { sendRingState(report.rid, to: connection, nowMs: nowMs, into: &out) }
+    }
+
+    /// No device was reached live or by push, and (in a cluster) no other node said it rang one within the grace.
+    private mutating func endIfUnreachable(_ rid: String, nowMs: Int64, into out: inout [Output]) -> Bool {
+        guard let ring = rings[rid], ring.pushesFinished, ring.devices == 0, nowMs - ring.startedAtMs >= settings.remoteListenerGraceMs else {
+            return false
+        }
+        endRing(rid, .unreachable, nowMs: nowMs, into: &out)
+        return true
+    }
+
+    // MARK: Other nodes
+
+    mutating func heard(_ message: RingBroadcast, nowMs: Int64, into out: inout [Output]) {
+        switch message {
+        case .started(let incoming, let callerDevice):
+            let rid = incoming.rid
+            // A room held here rings from here; a ring of a room held elsewhere rings this node's listeners.
+            guard rooms[rid] == nil else { return }
+            var remote = RemoteRing(incoming: incoming, callerDevice: callerDevice)
+            for (listener, device) in (listeners[rid] ?? [:]).sorted(by: { $0.key < $1.key }) where device != callerDevice {
+                remote.live[listener] = device
+                out.append(.send(listener, Self.envelope(.incomingCall, rid: rid, ts: nowMs, incoming)))
+            }
+            remoteRings[rid] = remote
+            for device in Set(remote.live.values).sorted() {
+                out.append(.broadcast(.rang(rid: rid, callId: incoming.callId, device: device)))
+            }
+        case .ended(let rid, let callId, let reason):
+            guard let remote = remoteRings[rid], remote.incoming.callId == callId else { return }
+            remoteRings[rid] = nil
+            for listener in remote.live.keys.sorted() where connections[listener] != nil {
+                out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: callId, reason: reason))))
+            }
+        case .rang(let rid, let callId, let device):
+            guard var ring = rings[rid], ring.callId == callId, device != ring.callerDevice else { return }
+            ring.remoteLive.insert(device)
+            rings[rid] = ring
+            if let connection = callerConnection(rid) { sendRingState(rid, to: connection, nowMs: nowMs, into: &out) }
+        case .answered(let rid, let callId, let device, let answer):
+            self.answer(RingAnswerPayload(rid: rid, callId: callId, answer: answer, deviceId: device), rid: rid, from: nil, nowMs: nowMs, into: &out)
+        }
     }
 
     /// Once a second: rings past their time end as no answer; old ring starts are forgotten.
@@ -204,6 +260,9 @@ extension SignalingCore {
         for rid in rings.keys.sorted() where rings[rid]!.expiresAtMs <= nowMs {
             endRing(rid, .noAnswer, nowMs: nowMs, into: &out)
         }
+        for rid in rings.keys.sorted() { _ = endIfUnreachable(rid, nowMs: nowMs, into: &out) }
+        // A remote ring whose end never arrived (a lost notification): its pages ended it themselves by now.
+        remoteRings = remoteRings.filter { $0.value.incoming.expiresAt + RingLimits.remoteRingGraceMs > nowMs }
         ringOutcomes = ringOutcomes.filter { $0.value.untilMs > nowMs }
         // A budget refilled to the full burst is the same as none.
         joinAlertBudget = joinAlertBudget.filter {
@@ -235,6 +294,7 @@ extension SignalingCore {
             out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: ring.callId, reason: reason))))
         }
         out.append(.event(.ringEnded(rid: rid, callId: ring.callId, outcome: outcome.callerState)))
+        out.append(.broadcast(.ended(rid: rid, callId: ring.callId, reason: outcome.deviceReason(for: nil))))
         // The pushed devices: the same Topic replaces a ring not yet delivered, and the service worker closes the
         // notification whose tag is the call.
         out.append(.push(PushAlert(

@@ -22,6 +22,9 @@ public struct SignalingCore: Sendable {
         public var maxKnownRooms = 200_000
         /// How long a ring rings before it is "no answer" (issue 31; tests make it short).
         public var ringTimeoutMs: Int64 = RingLimits.ringTimeoutMs
+        /// In a cluster, how long a ring whose pushes reached nobody still waits for another node to say it rang a page
+        /// live (`RingBroadcast.rang`) before it is `unreachable`. 0 on a single node: nobody else can.
+        public var remoteListenerGraceMs: Int64 = 0
         public init() {}
     }
 
@@ -57,6 +60,8 @@ public struct SignalingCore: Sendable {
         case ringPushed(RingPushReport)
         /// `POST /api/ring/answer`: a device without a signaling connection (a notification's button) answers.
         case httpRingAnswer(RingAnswerPayload)
+        /// What another node of the cluster said of a ring (`RingBroadcast`).
+        case heard(RingBroadcast)
     }
 
     public enum CloseReason: String, Sendable {
@@ -82,6 +87,8 @@ public struct SignalingCore: Sendable {
         case persist(DurableFact)
         /// To be sent by Web Push to the room's subscribed devices, off the relay path (`PushAlert`).
         case push(PushAlert)
+        /// To be told to the other nodes of a cluster (nowhere on a single node).
+        case broadcast(RingBroadcast)
     }
 
     /// What the push dispatcher reports of a ring's pushes (`Input.ringPushed`).
@@ -131,6 +138,8 @@ public struct SignalingCore: Sendable {
     var listeners: [String: [ConnectionID: String]] = [:]
     /// rid → the ring in progress there (one at a time).
     var rings: [String: Ring] = [:]
+    /// rid → a ring another node holds, for this node's listeners of the room (`RingBroadcast`).
+    var remoteRings: [String: RemoteRing] = [:]
     /// When rings were started, per room and per calling seat, within `RingLimits.windowMs` (pruned on tick).
     var ringStarts: [String: [Int64]] = [:]
     /// rid → how the room's last ring ended, for its caller, until `RingLimits.outcomeMemoryMs` (pruned on tick): a
@@ -186,6 +195,8 @@ public struct SignalingCore: Sendable {
             ringPushed(report, nowMs: nowMs, into: &out)
         case .httpRingAnswer(let answer):
             httpRingAnswer(answer, nowMs: nowMs, into: &out)
+        case .heard(let message):
+            heard(message, nowMs: nowMs, into: &out)
         case .drain:
             isDraining = true
             let payload = DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs)

@@ -29,10 +29,12 @@ public final class SessionHub: Sendable {
         messageRate: (capacity: Double, perSecond: Double)?,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         store: StoreQueue? = nil,
-        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil
+        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil,
+        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil
     ) {
         state = Mutex(SessionState(
-            core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts))
+            core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
+            ringBus: ringBus))
         self.logger = logger
     }
 
@@ -120,6 +122,9 @@ public final class SessionHub: Sendable {
 
     /// The push dispatcher's report on a ring's pushes.
     public func ringPushed(_ report: SignalingCore.RingPushReport) { locked { $0.ringPushed(report) } }
+
+    /// What another node of the cluster said of a ring.
+    public func heard(_ message: RingBroadcast) { locked { $0.heard(message) } }
 
     /// `POST /api/ring/answer`; false when it does not prove its device.
     public func answerRing(_ answer: RingAnswerPayload) -> Bool { locked { $0.answerRing(answer) } }

@@ -19,6 +19,8 @@ struct SessionState {
     private let store: StoreQueue?
     /// Where the core's push alerts go (`PushDispatcher.alert`, which returns at once); nil: push is off (some tests).
     private let pushAlerts: (@Sendable (PushAlert) -> Void)?
+    /// The other nodes of a cluster (`RingBroadcast`); nil on a single node.
+    private let ringBus: (@Sendable (RingBroadcast) -> Void)?
 
     private struct Outlet {
         var kind: TransportKind
@@ -52,11 +54,13 @@ struct SessionState {
     init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?,
-        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil
+        pushAlerts: (@Sendable (PushAlert) -> Void)? = nil,
+        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil
     ) {
         self.core = core
         self.store = store
         self.pushAlerts = pushAlerts
+        self.ringBus = ringBus
         self.metrics = metrics
         self.logLevel = logger.logLevel
         self.messageRate = messageRate
@@ -147,6 +151,9 @@ struct SessionState {
     // MARK: - Server side
 
     mutating func tick() { perform(core.handle(.tick, nowMs: now())) }
+
+    /// What another node of the cluster said of a ring.
+    mutating func heard(_ message: RingBroadcast) { perform(core.handle(.heard(message), nowMs: now())) }
 
     /// What the store says (at start, or another node's write), in order.
     mutating func learn(_ facts: [DurableFact]) {
@@ -283,6 +290,8 @@ struct SessionState {
                 store?.add(fact)
             case .push(let alert):
                 pushAlerts?(alert)
+            case .broadcast(let message):
+                ringBus?(message)
             }
         }
     }

@@ -1,19 +1,22 @@
 import DuetRooms
 import Synchronization
 
-/// Who listens to a store's `changes()`: each subscriber gets every fact published after it subscribed; `finishAll`
-/// (the store's `close`) ends every stream and refuses new ones (they end at once).
-final class ChangeSubscribers: Sendable {
+/// Who listens to a store's `changes()`.
+typealias ChangeSubscribers = BroadcastSubscribers<DurableFact>
+
+/// Who listens to a stream of a store (`changes()`, `ringMessages()`): each subscriber gets everything published after
+/// it subscribed; `finishAll` (the store's `close`) ends every stream and refuses new ones (they end at once).
+final class BroadcastSubscribers<Element: Sendable>: Sendable {
     private struct State {
         var closed = false
         var next = 0
-        var continuations: [Int: AsyncStream<DurableFact>.Continuation] = [:]
+        var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
     }
 
     private let state = Mutex(State())
 
-    func subscribe() -> AsyncStream<DurableFact> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DurableFact.self)
+    func subscribe() -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
         let id = state.withLock { state -> Int? in
             guard !state.closed else { return nil }
             defer { state.next += 1 }
@@ -28,7 +31,7 @@ final class ChangeSubscribers: Sendable {
         return stream
     }
 
-    func publish(_ facts: [DurableFact]) {
+    func publish(_ facts: [Element]) {
         guard !facts.isEmpty else { return }
         let continuations = state.withLock { Array($0.continuations.values) }
         for continuation in continuations {

@@ -29,6 +29,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
     public static let deadNodeAfterMs: Int64 = 10_000
     /// `changes()`: what other nodes wrote, as this node learns it.
     private let subscribers = ChangeSubscribers()
+    /// `ringMessages()`: what other nodes said of their rings.
+    private let ringSubscribers = BroadcastSubscribers<RingBroadcast>()
     static let channel = "duet_rooms"
     /// Any constant the cluster agrees on: the key of the advisory lock that serializes migrations.
     static let migrationLockKey: Int64 = 0x6475_6574_5F73_6368  // "duet_sch"
@@ -523,6 +525,11 @@ public final class PostgresRoomStateStore: RoomStateStore {
         let parts = payload.split(separator: " ", maxSplits: 2)
         guard parts.count == 3 else { return }
         guard parts[0] != nodeId else { return }  // our own write, echoed
+        if parts[1] == Self.ringKind {
+            // Not a row to read: the message itself (a ring is not stored).
+            if let message = try? JSONDecoder().decode(RingBroadcast.self, from: Data(parts[2].utf8)) { ringSubscribers.publish([message]) }
+            return
+        }
         let facts = try await facts(kind: parts[1], rid: String(parts[2]), nowMs: Self.nowMs())
         publish(facts)
     }
@@ -541,6 +548,29 @@ public final class PostgresRoomStateStore: RoomStateStore {
             + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
     }
 
+    // MARK: Rings
+
+    static let ringKind = "ring"
+
+    public func ringMessages() -> AsyncStream<RingBroadcast> { ringSubscribers.subscribe() }
+
+    /// On the rooms' channel, as `<node> ring <json>` (under NOTIFY's 8,000 bytes: a ring's caller is at most 2 KiB).
+    /// Sent from a task of its own; a failure is logged and the message lost (pushes still reach the devices).
+    public func broadcast(_ message: RingBroadcast) {
+        guard let json = try? JSONEncoder().encode(message) else { return }
+        let payload = "\(nodeId) \(Self.ringKind) \(String(decoding: json, as: UTF8.self))"
+        guard payload.utf8.count < 8_000 else { return }
+        Task {
+            do {
+                try await perform("tell the other nodes of a ring") { client, logger in
+                    _ = try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                }
+            } catch {
+                logger.warning("a ring could not be told to the other nodes", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
     public func close() async {
         let (runTask, listener) = state.withLock { state in
             state.closed = true
@@ -555,6 +585,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
         runTask?.cancel()
         await runTask?.value
         subscribers.finishAll()
+        ringSubscribers.finishAll()
     }
 
     // MARK: Bounded operations, clear errors

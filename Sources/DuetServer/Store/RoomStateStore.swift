@@ -21,6 +21,16 @@ public protocol RoomStateStore: Sendable {
     /// heartbeat stopped (a node killed with -9 never says its rooms are gone). Single node: nothing.
     func maintain(nowMs: Int64) async throws -> [DurableFact]
     func close() async
+    /// Tells the other nodes of a cluster about a ring (`RingBroadcast`): at most once, never waited for.
+    func broadcast(_ message: RingBroadcast)
+    /// What the other nodes said of their rings. Ends when the store is closed.
+    func ringMessages() -> AsyncStream<RingBroadcast>
+}
+
+extension RoomStateStore {
+    /// A single node has nobody to tell.
+    public func broadcast(_ message: RingBroadcast) {}
+    public func ringMessages() -> AsyncStream<RingBroadcast> { AsyncStream { $0.finish() } }
 }
 
 /// How long the stores keep what no longer lives.

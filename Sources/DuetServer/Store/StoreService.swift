@@ -14,6 +14,8 @@ struct StoreService: Service {
     /// Subscribed when the server was made, before the start-up load: a write of another node between the load's
     /// snapshot and this service's start is buffered here, not lost.
     let changes: AsyncStream<DurableFact>
+    /// What other nodes said of their rings (nothing on a single node).
+    let rings: AsyncStream<RingBroadcast>
     let queue: StoreQueue
     let hub: SessionHub
     let health: StoreHealth
@@ -32,6 +34,7 @@ struct StoreService: Service {
         await withDiscardingTaskGroup { group in
             group.addTask { await writeLoop() }
             group.addTask { await changesLoop() }
+            group.addTask { for await message in rings { hub.heard(message) } }
             group.addTask { await maintainLoop() }
             // Loaded before the server listened (`DuetServer.run`) unless the store did not answer then.
             if !health.isLoaded { group.addTask { await loadUntilDone() } }

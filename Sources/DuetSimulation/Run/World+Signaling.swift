@@ -193,8 +193,8 @@ extension World {
                 monitor.serverEvent(event, incarnation: server.incarnation)
             case .persist(let fact):
                 server.persist(fact)
-            case .push:
-                break  // no push service in the simulated world: a ring's live path is what the engines meet
+            case .push, .broadcast:
+                break  // no push service and one server in the simulated world: a ring's live path is what the engines meet
             }
         }
     }

@@ -126,7 +126,9 @@ import Testing
             let body = try JSONEncoder().encode(RingAnswerPayload(rid: call.rid, callId: "c4", answer: .decline, deviceId: Self.callee, memberToken: token))
             return try await server.http(.POST, "api/ring/answer", body: String(decoding: body, as: UTF8.self)).status
         }
-        #expect(try await answer("0" + call.memberToken.dropFirst()) == 401)
+        // Altered in its first character (always changed: a hex digit replaced by another one).
+        let altered = (call.memberToken.first == "0" ? "1" : "0") + call.memberToken.dropFirst()
+        #expect(try await answer(altered) == 401)
         #expect(try await server.http(.POST, "api/ring/answer", body: "{").status == 400)
         #expect(try await answer(call.memberToken) == 204)
         _ = try await Self.state(call.a, "declined")
