@@ -52,7 +52,7 @@ import Testing
         // The page declines over its own connection: the answer goes to the holder, which ends the ring for everyone.
         let answer = RingAnswerPayload(rid: holder.rid, callId: "call-1", answer: .decline)
         let declined = other.handle(.message(page, Envelope(.ringAnswer, rid: holder.rid, payload: try JSONValue(encoding: answer))), nowMs: 2_000)
-        #expect(broadcasts(declined) == [.answered(rid: holder.rid, callId: "call-1", device: helper.calleeDevice, answer: .decline)])
+        #expect(broadcasts(declined) == [.answered(rid: holder.rid, callId: "call-1", device: helper.calleeDevice, answer: .decline, secret: nil)])
         let ended = deliver(declined, to: &holder.core, now: 2_010)
         #expect(helper.callerStates(ended, holder) == ["declined"])
         #expect(broadcasts(ended) == [.ended(rid: holder.rid, callId: "call-1", reason: "declined")])

@@ -1,3 +1,4 @@
+import Crypto
 import DuetProtocol
 @testable import DuetRooms
 import DuetTestBasics
@@ -171,6 +172,29 @@ import Testing
         let arrived = restarted.handle(.message(callee, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(deviceId: calleeDevice)))), nowMs: 9_500)
         #expect(messages(arrived, to: caller, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["accepted"])
         #expect(messages(arrived, to: phone, .ringEnded).compactMap { try? $0.payload.decode(RingEndedPayload.self).reason } == ["answered_elsewhere"])
+    }
+
+    /// A ring with answer commitments counts only answers that show their secret (sealed inside the caller, so only
+    /// devices with the link's key have it): a member token alone — a stranger who took an empty seat — is not enough.
+    @Test func anAnswerToACommittedRingMustShowItsSecret() throws {
+        var (world, tokens) = try world()
+        let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
+        let accept = [UInt8](repeating: 1, count: 16), decline = [UInt8](repeating: 2, count: 16)
+        let commit = { (secret: [UInt8]) in Base64URL.encode(SHA256.hash(data: secret)) }
+        let answers = RingAnswerCommitments(accept: commit(accept), decline: commit(decline))
+        _ = send(&world, world.caller, .ring, RingPayload(callId: "c", answers: answers), now: 1_000)
+        for secret in [nil, Base64URL.encode(accept), Base64URL.encode([UInt8](repeating: 3, count: 16)), "not base64!"] {
+            let refused = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: secret), now: 2_000)
+            #expect(callerStates(refused, world).isEmpty, "a decline with \(secret ?? "no secret") changes nothing")
+            let http = world.core.handle(.httpRingAnswer(RingAnswerPayload(
+                rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: tokens[calleeDevice]!, secret: secret)), nowMs: 2_000)
+            #expect(callerStates(http, world).isEmpty)
+        }
+        let declined = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: Base64URL.encode(decline)), now: 3_000)
+        #expect(callerStates(declined, world) == ["declined"])
+        // Commitments that are not SHA-256 hashes are refused with the ring.
+        let bad = send(&world, world.caller, .ring, RingPayload(callId: "d", answers: RingAnswerCommitments(accept: "x", decline: "y")), now: 4_000)
+        #expect(messages(bad, to: world.caller, .error).count == 1)
     }
 
     @Test func onlyProvenDevicesRingAndAnswer() throws {

@@ -52,3 +52,21 @@ test('a round trip through this implementation, and an unkeyed link says the nam
   assert.deepEqual(await openCaller({ caller: null, rid: 'r', callId: 'c', linkKey }), { name: null, verified: false });
   assert.equal(cleanName('x'.repeat(100)).length, 64);
 });
+
+test('a ring\'s answer secrets travel sealed, and their commitments are their SHA-256 (what the server checks)', async () => {
+  const { createHash } = await import('node:crypto');
+  const { newAnswerSecrets } = await import('../../Sources/DuetServer/Web/js/ringing/caller-seal.js');
+  const { secrets, commitments } = await newAnswerSecrets();
+  assert.notEqual(secrets.accept, secrets.decline);
+  for (const answer of ['accept', 'decline']) {
+    const digest = createHash('sha256').update(Buffer.from(secrets[answer], 'base64url')).digest('base64url');
+    assert.equal(commitments[answer], digest);
+    assert.equal(commitments[answer].length, 43);
+  }
+  const linkKey = parseLinkKey(newLinkKeyText());
+  const sealed = await sealCaller({ name: 'Ann', rid: 'r', callId: 'c', linkKey, answers: secrets });
+  assert.ok(!JSON.stringify(sealed).includes(secrets.accept), 'the secrets are not in the clear');
+  assert.deepEqual(await openCaller({ caller: sealed, rid: 'r', callId: 'c', linkKey }), { name: 'Ann', verified: true, answers: secrets });
+  // Opened with another key: no name, no secrets.
+  assert.deepEqual(await openCaller({ caller: sealed, rid: 'r', callId: 'c', linkKey: parseLinkKey(newLinkKeyText()) }), { name: null, verified: false, altered: true });
+});

@@ -13,12 +13,15 @@ public struct IncomingCall: Sendable, Equatable, Identifiable {
     public let caller: CallerSeal.Caller
     /// Unix ms.
     public let expiresAt: Int64
+    /// The secrets that prove this device's answer (sealed by the caller; nil without a link key).
+    public let answers: CallerSeal.AnswerSecrets?
 
-    public init(roomId: String, callId: String, caller: CallerSeal.Caller, expiresAt: Int64) {
+    public init(roomId: String, callId: String, caller: CallerSeal.Caller, expiresAt: Int64, answers: CallerSeal.AnswerSecrets? = nil) {
         self.roomId = roomId
         self.callId = callId
         self.caller = caller
         self.expiresAt = expiresAt
+        self.answers = answers
         id = Self.uuid(roomId: roomId, callId: callId)
     }
 

@@ -80,7 +80,7 @@ public actor RingListener {
     public func decline(_ call: IncomingCall) async { await answer(call, .decline) }
 
     private func answer(_ call: IncomingCall, _ answer: RingAnswerPayload.Answer) async {
-        let payload = RingAnswerPayload(rid: call.roomId, callId: call.callId, answer: answer)
+        let payload = RingAnswerPayload(rid: call.roomId, callId: call.callId, answer: answer, secret: call.answers?.secret(for: answer))
         if let envelope = try? Envelope(.ringAnswer, rid: call.roomId, payload: JSONValue(encoding: payload)) {
             try? await connection?.send(envelope)
         }
@@ -93,7 +93,8 @@ public actor RingListener {
     }
 
     private func answerOverHTTP(_ call: IncomingCall, _ answer: RingAnswerPayload.Answer, memberToken: String) async {
-        let payload = RingAnswerPayload(rid: call.roomId, callId: call.callId, answer: answer, deviceId: deviceId, memberToken: memberToken)
+        let payload = RingAnswerPayload(
+            rid: call.roomId, callId: call.callId, answer: answer, deviceId: deviceId, memberToken: memberToken, secret: call.answers?.secret(for: answer))
         var post = HTTPClientRequest(url: server + "api/ring/answer?rid=" + SignalingURL.queryComponent(call.roomId))
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "application/json")
@@ -147,8 +148,8 @@ public actor RingListener {
         case .incomingCall?:
             guard let ring = try? envelope.payload.decode(IncomingCallPayload.self), ringing[ring.callId] == nil else { return }
             let key = calls.first { $0.roomId == ring.rid }?.key
-            let call = IncomingCall(roomId: ring.rid, callId: ring.callId,
-                                    caller: CallerSeal.open(ring.caller, rid: ring.rid, callId: ring.callId, key: key), expiresAt: ring.expiresAt)
+            let opened = CallerSeal.opened(ring.caller, rid: ring.rid, callId: ring.callId, key: key)
+            let call = IncomingCall(roomId: ring.rid, callId: ring.callId, caller: opened.caller, expiresAt: ring.expiresAt, answers: opened.answers)
             ringing[ring.callId] = call
             continuation.yield(.incoming(call))
             // The ring ends by itself at its time even if the server's word never comes (a lost link): missed.

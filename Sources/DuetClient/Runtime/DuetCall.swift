@@ -46,7 +46,7 @@ public actor DuetCall {
     public nonisolated let ringUpdates: AsyncStream<RingUpdate>
     private let ringSink: AsyncStream<RingUpdate>.Continuation
     /// The ring this call made: resent after a restarted server recovered the seat (it forgot the ring).
-    private var ring: (callId: String, caller: JSONValue, state: String)?
+    private var ring: (callId: String, caller: JSONValue, state: String, answers: RingAnswerCommitments?)?
     /// This device's member token in this call (from `joined`, when `deviceId` was set).
     public private(set) var memberToken: String?
 
@@ -178,8 +178,10 @@ public actor DuetCall {
     /// Rings the other person's devices once seated (and alone): `callerName` goes sealed with the link's key.
     public func ring(callId: String, callerName: String) throws {
         guard let rid = engine.roomId else { return }
-        let caller = try CallerSeal.seal(name: callerName, rid: rid, callId: callId, key: configuration.linkKey)
-        ring = (callId, caller, "ringing")
+        // With a key, answers are proven: their secrets go sealed, their hashes to the server.
+        let answers = configuration.linkKey.map { _ in CallerSeal.AnswerSecrets.random() }
+        let caller = try CallerSeal.seal(name: callerName, rid: rid, callId: callId, key: configuration.linkKey, answers: answers)
+        ring = (callId, caller, "ringing", answers?.commitments)
         sendRing()
     }
 
@@ -192,7 +194,7 @@ public actor DuetCall {
 
     private func sendRing() {
         guard let ring, let rid = engine.roomId,
-              let envelope = try? Envelope(.ring, rid: rid, payload: JSONValue(encoding: RingPayload(callId: ring.callId, caller: ring.caller)))
+              let envelope = try? Envelope(.ring, rid: rid, payload: JSONValue(encoding: RingPayload(callId: ring.callId, caller: ring.caller, answers: ring.answers)))
         else { return }
         sendQueue?.yield(envelope)
     }

@@ -97,11 +97,37 @@ public struct RingPayload: Codable, Sendable, Equatable {
     /// A snapshot of the caller uploaded for this ring (`POST /api/push/snapshot`), shown by the devices it was
     /// encrypted for.
     public var snapshotId: String?
-    public init(callId: String, caller: JSONValue? = nil, snapshotId: String? = nil) {
+    /// What an answer must prove (`RingAnswerCommitments`): present when the caller sealed its answer secrets.
+    public var answers: RingAnswerCommitments?
+    public init(callId: String, caller: JSONValue? = nil, snapshotId: String? = nil, answers: RingAnswerCommitments? = nil) {
         self.callId = callId
         self.caller = caller
         self.snapshotId = snapshotId
+        self.answers = answers
     }
+}
+
+/// Issue 31: an answer proven with the call's key. The caller puts a random secret per answer inside its sealed
+/// `caller` (only devices with the link's key open it) and gives the server their SHA-256 here; an answer counts only
+/// with the secret whose hash is its commitment. The server checks what it cannot make: a stranger who took an empty
+/// seat for a member token cannot decline (or accept) someone else's ring.
+public struct RingAnswerCommitments: Codable, Sendable, Equatable {
+    /// base64url SHA-256 of each answer's secret.
+    public var accept: String
+    public var decline: String
+    public init(accept: String, decline: String) {
+        self.accept = accept
+        self.decline = decline
+    }
+
+    public func commitment(for answer: RingAnswerPayload.Answer) -> String {
+        switch answer {
+        case .accept: accept
+        case .decline: decline
+        }
+    }
+
+    public var isWellFormed: Bool { [accept, decline].allSatisfy { $0.utf8.count == 43 && Base64URL.decode($0)?.count == 32 } }
 }
 
 public struct RingCancelPayload: Codable, Sendable, Equatable {
@@ -118,12 +144,15 @@ public struct RingAnswerPayload: Codable, Sendable, Equatable {
     public var answer: Answer
     public var deviceId: String?
     public var memberToken: String?
-    public init(rid: String?, callId: String, answer: Answer, deviceId: String? = nil, memberToken: String? = nil) {
+    /// The answer's secret from the sealed caller (base64url), when the ring has `answers`.
+    public var secret: String?
+    public init(rid: String?, callId: String, answer: Answer, deviceId: String? = nil, memberToken: String? = nil, secret: String? = nil) {
         self.rid = rid
         self.callId = callId
         self.answer = answer
         self.deviceId = deviceId
         self.memberToken = memberToken
+        self.secret = secret
     }
 }
 

@@ -9,6 +9,8 @@ struct Ring: Sendable, Equatable {
     var callerDevice: String?
     var caller: JSONValue?
     var snapshotId: String?
+    /// What an answer must prove, if the caller said (`RingAnswerCommitments`).
+    var answers: RingAnswerCommitments?
     var startedAtMs: Int64
     var expiresAtMs: Int64
     /// Listening connections rung, with their device.

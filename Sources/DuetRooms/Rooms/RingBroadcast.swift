@@ -13,7 +13,7 @@ public enum RingBroadcast: Sendable, Equatable, Codable {
     /// A node rang `device` live: the caller's count includes it, and the ring is not unreachable.
     case rang(rid: String, callId: String, device: String)
     /// A device listening on another node answered over its connection.
-    case answered(rid: String, callId: String, device: String, answer: RingAnswerPayload.Answer)
+    case answered(rid: String, callId: String, device: String, answer: RingAnswerPayload.Answer, secret: String?)
 }
 
 /// A ring held by another node, as this node rings its own listeners for it.

@@ -1,3 +1,4 @@
+import Crypto
 import DuetProtocol
 
 /// Ringing (issue 31): a seated participant rings the room; every device of the other person that listens (a Duet
@@ -75,9 +76,12 @@ extension SignalingCore {
         try admitRing(rid: seat.rid, caller: seat.cid, nowMs: nowMs)
         let callerDevice = room.participant(seat.cid)?.deviceId
         let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
+        if let answers = request.answers, !answers.isWellFormed {
+            throw ProtocolError(.badRequest, "answers must be {accept, decline}, each the base64url SHA-256 of a secret (43 characters)")
+        }
         var ring = Ring(
             callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller, snapshotId: snapshotId,
-            startedAtMs: nowMs, expiresAtMs: nowMs + settings.ringTimeoutMs)
+            answers: request.answers, startedAtMs: nowMs, expiresAtMs: nowMs + settings.ringTimeoutMs)
         let incoming = IncomingCallPayload(
             rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs, snapshotId: snapshotId)
         for (listener, device) in (listeners[seat.rid] ?? [:]).sorted(by: { $0.key < $1.key }) {
@@ -167,7 +171,7 @@ extension SignalingCore {
         // A ring another node holds: the answer goes there, from the device this connection listens as.
         if rings[rid] == nil, let remote = remoteRings[rid], remote.incoming.callId == request.callId,
            let device = listening ? connections[connection]?.listeningDevice : request.deviceId {
-            out.append(.broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer)))
+            out.append(.broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer, secret: request.secret)))
             return
         }
         answer(request, rid: rid, from: listening ? connection : nil, nowMs: nowMs, into: &out)
@@ -193,6 +197,8 @@ extension SignalingCore {
         // A late answer (the ring ended, or another device answered first) changes nothing.
         guard let ring = rings[rid], ring.callId == request.callId else { return }
         if let device = request.deviceId ?? connection.flatMap({ connections[$0]?.listeningDevice }), device == ring.callerDevice { return }
+        // A ring with commitments counts only an answer that shows its secret (a member token alone is not the key).
+        if let answers = ring.answers, !Self.reveals(request.secret, answers.commitment(for: request.answer)) { return }
         // An answer over HTTP from a device that also rang live counts as that page's: it hears `accepted`, not
         // "answered elsewhere" (a client answers both ways, and either may arrive first).
         let by = connection ?? ring.live.filter { $0.value == request.deviceId }.keys.min()
@@ -250,9 +256,17 @@ extension SignalingCore {
             ring.remoteLive.insert(device)
             rings[rid] = ring
             if let connection = callerConnection(rid) { sendRingState(rid, to: connection, nowMs: nowMs, into: &out) }
-        case .answered(let rid, let callId, let device, let answer):
-            self.answer(RingAnswerPayload(rid: rid, callId: callId, answer: answer, deviceId: device), rid: rid, from: nil, nowMs: nowMs, into: &out)
+        case .answered(let rid, let callId, let device, let answer, let secret):
+            self.answer(
+                RingAnswerPayload(rid: rid, callId: callId, answer: answer, deviceId: device, secret: secret), rid: rid, from: nil, nowMs: nowMs,
+                into: &out)
         }
+    }
+
+    /// Whether `secret` (base64url) is the preimage of `commitment` (base64url SHA-256).
+    static func reveals(_ secret: String?, _ commitment: String) -> Bool {
+        guard let secret, secret.utf8.count <= 128, let bytes = Base64URL.decode(secret), bytes.count >= 16 else { return false }
+        return Base64URL.encode(SHA256.hash(data: bytes)) == commitment
     }
 
     /// Once a second: rings past their time end as no answer; old ring starts are forgotten.

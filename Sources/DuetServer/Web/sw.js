@@ -61,7 +61,7 @@ async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) 
     body: opened.verified ? `Calling you in ${callName}` : `In ${callName} (caller not verified)`,
     tag: callId, renotify: true, requireInteraction: true, vibrate: [400, 200, 400, 200, 400],
     actions: [{ action: 'accept', title: 'Accept' }, { action: 'decline', title: 'Decline' }],
-    data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null, picture: !!picture },
+    data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null, picture: !!picture, answers: opened.answers ?? null },
   });
 }
 
@@ -84,14 +84,14 @@ function missed(rid, callId, { name }) {
   });
 }
 
-async function answer(rid, callId, answer) {
+async function answer(rid, callId, answer, secret) {
   const saved = await ringStore.get(rid).catch(() => undefined);
   if (!saved?.memberToken) return false;
   try {
     // ?rid=: a cluster's proxy sends it to the node that holds the room (and the ring).
     const response = await fetch(`/api/ring/answer?rid=${encodeURIComponent(rid)}`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ rid, callId, answer, deviceId: saved.deviceId, memberToken: saved.memberToken }),
+      body: JSON.stringify({ rid, callId, answer, deviceId: saved.deviceId, memberToken: saved.memberToken, ...(secret ? { secret } : {}) }),
     });
     return response.ok;
   } catch {
@@ -117,12 +117,12 @@ async function onNotificationAction(notification, action) {
   if (!rid) return;
   if (kind === 'ring' && action === 'decline') {
     await ringStore.noteSeen({ roomId: rid, callId, outcome: 'declined', name: notification.data?.name ?? null }).catch(() => {});
-    return answer(rid, callId, 'decline');
+    return answer(rid, callId, 'decline', notification.data?.answers?.decline);
   }
   if (kind === 'ring') {
     await ringStore.noteSeen({ roomId: rid, callId, outcome: 'answered', name: notification.data?.name ?? null }).catch(() => {});
     // Accepting stops the other devices at once; joining would too, a moment later.
-    await answer(rid, callId, 'accept');
+    await answer(rid, callId, 'accept', notification.data?.answers?.accept);
   }
   return openCall(rid);
 }

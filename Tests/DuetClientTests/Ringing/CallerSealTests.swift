@@ -1,5 +1,6 @@
 import DuetClient
 import DuetProtocol
+@testable import DuetRooms
 import DuetTestSupport
 import Foundation
 import Testing
@@ -39,5 +40,21 @@ import Testing
         #expect(CallerSeal.open(try CallerSeal.seal(name: "Mum", rid: "r", callId: "c", key: nil), rid: "r", callId: "c", key: nil) == .unverified("Mum"))
         #expect(CallerSeal.open(nil, rid: "r", callId: "c", key: key) == .altered)
         #expect(CallerSeal.clean(String(repeating: "x", count: 100)).count == 64)
+    }
+
+    /// The answer secrets go sealed; their commitments are their SHA-256 (Python's hashlib, an independent hash, agrees
+    /// through the browser's twin test; here the server's own check, `SignalingCore.reveals`, must accept them).
+    @Test func answerSecretsTravelSealedAndProveTheirAnswer() throws {
+        let key = LinkKey.random()
+        let secrets = CallerSeal.AnswerSecrets.random()
+        #expect(secrets.accept != secrets.decline)
+        let sealed = try CallerSeal.seal(name: "Ann", rid: "r", callId: "c", key: key, answers: secrets)
+        #expect(!String(decoding: JSONText.write(sealed), as: UTF8.self).contains(secrets.accept))
+        let opened = CallerSeal.opened(sealed, rid: "r", callId: "c", key: key)
+        #expect(opened.caller == .verified("Ann") && opened.answers == secrets)
+        #expect(CallerSeal.opened(sealed, rid: "r", callId: "c", key: LinkKey.random()).answers == nil)
+        let commitments = secrets.commitments
+        #expect(commitments.isWellFormed)
+        #expect(SignalingCore.reveals(secrets.decline, commitments.decline) && !SignalingCore.reveals(secrets.accept, commitments.decline))
     }
 }

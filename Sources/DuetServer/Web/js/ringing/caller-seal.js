@@ -2,6 +2,8 @@
 // neither read nor forge. AES-256-GCM with a key derived from the link key (HKDF-SHA-256, info "duet caller v1"),
 // the room and the call id as additional data, so a sealed name cannot be replayed into another room or ring.
 // A link without a key rings too: its caller is then shown as unverified (`{plain}`), never as a proven name.
+// The seal also carries a secret per answer, whose SHA-256 the ring gives the server (`answers`): an answer counts
+// only with its secret, which only devices with the link's key can read (RingAnswerCommitments in docs/protocol.md).
 import { base64url, fromBase64url } from '../verification/link-key.js';
 
 const INFO = new TextEncoder().encode('duet caller v1');
@@ -23,18 +25,26 @@ export function cleanName(name) {
   return String(name ?? '').replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, MAX_NAME_LENGTH);
 }
 
-// The `caller` of a `ring`: {v:1, iv, ct} with a key, {v:1, plain} without one.
-export async function sealCaller({ name, rid, callId, linkKey, nowMs = Date.now() }) {
+// Fresh answer secrets for a ring: {secrets: {accept, decline}} to seal, {commitments} (their SHA-256) for the server.
+export async function newAnswerSecrets() {
+  const secrets = { accept: base64url(crypto.getRandomValues(new Uint8Array(16))), decline: base64url(crypto.getRandomValues(new Uint8Array(16))) };
+  const hash = async (text) => base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', fromBase64url(text))));
+  return { secrets, commitments: { accept: await hash(secrets.accept), decline: await hash(secrets.decline) } };
+}
+
+// The `caller` of a `ring`: {v:1, iv, ct} with a key, {v:1, plain} without one. `answers`: the ring's answer secrets.
+export async function sealCaller({ name, rid, callId, linkKey, nowMs = Date.now(), answers = null }) {
   const clean = cleanName(name);
   if (!linkKey) return { v: 1, plain: clean };
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const data = new TextEncoder().encode(JSON.stringify({ name: clean, at: nowMs }));
+  const data = new TextEncoder().encode(JSON.stringify({ name: clean, at: nowMs, ...(answers ? { answers } : {}) }));
   const ct = new Uint8Array(await crypto.subtle.encrypt(
     { name: 'AES-GCM', iv, additionalData: associated(rid, callId) }, await sealingKey(linkKey), data));
   return { v: 1, iv: base64url(iv), ct: base64url(ct) };
 }
 
-// {name, verified}: verified only when the link's key opened it and it is fresh. A sealed caller that does not open
+// {name, verified, answers?}: verified only when the link's key opened it and it is fresh; `answers` are the secrets
+// to answer with, when the caller sealed them. A sealed caller that does not open
 // (altered, or sealed for another ring), or that is older than MAX_SEAL_AGE_MS (a replayed ring), is never shown as a
 // name: {name: null, verified: false, altered: true}.
 export async function openCaller({ caller, rid, callId, linkKey, nowMs = Date.now() }) {
@@ -49,7 +59,9 @@ export async function openCaller({ caller, rid, callId, linkKey, nowMs = Date.no
     const opened = JSON.parse(new TextDecoder().decode(data));
     const name = cleanName(opened.name);
     if (!name || typeof opened.at !== 'number' || Math.abs(nowMs - opened.at) > MAX_SEAL_AGE_MS) return { name: null, verified: false, altered: true };
-    return { name, verified: true };
+    const answers = opened.answers;
+    const sealedAnswers = typeof answers?.accept === 'string' && typeof answers?.decline === 'string' ? { accept: answers.accept, decline: answers.decline } : null;
+    return { name, verified: true, ...(sealedAnswers ? { answers: sealedAnswers } : {}) };
   } catch {
     return { name: null, verified: false, altered: true };
   }

@@ -55,6 +55,7 @@ export class IncomingCalls {
     const linkKey = parseLinkKey(saved?.key ?? '');
     const opened = await openCaller({ caller, rid, callId, linkKey });
     if (this.current !== ring) return;  // ended while the name was being opened
+    ring.answers = opened.answers ?? null;  // the secrets that prove this device's answer (caller-seal.js)
     // The ring stops by itself at its end even if the server's word never comes (a lost link): a missed call.
     clearTimeout(this.expiry);
     const left = (Number(expiresAt) || Date.now() + 45_000) - Date.now();
@@ -92,14 +93,15 @@ export class IncomingCalls {
   answer(answer) {
     const ring = this.current;
     if (!ring) return;
-    this.watch.send({ v: 1, type: 'ring_answer', rid: ring.rid, payload: { rid: ring.rid, callId: ring.callId, answer } });
+    const secret = ring.answers?.[answer];
+    this.watch.send({ v: 1, type: 'ring_answer', rid: ring.rid, payload: { rid: ring.rid, callId: ring.callId, answer, ...(secret ? { secret } : {}) } });
     const saved = savedCalls.get(ring.rid);
     // Also over HTTP, with ?rid=: in a cluster this page's watcher may be on another node than the room, and the
     // room's node is where the answer counts (nginx routes by rid). A second answer changes nothing.
     if (saved?.memberToken && this.watch.deviceId) {
       fetch(new URL(`api/ring/answer?rid=${encodeURIComponent(ring.rid)}`, this.watch.baseUrl), {
         method: 'POST', headers: { 'Content-Type': 'application/json' }, keepalive: true,
-        body: JSON.stringify({ rid: ring.rid, callId: ring.callId, answer, deviceId: this.watch.deviceId, memberToken: saved.memberToken }),
+        body: JSON.stringify({ rid: ring.rid, callId: ring.callId, answer, deviceId: this.watch.deviceId, memberToken: saved.memberToken, ...(secret ? { secret } : {}) }),
       }).catch(() => {});
     }
     if (answer === 'decline') {

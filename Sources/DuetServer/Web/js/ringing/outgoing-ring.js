@@ -4,7 +4,7 @@
 // cancels it; the history keeps its outcome and, once answered, the call's duration.
 // window.duet.ring = {state, devices, callId} (null before any ring).
 import { base64url } from '../verification/link-key.js';
-import { sealCaller } from './caller-seal.js';
+import { sealCaller, newAnswerSecrets } from './caller-seal.js';
 import { savedCalls, callHistory, myName } from './saved-calls.js';
 import { ringStore } from './ring-store.js';
 import { RESILIENCE } from '../constants.js';
@@ -64,13 +64,15 @@ export class OutgoingRing {
     if (!this.wanted || !alone || this.call.state.ring?.state === 'ringing') return;
     this.wanted = false;
     const callId = base64url(crypto.getRandomValues(new Uint8Array(12)));
-    const caller = await sealCaller({ name: myName.get() || 'Someone', rid: this.roomId, callId, linkKey: this.linkKey });
+    // With a key, the answers are proven: their secrets travel sealed, their hashes to the server.
+    const answers = this.linkKey ? await newAnswerSecrets() : null;
+    const caller = await sealCaller({ name: myName.get() || 'Someone', rid: this.roomId, callId, linkKey: this.linkKey, answers: answers?.secrets });
     // The ring waits for the caller's picture as long as a join waits for its snapshot, never longer.
     const snapshotId = await Promise.race([
       this.snapshot().catch(() => null),
       new Promise((resolve) => { setTimeout(() => resolve(null), RESILIENCE.SNAPSHOT_PREPARE_TIMEOUT_MS); }),
     ]);
-    this.call.ring(callId, caller, snapshotId);
+    this.call.ring(callId, caller, snapshotId, answers?.commitments ?? null);
     this.announce('Calling…');
   }
 

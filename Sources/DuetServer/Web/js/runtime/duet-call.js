@@ -269,15 +269,17 @@ export class DuetCall extends EventTarget {
   // MARK: ringing (issue 31): outside the engine, which never hears of it; the server holds the ring's state.
   /** Rings the other person's devices with `caller` (sealed, ringing/caller-seal.js) under `callId`, with the
    *  caller's snapshot if one was uploaded for it. */
-  ring(callId, caller, snapshotId = null) {
-    this.state.ring = { callId, caller, snapshotId, state: 'ringing', devices: 0 };
+  ring(callId, caller, snapshotId = null, answers = null) {
+    this.state.ring = { callId, caller, snapshotId, answers, state: 'ringing', devices: 0 };
     this.emit('ring', this.state.ring);
     this.sendRing();
   }
 
   sendRing() {
     const ring = this.state.ring;
-    const payload = { callId: ring?.callId, caller: ring?.caller, ...(ring?.snapshotId ? { snapshotId: ring.snapshotId } : {}) };
+    const payload = {
+      callId: ring?.callId, caller: ring?.caller, ...(ring?.snapshotId ? { snapshotId: ring.snapshotId } : {}), ...(ring?.answers ? { answers: ring.answers } : {}),
+    };
     if (ring && this.link) this.send({ v: 1, type: 'ring', rid: this.state.roomId, payload });
   }
 
