@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { sealSnapshot, openSnapshot, recipientId, newDeviceKey, bytesOf, SNAPSHOT_MAX_AGE_MS } from '../../Sources/DuetServer/Web/js/ringing/snapshot.js';
+import { sealSnapshot, openSnapshot, recipientId, newDeviceKey, bytesOf, deviceKeyAuth, SNAPSHOT_MAX_AGE_MS } from '../../Sources/DuetServer/Web/js/ringing/snapshot.js';
 import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
 
 const { cases } = JSON.parse(readFileSync(new URL('../fixtures/ringing/snapshot.json', import.meta.url), 'utf8'));
@@ -14,7 +14,7 @@ const image = (v) => Uint8Array.from(Buffer.from(v.image, 'base64'));
 
 async function open(v, changes = {}) {
   return openSnapshot({
-    envelope: v.envelope, recipientId: v.recipientId, privateKey: await privateKeyOf(v.privateJwk), rid: v.rid,
+    envelope: v.envelope, recipientId: v.recipientId, privateKey: await privateKeyOf(v.privateJwk), rid: v.rid, purpose: v.purpose,
     linkKey: parseLinkKey(v.linkKey), nowMs: v.envelope.at + 1_000, ...changes,
   });
 }
@@ -28,7 +28,11 @@ test('snapshots sealed by an independent implementation open to their picture on
   for (const v of cases) assert.deepEqual(await open(v), { image: image(v), mime: 'image/jpeg' });
 });
 
-test('altered, moved, for another device, without the link key, unproven or old: no picture', async () => {
+test('a device\'s key MAC is the one an independent implementation makes (encKeyAuth)', async () => {
+  for (const v of cases) assert.equal(await deviceKeyAuth({ rid: v.rid, publicJwk: v.publicJwk, linkKey: parseLinkKey(v.linkKey) }), v.keyAuth);
+});
+
+test('altered, moved, for another device or purpose, without the link key, unproven or old: no picture', async () => {
   const v = cases[0];
   const flip = (text) => (text[5] === 'A' ? text.slice(0, 5) + 'B' : text.slice(0, 5) + 'A') + text.slice(6);
   const other = await newDeviceKey();
@@ -43,6 +47,10 @@ test('altered, moved, for another device, without the link key, unproven or old:
     { linkKey: null },
     { linkKey: parseLinkKey(newLinkKeyText()) },
     { nowMs: v.envelope.at + SNAPSHOT_MAX_AGE_MS + 1 },
+    { purpose: 'ring:another-call' },
+    { purpose: 'join' },
+    { envelope: { ...v.envelope, purpose: 'join' }, purpose: 'join' },
+    { purpose: undefined },
   ]) {
     assert.equal(await open(v, changes), null, JSON.stringify(Object.keys(changes)));
   }
@@ -50,18 +58,24 @@ test('altered, moved, for another device, without the link key, unproven or old:
 
 test('a round trip through this implementation, for two devices, in the layout the server checks', async () => {
   const linkKey = parseLinkKey(newLinkKeyText());
-  const [a, b] = [await newDeviceKey(), await newDeviceKey()];
+  const [a, b, slipped] = [await newDeviceKey(), await newDeviceKey(), await newDeviceKey()];
   const picture = new Uint8Array([0xff, 0xd8, 1, 2, 3]);
-  const body = await sealSnapshot({ image: picture, rid: 'r', linkKey, nowMs: 5, recipients: [{ id: 'a', publicKey: a.publicJwk }, { id: 'b', publicKey: b.publicJwk }] });
+  const vouched = async (id, key) => ({ id, publicKey: key.publicJwk, keyAuth: await deviceKeyAuth({ rid: 'r', publicJwk: key.publicJwk, linkKey }) });
+  // A key the server slipped into the list (no MAC, or another key's MAC) is never sealed to.
+  const recipients = [await vouched('a', a), await vouched('b', b), { id: 'evil', publicKey: slipped.publicJwk },
+    { id: 'evil2', publicKey: slipped.publicJwk, keyAuth: (await vouched('a', a)).keyAuth }];
+  const body = await sealSnapshot({ image: picture, rid: 'r', purpose: 'join', linkKey, nowMs: 5, recipients });
+  assert.deepEqual(body.recipients.map((r) => r.id), ['a', 'b']);
+  assert.equal(await sealSnapshot({ image: picture, rid: 'r', purpose: 'join', linkKey, recipients: recipients.slice(2) }), null, 'nobody vouched for: no snapshot');
   assert.equal(bytesOf(body.snapshotIv).length, 12);
   assert.equal(bytesOf(body.snapshotEphemeralPubKey).length, 65);
   for (const r of body.recipients) assert.equal(bytesOf(r.wrappedKey).length, 48);
   const envelope = { rid: 'r', mime: body.snapshotMime, ciphertext: body.ciphertext, iv: body.snapshotIv, salt: body.snapshotSalt,
-    ephemeralPublicKey: body.snapshotEphemeralPubKey, auth: body.snapshotAuth, at: body.snapshotAt, recipients: body.recipients };
+    ephemeralPublicKey: body.snapshotEphemeralPubKey, auth: body.snapshotAuth, at: body.snapshotAt, purpose: body.snapshotPurpose, recipients: body.recipients };
   for (const [id, key] of [['a', a], ['b', b]]) {
-    assert.deepEqual(await openSnapshot({ envelope, recipientId: id, privateKey: key.privateKey, rid: 'r', linkKey, nowMs: 6 }), { image: picture, mime: 'image/jpeg' });
+    assert.deepEqual(await openSnapshot({ envelope, recipientId: id, privateKey: key.privateKey, rid: 'r', purpose: 'join', linkKey, nowMs: 6 }), { image: picture, mime: 'image/jpeg' });
   }
   // Without a link key nothing proves where it came from: sealed, but never shown.
-  const unkeyed = await sealSnapshot({ image: picture, rid: 'r', linkKey: null, recipients: [{ id: 'a', publicKey: a.publicJwk }] });
+  const unkeyed = await sealSnapshot({ image: picture, rid: 'r', purpose: 'join', linkKey: null, recipients: [{ id: 'a', publicKey: a.publicJwk }] });
   assert.equal(unkeyed.snapshotAuth, undefined);
 });

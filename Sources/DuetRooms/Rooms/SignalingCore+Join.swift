@@ -125,6 +125,8 @@ extension SignalingCore {
             // goes on from the last one written, and its host gets the room back when it returns.
             let known = knownRooms.removeValue(forKey: rid)
             var room = Room(rid: rid, hostCid: cid, participants: [participant], epoch: (known?.epoch ?? 0) + 1)
+            // Held here now: a ring another node held for it is over for this node's listeners (answers would go nowhere).
+            remoteRings[rid] = nil
             if let host = known?.hostCid, host != cid { room.returningHost = host }
             rooms[rid] = room
         } else {

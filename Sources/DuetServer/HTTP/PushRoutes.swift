@@ -30,7 +30,9 @@ struct PushRoutes: Sendable {
         var keys: Keys?
         var transport: String?
         /// Serenada's snapshot key: a P-256 public JWK.
-        var encPublicKey: [String: String]?
+        var encPublicKey: PushSubscriptionRecord.JWK?
+        /// Duet's: that key's MAC with the link's key (snapshot.js), passed on to joiners, who check it.
+        var encKeyAuth: String?
     }
 
     struct UnsubscribeBody: Decodable {
@@ -74,6 +76,12 @@ struct PushRoutes: Sendable {
             do {
                 _ = try record.keys()
                 record.encPublicKey = try body.encPublicKey.map { jwk throws(PushEndpoint.Refusal) in try PushSubscriptionRecord.encryptionKey(jwk: jwk) }
+                if let keyAuth = body.encKeyAuth {
+                    guard record.encPublicKey != nil, keyAuth.utf8.count <= 64, Base64URL.decode(keyAuth) != nil else {
+                        throw PushEndpoint.Refusal("encKeyAuth must be base64url of at most 64 characters, beside an encPublicKey")
+                    }
+                    record.encKeyAuth = keyAuth
+                }
                 let endpoint = try PushEndpoint(endpointText)
                 _ = try await destinations.destination(for: endpoint)
             } catch {

@@ -31,6 +31,8 @@ struct SnapshotRoutes: Sendable {
         var snapshotMime: String?
         var snapshotAuth: String?
         var snapshotAt: Int64?
+        /// What the picture is for, covered by `snapshotAuth`: `join`, or `ring:<callId>`.
+        var snapshotPurpose: String?
         var recipients: [Recipient]?
     }
 
@@ -59,7 +61,9 @@ struct SnapshotRoutes: Sendable {
             // Not the asker's own device: a snapshot is news for the others.
             let list: [[String: Any]] = devices.compactMap { device in
                 guard device.deviceId == nil || device.deviceId != proof.deviceId, let key = device.encryptionJWK else { return nil }
-                return ["id": device.recipientId, "publicKey": key]
+                var entry: [String: Any] = ["id": device.recipientId, "publicKey": key]
+                if let keyAuth = device.encKeyAuth { entry["keyAuth"] = keyAuth }
+                return entry
             }
             return .jsonObject(list)
         }
@@ -127,6 +131,9 @@ struct SnapshotRoutes: Sendable {
         if let auth = body.snapshotAuth, !(auth.utf8.count <= 64 && Base64URL.decode(auth) != nil) {
             return .failure(Refusal(reason: "snapshotAuth must be base64url of at most 64 characters"))
         }
+        if let purpose = body.snapshotPurpose, !Snapshot.isValidPurpose(purpose) {
+            return .failure(Refusal(reason: "snapshotPurpose must be \"join\" or \"ring:<callId>\""))
+        }
         guard let list = body.recipients, (1...SnapshotLimits.maxRecipients).contains(list.count) else {
             return .failure(Refusal(reason: "recipients must list 1 to \(SnapshotLimits.maxRecipients) devices"))
         }
@@ -142,11 +149,12 @@ struct SnapshotRoutes: Sendable {
         }
         let auth = body.snapshotAuth
         let at = body.snapshotAt
+        let purpose = body.snapshotPurpose
         let wrapped = recipients
         return .success { id in
             Snapshot(
                 id: id, rid: rid, ciphertext: ciphertext, iv: iv, salt: salt, ephemeralPublicKey: ephemeral, mime: mime, auth: auth, at: at,
-                recipients: wrapped, expiresAtMs: nowMs + SnapshotLimits.lifetimeMs)
+                purpose: purpose, recipients: wrapped, expiresAtMs: nowMs + SnapshotLimits.lifetimeMs)
         }
     }
 }

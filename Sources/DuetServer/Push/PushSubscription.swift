@@ -19,10 +19,13 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
     /// The device's snapshot key (issue 31, as Serenada's `encPublicKey`): a P-256 ECDH public key, base64url of its
     /// 65-byte uncompressed point. A joiner wraps a snapshot's content key to it; only the device can unwrap it.
     public var encPublicKey: String?
+    /// The device's MAC of that key with the call link's key (base64url), which a joiner checks before sealing to it:
+    /// a key the server (or its database) slipped into the list has none, so it never gets a snapshot to open.
+    public var encKeyAuth: String?
 
     public init(
         rid: String, endpoint: String, p256dh: String, auth: String, createdAtMs: Int64, deviceId: String? = nil,
-        encPublicKey: String? = nil
+        encPublicKey: String? = nil, encKeyAuth: String? = nil
     ) {
         self.rid = rid
         self.endpoint = endpoint
@@ -31,6 +34,7 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
         self.createdAtMs = createdAtMs
         self.deviceId = deviceId
         self.encPublicKey = encPublicKey
+        self.encKeyAuth = encKeyAuth
     }
 
     /// What identifies the device in a ring's count: its id, or its endpoint when it gave none.
@@ -44,10 +48,24 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
         String(Base64URL.encode(SHA256.hash(data: Data("duet-recipient|\(rid)|\(endpoint)".utf8))).prefix(22))
     }
 
+    /// A public JWK; other members (`ext`, `key_ops`, as WebCrypto exports them) are ignored.
+    public struct JWK: Codable, Sendable, Equatable {
+        public var kty: String?
+        public var crv: String?
+        public var x: String?
+        public var y: String?
+        public init(kty: String?, crv: String?, x: String?, y: String?) {
+            self.kty = kty
+            self.crv = crv
+            self.x = x
+            self.y = y
+        }
+    }
+
     /// A JWK (`{kty:"EC", crv:"P-256", x, y}`) as the stored form (base64url of the uncompressed point), or why not:
     /// the point must be on the curve, so a stored key always works for the joiner.
-    public static func encryptionKey(jwk: [String: String]) throws(PushEndpoint.Refusal) -> String {
-        guard jwk["kty"] == "EC", jwk["crv"] == "P-256", let x = jwk["x"].flatMap(Base64URL.decode), let y = jwk["y"].flatMap(Base64URL.decode),
+    public static func encryptionKey(jwk: JWK) throws(PushEndpoint.Refusal) -> String {
+        guard jwk.kty == "EC", jwk.crv == "P-256", let x = jwk.x.flatMap(Base64URL.decode), let y = jwk.y.flatMap(Base64URL.decode),
             x.count == 32, y.count == 32
         else { throw PushEndpoint.Refusal("encPublicKey must be a P-256 public JWK {kty:\"EC\", crv:\"P-256\", x, y}") }
         let point = [4] + x + y
@@ -59,6 +77,7 @@ public struct PushSubscriptionRecord: Sendable, Equatable, Codable {
 
     /// The stored key as a JWK, as the recipient list gives it.
     public var encryptionJWK: [String: String]? {
+        // (A dictionary: it goes out through JSONSerialization with the recipient list.)
         guard let point = encPublicKey.flatMap(Base64URL.decode), point.count == 65 else { return nil }
         return ["kty": "EC", "crv": "P-256", "x": Base64URL.encode(Array(point[1..<33])), "y": Base64URL.encode(Array(point[33...]))]
     }

@@ -25,10 +25,18 @@ public struct Snapshot: Sendable, Equatable {
     public var auth: String?
     /// When the joiner took it (ms), covered by `auth`: an old snapshot replayed into a new call is seen as old.
     public var at: Int64?
+    /// `join` or `ring:<callId>`, covered by `auth`: a picture made for one ring is not shown with another.
+    public var purpose: String?
     public var recipients: [String: Recipient]
     public var expiresAtMs: Int64
 
-    public var bytes: Int { ciphertext.count + recipients.count * 80 + 256 }
+    /// What it counts for against `SnapshotLimits.maxTotalBytes`: at least `minCountedBytes`, so that tiny uploads
+    /// cannot make the store hold (and scan) a great many.
+    public var bytes: Int { max(SnapshotLimits.minCountedBytes, ciphertext.count + recipients.count * 80 + 256) }
+
+    static func isValidPurpose(_ purpose: String) -> Bool {
+        purpose == "join" || (purpose.hasPrefix("ring:") && RingLimits.isValidId(String(purpose.dropFirst(5))))
+    }
 }
 
 public enum SnapshotLimits {
@@ -41,10 +49,12 @@ public enum SnapshotLimits {
     /// Per room: a call makes a few (a join, a ring, a rejoin); more are someone filling memory.
     public static let perRoom = 4
     public static let maxRecipients = PushSubscriptionLimits.perRoom
+    public static let minCountedBytes = 8 * 1024
     public static let allowedMimeTypes: Set<String> = ["image/jpeg", "image/webp", "image/png"]
 }
 
-/// Snapshots held in memory, bounded by count per room, total bytes and lifetime. In memory on purpose: a snapshot
+/// Snapshots held in memory, bounded by count per room, total bytes (each counted as at least 8 KB: at most 6,144)
+/// and lifetime. In memory on purpose: a snapshot
 /// lives minutes, and in a cluster the proxy sends its upload, the join that names it and its fetch (`?rid=`) to the
 /// node that holds the room.
 public final class SnapshotStore: Sendable {
@@ -121,13 +131,14 @@ extension Snapshot {
         ]
         if let auth { fields["snapshotAuth"] = auth }
         if let at { fields["snapshotAt"] = at }
+        if let purpose { fields["snapshotPurpose"] = purpose }
         return fields
     }
 
     static func url(id: String, rid: String) -> String { "/api/push/snapshot/\(id)?rid=\(rid)" }
 
-    /// Everything about the snapshot but the ciphertext, for a page that was rung live (`?format=envelope`): the
-    /// wrapped keys are of no use without the recipients' private keys.
+    /// The whole snapshot as JSON, for a page that was rung live (`?format=envelope`): the wrapped keys are of no use
+    /// without the recipients' private keys.
     var envelope: [String: Any] {
         var fields: [String: Any] = [
             "id": id, "rid": rid, "mime": mime, "ciphertext": Data(ciphertext).base64EncodedString(),
@@ -139,6 +150,7 @@ extension Snapshot {
         ]
         if let auth { fields["auth"] = auth }
         if let at { fields["at"] = at }
+        if let purpose { fields["purpose"] = purpose }
         return fields
     }
 

@@ -52,7 +52,13 @@ public final class PostgresRoomStateStore: RoomStateStore {
         /// Since when `maintain` has reached the database without a failure: only a node that has itself been
         /// heartbeating for `deadNodeAfterMs` judges others dead (after an outage every heartbeat is old, its own too).
         var reachableSinceMs: Int64?
+        /// Sends ring messages one after the other (`broadcast`), started with the first.
+        var ringSender: Task<Void, Never>?
     }
+
+    /// Ring messages waiting to be sent, in order: a ring's end must never overtake its start (another node would ring
+    /// for an ended ring). Bounded: while the database is away, the oldest make way.
+    private let ringOutbox = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
 
     /// - Parameters:
     ///   - url: `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require|verify-ca|verify-full]`
@@ -113,7 +119,10 @@ public final class PostgresRoomStateStore: RoomStateStore {
             "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
         ],
         // Issue 31: a device's snapshot key (Serenada's encPublicKey).
-        ["ALTER TABLE duet_push_subscriptions ADD COLUMN enc_public_key text"],
+        [
+            "ALTER TABLE duet_push_subscriptions ADD COLUMN enc_public_key text",
+            "ALTER TABLE duet_push_subscriptions ADD COLUMN enc_key_auth text",
+        ],
     ]
 
     /// Creates or migrates the schema, then starts listening; returns once LISTEN is in place, so that a `load` after
@@ -555,12 +564,19 @@ public final class PostgresRoomStateStore: RoomStateStore {
     public func ringMessages() -> AsyncStream<RingBroadcast> { ringSubscribers.subscribe() }
 
     /// On the rooms' channel, as `<node> ring <json>` (under NOTIFY's 8,000 bytes: a ring's caller is at most 2 KiB).
-    /// Sent from a task of its own; a failure is logged and the message lost (pushes still reach the devices).
+    /// Queued and sent in order by one task; a failure is logged and the message lost (pushes still reach the devices).
     public func broadcast(_ message: RingBroadcast) {
         guard let json = try? JSONEncoder().encode(message) else { return }
         let payload = "\(nodeId) \(Self.ringKind) \(String(decoding: json, as: UTF8.self))"
         guard payload.utf8.count < 8_000 else { return }
-        Task {
+        state.withLock { state in
+            if !state.closed, state.ringSender == nil { state.ringSender = Task { [self] in await self.sendRings() } }
+        }
+        ringOutbox.continuation.yield(payload)
+    }
+
+    private func sendRings() async {
+        for await payload in ringOutbox.stream {
             do {
                 try await perform("tell the other nodes of a ring") { client, logger in
                     _ = try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
@@ -586,6 +602,13 @@ public final class PostgresRoomStateStore: RoomStateStore {
         await runTask?.value
         subscribers.finishAll()
         ringSubscribers.finishAll()
+        ringOutbox.continuation.finish()
+        let sender = state.withLock { state in
+            defer { state.ringSender = nil }
+            return state.ringSender
+        }
+        sender?.cancel()
+        await sender?.value
     }
 
     // MARK: Bounded operations, clear errors
@@ -776,11 +799,11 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
             try await client.withTransaction(logger: logger) { connection in
                 _ = try await connection.query(
                     """
-                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key)
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key, enc_key_auth)
                     VALUES (\(subscription.rid), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth), \(subscription.createdAtMs),
-                        \(subscription.deviceId), \(subscription.encPublicKey))
+                        \(subscription.deviceId), \(subscription.encPublicKey), \(subscription.encKeyAuth))
                     ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at,
-                        device_id = EXCLUDED.device_id, enc_public_key = EXCLUDED.enc_public_key
+                        device_id = EXCLUDED.device_id, enc_public_key = EXCLUDED.enc_public_key, enc_key_auth = EXCLUDED.enc_key_auth
                     """, logger: logger)
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
@@ -815,16 +838,16 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
     public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
         try await perform("read push subscriptions") { client, logger in
             var rows: [PushSubscriptionRecord] = []
-            for try await (rid, endpoint, p256dh, auth, createdAt, deviceId, encPublicKey) in try await client.query(
+            for try await (rid, endpoint, p256dh, auth, createdAt, deviceId, encPublicKey, encKeyAuth) in try await client.query(
                 """
-                SELECT rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key FROM duet_push_subscriptions
+                SELECT rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key, enc_key_auth FROM duet_push_subscriptions
                 WHERE rid = \(rid) ORDER BY created_at, endpoint
                 """,
                 logger: logger
-            ).decode((String, String, String, String, Int64, String?, String?).self) {
+            ).decode((String, String, String, String, Int64, String?, String?, String?).self) {
                 rows.append(PushSubscriptionRecord(
                     rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId,
-                    encPublicKey: encPublicKey))
+                    encPublicKey: encPublicKey, encKeyAuth: encKeyAuth))
             }
             return rows
         }

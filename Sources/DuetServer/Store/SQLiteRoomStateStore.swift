@@ -87,7 +87,10 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             "CREATE INDEX duet_push_subscriptions_endpoint ON duet_push_subscriptions (endpoint)",
         ],
         // Issue 31: a device's snapshot key (Serenada's encPublicKey).
-        ["ALTER TABLE duet_push_subscriptions ADD COLUMN enc_public_key TEXT"],
+        [
+            "ALTER TABLE duet_push_subscriptions ADD COLUMN enc_public_key TEXT",
+            "ALTER TABLE duet_push_subscriptions ADD COLUMN enc_key_auth TEXT",
+        ],
     ]
 
     private static func migrate(_ connection: SQLiteConnection) async throws {
@@ -305,14 +308,15 @@ extension SQLiteRoomStateStore: PushSubscriptionStore {
             do {
                 _ = try await connection.query(
                     """
-                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                    INSERT INTO duet_push_subscriptions (rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key, enc_key_auth)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                     ON CONFLICT (rid, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
-                        created_at = excluded.created_at, device_id = excluded.device_id, enc_public_key = excluded.enc_public_key
+                        created_at = excluded.created_at, device_id = excluded.device_id, enc_public_key = excluded.enc_public_key,
+                        enc_key_auth = excluded.enc_key_auth
                     """,
                     [.text(subscription.rid), .text(subscription.endpoint), .text(subscription.p256dh), .text(subscription.auth),
                      .integer(SQLiteInt64(subscription.createdAtMs)), subscription.deviceId.map { .text($0) } ?? .null,
-                     subscription.encPublicKey.map { .text($0) } ?? .null])
+                     subscription.encPublicKey.map { .text($0) } ?? .null, subscription.encKeyAuth.map { .text($0) } ?? .null])
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
                     """
@@ -345,13 +349,13 @@ extension SQLiteRoomStateStore: PushSubscriptionStore {
     public func pushSubscriptions(rid: String) async throws -> [PushSubscriptionRecord] {
         try await withConnection("read push subscriptions") { connection in
             try await connection.query(
-                "SELECT rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key FROM duet_push_subscriptions WHERE rid = ? ORDER BY created_at, endpoint",
+                "SELECT rid, endpoint, p256dh, auth, created_at, device_id, enc_public_key, enc_key_auth FROM duet_push_subscriptions WHERE rid = ? ORDER BY created_at, endpoint",
                 [.text(rid)]
             ).map { row in
                 PushSubscriptionRecord(
                     rid: row.text("rid"), endpoint: row.text("endpoint"), p256dh: row.text("p256dh"), auth: row.text("auth"),
                     createdAtMs: row.int64("created_at"), deviceId: row.column("device_id")?.string,
-                    encPublicKey: row.column("enc_public_key")?.string)
+                    encPublicKey: row.column("enc_public_key")?.string, encKeyAuth: row.column("enc_key_auth")?.string)
             }
         }
     }

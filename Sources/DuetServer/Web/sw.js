@@ -26,7 +26,7 @@ async function onPush(data) {
     case 'ring_end': return rid ? endRing({ ...message, roomId: rid }) : undefined;
     case 'join': {
       const saved = rid ? await ringStore.get(rid).catch(() => undefined) : undefined;
-      const picture = rid ? await pictureOf(rid, message.snapshotId, saved) : null;
+      const picture = rid ? await pictureOf(rid, message.snapshotId, saved, 'join') : null;
       return self.registration.showNotification('Duet', {
         body: `Someone joined ${saved?.name ? `“${saved.name}”` : 'one of your calls'}`, tag: `join-${rid}`, data: { kind: 'join', rid, picture: !!picture },
         ...(picture ? { image: picture, icon: picture } : {}),
@@ -38,10 +38,12 @@ async function onPush(data) {
 
 // The snapshot of who joined or calls (js/ringing/snapshot.js): shown only when it opens with this browser's key and
 // the link's key proves it came from the call; otherwise the notification has no picture.
-async function pictureOf(rid, snapshotId, saved) {
+async function pictureOf(rid, snapshotId, saved, purpose) {
   if (typeof snapshotId !== 'string' || !saved?.key) return null;
   const deviceKey = await ringStore.deviceKey().catch(() => undefined);
-  return snapshotPicture({ baseUrl: self.location.origin + '/', rid, snapshotId, deviceKey, endpoint: saved.endpoint, linkKey: parseLinkKey(saved.key) });
+  return snapshotPicture({
+    baseUrl: self.location.origin + '/', rid, snapshotId, purpose, deviceKey, endpoint: saved.endpoint, linkKey: parseLinkKey(saved.key),
+  });
 }
 
 async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) {
@@ -55,7 +57,7 @@ async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) 
   // A Duet page in view rings with its own sheet: a notification as well would be the same call twice.
   const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   if (windows.some((client) => client.visibilityState === 'visible')) return undefined;
-  const picture = await pictureOf(rid, snapshotId, saved);
+  const picture = await pictureOf(rid, snapshotId, saved, `ring:${callId}`);
   return self.registration.showNotification(opened.verified ? opened.name : 'Incoming call', {
     ...(picture ? { image: picture, icon: picture } : {}),
     body: opened.verified ? `Calling you in ${callName}` : `In ${callName} (caller not verified)`,

@@ -168,9 +168,12 @@ def scenario_ring_push(browser):
                        f"{{deviceId: {json.dumps(device)}, memberToken: {json.dumps(token)}, key: {json.dumps(key)}, name: 'Ann and me', "
                        f"endpoint: {json.dumps(subscription['endpoint'])}}})).then(() => true)")
             # B's snapshot key, made and kept by the page's own code (the private half never leaves IndexedDB).
-            enc_key = b.evaluate("Promise.all([import('/js/ringing/ring-store.js'), import('/js/ringing/snapshot.js')])"
-                                 ".then(([s, k]) => s.ringStore.deviceKey(k.newDeviceKey)).then(key => key.publicJwk)")
-            body = json.dumps({**subscription, "encPublicKey": enc_key, "deviceId": device, "memberToken": token}).encode()
+            # Vouched for with the link's key, as ring-me-here.js does: A's page seals its picture only to such keys.
+            enc_key, enc_key_auth = b.evaluate(
+                "Promise.all([import('/js/ringing/ring-store.js'), import('/js/ringing/snapshot.js'), import('/js/verification/link-key.js')])"
+                f".then(async ([s, k, l]) => {{ const key = await s.ringStore.deviceKey(k.newDeviceKey); "
+                f"return [key.publicJwk, await k.deviceKeyAuth({{ rid: {json.dumps(room)}, publicJwk: key.publicJwk, linkKey: l.parseLinkKey({json.dumps(key)}) }})]; }})")
+            body = json.dumps({**subscription, "encPublicKey": enc_key, "encKeyAuth": enc_key_auth, "deviceId": device, "memberToken": token}).encode()
             with urllib.request.urlopen(urllib.request.Request(server.url + f"api/push/subscribe?roomId={room}", data=body, method="POST",
                                                                headers={"Content-Type": "application/json"}), timeout=5) as r:
                 expect(r.status == 204, f"B's subscription is stored ({r.status})")

@@ -16,11 +16,13 @@ for rid, endpoint in [("TsZdBD-LsgwBE_KQ3QvIiic31sU", "https://push.example/abc"
     image = os.urandom(64) + b"\xff\xd8 a picture"
     at = 1_800_000_000_000 + len(cases)
     mine = sc.recipient_id(rid, endpoint)
-    body = sc.seal(image, rid, [(mine, public), ("someone-else", other_public)], link_key, at)
+    purpose = "ring:call-1" if not cases else "join"
+    body = sc.seal(image, rid, [(mine, public), ("someone-else", other_public)], link_key, at, purpose)
     envelope = {"id": f"SNAP-{len(cases)}", "rid": rid, "mime": body["snapshotMime"], "ciphertext": body["ciphertext"],
                 "iv": body["snapshotIv"], "salt": body["snapshotSalt"], "ephemeralPublicKey": body["snapshotEphemeralPubKey"],
-                "auth": body["snapshotAuth"], "at": at, "recipients": body["recipients"]}
-    cases.append({"rid": rid, "endpoint": endpoint, "recipientId": mine, "privateJwk": private, "linkKey": sc.b64url(link_key),
+                "auth": body["snapshotAuth"], "at": at, "purpose": purpose, "recipients": body["recipients"]}
+    cases.append({"rid": rid, "endpoint": endpoint, "recipientId": mine, "privateJwk": private, "publicJwk": public,
+                  "keyAuth": sc.key_auth(link_key, rid, public), "linkKey": sc.b64url(link_key), "purpose": purpose,
                   "image": base64.b64encode(image).decode(), "envelope": envelope})
 path = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "ringing", "snapshot.json")
 with open(path, "w") as f:

@@ -82,7 +82,9 @@ export class IncomingCalls {
   async showPicture(ring, snapshotId, linkKey) {
     // Only a browser rung by push in this call ("Ring me here") has a key the snapshot was sealed to.
     const [deviceKey, kept] = await Promise.all([ringStore.deviceKey().catch(() => undefined), ringStore.get(ring.rid).catch(() => undefined)]);
-    const url = await snapshotPicture({ baseUrl: this.watch.baseUrl, rid: ring.rid, snapshotId, deviceKey, endpoint: kept?.endpoint, linkKey });
+    const url = await snapshotPicture({
+      baseUrl: this.watch.baseUrl, rid: ring.rid, snapshotId, purpose: `ring:${ring.callId}`, deviceKey, endpoint: kept?.endpoint, linkKey,
+    });
     if (!url || this.current !== ring) return;
     this.elements.picture.src = url;
     this.elements.picture.alt = this.state.verified ? `${this.state.name}, as they call` : 'The caller, as they call';

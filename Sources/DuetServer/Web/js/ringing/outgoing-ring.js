@@ -19,12 +19,13 @@ const SAYS = {
 };
 
 export class OutgoingRing {
-  /** snapshot: () => Promise<snapshot id | null>, a picture of the caller for the ring (ringing/snapshot.js). */
+  /** snapshot: (purpose) => Promise<snapshot id | null>, a picture of the caller for the ring (ringing/snapshot.js). */
   constructor({ roomId, linkKey, elements, announce, snapshot = async () => null }) {
     Object.assign(this, { roomId, linkKey, elements, announce, snapshot });
     this.call = null;
     this.wanted = new URLSearchParams(location.search).get('ring') === '1';
     this.answeredAt = null;
+    this.preparing = false;
     elements.button.addEventListener('click', () => { this.wanted = true; this.maybeRing(); });
     elements.cancel.addEventListener('click', () => this.call?.cancelRing());
   }
@@ -60,20 +61,30 @@ export class OutgoingRing {
 
   async maybeRing() {
     const alone = this.alone();
-    this.elements.button.hidden = !alone || this.call?.state.ring?.state === 'ringing';
-    if (!this.wanted || !alone || this.call.state.ring?.state === 'ringing') return;
+    const busy = this.preparing || this.call?.state.ring?.state === 'ringing';
+    this.elements.button.hidden = !alone || busy;
+    if (!this.wanted || !alone || busy) return;
     this.wanted = false;
-    const callId = base64url(crypto.getRandomValues(new Uint8Array(12)));
-    // With a key, the answers are proven: their secrets travel sealed, their hashes to the server.
-    const answers = this.linkKey ? await newAnswerSecrets() : null;
-    const caller = await sealCaller({ name: myName.get() || 'Someone', rid: this.roomId, callId, linkKey: this.linkKey, answers: answers?.secrets });
-    // The ring waits for the caller's picture as long as a join waits for its snapshot, never longer.
-    const snapshotId = await Promise.race([
-      this.snapshot().catch(() => null),
-      new Promise((resolve) => { setTimeout(() => resolve(null), RESILIENCE.SNAPSHOT_PREPARE_TIMEOUT_MS); }),
-    ]);
-    this.call.ring(callId, caller, snapshotId, answers?.commitments ?? null);
-    this.announce('Calling…');
+    // Preparing (the seal, the picture, up to SNAPSHOT_PREPARE_TIMEOUT_MS): a second press is not a second ring.
+    this.preparing = true;
+    this.elements.button.hidden = true;
+    try {
+      const callId = base64url(crypto.getRandomValues(new Uint8Array(12)));
+      // With a key, the answers are proven: their secrets travel sealed, their hashes to the server.
+      const answers = this.linkKey ? await newAnswerSecrets() : null;
+      const caller = await sealCaller({ name: myName.get() || 'Someone', rid: this.roomId, callId, linkKey: this.linkKey, answers: answers?.secrets });
+      // The ring waits for the caller's picture as long as a join waits for its snapshot, never longer.
+      const snapshotId = await Promise.race([
+        this.snapshot(`ring:${callId}`).catch(() => null),
+        new Promise((resolve) => { setTimeout(() => resolve(null), RESILIENCE.SNAPSHOT_PREPARE_TIMEOUT_MS); }),
+      ]);
+      // The other person may have arrived meanwhile: nothing to ring then.
+      if (!this.alone()) return;
+      this.call.ring(callId, caller, snapshotId, answers?.commitments ?? null);
+      this.announce('Calling…');
+    } finally {
+      this.preparing = false;
+    }
   }
 
   render(ring) {

@@ -6,7 +6,8 @@
 import { savedCalls } from './saved-calls.js';
 import { ringStore } from './ring-store.js';
 import { fromBase64url } from '../verification/link-key.js';
-import { newDeviceKey } from './snapshot.js';
+import { newDeviceKey, deviceKeyAuth } from './snapshot.js';
+import { parseLinkKey } from '../verification/link-key.js';
 
 export function pushSupport() {
   const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.platform === 'MacIntel' && navigator.maxTouchPoints > 1);
@@ -60,9 +61,12 @@ export async function setRingMeHere({ baseUrl, roomId, deviceId, on }) {
     const json = subscription.toJSON();
     // The key snapshots of the caller are encrypted to (snapshot.js): one per browser.
     const deviceKey = await ringStore.deviceKey(newDeviceKey);
+    // Vouched for with the link's key: a joiner seals its picture only to keys this proves (snapshot.js).
+    const linkKey = parseLinkKey(saved.key ?? '');
+    const encKeyAuth = linkKey ? await deviceKeyAuth({ rid: roomId, publicJwk: deviceKey.publicJwk, linkKey }) : undefined;
     const response = await fetch(new URL(`api/push/subscribe?roomId=${encodeURIComponent(roomId)}`, baseUrl), {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ endpoint: json.endpoint, keys: json.keys, encPublicKey: deviceKey.publicJwk, deviceId, memberToken: saved.memberToken }),
+      body: JSON.stringify({ endpoint: json.endpoint, keys: json.keys, encPublicKey: deviceKey.publicJwk, encKeyAuth, deviceId, memberToken: saved.memberToken }),
     });
     if (!response.ok) return { ok: false, message: `The server refused: ${(await response.text()).trim()}` };
     // The endpoint names this device in a snapshot's recipients (snapshot.js recipientId).

@@ -45,8 +45,14 @@ export const ringStore = {
     const kept = await run(DEVICE, 'readonly', (store) => store.get('snapshot-key'));
     if (kept || !make) return kept;
     const made = await make();
-    await run(DEVICE, 'readwrite', (store) => store.put(made, 'snapshot-key'));
-    return made;
+    // `add`, not `put`: two tabs making one at once keep the first, and both use it (a key replaced after it was
+    // registered would never open a picture).
+    await run(DEVICE, 'readwrite', (store) => {
+      const request = store.add(made, 'snapshot-key');
+      request.onerror = (event) => { event.preventDefault(); event.stopPropagation(); };
+      return request;
+    }).catch(() => {});
+    return run(DEVICE, 'readonly', (store) => store.get('snapshot-key'));
   },
   // Everything the worker saw, removed as it is read (a page moves it into the call history).
   async takeSeen() {

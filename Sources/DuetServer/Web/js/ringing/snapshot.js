@@ -5,15 +5,22 @@
 // - For each device (its P-256 key, sent when it turned on "Ring me here"): ECDH with a fresh ephemeral key, HKDF-SHA-256
 //   (the upload's random salt, info "duet snapshot wrap v1") → a key that seals the content key (AES-256-GCM).
 // - Authenticated with the link key: HMAC-SHA-256 (key: HKDF of the link key, info "duet snapshot v1") over the room,
-//   the time, the picture's IV, its type and the SHA-256 of the ciphertext. The server knows every device's public
-//   key, so without this it could encrypt a picture of its own; it cannot make this MAC. A device shows a picture only
-//   when the MAC holds and it is at most SNAPSHOT_MAX_AGE_MS old: a link without a key shows none.
+//   what it is for (`join`, or `ring:<callId>`), the time, the picture's IV, its type and the SHA-256 of the
+//   ciphertext. The server knows every device's public key, so without this it could encrypt a picture of its own; it
+//   cannot make this MAC. A device shows a picture only when the MAC holds, it is for this join or this very ring, and
+//   it is at most SNAPSHOT_MAX_AGE_MS old: a link without a key shows none.
+// - Sealed only to keys the link's key vouches for: a device MACs its public key (HKDF of the link key, info "duet
+//   device key v1") when it subscribes, and a joiner skips any listed key without a valid MAC — a key the server
+//   slipped into the list never gets a picture to open.
 // Tests/web/snapshot.test.mjs opens snapshots made by Python's `cryptography` (Tests/e2e/push/make_snapshot_vectors.py)
 // and the other way round.
 import { base64url, fromBase64url } from '../verification/link-key.js';
 
 const WRAP_INFO = new TextEncoder().encode('duet snapshot wrap v1');
 const AUTH_INFO = new TextEncoder().encode('duet snapshot v1');
+const DEVICE_KEY_INFO = new TextEncoder().encode('duet device key v1');
+/** How long a device waits for a snapshot before it rings without the picture. */
+export const SNAPSHOT_FETCH_TIMEOUT_MS = 1_500;
 export const SNAPSHOT_MAX_AGE_MS = 10 * 60_000; // as long as the server keeps one (SnapshotLimits.lifetimeMs)
 export const SNAPSHOT_WIDTH = 320;
 
@@ -42,19 +49,40 @@ async function wrapKey(privateKey, publicKey, salt) {
   return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt, info: WRAP_INFO }, material, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
 }
 
-async function authKey(linkKey) {
+async function macKey(linkKey, info) {
   const material = await crypto.subtle.importKey('raw', linkKey, 'HKDF', false, ['deriveKey']);
-  return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: AUTH_INFO }, material,
+  return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info }, material,
     { name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign', 'verify']);
 }
 
-async function authData({ rid, at, iv, mime, ciphertext }) {
+async function authData({ rid, purpose, at, iv, mime, ciphertext }) {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', ciphertext));
-  return new TextEncoder().encode(`duet-snapshot|${rid}|${at}|${base64url(iv)}|${mime}|${base64url(digest)}`);
+  return new TextEncoder().encode(`duet-snapshot|${rid}|${purpose}|${at}|${base64url(iv)}|${mime}|${base64url(digest)}`);
 }
 
-/** The upload body (`POST /api/push/snapshot`) for `image` sealed to `recipients` ([{id, publicKey: JWK}]). */
-export async function sealSnapshot({ image, mime = 'image/jpeg', rid, recipients, linkKey, nowMs = Date.now() }) {
+function deviceKeyData(rid, jwk) { return new TextEncoder().encode(`duet-device-key|${rid}|${jwk.x}|${jwk.y}`); }
+
+/** A device's MAC of its public key in room `rid` with the link's key (`encKeyAuth` when subscribing). */
+export async function deviceKeyAuth({ rid, publicJwk, linkKey }) {
+  return base64url(new Uint8Array(await crypto.subtle.sign('HMAC', await macKey(linkKey, DEVICE_KEY_INFO), deviceKeyData(rid, publicJwk))));
+}
+
+async function vouched({ rid, recipient, linkKey }) {
+  const mac = bytesOf(recipient.keyAuth);
+  if (!mac || typeof recipient.publicKey?.x !== 'string' || typeof recipient.publicKey?.y !== 'string') return false;
+  return crypto.subtle.verify('HMAC', await macKey(linkKey, DEVICE_KEY_INFO), mac, deviceKeyData(rid, recipient.publicKey));
+}
+
+/**
+ * The upload body (`POST /api/push/snapshot`) for `image` sealed to `recipients` ([{id, publicKey: JWK, keyAuth}]),
+ * for `purpose` (`join` or `ring:<callId>`). With a link key, only recipients whose keyAuth it proves; null if none.
+ */
+export async function sealSnapshot({ image, mime = 'image/jpeg', rid, purpose, recipients, linkKey, nowMs = Date.now() }) {
+  if (linkKey) {
+    const checked = await Promise.all(recipients.map((recipient) => vouched({ rid, recipient, linkKey }).catch(() => false)));
+    recipients = recipients.filter((_, index) => checked[index]);
+    if (recipients.length === 0) return null;
+  }
   const content = crypto.getRandomValues(new Uint8Array(32));
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const salt = crypto.getRandomValues(new Uint8Array(16));
@@ -72,10 +100,10 @@ export async function sealSnapshot({ image, mime = 'image/jpeg', rid, recipients
   }
   const body = {
     ciphertext: base64url(ciphertext), snapshotIv: base64url(iv), snapshotSalt: base64url(salt),
-    snapshotEphemeralPubKey: base64url(ephemeralRaw), snapshotMime: mime, snapshotAt: nowMs, recipients: sealed,
+    snapshotEphemeralPubKey: base64url(ephemeralRaw), snapshotMime: mime, snapshotAt: nowMs, snapshotPurpose: purpose, recipients: sealed,
   };
   if (linkKey) {
-    const mac = await crypto.subtle.sign('HMAC', await authKey(linkKey), await authData({ rid, at: nowMs, iv, mime, ciphertext }));
+    const mac = await crypto.subtle.sign('HMAC', await macKey(linkKey, AUTH_INFO), await authData({ rid, purpose, at: nowMs, iv, mime, ciphertext }));
     body.snapshotAuth = base64url(new Uint8Array(mac));
   }
   return body;
@@ -83,11 +111,13 @@ export async function sealSnapshot({ image, mime = 'image/jpeg', rid, recipients
 
 /**
  * The picture ({image: Uint8Array, mime}) of a snapshot's envelope (`GET …?format=envelope`) for the device with
- * `recipientId` and `privateKey`, or null: not for this device, altered, not authenticated by the link's key, or old.
+ * `recipientId` and `privateKey`, or null: not for this device, altered, not authenticated by the link's key, made for
+ * another purpose than `purpose` (`join`, `ring:<callId>`), or old.
  */
-export async function openSnapshot({ envelope, recipientId: id, privateKey, rid, linkKey, nowMs = Date.now() }) {
+export async function openSnapshot({ envelope, recipientId: id, privateKey, rid, purpose, linkKey, nowMs = Date.now() }) {
   try {
     if (!envelope || envelope.rid !== rid || !linkKey || typeof envelope.auth !== 'string' || typeof envelope.at !== 'number') return null;
+    if (typeof purpose !== 'string' || envelope.purpose !== purpose) return null;
     if (Math.abs(nowMs - envelope.at) > SNAPSHOT_MAX_AGE_MS) return null;
     const mine = (envelope.recipients ?? []).find((r) => r.id === id);
     const [ciphertext, iv, salt, ephemeralRaw, auth] = [envelope.ciphertext, envelope.iv, envelope.salt, envelope.ephemeralPublicKey, envelope.auth].map(bytesOf);
@@ -95,7 +125,7 @@ export async function openSnapshot({ envelope, recipientId: id, privateKey, rid,
     if (!ciphertext || !iv || !salt || !ephemeralRaw || !auth || !wrapped || !wrapIv) return null;
     const mime = String(envelope.mime);
     if (!/^image\/(jpeg|webp|png)$/.test(mime)) return null;
-    const genuine = await crypto.subtle.verify('HMAC', await authKey(linkKey), auth, await authData({ rid, at: envelope.at, iv, mime, ciphertext }));
+    const genuine = await crypto.subtle.verify('HMAC', await macKey(linkKey, AUTH_INFO), auth, await authData({ rid, purpose, at: envelope.at, iv, mime, ciphertext }));
     if (!genuine) return null;
     const ephemeral = await crypto.subtle.importKey('raw', ephemeralRaw, { name: 'ECDH', namedCurve: 'P-256' }, false, []);
     const content = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: wrapIv }, await wrapKey(privateKey, ephemeral, salt), wrapped);
@@ -130,7 +160,7 @@ function query(rid) { return `roomId=${encodeURIComponent(rid)}&rid=${encodeURIC
  * to show it to, nothing to show, or anything failed (a join or ring never waits on it beyond the engine's timer).
  * `proof`: {deviceId, memberToken} or {cid, reconnectToken}.
  */
-export async function uploadSnapshot({ baseUrl, rid, proof, video, linkKey, nowMs = Date.now() }) {
+export async function uploadSnapshot({ baseUrl, rid, purpose, proof, video, linkKey, nowMs = Date.now() }) {
   try {
     const post = (path, body) => fetch(new URL(`${path}?${query(rid)}`, baseUrl), {
       method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
@@ -141,7 +171,8 @@ export async function uploadSnapshot({ baseUrl, rid, proof, video, linkKey, nowM
     if (!Array.isArray(recipients) || recipients.length === 0) return null;
     const image = await captureFrame(video);
     if (!image) return null;
-    const body = await sealSnapshot({ image, rid, recipients: recipients.slice(0, 20), linkKey, nowMs });
+    const body = await sealSnapshot({ image, rid, purpose, recipients: recipients.slice(0, 20), linkKey, nowMs });
+    if (!body) return null;
     const uploaded = await post('api/push/snapshot', { ...body, ...proof });
     return uploaded.ok ? (await uploaded.json()).id ?? null : null;
   } catch {
@@ -150,13 +181,15 @@ export async function uploadSnapshot({ baseUrl, rid, proof, video, linkKey, nowM
 }
 
 /** The picture of snapshot `snapshotId` for this device as a data: URL, or null (see openSnapshot). */
-export async function snapshotPicture({ baseUrl, rid, snapshotId, deviceKey, endpoint, linkKey }) {
+export async function snapshotPicture({ baseUrl, rid, snapshotId, purpose, deviceKey, endpoint, linkKey }) {
   if (!snapshotId || !deviceKey?.privateKey || !endpoint || !linkKey) return null;
   try {
-    const response = await fetch(new URL(`api/push/snapshot/${encodeURIComponent(snapshotId)}?format=envelope&rid=${encodeURIComponent(rid)}`, baseUrl));
+    // Bounded: a ring is never held back by its picture.
+    const response = await fetch(new URL(`api/push/snapshot/${encodeURIComponent(snapshotId)}?format=envelope&rid=${encodeURIComponent(rid)}`, baseUrl),
+      { signal: AbortSignal.timeout(SNAPSHOT_FETCH_TIMEOUT_MS) });
     if (!response.ok) return null;
     const opened = await openSnapshot({
-      envelope: await response.json(), recipientId: await recipientId(rid, endpoint), privateKey: deviceKey.privateKey, rid, linkKey,
+      envelope: await response.json(), recipientId: await recipientId(rid, endpoint), privateKey: deviceKey.privateKey, rid, purpose, linkKey,
     });
     return opened ? dataUrl(opened) : null;
   } catch {

@@ -84,11 +84,12 @@ const prejoin = new PreJoin({ media, devices, local, onToggle: (change) => setLo
 // saved calls (never for this one).
 // A snapshot of this camera for the room's subscribed devices (ringing/snapshot.js), with a join or a ring: only a
 // browser that has been in this call may ask for their keys (its member token), and only with the camera on.
-function snapshotOfMe() {
+// `purpose`: 'join', or 'ring:<callId>' (the picture is shown only with that ring).
+function snapshotOfMe(purpose = 'join') {
   const memberToken = savedCalls.get(roomId)?.memberToken;
-  if (!memberToken || !localState().video) return Promise.resolve(null);
+  if (!memberToken || !localState().video || !verifyingKey) return Promise.resolve(null);
   return uploadSnapshot({
-    baseUrl: new URL('/', location.href), rid: roomId, proof: { deviceId: deviceId(), memberToken }, video: $('local-video'), linkKey: verifyingKey,
+    baseUrl: new URL('/', location.href), rid: roomId, purpose, proof: { deviceId: deviceId(), memberToken }, video: $('local-video'), linkKey: verifyingKey,
   });
 }
 
@@ -265,7 +266,7 @@ function joinCall() {
     quietJoin: options.get('ring') === '1',
     // A join about to ring sends no join alert, so no join snapshot: the ring takes its own. Nor does a seat coming
     // back after a reload (it is no news), which must not wait for one.
-    prepareSnapshot: options.get('ring') === '1' || resume || !savedCalls.get(roomId)?.memberToken ? null : snapshotOfMe,
+    prepareSnapshot: options.get('ring') === '1' || resume || !savedCalls.get(roomId)?.memberToken ? null : () => snapshotOfMe('join'),
   });
   outgoingRing.attach(call);
   call.addEventListener('change', onChange);
