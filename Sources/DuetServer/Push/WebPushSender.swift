@@ -22,6 +22,8 @@ public final class WebPushSender: Sendable {
         public var contact = "mailto:operator@duet.invalid"
         public var maxConcurrent = 8
         public var maxQueued = 1_000
+        /// At most this many of `maxConcurrent` to one push service host.
+        public var maxConcurrentPerHost = 3
         public var connectTimeout: TimeAmount = .seconds(5)
         public var requestTimeout: TimeAmount = .seconds(10)
         public init() {}
@@ -60,6 +62,7 @@ public final class WebPushSender: Sendable {
     let metrics: ServerMetrics
     let logger: Logger
     private let slots: PushConcurrency
+    let hostSlots: PushHostConcurrency
     private let store: any PushSubscriptionStore
 
     public init(vapid: VAPIDKey, settings: Settings, store: any PushSubscriptionStore, metrics: ServerMetrics, logger: Logger) {
@@ -69,6 +72,7 @@ public final class WebPushSender: Sendable {
         self.metrics = metrics
         self.logger = logger
         slots = PushConcurrency(limit: settings.maxConcurrent, queueLimit: settings.maxQueued)
+        hostSlots = PushHostConcurrency(perHost: settings.maxConcurrentPerHost, queueLimit: settings.maxQueued)
     }
 
     public func deliver(_ message: Message, to subscription: PushSubscriptionRecord) async -> Result {
@@ -98,6 +102,13 @@ public final class WebPushSender: Sendable {
             return .refused(String(describing: error))
         }
         if let topic = message.topic, !Self.isValidTopic(topic) { return .refused("a Topic is at most 32 base64url characters") }
+        // A place with this push service first, then one of all: a delivery waiting for a busy service holds none of
+        // the places every other service needs. (Always in this order, given back in the other: no deadlock.)
+        let hostSlots = self.hostSlots
+        let host = endpoint.host
+        guard await hostSlots.acquire(host) else { return .refused("too many pushes waiting; this one was dropped") }
+        var holdingHost = true
+        defer { if holdingHost { Task { await hostSlots.release(host) } } }
         guard await slots.acquire() else { return .refused("too many pushes waiting; this one was dropped") }
         let slots = self.slots
         var holding = true
@@ -136,11 +147,15 @@ public final class WebPushSender: Sendable {
                 // deliveries to everyone else.
                 await slots.release()
                 holding = false
+                await hostSlots.release(host)
+                holdingHost = false
                 do {
                     try await Task.sleep(for: .milliseconds(afterMs))
                 } catch {
                     return .failed("cancelled while waiting to retry")
                 }
+                guard await hostSlots.acquire(host) else { return .refused("too many pushes waiting; this retry was dropped") }
+                holdingHost = true
                 guard await slots.acquire() else { return .refused("too many pushes waiting; this retry was dropped") }
                 holding = true
             case .giveUp(let reason):
