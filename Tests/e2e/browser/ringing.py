@@ -182,7 +182,13 @@ def scenario_ring_push(browser):
             b.navigate("about:blank")
             b.send("ServiceWorker.enable")
             registration_id = registration_of(updates, origin)
-            ring_from(a, server, room, link)
+            # A opens the call and, once its camera shows, presses the waiting screen's Call: the ring carries its picture.
+            a.navigate(server.url)  # (the same link again would only be a fragment change: no new page)
+            a.navigate(link)
+            a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting' && document.getElementById('local-video').videoWidth > 0",
+                       15, message="A waits in the call, its camera showing")
+            a.evaluate("document.getElementById('ring-button').click()")
+            a.wait_for("duet.ring && duet.ring.state === 'ringing'", 10, message="A rings")
             a.wait_for("duet.ring.devices === 1", 10, message="A rings one device (the push service took it)")
             log_path = os.path.join(push_dir, "pushes.jsonl")
             deadline = time.monotonic() + 10
@@ -226,6 +232,33 @@ def scenario_ring_push(browser):
             shot(b, "incoming-call-picture", 1280, 800)
             b.evaluate("document.getElementById('incoming-decline').click()")
             a.wait_for("duet.ring.state === 'declined'", 10, message="A sees the second decline")
+            # The seed's join alert with a snapshot: A leaves and opens the call again (no ring): its join waits up to
+            # 2 s for a picture sealed to B's key, and B's worker shows it with the alert.
+            a.evaluate("duet.leave()")
+            a.wait_for("duet.phase === 'idle'", 10, message="A left")
+            # As a person does: the pre-join screen with the camera on, then Join (the picture is of a camera that
+            # is already showing, not one the join itself is still opening).
+            again = watch(browser.new_page(link, prejoin=True, context=a_context), "A again")
+            again.wait_for("window.duet && duet.screen === 'prejoin' && document.getElementById('prejoin-video').videoWidth > 0", 15,
+                           message="A's camera preview plays")
+            again.evaluate("document.getElementById('join').click()")
+            again.wait_for("duet.phase === 'waiting'", 15, message="A joins again")
+            deadline = time.monotonic() + 10
+            while True:
+                joins = [json.loads(line) for line in open(log_path)]
+                joins = [p for p in joins if (p.get("payload") or {}).get("kind") == "join" and (p.get("payload") or {}).get("snapshotKey")]
+                if joins:
+                    break
+                expect(time.monotonic() < deadline, "A's join alert reaches the push service with a snapshot sealed to B's key: "
+                       f"{[sorted((p.get('payload') or {}).items())[:3] for p in (json.loads(line) for line in open(log_path))]}")
+                time.sleep(0.05)
+            alert = joins[0]["payload"]
+            expect(alert.get("snapshotPurpose") == "join", f"a join snapshot: {sorted(alert)}")
+            b.send("ServiceWorker.deliverPushMessage", {"origin": origin, "registrationId": registration_id, "data": json.dumps(alert)})
+            note = worker.wait_for(f"self.registration.getNotifications({{tag: 'join-' + {json.dumps(room)}}}).then(ns => ns.length === 1 && "
+                                   "({body: ns[0].body, image: ns[0].image.slice(0, 23), picture: ns[0].data.picture}))",
+                                   10, message="B's worker shows the join alert")
+            expect(note["picture"] is True and note["image"] == "data:image/jpeg;base64,", f"the join alert shows A's picture: {note}")
         finally:
             server.stop()
     finally:
@@ -265,7 +298,7 @@ def registration_of(updates, origin):
 
 
 # Each scenario's waits summed (seconds): its time limit (scenarios.limit_of).
-WAITS = {"ring-decline": 100, "ring-no-answer": 100, "ring-cancel": 95, "ring-two-pages": 160, "ring-push": 150}
+WAITS = {"ring-decline": 100, "ring-no-answer": 100, "ring-cancel": 95, "ring-two-pages": 160, "ring-push": 200}
 
 if __name__ == "__main__":
     main_with_limits(globals(), WAITS, lambda name: {}, suite="browser")

@@ -142,9 +142,17 @@ export function dataUrl({ image, mime }) {
   return `data:${mime};base64,${btoa(binary)}`;
 }
 
-/** A JPEG of what `video` shows now, SNAPSHOT_WIDTH wide; null when it shows nothing yet. */
-export async function captureFrame(video) {
-  if (!video || !video.videoWidth || !video.videoHeight) return null;
+/** A JPEG of what `video` shows, SNAPSHOT_WIDTH wide, waiting up to `waitMs` for its first frame (a join snapshots
+ *  the camera it has just opened); null when it shows nothing by then. */
+export async function captureFrame(video, waitMs = 1_500) {
+  if (!video) return null;
+  if (!video.videoWidth || !video.videoHeight) {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      video.addEventListener('loadeddata', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+  if (!video.videoWidth || !video.videoHeight) return null;
   const canvas = document.createElement('canvas');
   canvas.width = SNAPSHOT_WIDTH;
   canvas.height = Math.round(video.videoHeight * SNAPSHOT_WIDTH / video.videoWidth);
