@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v turnserver >/dev/null || need+=(coturn)
 command -v chromium >/dev/null || need+=(chromium)
+# Firefox ESR, driven through its built-in WebDriver BiDi (Tests/e2e/browser/bidi.py; Debian has no geckodriver).
+command -v firefox-esr >/dev/null || need+=(firefox-esr)
 command -v node >/dev/null || need+=(nodejs)
 # GStreamer (webrtcbin, libnice) for duet-call and its tests, with the headers it builds against.
 pkg-config --exists gstreamer-webrtc-1.0 nice 2>/dev/null || need+=(pkg-config gstreamer1.0-plugins-bad gstreamer1.0-nice \

@@ -1,0 +1,372 @@
+"""Minimal WebDriver BiDi driver for headless Firefox ESR in end-to-end tests (stdlib only; issue 32).
+
+Debian has no geckodriver, but Firefox speaks WebDriver BiDi itself: started with `--remote-debugging-port 0` it
+prints `WebDriver BiDi listening on ws://127.0.0.1:PORT`, and `ws://…/session` takes `session.new`. A page here has
+the calls the scenarios make of a Chromium page (cdp.Page): navigate, evaluate, wait_for, screenshot, console, close,
+so the same helpers (in_call, media_flows, stats…) drive both browsers. Facts and prefs: ../shared/notes/firefox.md.
+
+    with Firefox.launch() as browser:
+        page = browser.new_page("http://127.0.0.1:8000/")
+        page.wait_for("window.ready === true", timeout=10)
+"""
+import atexit
+import base64
+import itertools
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+from cdp import in_private_netns
+
+FIREFOX = os.environ.get("FIREFOX_BIN") or next(
+    (p for p in ("/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox-esr") if os.path.exists(p)), "firefox-esr")
+
+# What a test profile needs (../shared/notes/firefox.md): fake camera and microphone without prompts, a persistent
+# camera/microphone permission (without it Firefox gathers no ICE candidate in a namespace with no default route),
+# host candidates on loopback and unobfuscated, autoplay, no throttled background timers, and no network chatter.
+PREFS = {
+    "media.navigator.streams.fake": True,
+    "media.navigator.permission.disabled": True,
+    "permissions.default.camera": 1,
+    "permissions.default.microphone": 1,
+    "media.peerconnection.ice.loopback": True,
+    "media.peerconnection.ice.obfuscate_host_addresses": False,
+    "media.autoplay.default": 0,
+    "media.autoplay.blocking_policy": 0,
+    "dom.min_background_timeout_value": 0,
+    "dom.timeout.enable_budget_timer_throttling": False,
+    "network.manage-offline-status": False,
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "browser.aboutwelcome.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "app.update.enabled": False,
+    "app.update.auto": False,
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "extensions.update.enabled": False,
+    "browser.newtabpage.enabled": False,
+    "dom.disable_open_during_load": False,
+}
+
+
+class BiDiError(Exception):
+    """A protocol error, a JS exception (text in .args[0]) or a dead browser."""
+
+
+class _WebSocket:
+    """A WebSocket client for one local connection: text frames, masking, fragments, ping/pong, close."""
+
+    def __init__(self, url, timeout=10):
+        match = re.match(r"ws://([^:/]+):(\d+)(/.*)?$", url)
+        if not match:
+            raise BiDiError(f"not a ws:// URL: {url}")
+        host, port, path = match.group(1), int(match.group(2)), match.group(3) or "/"
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        response = b""
+        while b"\r\n\r\n" not in response:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise BiDiError("the BiDi server closed during the handshake")
+            response += chunk
+        head, _, self._buffer = response.partition(b"\r\n\r\n")
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            raise BiDiError(f"BiDi handshake refused: {head[:200]!r}")
+        self.sock.settimeout(None)
+        self._lock = threading.Lock()
+
+    def send(self, text):
+        payload = text.encode()
+        mask = os.urandom(4)
+        header = bytearray([0x81])
+        if len(payload) < 126:
+            header.append(0x80 | len(payload))
+        elif len(payload) < 65536:
+            header += bytes([0x80 | 126]) + len(payload).to_bytes(2, "big")
+        else:
+            header += bytes([0x80 | 127]) + len(payload).to_bytes(8, "big")
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        with self._lock:
+            self.sock.sendall(bytes(header) + mask + masked)
+
+    def _read(self, count):
+        while len(self._buffer) < count:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+        data, self._buffer = self._buffer[:count], self._buffer[count:]
+        return data
+
+    def receive(self):
+        """The next text message; EOFError when the connection ends."""
+        message = b""
+        while True:
+            first, second = self._read(2)
+            opcode, length = first & 0x0F, second & 0x7F
+            if length == 126:
+                length = int.from_bytes(self._read(2), "big")
+            elif length == 127:
+                length = int.from_bytes(self._read(8), "big")
+            mask = self._read(4) if second & 0x80 else None
+            payload = self._read(length)
+            if mask:
+                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            if opcode == 0x8:
+                raise EOFError
+            if opcode == 0x9:
+                with self._lock:
+                    self.sock.sendall(bytes([0x8A, 0x80 | len(payload)]) + b"\0\0\0\0" + payload)
+                continue
+            if opcode in (0x1, 0x0):
+                message += payload
+                if first & 0x80:
+                    return message.decode()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Firefox:
+    def __init__(self, proc, profile, log_path, ws):
+        self.proc, self.profile, self.log_path, self._ws = proc, profile, log_path, ws
+        self._ids = itertools.count(1)
+        self._pending = {}
+        self._pages = {}                # browsing context id -> Page
+        self._dead = None
+        self._closed = False
+        self._reader = threading.Thread(target=self._read_loop, name="bidi-reader", daemon=True)
+        self._reader.start()
+        atexit.register(self.close)
+
+    @classmethod
+    def launch(cls, start_timeout=30, require_netns=True, prefix=(), prefs=None):
+        """`prefix`: a command Firefox runs under, e.g. `nsenter -t PID -n` for a namespace of its own."""
+        if require_netns and not in_private_netns():
+            raise RuntimeError("refusing to start Firefox outside a private network namespace (run under `unshare -n`)")
+        profile = tempfile.mkdtemp(prefix="duet-firefox-")
+        with open(os.path.join(profile, "user.js"), "w") as f:
+            for name, value in {**PREFS, **(prefs or {})}.items():
+                f.write(f"user_pref({json.dumps(name)}, {json.dumps(value)});\n")
+        log_path = os.path.join(profile, "firefox.log")
+        argv = [*prefix, FIREFOX, "--headless", "--no-remote", "--profile", profile, "--remote-debugging-port", "0", "about:blank"]
+        env = {**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1"}
+        with open(log_path, "ab") as log:
+            # Own process group: close() kills the content processes too (they outlive the parent otherwise).
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
+        t0 = time.monotonic()
+        url = None
+        while url is None:
+            with open(log_path, errors="replace") as f:
+                found = re.search(r"WebDriver BiDi listening on (ws://[0-9.:]+)", f.read())
+            if found:
+                url = found.group(1) + "/session"
+            elif proc.poll() is not None or time.monotonic() - t0 > start_timeout:
+                tail = open(log_path, errors="replace").read()[-3000:]
+                _kill_group(proc)
+                shutil.rmtree(profile, ignore_errors=True)
+                raise BiDiError(f"Firefox did not start (BiDi never listened)\n--- log tail ---\n{tail}")
+            else:
+                time.sleep(0.05)
+        browser = cls(proc, profile, log_path, _WebSocket(url))
+        try:
+            browser.send("session.new", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": True}}}, timeout=start_timeout)
+            browser.send("session.subscribe", {"events": ["log.entryAdded", "browsingContext.load"]})
+        except BaseException:
+            browser.close()
+            raise
+        browser.launch_seconds = time.monotonic() - t0
+        return browser
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read_loop(self):
+        try:
+            while True:
+                message = json.loads(self._ws.receive())
+                if message.get("id") is not None:
+                    q = self._pending.pop(message["id"], None)
+                    if q:
+                        q.put(message)
+                elif message.get("type") == "event":
+                    self._on_event(message.get("method"), message.get("params", {}))
+        except (EOFError, OSError, ValueError):
+            pass
+        finally:
+            self._dead = "the BiDi connection closed"
+            for q in list(self._pending.values()):
+                q.put(None)
+
+    def _on_event(self, method, params):
+        if method == "log.entryAdded":
+            page = self._pages.get((params.get("source") or {}).get("context"))
+            if page is not None:
+                page.console.append(f"{params.get('level')}: {params.get('text')}")
+        elif method == "browsingContext.load":
+            page = self._pages.get(params.get("context"))
+            if page is not None:
+                with page._load_cv:
+                    page._loads += 1
+                    page._load_cv.notify_all()
+
+    def send(self, method, params=None, timeout=10):
+        if self._dead:
+            raise BiDiError(self._dead)
+        message_id = next(self._ids)
+        q = self._pending[message_id] = queue.Queue(1)
+        try:
+            self._ws.send(json.dumps({"id": message_id, "method": method, "params": params or {}}))
+        except OSError as e:
+            self._pending.pop(message_id, None)
+            raise BiDiError(f"{method}: cannot write to Firefox: {e}") from e
+        try:
+            reply = q.get(timeout=timeout)
+        except queue.Empty:
+            self._pending.pop(message_id, None)
+            raise TimeoutError(f"{method}: no reply within {timeout}s") from None
+        if reply is None:
+            raise BiDiError(f"{method}: {self._dead}")
+        if reply.get("type") == "error":
+            raise BiDiError(f"{method}: {reply.get('error')}: {reply.get('message')}")
+        return reply.get("result", {})
+
+    def new_page(self, url=None, timeout=10, prejoin=False):
+        """A new tab. prejoin: show Duet's pre-join screen (by default a test page joins at once: every document
+        gets sessionStorage['duet.prejoin'] = 'skip' before its scripts run, as cdp.Browser.new_page does)."""
+        context = self.send("browsingContext.create", {"type": "tab"})["context"]
+        page = Page(self, context)
+        self._pages[context] = page
+        if not prejoin:
+            self.send("script.addPreloadScript", {
+                "functionDeclaration": "() => { try { sessionStorage.setItem('duet.prejoin', 'skip'); } catch (e) {} }",
+                "contexts": [context]})
+        if url:
+            page.navigate(url, timeout=timeout)
+        return page
+
+    def log_tail(self, lines=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        try:
+            self.send("browser.close", timeout=3)
+        except Exception:
+            pass
+        self._ws.close()
+        _kill_group(self.proc)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def _kill_group(proc):
+    try:
+        proc.wait(3)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(3)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class Page:
+    """One tab, with the calls scenarios make of a cdp.Page."""
+
+    def __init__(self, browser, context):
+        self.browser, self.context = browser, context
+        self.console = []
+        self._loads = 0
+        self._load_cv = threading.Condition()
+
+    def navigate(self, url, timeout=10):
+        self.browser.send("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"}, timeout)
+
+    def reload(self, timeout=10):
+        self.browser.send("browsingContext.reload", {"context": self.context, "ignoreCache": True, "wait": "complete"}, timeout)
+
+    def evaluate(self, expr, await_promise=True, timeout=10):
+        """Run a JS expression and return its value as JSON (None for undefined). The value crosses as a JSON string
+        (BiDi's remote values are a protocol of their own)."""
+        wrapped = (f"(async () => {{ const v = await ({expr}\n); return v === undefined ? 'null' : JSON.stringify(v); }})()"
+                   if await_promise else f"JSON.stringify(({expr}\n) ?? null)")
+        r = self.browser.send("script.evaluate", {
+            "expression": wrapped, "target": {"context": self.context}, "awaitPromise": True, "userActivation": True,
+        }, timeout)
+        if r.get("type") == "exception":
+            details = r.get("exceptionDetails", {})
+            raise BiDiError(details.get("text") or json.dumps(details)[:500])
+        value = (r.get("result") or {}).get("value")
+        return None if value is None else json.loads(value)
+
+    def wait_for(self, expr, timeout=10, poll=0.1, message=None):
+        """Poll until `expr` is JS-truthy; return its value. Errors count as 'not yet'."""
+        probe = f"(async () => {{ const v = await ({expr}\n); return {{ok: !!v, v}}; }})()"
+        deadline, last = time.monotonic() + timeout, None
+        while True:
+            try:
+                r = self.evaluate(probe, timeout=max(1.0, deadline - time.monotonic()))
+                if r["ok"]:
+                    return r.get("v")
+                last = r.get("v")
+            except (BiDiError, TimeoutError) as e:
+                last = f"<error: {e}>"
+            if time.monotonic() >= deadline:
+                raise TimeoutError(self._diagnose(f"{message or 'wait_for'}: `{expr}` not truthy after {timeout}s", last))
+            time.sleep(poll)
+
+    def _diagnose(self, headline, last):
+        try:
+            dataset = self.evaluate("JSON.stringify(Object.assign({}, document.body && document.body.dataset))", timeout=2)
+        except Exception as e:
+            dataset = f"<unavailable: {e}>"
+        lines = [headline, f"  last value: {json.dumps(last)}", f"  body.dataset: {dataset}", "  console (last 20):"]
+        return "\n".join(lines + [f"    {m}" for m in self.console[-20:]])
+
+    def set_viewport(self, width, height, mobile=False, scale=1):
+        self.browser.send("browsingContext.setViewport", {
+            "context": self.context, "viewport": {"width": width, "height": height}, "devicePixelRatio": scale})
+
+    def screenshot(self, path, timeout=10):
+        data = self.browser.send("browsingContext.captureScreenshot", {"context": self.context}, timeout)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        return path
+
+    def close(self):
+        self.browser._pages.pop(self.context, None)
+        try:
+            self.browser.send("browsingContext.close", {"context": self.context})
+        except BiDiError:
+            pass
