@@ -24,7 +24,8 @@ import tempfile
 import threading
 import time
 
-from cdp import in_private_netns
+import cdp
+from cdp import CDPError, in_private_netns
 
 FIREFOX = os.environ.get("FIREFOX_BIN") or next(
     (p for p in ("/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox-esr") if os.path.exists(p)), "firefox-esr")
@@ -61,8 +62,9 @@ PREFS = {
 }
 
 
-class BiDiError(Exception):
-    """A protocol error, a JS exception (text in .args[0]) or a dead browser."""
+class BiDiError(CDPError):
+    """A protocol error, a JS exception (text in .args[0]) or a dead browser. A CDPError, so that what handles a
+    Chromium page's errors (wait_for's "not yet") handles a Firefox page's too."""
 
 
 class _WebSocket:
@@ -330,29 +332,9 @@ class Page:
         value = (r.get("result") or {}).get("value")
         return None if value is None else json.loads(value)
 
-    def wait_for(self, expr, timeout=10, poll=0.1, message=None):
-        """Poll until `expr` is JS-truthy; return its value. Errors count as 'not yet'."""
-        probe = f"(async () => {{ const v = await ({expr}\n); return {{ok: !!v, v}}; }})()"
-        deadline, last = time.monotonic() + timeout, None
-        while True:
-            try:
-                r = self.evaluate(probe, timeout=max(1.0, deadline - time.monotonic()))
-                if r["ok"]:
-                    return r.get("v")
-                last = r.get("v")
-            except (BiDiError, TimeoutError) as e:
-                last = f"<error: {e}>"
-            if time.monotonic() >= deadline:
-                raise TimeoutError(self._diagnose(f"{message or 'wait_for'}: `{expr}` not truthy after {timeout}s", last))
-            time.sleep(poll)
-
-    def _diagnose(self, headline, last):
-        try:
-            dataset = self.evaluate("JSON.stringify(Object.assign({}, document.body && document.body.dataset))", timeout=2)
-        except Exception as e:
-            dataset = f"<unavailable: {e}>"
-        lines = [headline, f"  last value: {json.dumps(last)}", f"  body.dataset: {dataset}", "  console (last 20):"]
-        return "\n".join(lines + [f"    {m}" for m in self.console[-20:]])
+    # Only evaluate and console are needed: the same polling and diagnosis as a Chromium page.
+    wait_for = cdp.Page.wait_for
+    _diagnose = cdp.Page._diagnose
 
     def set_viewport(self, width, height, mobile=False, scale=1):
         self.browser.send("browsingContext.setViewport", {

@@ -4,6 +4,7 @@ Chromium (cdp.py), in a network namespace of its own (FirefoxBrowserTests runs e
 First step of the browser matrix: the call connects with video and decoded audio both ways in every pairing and join
 order. (The faults of the chaos suite across browsers are the next step: docs/resilience.md says what is covered.)
 """
+import contextlib
 import os
 import sys
 
@@ -34,34 +35,29 @@ def chromium_page(chromium):
     return lambda link: chromium.new_page(link)
 
 
-def scenario_firefox_chromium(chromium):
-    """Firefox joins first and hosts, Chromium joins: in call, video and decoded audio both ways."""
+def with_firefoxes(count, body):
+    """`body(server, *firefoxes)` with a server and `count` Firefoxes (profiles of their own), all stopped after."""
     server = Server()
     try:
-        with Firefox.launch() as firefox:
-            call_between(firefox_page(firefox), chromium_page(chromium), server)
+        with contextlib.ExitStack() as stack:
+            body(server, *(stack.enter_context(Firefox.launch()) for _ in range(count)))
     finally:
         server.stop()
+
+
+def scenario_firefox_chromium(chromium):
+    """Firefox joins first and hosts, Chromium joins: in call, video and decoded audio both ways."""
+    with_firefoxes(1, lambda server, firefox: call_between(firefox_page(firefox), chromium_page(chromium), server))
 
 
 def scenario_chromium_firefox(chromium):
     """Chromium joins first and hosts, Firefox joins: in call, video and decoded audio both ways."""
-    server = Server()
-    try:
-        with Firefox.launch() as firefox:
-            call_between(chromium_page(chromium), firefox_page(firefox), server)
-    finally:
-        server.stop()
+    with_firefoxes(1, lambda server, firefox: call_between(chromium_page(chromium), firefox_page(firefox), server))
 
 
 def scenario_firefox_firefox(_):
     """Two Firefoxes (profiles of their own): in call, video and decoded audio both ways."""
-    server = Server()
-    try:
-        with Firefox.launch() as one, Firefox.launch() as two:
-            call_between(firefox_page(one), firefox_page(two), server)
-    finally:
-        server.stop()
+    with_firefoxes(2, lambda server, one, two: call_between(firefox_page(one), firefox_page(two), server))
 
 
 # Each scenario's waits summed (seconds), with Firefox's start: its time limit (scenarios.limit_of).
