@@ -67,15 +67,43 @@ class BiDiError(CDPError):
     Chromium page's errors (wait_for's "not yet") handles a Firefox page's too."""
 
 
+def _connect_in(netns_pid, address, timeout):
+    """A TCP connection made from inside the network namespace of `netns_pid` (Firefox's BiDi listens on that
+    namespace's loopback): a thread enters it (setns applies to the calling thread only), connects and ends; the
+    socket stays in that namespace and works from any thread."""
+    import ctypes
+    result = {}
+
+    def connect():
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(f"/proc/{netns_pid}/ns/net", os.O_RDONLY)
+        try:
+            if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                raise OSError(ctypes.get_errno(), "setns into the browser's network namespace failed")
+            result["sock"] = socket.create_connection(address, timeout=timeout)
+        except BaseException as e:
+            result["error"] = e
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=connect, name="bidi-netns-connect")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["sock"]
+
+
 class _WebSocket:
     """A WebSocket client for one local connection: text frames, masking, fragments, ping/pong, close."""
 
-    def __init__(self, url, timeout=10):
+    def __init__(self, url, timeout=10, netns_pid=None):
         match = re.match(r"ws://([^:/]+):(\d+)(/.*)?$", url)
         if not match:
             raise BiDiError(f"not a ws:// URL: {url}")
         host, port, path = match.group(1), int(match.group(2)), match.group(3) or "/"
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = (_connect_in(netns_pid, (host, port), timeout) if netns_pid
+                     else socket.create_connection((host, port), timeout=timeout))
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -159,8 +187,9 @@ class Firefox:
         atexit.register(self.close)
 
     @classmethod
-    def launch(cls, start_timeout=30, require_netns=True, prefix=(), prefs=None):
-        """`prefix`: a command Firefox runs under, e.g. `nsenter -t PID -n` for a namespace of its own."""
+    def launch(cls, start_timeout=30, require_netns=True, prefix=(), prefs=None, netns_pid=None):
+        """`prefix`: a command Firefox runs under, e.g. `nsenter -t PID -n` for a namespace of its own; then
+        `netns_pid` names a process in that namespace, where the driver connects to BiDi (it listens on loopback)."""
         if require_netns and not in_private_netns():
             raise RuntimeError("refusing to start Firefox outside a private network namespace (run under `unshare -n`)")
         profile = tempfile.mkdtemp(prefix="duet-firefox-")
@@ -187,7 +216,7 @@ class Firefox:
                 raise BiDiError(f"Firefox did not start (BiDi never listened)\n--- log tail ---\n{tail}")
             else:
                 time.sleep(0.05)
-        browser = cls(proc, profile, log_path, _WebSocket(url))
+        browser = cls(proc, profile, log_path, _WebSocket(url, netns_pid=netns_pid))
         try:
             browser.send("session.new", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": True}}}, timeout=start_timeout)
             browser.send("session.subscribe", {"events": ["log.entryAdded", "browsingContext.load"]})
