@@ -242,15 +242,19 @@ class Cluster:
 
     def nginx_choice(self, rid):
         """The node nginx sends a request for the room to now: a GET /healthz?rid= through it, read from its log."""
+        pattern = r"GET /healthz rid=" + re.escape(rid) + " "
+        # Earlier calls logged lines for this room too: only a line after them answers this request (reading the
+        # last line before nginx wrote this one named the node of the previous call).
+        seen = len(self.upstream_lines(pattern))
         client = deploy.Client(self.certs, timeout=3)
         try:
             status = client.request("GET", "/healthz?rid=" + urllib.parse.quote(rid, safe=""))[0]
         finally:
             client.close()
         expect(status == 200, f"/healthz?rid={rid} through nginx: {status}")
-        for _ in range(20):   # nginx writes the line as the request ends
-            lines = [l for l in self.upstream_lines(r"GET /healthz rid=" + re.escape(rid) + " ")]
-            if lines:
+        for _ in range(40):   # nginx writes the line as the request ends, which can be after the client has its answer
+            lines = self.upstream_lines(pattern)
+            if len(lines) > seen:
                 answered = re.search(r'upstream="([^"]*)"', lines[-1]).group(1).split(", ")[-1]
                 port = int(answered.rsplit(":", 1)[1])
                 return next(n for n in self.nodes if n.port == port)
@@ -480,7 +484,8 @@ def failover(browser, transport, fault="kill9"):
                    f"{cid} took its seat back on {new.name} with its cid: {lines[-1][1] if lines else 'no join there'}")
             kinds[cid] = kind
         expect("recovered" in kinds.values(), f"the room was recovered on {new.name} (not found there): {kinds}")
-        expect(c.nginx_choice(rid) is new, f"nginx now sends the room to {new.name}")
+        chosen = c.nginx_choice(rid)
+        expect(chosen is new, f"nginx now sends the room to {new.name}: it sent it to {chosen.name}")
         log(f"failover {holder.name} → {new.name}: signaling back in {signaling_s:.1f}s, media both ways in {media_s:.1f}s")
         results.detail(newHolder=new.name, signalingSeconds=round(signaling_s, 1), mediaSeconds=round(media_s, 1),
                        reconnects={"A": a.evaluate("duet.reconnects"), "B": b.evaluate("duet.reconnects")}, joins=kinds)

@@ -45,7 +45,8 @@ class Peer:
         self.err = open(self.err_path, "wb")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL, text=True)
         self.events, self.lock = [], threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         watch(self)  # a failing scenario records this peer's last events
 
     def _read(self):
@@ -70,14 +71,21 @@ class Peer:
 
     def wait(self, predicate, timeout, message):
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
+            # Whether it had exited is read before the predicate, and an exit ends the wait only after one more
+            # look with every event it wrote read: a peer exiting between the two looks (as one does when the
+            # predicate is its exit) is not a failure.
+            exited = self.proc.poll() is not None
+            if exited:
+                self.reader.join(5)
             if predicate(self):
                 return
-            if self.proc.poll() is not None:
+            if exited or time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
         tail = self.snapshot()[-8:]
-        raise AssertionError(f"{message}: not true after {timeout}s (exit {self.proc.poll()}); last events: {tail}")
+        why = f"duet call exited with {self.proc.returncode}" if exited else f"not true after {timeout}s"
+        raise AssertionError(f"{message}: {why}; last events: {tail}")
 
     def log_text(self):
         with open(self.err_path, errors="replace") as f:
@@ -439,8 +447,10 @@ def scenario_sse(browser):
         media_flows(page, what="Chromium receives media")
         peer.wait_media(what="duet call receives media")
         # The host (Chromium) ends the room: duet call reports it and exits with 4.
+        ended = time.monotonic()
         page.evaluate("duet.end()")
         peer.wait(lambda p: p.proc.poll() is not None, 10, "duet call exits when the room ends")
+        log(f"duet call exited {time.monotonic() - ended:.2f}s after the host ended the room")
         expect(peer.proc.returncode == 4, f"exit code 4 for a room ended during the call (got {peer.proc.returncode})")
     finally:
         if peer:
