@@ -80,11 +80,12 @@ def expected():
     """Every scenario each suite defines, read from the scripts the suites run."""
     import chaos
     import cluster
+    import firefox_faults
     import natlab
     import peer_scenarios
     import rolling
     import scenarios
-    return {"chaos": list(chaos.SCENARIOS),
+    return {"chaos": list(chaos.SCENARIOS) + list(firefox_faults.SCENARIOS),
             "browser": list(scenarios.collect(vars(scenarios))),
             "peer": list(scenarios.collect(vars(peer_scenarios))),
             "natlab": list(natlab.SCENARIOS),
@@ -102,7 +103,8 @@ def cluster_titles():
 
 def chaos_titles():
     import chaos
-    return {name: title for name, (title, _) in chaos.SCENARIOS.items()}
+    import firefox_faults
+    return {name: title for name, (title, _) in {**chaos.SCENARIOS, **firefox_faults.SCENARIOS}.items()}
 
 
 def natlab_titles():
