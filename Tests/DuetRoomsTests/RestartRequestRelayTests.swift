@@ -7,22 +7,12 @@ import Testing
 /// the connection's first offer. Relayed verbatim with `from` like offer/answer; `reason` must be a string and
 /// `askedBack`, when present, a boolean.
 @Suite struct RestartRequestRelayTests {
-    let authorities = SignalingCore.Authorities.forTests()
-
     func twoInARoom() throws -> (SignalingCore, ConnectionID, ConnectionID) {
-        var core = SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: 7)
-        let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
-        _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
-        _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
-        _ = try core.joinedForTest(a, rid: rid, now: 0, payload: JoinPayload())
-        _ = try core.joinedForTest(b, rid: rid, now: 0, payload: JoinPayload())
-        return (core, a, b)
+        let room = try TwoInARoom()
+        return (room.core, room.a, room.b)
     }
 
-    func sent(_ outputs: [SignalingCore.Output], to connection: ConnectionID) -> [Envelope] {
-        outputs.compactMap { if case .send(connection, let envelope) = $0 { envelope } else { nil } }
-    }
+    func sent(_ outputs: [SignalingCore.Output], to connection: ConnectionID) -> [Envelope] { TwoInARoom.sent(outputs, to: connection) }
 
     @Test(arguments: [["reason": "iceFailed"], ["reason": "peerRequest", "askedBack": true]] as [JSONValue])
     func relayedVerbatimWithFrom(_ payload: JSONValue) throws {
