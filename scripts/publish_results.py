@@ -80,12 +80,11 @@ def expected():
     """Every scenario each suite defines, read from the scripts the suites run."""
     import chaos
     import cluster
-    import firefox_faults
     import natlab
     import peer_scenarios
     import rolling
     import scenarios
-    return {"chaos": list(chaos.SCENARIOS) + list(firefox_faults.SCENARIOS),
+    return {"chaos": list(chaos.SCENARIOS),
             "browser": list(scenarios.collect(vars(scenarios))),
             "peer": list(scenarios.collect(vars(peer_scenarios))),
             "natlab": list(natlab.SCENARIOS),
@@ -103,8 +102,7 @@ def cluster_titles():
 
 def chaos_titles():
     import chaos
-    import firefox_faults
-    return {name: title for name, (title, _) in {**chaos.SCENARIOS, **firefox_faults.SCENARIOS}.items()}
+    return {name: title for name, (title, _) in chaos.SCENARIOS.items()}
 
 
 def natlab_titles():

@@ -335,8 +335,6 @@ public struct CallEngine: Sendable {
             case .sendOffer(let sdp): out += relay(.offer, ["sdp": .string(sdp)])
             case .sendAnswer(let sdp): out += relay(.answer, ["sdp": .string(sdp)])
             case .iceRestartStarted(let reason): out.append(.emit(.iceRestart(reason)))
-            case .askPeerToRestart(let reason, let askedBack):
-                out += relay(.restartRequest, ["reason": .string(reason.rawValue), "askedBack": .bool(askedBack)])
             case .timer(let command): out.append(.timer(command))
             }
         }
@@ -457,9 +455,6 @@ public struct CallEngine: Sendable {
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
-        case .restartRequest?:
-            if let epoch = envelope.epoch, epoch < peerEpoch { return [] }  // from an earlier peer session
-            return negotiationEvent(.peerAskedForRestart(askedBack: envelope.payload["askedBack"] == .bool(true)))
         case .verifyFailed?:
             // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
             guard options.keyedLink, phase.phase == .waiting || phase.phase == .inCall else { return [] }

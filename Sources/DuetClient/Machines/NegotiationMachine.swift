@@ -8,12 +8,6 @@ import DuetProtocol
 ///   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
 ///   is down and fired after the post-reconnect `room_state`.
 /// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
-/// - Restart offers come only from the side whose offer opened the peer connection (the host, unless its fallback
-///   made the non-host open it); the other side asks it (`restart_request`). An offer from the side that answered
-///   first lets Firefox answer it with the DTLS role flipped (Chromium then refuses every later description) or
-///   leaves Chromium pairing with Firefox's old ICE credentials: docs/call-engine.md, "Who restarts" (issue 32).
-///   A side that cannot restart in place (`restartsOnlyAsHost`) asks a request back (`askedBack`), and the
-///   peer then restarts whatever it opened: the request asked back always makes an offer.
 /// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 /// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
 ///   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
@@ -32,8 +26,6 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     public enum RestartReason: String, Sendable, Equatable {
         case iceDisconnected, iceFailed, networkOnline, networkChange, offerTimeout, signalingReconnect, escalation
-        /// The peer asked (`restart_request`): it answered this connection's first offer, so it does not offer.
-        case peerRequest
     }
 
     public enum Event: Sendable, Equatable {
@@ -58,9 +50,6 @@ public struct NegotiationMachine: Sendable, Equatable {
         case networkPathChanged
         case requestIceRestart
         case requestOfferResend
-        /// The peer's `restart_request`: it wants an ICE restart and leaves the offer to us. `askedBack`: it is
-        /// the answer to a request of ours from a side that cannot restart in place.
-        case peerAskedForRestart(askedBack: Bool)
         case timerFired(TimerID)
     }
 
@@ -75,9 +64,6 @@ public struct NegotiationMachine: Sendable, Equatable {
         case sendOffer(sdp: String)
         case sendAnswer(sdp: String)
         case iceRestartStarted(RestartReason)
-        /// Send `restart_request {reason, askedBack}`: this side answered the connection's first offer (or cannot
-        /// restart in place), so the peer restarts.
-        case askPeerToRestart(RestartReason, askedBack: Bool)
         case timer(TimerCommand)
     }
 
@@ -87,12 +73,6 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var hasRemoteDescription = false
     public private(set) var iceState: IceState = .new
     public private(set) var nonHostFallbackAttempts = 0
-    /// Whether our offer opened the current peer connection (true) or we answered the peer's (false); nil until
-    /// its first exchange completes. It fixes the DTLS roles, so it also fixes who offers from then on.
-    public private(set) var openedConnection: Bool?
-    /// Whether we offered on the current connection before its first exchange completed: until it does, the side
-    /// with an offer out is the one the peer can only have answered (its answer may be lost on the way).
-    public private(set) var offeredFirst = false
     /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
     public private(set) var pendingRestart: RestartReason?
     public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
@@ -134,8 +114,7 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     /// For a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22 answers a restart only
     /// with a whole new session, which browsers cannot follow): leave restarts to the host, whose offers this
-    /// side can answer on its existing session, and never make crossing restart offers. A peer's request is asked
-    /// back, so that the peer, which can, makes the restart offer.
+    /// side can answer on its existing session, and never make crossing restart offers.
     public let restartsOnlyAsHost: Bool
 
     public init(restartsOnlyAsHost: Bool = false) {
@@ -159,8 +138,6 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .roomStateAfterReconnect:
             guard let reason = pendingRestart, peerPresent else { return [] }
             pendingRestart = nil
-            // The peer's request stands whatever our ICE says: its side is the one that is broken.
-            if reason == .peerRequest { return restart(reason) }
             // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
             if iceState == .connected || iceState == .completed { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
@@ -198,7 +175,6 @@ public struct NegotiationMachine: Sendable, Equatable {
             noteLocalSession(sdp)
             makingOffer = false
             lastLocalOffer = sdp
-            if openedConnection == nil { offeredFirst = true }
             signalingState = .haveLocalOffer
             var actions: [Action] = [.sendOffer(sdp: sdp), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
             if offerIsRestart {
@@ -222,7 +198,6 @@ public struct NegotiationMachine: Sendable, Equatable {
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
-            if openedConnection == nil { openedConnection = kind == .answer }
             if kind == .offer {
                 signalingState = .haveRemoteOffer
                 if !answering { actions.append(.createAnswer) }
@@ -238,15 +213,14 @@ public struct NegotiationMachine: Sendable, Equatable {
             iceState = state
             switch state {
             case .connected, .completed:
-                // Media came back by itself: a remembered restart is no longer needed (but for the peer's: ICE
-                // can be connected here and failed there).
-                if pendingRestart != .peerRequest { pendingRestart = nil }
+                // Media came back by itself: a remembered restart is no longer needed.
+                pendingRestart = nil
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
-                // Either side: the one that does not make restart offers asks for one (`restart`).
-                guard peerPresent else { return [] }
+                guard isHost, peerPresent else { return [] }
                 return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
             case .failed:
+                guard isHost else { return [] }
                 return [.timer(.cancel(.iceRestartDelay))] + restart(.iceFailed)
             default:
                 return []
@@ -263,19 +237,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
                 return [.sendOffer(sdp: offer), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
             }
-            guard makesRestartOffers else { return [] }  // the peer offers on this connection
+            guard isHost || !restartsOnlyAsHost else { return [] }  // no offer to cross the host's restart
             return offer(iceRestart: false)
-        case .peerAskedForRestart(let askedBack):
-            guard peerPresent else { return [] }
-            // A side that cannot restart in place asks back once: a capable peer's restart offer is what heals
-            // (webrtcbin answers it on its session). A request asked back is never asked back again.
-            if restartsOnlyAsHost && !askedBack { return [.askPeerToRestart(.peerRequest, askedBack: true)] }
-            // Our restart offer is out or being made: it is the restart asked for. The peer asked before it reached
-            // them (relays keep their order) or lost it (it asks after a rejoin): sent again, it is answered either
-            // way (the same offer gets the same answer).
-            if offerIsRestart && makingOffer { return [] }
-            if offerIsRestart, signalingState == .haveLocalOffer, let offer = lastLocalOffer { return [.sendOffer(sdp: offer)] }
-            return restart(.peerRequest)
         case .timerFired(.offerTimeout):
             return offerTimedOut()
         case .timerFired(.nonHostFallback):
@@ -285,8 +248,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             return restart(.iceDisconnected)
         case .timerFired(.iceRestartCooldown):
             inCooldown = false
-            guard let reason = pendingRestart, signalingUp else { return [] }
-            guard reason == .peerRequest || (iceState != .connected && iceState != .completed) else { return [] }
+            guard let reason = pendingRestart, signalingUp, iceState != .connected, iceState != .completed else { return [] }
             pendingRestart = nil
             return restart(reason)
         case .timerFired:
@@ -298,11 +260,6 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func startNegotiation() -> [Action] {
         if isHost {
-            // The host's role moved here (a server restart), on a connection the peer opened: an offer of ours on it
-            // could flip its DTLS roles, so a new connection, which this side opens, takes over.
-            if openedConnection == false {
-                return [.timer(.cancel(.nonHostFallback)), .iceRestartStarted(.signalingReconnect)] + renewPeerConnection() + offer(iceRestart: false)
-            }
             // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
             let restart = iceState != .new
             return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
@@ -336,29 +293,16 @@ public struct NegotiationMachine: Sendable, Equatable {
         return [.createOffer(iceRestart: iceRestart)]
     }
 
-    /// Whether restart and resend offers are ours to make: the connection's first offerer's; before its first
-    /// exchange completes, the side that has offered on it, else the host. A `restartsOnlyAsHost` side: when host.
-    /// (A peer's `restart_request` makes any side but a `restartsOnlyAsHost` one restart.)
-    public var makesRestartOffers: Bool {
-        if restartsOnlyAsHost { return isHost }
-        return openedConnection ?? (offeredFirst || isHost)
-    }
-
     private mutating func restart(_ reason: RestartReason) -> [Action] {
         guard peerPresent else { return [] }  // nobody to restart with
+        guard isHost || !restartsOnlyAsHost else { return [] }
         guard signalingUp else {
             pendingRestart = reason
             return []
         }
         guard !inCooldown, !makingOffer, !answering, !applyingRemote, signalingState != .haveRemoteOffer else {
-            // The peer's request outranks our own reason: it makes this side the offerer.
-            pendingRestart = reason == .peerRequest ? reason : pendingRestart ?? reason
+            pendingRestart = pendingRestart ?? reason
             return []
-        }
-        if !makesRestartOffers && reason != .peerRequest {
-            // The peer offers; asking is paced like restarting (a request every 10 s at most while it is needed).
-            inCooldown = true
-            return [.askPeerToRestart(reason, askedBack: false), .timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))]
         }
         var actions: [Action] = []
         if signalingState == .haveLocalOffer {
@@ -445,8 +389,6 @@ public struct NegotiationMachine: Sendable, Equatable {
         remoteCandidateBuffer.removeAll()  // for the connection that is gone
         iceState = .new
         pendingRestart = nil
-        openedConnection = nil
-        offeredFirst = false
         // The restart cooldown stays: it paces restarts whatever connection they are on.
         return [.renewPeerConnection] + [.offerTimeout, .iceRestartDelay].map { .timer(.cancel($0)) }
     }
@@ -474,14 +416,6 @@ public struct NegotiationMachine: Sendable, Equatable {
             nonHostFallbackAttempts < ResilienceConstants.NON_HOST_FALLBACK_MAX_ATTEMPTS
         else { return [] }
         nonHostFallbackAttempts += 1
-        // A connection that answered the previous peer's first offer is not ours to offer on (Firefox would flip its
-        // DTLS role): a new one, which this side opens, makes the fallback offer.
-        if openedConnection == false {
-            let attempts = nonHostFallbackAttempts
-            let renewed = renewPeerConnection()
-            nonHostFallbackAttempts = attempts
-            return renewed + offer(iceRestart: false, fromFallback: true)
-        }
         return offer(iceRestart: false, fromFallback: true)
     }
 }

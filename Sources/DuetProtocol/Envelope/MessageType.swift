@@ -8,9 +8,6 @@ public enum MessageType: String, Sendable, CaseIterable {
     /// A verified call's receiver found an offer or answer whose `auth` does not match (issue 19): relayed to
     /// the other participant, who ends the call too. Carries its own `auth` so a server cannot forge it.
     case verifyFailed = "verify_failed"
-    /// The side that did not open the peer connection asks the side that did to restart ICE (issue 32): offers stay
-    /// with the connection's first offerer, so no browser is ever asked to flip the DTLS roles it agreed to.
-    case restartRequest = "restart_request"
     case turnRefresh = "turn-refresh"
     case reconnectTokenRefresh = "reconnect-token-refresh"
     case watchRooms = "watch_rooms"
@@ -39,7 +36,5 @@ public enum MessageType: String, Sendable, CaseIterable {
     case ringEnded = "ring_ended"
 
     /// Messages the server forwards from one participant to the other.
-    public var isRelayed: Bool {
-        self == .offer || self == .answer || self == .ice || self == .verifyFailed || self == .restartRequest
-    }
+    public var isRelayed: Bool { self == .offer || self == .answer || self == .ice || self == .verifyFailed }
 }

@@ -45,18 +45,6 @@ public struct VerifyFailedPayload: Codable, Sendable, Equatable {
     public init(auth: String) { self.auth = auth }
 }
 
-/// `restart_request {reason}`: why the sender wants an ICE restart (one of the engine's restart reasons; informative).
-public struct RestartRequestPayload: Codable, Sendable, Equatable {
-    public var reason: String
-    /// This request answers one of the receiver's: the sender cannot restart ICE in place (webrtcbin), so the
-    /// receiver makes the restart offer and never asks back.
-    public var askedBack: Bool?
-    public init(reason: String, askedBack: Bool? = nil) {
-        self.reason = reason
-        self.askedBack = askedBack
-    }
-}
-
 public struct IceCandidate: Codable, Sendable, Hashable {
     public var candidate: String
     public var sdpMid: String?

@@ -113,8 +113,6 @@ final class InvariantMonitor {
 
     func staleApplied(_ side: Side, _ detail: String) { fail(.staleEpochApplied, side, detail) }
 
-    func offerFromTheAnswerer(_ side: Side, _ detail: String) { fail(.offerFromTheAnswerer, side, detail) }
-
     func webRtcRefused(_ side: Side, _ detail: String) {
         world?.trace(side, "WebRTC refused: \(detail)")
         fail(detail.contains("an offer is already outstanding") ? .offerOutstanding : .illegalWebRtcCall, side, detail)

@@ -15,8 +15,6 @@ public struct Violation: Sendable, Equatable, CustomStringConvertible {
         case evictedSeatResurrected = "an evicted seat brought back by its old token"
         case endedRoomReappeared = "a participant seated in a room its host had ended"
         case staleCredentials = "reconnect token or TURN credentials expired while in the call"
-        /// Issue 32: Firefox answers such an offer with its DTLS role flipped, and Chromium refuses the call from then on.
-        case offerFromTheAnswerer = "an offer from the side that answered the peer connection's first offer"
     }
 
     public var at: Int64

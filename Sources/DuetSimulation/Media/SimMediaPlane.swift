@@ -45,9 +45,6 @@ final class SimMediaPlane {
         var remoteOfferOrigin: (id: UInt64, version: UInt64)?
         /// webrtcbin: remote candidates that arrived before any remote description.
         var pendingRemoteCandidates: [String] = []
-        /// Whether this connection's first applied remote description was an offer (it answered first: its DTLS
-        /// role is fixed as the answerer's), an answer (it offered first), or nil (nothing applied yet).
-        var answeredFirst: Bool?
     }
 
     enum Refusal: Error, CustomStringConvertible {
@@ -96,11 +93,6 @@ final class SimMediaPlane {
         guard peer.signaling == .stable else {
             throw Refusal.wrongState("createOffer in \(peer.signaling)\(peer.signaling == .haveLocalOffer ? ": an offer is already outstanding" : "")")
         }
-        if peer.answeredFirst == true, webrtcbinSides.isEmpty {
-            // Between browsers, only the side whose offer opened the connection offers on it (a side that cannot
-            // restart in place, webrtcbin, is the exception: it asks the browser to).
-            world.monitor.offerFromTheAnswerer(side, "pc#\(peer.instance) answered the first offer, and now offers\(iceRestart ? " an ICE restart" : "")")
-        }
         peer.rollbackUfrag = peer.localUfrag
         let fresh = iceRestart || peer.localUfrag == nil
         if fresh { newCredentials(side, &peer) }
@@ -134,7 +126,6 @@ final class SimMediaPlane {
         var peer = try live(side)
         guard let parsed = Self.parse(text) else { throw Refusal.badDescription }
         if kind == .offer { peer.remoteOfferOrigin = Self.origin(text) }
-        if peer.answeredFirst == nil { peer.answeredFirst = kind == .offer }
         switch kind {
         case .offer:
             // A newer remote offer may replace one not yet answered (JSEP allows it).

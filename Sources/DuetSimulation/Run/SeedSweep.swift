@@ -12,8 +12,6 @@ public enum SeedSweep {
         /// How many runs reached each slow clock.
         public var milestones: [Milestone: Int]
         public var recoveries: [Int64]
-        /// The three slowest recoveries (seed, ms): where to look when the tail grows.
-        public var slowest: [SlowSeed] = []
         public var events: Int
         public var seconds: Double
         public var firstFailure: Simulation.Result? { failures.min { $0.seed < $1.seed } }
@@ -31,7 +29,6 @@ public enum SeedSweep {
             return """
                 \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
                 recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(sorted.last.map { String(format: "%.1f s", Double($0) / 1_000) } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
-                slowest: \(slowest.map { "seed \($0.seed) \(String(format: "%.1f s", Double($0.ms) / 1_000))" }.joined(separator: ", "))
                 slow clocks reached: \(Milestone.allCases.map { "\($0.rawValue) \(milestones[$0] ?? 0)" }.joined(separator: ", "))
                 """ + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }.joined()
         }
@@ -47,14 +44,6 @@ public enum SeedSweep {
             }
             thread.name = "duet-seed-sweep"
             thread.start()
-        }
-    }
-
-    public struct SlowSeed: Sendable, Equatable {
-        public var seed: UInt64
-        public var ms: Int64
-        static func top(_ seeds: [SlowSeed]) -> [SlowSeed] {
-            Array(seeds.sorted { ($0.ms, $1.seed) > ($1.ms, $0.seed) }.prefix(3))
         }
     }
 
@@ -74,10 +63,7 @@ public enum SeedSweep {
                 local.seeds += 1
                 local.events += result.eventsRun
                 for milestone in result.milestones { local.milestones[milestone, default: 0] += 1 }
-                if let recovery = result.recoveryMs {
-                    local.recoveries.append(recovery)
-                    local.slowest = SlowSeed.top(local.slowest + [SlowSeed(seed: options.seed, ms: recovery)])
-                }
+                if let recovery = result.recoveryMs { local.recoveries.append(recovery) }
                 if !result.passed {
                     result.trace = []
                     local.failures.append(result)
@@ -89,7 +75,6 @@ public enum SeedSweep {
                 total.milestones.merge(local.milestones, uniquingKeysWith: +)
                 total.failures += local.failures
                 total.recoveries += local.recoveries
-                total.slowest = SlowSeed.top(total.slowest + local.slowest)
                 total.events += local.events
             }
         }

@@ -17,22 +17,13 @@ import Testing
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }
     @Test func expiredTurnCredentialsThenICERestart() async throws { try await run("turn-expiry") }
 
-    // Mixed browsers (issue 32, `Tests/e2e/browser/firefox_faults.py`): Firefox in one namespace, Chromium in the
-    // other. Before "who restarts" the first wedged (both "connected", Firefox decoding nothing) and the second
-    // healed only by the escalation's rejoin.
-    /// Firefox hosts (its offer opened the connection); Chromium's link is cut 10 s.
-    @Test func firefoxHostsChromiumCut() async throws { try await run("firefox-hosts-chromium-cut", script: "browser/firefox_faults.py") }
-    /// Chromium hosts; Firefox's link is cut 10 s.
-    @Test func chromiumHostsFirefoxCut() async throws { try await run("chromium-hosts-firefox-cut", script: "browser/firefox_faults.py") }
-
-    private func run(_ scenario: String, script path: String = "chaos/chaos.py", sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let needs = ["chromium", "unshare", "nsenter", "ip", "iptables", "turnserver"] + (path.contains("firefox") ? ["firefox-esr"] : [])
+    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try #require(
-            needs.allSatisfy(commandExists),
-            "\(needs.joined(separator: ", ")) are required (the README test command installs them)")
+            ["chromium", "unshare", "nsenter", "ip", "iptables", "turnserver"].allSatisfy(commandExists),
+            "chromium, unshare, nsenter, ip, iptables and coturn are required (the README test command installs them)")
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
-        let script = packageRoot + "/Tests/e2e/" + path
+        let script = packageRoot + "/Tests/e2e/chaos/chaos.py"
         let result = try await OneAtATime.heavyWork.run { try await runCommand(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
             environment: ["DUET_BINARY": duet], timeout: .seconds(320)) }

@@ -1,11 +1,11 @@
 """Issue 32's failures between Firefox and Chromium, reproduced on chaos.py's real network (each browser in a
-namespace of its own behind the router namespace, links cut with `ip link`). In the suite: BrowserChaosTests; the
-outcomes go with the chaos ones (.build/results/$DUET_RUN_ID/chaos/) and into docs/resilience.md's chaos table.
+namespace of its own behind the router namespace, links cut with `ip link`). Not in the suite yet: they fail on
+today's code, and FirefoxBrowserTests takes them once the engine heals them (issue 32, points 2–4).
 
-Before "who restarts" (docs/call-engine.md), measured 2026-11-28 (debug build): firefox-hosts-chromium-cut wedged 1 of
-3 runs — whenever Chromium's restart offer (`networkOnline`) goes first, Firefox may answer it with `a=setup:active`;
-chromium-hosts-firefox-cut healed 1 of 1 in 9.9 s, only at the escalation. With it (commit 6f4f041): 3 of 3 healed in
-1.8–2.6 s by Firefox's restart at Chromium's `restart_request`, and 2 of 2 in 2.0–2.2 s by Chromium's restart.
+Measured 2026-11-28 (debug build): firefox-hosts-chromium-cut wedged 1 of 3 runs — whenever Chromium's restart offer
+(`networkOnline`) goes first, Firefox may answer it with `a=setup:active`; the other runs healed in 1–2 s the same
+way. With restarts left to the host (`restartsOnlyAsHost` for the browser, an experiment): healed 2 of 2 by the host's
+`iceDisconnected` restart, 2.2–2.6 s. chromium-hosts-firefox-cut healed 1 of 1 in 9.9 s, only at the escalation.
     unshare -n sh -c 'ip link set lo up && exec python3 firefox_faults.py firefox-hosts-chromium-cut'
 """
 import os

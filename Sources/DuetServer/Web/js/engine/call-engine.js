@@ -470,9 +470,6 @@ export class CallEngine {
         case 'sendOffer': out.push(...this.#relay('offer', { sdp: action.sdp })); break;
         case 'sendAnswer': out.push(...this.#relay('answer', { sdp: action.sdp })); break;
         case 'iceRestartStarted': out.push(emit({ type: 'iceRestart', reason: action.reason })); break;
-        case 'askPeerToRestart':
-          out.push(...this.#relay('restart_request', { reason: action.reason, askedBack: action.askedBack }));
-          break;
         case 'timer': out.push(timer(action.command)); break;
       }
     }
@@ -608,9 +605,6 @@ export class CallEngine {
         if (candidate === undefined) return [];
         return this.#negotiationEvent({ type: 'remoteCandidate', candidate, epoch });
       }
-      case 'restart_request':
-        if (epoch != null && epoch < this.#peerEpoch) return []; // from an earlier peer session
-        return this.#negotiationEvent({ type: 'peerAskedForRestart', askedBack: payload.askedBack === true });
       case 'verify_failed':
         // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
         if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];

@@ -7,12 +7,6 @@
 //   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
 //   is down and fired after the post-reconnect `room_state`.
 // - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
-// - Restart offers come only from the side whose offer opened the peer connection (the host, unless its fallback
-//   made the non-host open it); the other side asks it (`restart_request`). An offer from the side that answered
-//   first lets Firefox answer it with the DTLS role flipped (Chromium then refuses every later description) or
-//   leaves Chromium pairing with Firefox's old ICE credentials: docs/call-engine.md, "Who restarts" (issue 32).
-//   A side that cannot restart in place (`restartsOnlyAsHost`) asks a request back (`askedBack`), and the
-//   peer then restarts whatever it opened: the request asked back always makes an offer.
 // - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 // - A remote description older than one already applied from the same peer connection (`sdpOrigin`) is dropped:
 //   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
@@ -27,7 +21,6 @@ import { isOlder, sdpOrigin } from './sdp-origin.js';
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
-  'peerRequest',
 ]);
 
 export class NegotiationMachine {
@@ -43,16 +36,6 @@ export class NegotiationMachine {
     this.hasRemoteDescription = false;
     this.iceState = 'new';
     this.nonHostFallbackAttempts = 0;
-    /**
-     * Whether our offer opened the current peer connection (true) or we answered the peer's (false); null until
-     * its first exchange completes. It fixes the DTLS roles, so it also fixes who offers from then on.
-     */
-    this.openedConnection = null;
-    /**
-     * Whether we offered on the current connection before its first exchange completed: until it does, the side
-     * with an offer out is the one the peer can only have answered (its answer may be lost on the way).
-     */
-    this.offeredFirst = false;
     /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
     this.pendingRestart = null;
     this.remoteCandidateBuffer = [];
@@ -97,10 +80,9 @@ export class NegotiationMachine {
    * remoteDescription{kind, sdp, epoch}, remoteCandidate{candidate, epoch}, localDescriptionReady{kind, sdp},
    * localDescriptionFailed, remoteDescriptionApplied{kind}, signalingStateChanged{state},
    * iceStateChanged{state}, networkOnline, networkPathChanged, requestIceRestart, requestOfferResend,
-   * peerAskedForRestart{askedBack}, timerFired{timer}.
+   * timerFired{timer}.
    * Actions: renewPeerConnection, createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
-   * addRemoteCandidates{candidates}, sendOffer{sdp}, sendAnswer{sdp}, iceRestartStarted{reason},
-   * askPeerToRestart{reason, askedBack}, timer{command}.
+   * addRemoteCandidates{candidates}, sendOffer{sdp}, sendAnswer{sdp}, iceRestartStarted{reason}, timer{command}.
    */
   handle(event) {
     switch (event.type) {
@@ -123,8 +105,6 @@ export class NegotiationMachine {
         const reason = this.pendingRestart;
         if (reason == null || !this.peerPresent) return [];
         this.pendingRestart = null;
-        // The peer's request stands whatever our ICE says: its side is the one that is broken.
-        if (reason === 'peerRequest') return this.#restart(reason);
         // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
         if (this.iceState === 'connected' || this.iceState === 'completed') return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
@@ -153,7 +133,6 @@ export class NegotiationMachine {
         if (event.kind === 'offer') {
           this.makingOffer = false;
           this.lastLocalOffer = event.sdp;
-          if (this.openedConnection == null) this.offeredFirst = true;
           this.signalingState = 'haveLocalOffer';
           const actions = [
             { type: 'sendOffer', sdp: event.sdp },
@@ -189,7 +168,6 @@ export class NegotiationMachine {
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
-        if (this.openedConnection == null) this.openedConnection = event.kind === 'answer';
         if (event.kind === 'offer') {
           this.signalingState = 'haveRemoteOffer';
           if (!this.answering) actions.push({ type: 'createAnswer' });
@@ -207,15 +185,14 @@ export class NegotiationMachine {
         switch (event.state) {
           case 'connected':
           case 'completed':
-            // Media came back by itself: a remembered restart is no longer needed (but for the peer's: ICE
-            // can be connected here and failed there).
-            if (this.pendingRestart !== 'peerRequest') this.pendingRestart = null;
+            // Media came back by itself: a remembered restart is no longer needed.
+            this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
-            // Either side: the one that does not make restart offers asks for one (`#restart`).
-            if (!this.peerPresent) return [];
+            if (!this.isHost || !this.peerPresent) return [];
             return [timerAction(schedule('iceRestartDelay', RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS))];
           case 'failed':
+            if (!this.isHost) return [];
             return [timerAction(cancel('iceRestartDelay')), ...this.#restart('iceFailed')];
           default:
             return [];
@@ -235,21 +212,8 @@ export class NegotiationMachine {
             timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS)),
           ];
         }
-        if (!this.makesRestartOffers) return []; // the peer offers on this connection
+        if (!this.isHost && this.restartsOnlyAsHost) return []; // no offer to cross the host's restart
         return this.#offer(false);
-      case 'peerAskedForRestart':
-        if (!this.peerPresent) return [];
-        // A side that cannot restart in place asks back once: a capable peer's restart offer is what heals
-        // (webrtcbin answers it on its session). A request asked back is never asked back again.
-        if (this.restartsOnlyAsHost && !event.askedBack) return [{ type: 'askPeerToRestart', reason: 'peerRequest', askedBack: true }];
-        // Our restart offer is out or being made: it is the restart asked for. The peer asked before it reached
-        // them (relays keep their order) or lost it (it asks after a rejoin): sent again, it is answered either
-        // way (the same offer gets the same answer).
-        if (this.offerIsRestart && this.makingOffer) return [];
-        if (this.offerIsRestart && this.signalingState === 'haveLocalOffer' && this.lastLocalOffer != null) {
-          return [{ type: 'sendOffer', sdp: this.lastLocalOffer }];
-        }
-        return this.#restart('peerRequest');
       case 'timerFired':
         return this.#timerFired(event.timer);
       default:
@@ -269,8 +233,7 @@ export class NegotiationMachine {
       case 'iceRestartCooldown': {
         this.inCooldown = false;
         const reason = this.pendingRestart;
-        if (reason == null || !this.signalingUp) return [];
-        if (reason !== 'peerRequest' && (this.iceState === 'connected' || this.iceState === 'completed')) return [];
+        if (reason == null || !this.signalingUp || this.iceState === 'connected' || this.iceState === 'completed') return [];
         this.pendingRestart = null;
         return this.#restart(reason);
       }
@@ -283,16 +246,6 @@ export class NegotiationMachine {
 
   #startNegotiation() {
     if (this.isHost) {
-      // The host's role moved here (a server restart), on a connection the peer opened: an offer of ours on it
-      // could flip its DTLS roles, so a new connection, which this side opens, takes over.
-      if (this.openedConnection === false) {
-        return [
-          timerAction(cancel('nonHostFallback')),
-          { type: 'iceRestartStarted', reason: 'signalingReconnect' },
-          ...this.#renewPeerConnection(),
-          ...this.#offer(false),
-        ];
-      }
       // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
       const restart = this.iceState !== 'new';
       return [
@@ -333,34 +286,16 @@ export class NegotiationMachine {
     return [{ type: 'createOffer', iceRestart }];
   }
 
-  /**
-   * Whether restart and resend offers are ours to make: the connection's first offerer's; before its first
-   * exchange completes, the side that has offered on it, else the host. A `restartsOnlyAsHost` side: when host.
-   * (A peer's `restart_request` makes any side but a `restartsOnlyAsHost` one restart.)
-   */
-  get makesRestartOffers() {
-    if (this.restartsOnlyAsHost) return this.isHost;
-    return this.openedConnection ?? (this.offeredFirst || this.isHost);
-  }
-
   #restart(reason) {
     if (!this.peerPresent) return []; // nobody to restart with
+    if (!this.isHost && this.restartsOnlyAsHost) return [];
     if (!this.signalingUp) {
       this.pendingRestart = reason;
       return [];
     }
     if (this.inCooldown || this.makingOffer || this.answering || this.applyingRemote || this.signalingState === 'haveRemoteOffer') {
-      // The peer's request outranks our own reason: it makes this side the offerer.
-      this.pendingRestart = reason === 'peerRequest' ? reason : this.pendingRestart ?? reason;
+      this.pendingRestart = this.pendingRestart ?? reason;
       return [];
-    }
-    if (!this.makesRestartOffers && reason !== 'peerRequest') {
-      // The peer offers; asking is paced like restarting (a request every 10 s at most while it is needed).
-      this.inCooldown = true;
-      return [
-        { type: 'askPeerToRestart', reason, askedBack: false },
-        timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS)),
-      ];
     }
     const actions = [];
     if (this.signalingState === 'haveLocalOffer') {
@@ -453,8 +388,6 @@ export class NegotiationMachine {
     this.remoteCandidateBuffer = []; // for the connection that is gone
     this.iceState = 'new';
     this.pendingRestart = null;
-    this.openedConnection = null;
-    this.offeredFirst = false;
     // The restart cooldown stays: it paces restarts whatever connection they are on.
     return [{ type: 'renewPeerConnection' }, ...['offerTimeout', 'iceRestartDelay'].map((t) => timerAction(cancel(t)))];
   }
@@ -483,14 +416,6 @@ export class NegotiationMachine {
       return [];
     }
     this.nonHostFallbackAttempts += 1;
-    // A connection that answered the previous peer's first offer is not ours to offer on (Firefox would flip its
-    // DTLS role): a new one, which this side opens, makes the fallback offer.
-    if (this.openedConnection === false) {
-      const attempts = this.nonHostFallbackAttempts;
-      const renewed = this.#renewPeerConnection();
-      this.nonHostFallbackAttempts = attempts;
-      return [...renewed, ...this.#offer(false, true)];
-    }
     return this.#offer(false, true);
   }
 }
