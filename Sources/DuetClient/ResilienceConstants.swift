@@ -22,6 +22,11 @@ public enum ResilienceConstants {
     public static let ICE_CANDIDATE_BUFFER_MAX = 50
     /// Duet: seed 000 scenario 2, "Wait 2s (transient recovery window)".
     public static let ICE_DISCONNECTED_RESTART_DELAY_MS: Int64 = 2_000
+    /// Duet (issue 32): while ICE is connected the inbound media counters are read this often…
+    public static let MEDIA_SAMPLE_INTERVAL_MS: Int64 = 1_000
+    /// …and media that did not grow for this long is a stall (`MediaWatchdogMachine`): longer than a burst of loss
+    /// or a keyframe wait, and as long as webrtcbin's silence timeout was.
+    public static let MEDIA_STALL_TIMEOUT_MS: Int64 = 3_000
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000
     public static let TURN_REFRESH_TRIGGER_RATIO = 0.8
@@ -69,6 +74,8 @@ public enum ResilienceConstants {
         ("NON_HOST_FALLBACK_MAX_ATTEMPTS", Double(NON_HOST_FALLBACK_MAX_ATTEMPTS)),
         ("ICE_CANDIDATE_BUFFER_MAX", Double(ICE_CANDIDATE_BUFFER_MAX)),
         ("ICE_DISCONNECTED_RESTART_DELAY_MS", Double(ICE_DISCONNECTED_RESTART_DELAY_MS)),
+        ("MEDIA_SAMPLE_INTERVAL_MS", Double(MEDIA_SAMPLE_INTERVAL_MS)),
+        ("MEDIA_STALL_TIMEOUT_MS", Double(MEDIA_STALL_TIMEOUT_MS)),
         ("TURN_FETCH_TIMEOUT_MS", Double(TURN_FETCH_TIMEOUT_MS)),
         ("TURN_REFRESH_TRIGGER_RATIO", TURN_REFRESH_TRIGGER_RATIO),
         ("RECONNECT_TOKEN_REFRESH_RATIO", RECONNECT_TOKEN_REFRESH_RATIO),

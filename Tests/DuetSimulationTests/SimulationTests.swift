@@ -128,6 +128,16 @@ import Testing
         #expect(failing.violations.contains { $0.invariant == .notRecovered })
     }
 
+    /// A runtime that never reads the inbound counters leaves a call whose media stopped under a connected ICE
+    /// "connected" for good: the media-stall scenarios catch it.
+    @Test(arguments: ["media-stall-host", "media-stall-guest"])
+    func aBlindWatchdogIsCaught(_ name: String) throws {
+        let scenario = try #require(NamedScenarios.all.first { $0.name == name })
+        let broken = scenario.run(mutation: .watchdogOff)
+        #expect(broken.result.violations.contains { $0.invariant == .notRecovered }, "\(broken.result.violations)")
+        #expect(!broken.problems.isEmpty)
+    }
+
     /// A replayed offer from an older peer session is stopped by its epoch and, being older than what the same
     /// peer connection sent since, by its `o=` origin: either defence alone holds; a runtime without both applies it.
     @Test func droppingEpochsAndOriginsIsCaught() throws {

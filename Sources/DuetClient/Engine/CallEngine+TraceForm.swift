@@ -63,6 +63,9 @@ extension CallEngine.Input {
         case .iceStateChanged(let state): return ["type": "iceStateChanged", "state": .string("\(state)")]
         case .connectionStateChanged(let state): return ["type": "connectionStateChanged", "state": .string("\(state)")]
         case .signalingStateChanged(let state): return ["type": "signalingStateChanged", "state": .string("\(state)")]
+        case .mediaSampled(let sample):
+            let counted: JSONValue = sample.map { ["packets": .int($0.packets), "videoFrames": .int($0.videoFrames)] } ?? .null
+            return ["type": "mediaSampled", "sample": counted]
         case .networkOnline: return ["type": "networkOnline"]
         case .networkPathChanged: return ["type": "networkPathChanged"]
         case .networkOffline: return ["type": "networkOffline"]
@@ -85,6 +88,7 @@ extension CallEngine.Output {
         case .httpLeave(let request):
             return ["type": "httpLeave", "request": ["rid": .string(request.rid), "cid": .string(request.cid), "reconnectToken": .string(request.reconnectToken)]]
         case .engine(let command): return ["type": "engine", "command": command.traceForm]
+        case .sampleMedia: return ["type": "sampleMedia"]
         case .timer(let command): return ["type": "timer", "command": command.traceForm]
         case .emit(let event): return ["type": "emit", "event": event.traceForm]
         case .teardown: return ["type": "teardown"]

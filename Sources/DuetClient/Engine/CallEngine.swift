@@ -63,6 +63,8 @@ public struct CallEngine: Sendable {
         /// The peer connection's aggregate state; degraded states count like ICE's.
         case connectionStateChanged(NegotiationMachine.IceState)
         case signalingStateChanged(NegotiationMachine.SignalingState)
+        /// The inbound counters the runtime read for `.sampleMedia` (nil: no report, no peer connection).
+        case mediaSampled(MediaWatchdogMachine.Sample?)
         // network
         case networkOnline
         case networkPathChanged
@@ -84,6 +86,8 @@ public struct CallEngine: Sendable {
         /// Leave over HTTP when signaling is down, so the seat does not wait for eviction.
         case httpLeave(LeaveRequest)
         case engine(EngineCommand)
+        /// Read the live peer connection's inbound counters and feed them back as `mediaSampled` (the media watchdog).
+        case sampleMedia
         case timer(TimerCommand)
         case emit(CallEvent)
         /// Close signaling (after what is queued is sent) and the peer connection; the runtime answers
@@ -98,6 +102,7 @@ public struct CallEngine: Sendable {
     public private(set) var negotiation: NegotiationMachine
     public private(set) var trickle = TrickleIceMachine()
     public private(set) var turn = TurnMachine()
+    public private(set) var watchdog = MediaWatchdogMachine()
     let options: Options
 
     public private(set) var roomId: String?
@@ -140,6 +145,8 @@ public struct CallEngine: Sendable {
     public mutating func handle(_ input: Input) -> [Output] {
         let seatBefore = seat
         var out = route(input)
+        // The watchdog follows ICE as the negotiation sees it, whatever changed it (an ICE event, a renewal, a reset).
+        out += syncWatchdog()
         // The app keeps the seat (on disk, in session storage) so that a new process can reclaim it.
         if seat != seatBefore { out.append(.emit(.session(seat))) }
         return out
@@ -191,32 +198,32 @@ public struct CallEngine: Sendable {
             // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
             if options.keyedLink { out += verificationChanged(.verified) }
             // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
-            if kind == .answer { out += statusEvent(.ice(Self.health(negotiation.iceState))) }
+            if kind == .answer { out += statusEvent(.ice(mediaHealth)) }
             return out
         case .remoteDescriptionFailed(let kind): return negotiationEvent(.remoteDescriptionFailed(kind))
         case .localCandidate(let candidate): return trickleEvent(.localCandidate(candidate))
         case .gatheringComplete: return trickleEvent(.gatheringComplete)
-        case .iceStateChanged(let state):
-            var out = negotiationEvent(.iceStateChanged(state))
-            out += statusEvent(.ice(Self.health(state)))
-            return out
-        case .connectionStateChanged(let state):
+        case .iceStateChanged(let state), .connectionStateChanged(let state):
             // Seeds 000 §6/§8: "conn-disconnected" schedules the same restart as ICE's own state.
-            return negotiationEvent(.iceStateChanged(state)) + statusEvent(.ice(Self.health(state)))
+            var out = negotiationEvent(.iceStateChanged(state))
+            out += syncWatchdog()
+            out += statusEvent(.ice(mediaHealth))
+            return out
         case .signalingStateChanged(let state): return negotiationEvent(.signalingStateChanged(state))
+        case .mediaSampled(let sample): return watchdogEvent(.sampled(sample))
         case .networkOnline:
             var out = negotiationEvent(.networkOnline) + statusEvent(.networkChanged)
             if case .waitingToReconnect = link.state { out += linkEvent(.connect) }  // don't sit out the backoff
             return out
         case .networkPathChanged:
             var out = negotiationEvent(.networkPathChanged)
-            let healthy = isSignalingUp && Self.health(negotiation.iceState) == .connected
+            let healthy = isSignalingUp && mediaHealth == .connected
             if phase.phase == .inCall, !healthy { out += statusEvent(.networkChanged) }
             if case .waitingToReconnect = link.state { out += linkEvent(.connect) }
             return out
         case .networkOffline:
             // No ICE restart and no reconnect now (they would fail); a call already unhealthy shows it at once.
-            let healthy = isSignalingUp && Self.health(negotiation.iceState) == .connected
+            let healthy = isSignalingUp && mediaHealth == .connected
             return phase.phase == .inCall && !healthy ? statusEvent(.networkChanged) : []
         case .timerFired(let timer): return timerFired(timer)
         case .teardownFinished: return phaseEvent(.cleanupComplete)
@@ -341,6 +348,37 @@ public struct CallEngine: Sendable {
         return out
     }
 
+    private mutating func watchdogEvent(_ event: MediaWatchdogMachine.Event) -> [Output] {
+        var out: [Output] = []
+        for action in watchdog.handle(event) {
+            switch action {
+            case .sample: out.append(.sampleMedia)
+            case .stalled: out += statusEvent(.ice(.disconnected)) + negotiationEvent(.mediaStalled)
+            case .flowing: out += negotiationEvent(.mediaFlowing) + statusEvent(.ice(mediaHealth))
+            case .timer(let command): out.append(.timer(command))
+            }
+        }
+        return out
+    }
+
+    /// Tells the watchdog whether ICE is connected with a peer in the call, when that changed. Alone (waiting) there is
+    /// nobody to hear, and a peer that comes back is judged from a new baseline.
+    private mutating func syncWatchdog() -> [Output] {
+        let connected = phase.phase == .inCall && Self.health(negotiation.iceState) == .connected
+        guard connected != watchdog.iceConnected else { return [] }
+        let wasStalled = watchdog.stalled
+        var out = watchdogEvent(.ice(connected: connected))
+        // A stall forgotten with its path (alone now, a renewed connection): the status hears ICE's own word again,
+        // or it would keep the stall's "disconnected" for the next peer.
+        if wasStalled { out += statusEvent(.ice(mediaHealth)) }
+        return out
+    }
+
+    /// ICE's health as the call sees it: connected ICE whose media stalled is disconnected.
+    private var mediaHealth: ConnectionStatusMachine.IceHealth {
+        negotiation.mediaStalled ? .disconnected : Self.health(negotiation.iceState)
+    }
+
     private mutating func trickleEvent(_ event: TrickleIceMachine.Event) -> [Output] {
         var out: [Output] = []
         for action in trickle.handle(event) {
@@ -382,6 +420,8 @@ public struct CallEngine: Sendable {
             return trickleEvent(.timerFired(timer))
         case .turnFetchTimeout, .turnRefresh:
             return turnEvent(.timerFired(timer))
+        case .mediaSample:
+            return watchdogEvent(.timerFired(timer))
         case .reconnectTokenRefresh:
             // Signaling down: try again soon; the token still has a fifth of its life.
             guard isSignalingUp, !rejoinPending else {
@@ -553,7 +593,7 @@ public struct CallEngine: Sendable {
     private mutating func remoteMediaLearned(_ state: MediaState?) -> [Output] {
         guard state != remoteMedia else { return [] }
         remoteMedia = state
-        return [.emit(.remoteMedia(state))]
+        return [.emit(.remoteMedia(state))] + watchdogEvent(.peerMedia(state))
     }
 
     private func scheduleTokenRefresh(ttlMs: Int64) -> Output {
@@ -599,7 +639,7 @@ public struct CallEngine: Sendable {
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
         out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
         // The peer is back from a suspension and our media is not: renegotiate ICE now.
-        if wasSuspended, !peerSuspended, peer != nil, negotiation.iceState != .connected, negotiation.iceState != .completed {
+        if wasSuspended, !peerSuspended, peer != nil, !negotiation.mediaUp {
             out += negotiationEvent(.requestIceRestart)
         }
         return out
@@ -677,6 +717,7 @@ public struct CallEngine: Sendable {
         negotiation = NegotiationMachine(restartsOnlyAsHost: options.restartsOnlyAsHost)
         trickle = TrickleIceMachine()
         turn = TurnMachine()
+        watchdog = MediaWatchdogMachine()
     }
 
     static func health(_ state: NegotiationMachine.IceState) -> ConnectionStatusMachine.IceHealth {
@@ -693,7 +734,7 @@ extension CallEngine.Input {
     var isFromWebRtc: Bool {
         switch self {
         case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .localCandidate, .gatheringComplete,
-            .iceStateChanged, .connectionStateChanged, .signalingStateChanged:
+            .iceStateChanged, .connectionStateChanged, .signalingStateChanged, .mediaSampled:
             true
         default:
             false

@@ -4,9 +4,9 @@ import DuetProtocol
 ///
 /// - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
 /// - An offer unanswered for 8 s is rolled back and followed by an ICE restart.
-/// - ICE restart: 2 s after `disconnected`, at once on `failed`, on network online / path change and on
-///   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
-///   is down and fired after the post-reconnect `room_state`.
+/// - ICE restart: 2 s after `disconnected`, at once on `failed`, on a media stall (`MediaWatchdogMachine`), on
+///   network online / path change and on request; never within 10 s of the previous one (deferred, not
+///   dropped); remembered while signaling is down and fired after the post-reconnect `room_state`.
 /// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 /// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 /// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
@@ -26,6 +26,8 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     public enum RestartReason: String, Sendable, Equatable {
         case iceDisconnected, iceFailed, networkOnline, networkChange, offerTimeout, signalingReconnect, escalation
+        /// Inbound media stopped while ICE says connected (`MediaWatchdogMachine`).
+        case mediaStall
     }
 
     public enum Event: Sendable, Equatable {
@@ -50,6 +52,9 @@ public struct NegotiationMachine: Sendable, Equatable {
         case networkPathChanged
         case requestIceRestart
         case requestOfferResend
+        /// The media watchdog: nothing arrives while ICE says connected (restart now), or it arrives again.
+        case mediaStalled
+        case mediaFlowing
         case timerFired(TimerID)
     }
 
@@ -72,6 +77,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var signalingState: SignalingState = .stable
     public private(set) var hasRemoteDescription = false
     public private(set) var iceState: IceState = .new
+    /// ICE says connected but the media watchdog says nothing arrives: media is down all the same.
+    public private(set) var mediaStalled = false
+    /// Media is up: ICE connected, and arriving.
+    public var mediaUp: Bool { (iceState == .connected || iceState == .completed) && !mediaStalled }
     public private(set) var nonHostFallbackAttempts = 0
     /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
     public private(set) var pendingRestart: RestartReason?
@@ -139,7 +148,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             guard let reason = pendingRestart, peerPresent else { return [] }
             pendingRestart = nil
             // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
-            if iceState == .connected || iceState == .completed { return [] }
+            if mediaUp { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
         case .remoteDescription(let kind, let sdp, let epoch):
             if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session
@@ -211,10 +220,12 @@ public struct NegotiationMachine: Sendable, Equatable {
             return []
         case .iceStateChanged(let state):
             iceState = state
+            // A stall is the watchdog's verdict on a connected path; any other state speaks for itself.
+            if state != .connected, state != .completed { mediaStalled = false }
             switch state {
             case .connected, .completed:
                 // Media came back by itself: a remembered restart is no longer needed.
-                pendingRestart = nil
+                if !mediaStalled { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
                 guard isHost, peerPresent else { return [] }
@@ -232,6 +243,14 @@ public struct NegotiationMachine: Sendable, Equatable {
             return restart(.networkChange)
         case .requestIceRestart:
             return peerPresent ? restart(.escalation) : []
+        case .mediaStalled:
+            mediaStalled = true
+            // At once: the watchdog already waited MEDIA_STALL_TIMEOUT_MS, longer than the disconnected delay.
+            return peerPresent ? restart(.mediaStall) : []
+        case .mediaFlowing:
+            mediaStalled = false
+            pendingRestart = nil  // media came back by itself
+            return []
         case .requestOfferResend:
             guard peerPresent, signalingUp else { return [] }
             if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
@@ -248,7 +267,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             return restart(.iceDisconnected)
         case .timerFired(.iceRestartCooldown):
             inCooldown = false
-            guard let reason = pendingRestart, signalingUp, iceState != .connected, iceState != .completed else { return [] }
+            guard let reason = pendingRestart, signalingUp, !mediaUp else { return [] }
             pendingRestart = nil
             return restart(reason)
         case .timerFired:
@@ -279,6 +298,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         remoteSessionIds.removeAll()  // the next peer brings its own (and a long call must not fill the set)
         remoteCandidateBuffer.removeAll()
         inCooldown = false
+        mediaStalled = false
         // An offer nobody will answer would block the next peer's negotiation.
         let rollback: [Action] = signalingState == .haveLocalOffer ? [.rollback] : []
         signalingState = .stable
@@ -388,6 +408,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         localSessionIds.removeAll()  // the new connection has its own (and the set is bounded)
         remoteCandidateBuffer.removeAll()  // for the connection that is gone
         iceState = .new
+        mediaStalled = false
         pendingRestart = nil
         // The restart cooldown stays: it paces restarts whatever connection they are on.
         return [.renewPeerConnection] + [.offerTimeout, .iceRestartDelay].map { .timer(.cancel($0)) }

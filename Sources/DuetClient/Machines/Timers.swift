@@ -15,6 +15,8 @@ public enum TimerID: Hashable, Sendable, CaseIterable {
     case turnFetchTimeout, turnRefresh
     // session
     case reconnectTokenRefresh
+    // media watchdog
+    case mediaSample
 }
 
 public enum TimerCommand: Hashable, Sendable {

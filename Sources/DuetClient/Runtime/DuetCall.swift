@@ -284,6 +284,7 @@ public actor DuetCall {
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
         case .httpLeave(let request): Task { await httpLeave(request) }
         case .engine(let command): webRtcQueue.yield(.command(command))
+        case .sampleMedia: Task { await sampleMedia() }
         case .timer(let command): timer(command)
         case .emit(let event): emit(event)
         case .teardown:
@@ -558,6 +559,12 @@ public actor DuetCall {
             if case .createAnswer = command { feed(.localDescriptionFailed) }
             if case .setRemoteDescription(let kind, _) = command { feed(.remoteDescriptionFailed(kind)) }
         }
+    }
+
+    /// The media watchdog's reading (`MediaWatchdogMachine`): the engine's inbound audio packets and video frames.
+    private func sampleMedia() async {
+        let stats = await webRtc.stats()
+        feed(.mediaSampled(stats.map { MediaWatchdogMachine.Sample(packets: Int64($0.audioPacketsReceived), videoFrames: Int64($0.videoFramesReceived)) }))
     }
 
     private func emitStats() async {

@@ -199,6 +199,11 @@ final class SimClient {
                 feed(ttl.map { .turnCredentialsFetched(ttlSeconds: $0) } ?? .turnCredentialsFailed)
             }
         case .prepareSnapshot: feed(.snapshotReady(nil))
+        case .sampleMedia:
+            // getStats answers a moment later.
+            world.scheduler.after(1) { [self] in
+                webRtcEvent(.mediaSampled(world.mutation == .watchdogOff ? nil : world.media.inboundSample(side)))
+            }
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
         case .httpLeave(let request):
             world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.httpLeave(request) }) { _ in }
@@ -234,6 +239,7 @@ final class SimClient {
     private func emit(_ event: CallEvent) {
         events.append((world.scheduler.now, event))
         signing.note(event)
+        if event == .iceRestart(.mediaStall) { world.monitor.reached(.mediaStallRestarted) }
         switch event {
         case .phase(let value):
             // An interception ends the call on purpose (issue 19): like a leave, not a failure.

@@ -49,6 +49,10 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
     case replayFirstOffer(Side)
     /// A server in the middle: every offer and answer it relays has its DTLS fingerprints rewritten (issue 19).
     case tamperFingerprints
+    /// Media to this side stops while both ICE agents stay `connected` (issue 32: a mixed-browser ICE restart left
+    /// one side sending to a port the other no longer reads), until new ICE credentials on either side replace the
+    /// pair. Only the receiver's inbound counters show it.
+    case mediaStall(Side)
 
     public var description: String {
         switch self {
@@ -70,12 +74,15 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
         case .loseNextJoin(let side): "the next join of \(side) is lost"
         case .replayFirstOffer(let side): "the first offer \(side) received is delivered again"
         case .tamperFingerprints: "the server rewrites the DTLS fingerprints of relayed offers and answers"
+        case .mediaStall(let side): "media to \(side) stops while ICE stays connected"
         }
     }
 
     var isInstantaneous: Bool {
         switch self {
-        case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer: true
+        case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer,
+            .mediaStall:
+            true
         default: false
         }
     }

@@ -10,11 +10,18 @@ public enum FaultSchedule {
     public static let longestFaultMs: Int64 = 120_000
     public static let longFaultOneIn = 12
     public static let longestLongFaultMs: Int64 = 30 * 60_000
+    /// One seed in this many has a media stall (`Fault.mediaStall`) on top of its faults.
+    public static let mediaStallOneIn = 6
 
     public static func random(_ rng: inout SplitMix64) -> [ScheduledFault] {
         let count = 1 + rng.below(5)
         var faults = (0..<count).map { _ in randomFault(&rng) }
         if rng.below(longFaultOneIn) == 0 { faults.append(longFault(&rng)) }
+        // Drawn from a copy, so that every other draw of a seed (its faults, its jitter) stays what it was.
+        var stallDraw = rng
+        if stallDraw.below(mediaStallOneIn) == 0 {
+            faults.append(ScheduledFault(at: stallDraw.range(0, windowMs), .mediaStall(stallDraw.below(2) == 0 ? .a : .b)))
+        }
         return faults.sorted { $0.at < $1.at }
     }
 

@@ -11,4 +11,6 @@ public enum Milestone: String, Sendable, CaseIterable, Codable {
     case turnExpiredThenRenewed
     /// A seat of an ended room was told `ROOM_ENDED` after the room's tombstone (5 min) had expired.
     case roomEndedAfterTombstone
+    /// A side whose inbound media stopped under a connected ICE restarted ICE for it (the media watchdog, issue 32).
+    case mediaStallRestarted
 }

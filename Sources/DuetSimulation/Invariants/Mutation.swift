@@ -17,6 +17,8 @@ public enum Mutation: String, Sendable, CaseIterable {
     case originStripped = "origin-stripped"
     /// Both defences against stale negotiation gone (each alone stops a replayed offer of an older peer session).
     case epochAndOriginDropped = "epoch-and-origin-dropped"
+    /// The runtime never reads the inbound counters (a report is never there): the media watchdog is blind.
+    case watchdogOff = "watchdog-off"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {

@@ -45,6 +45,21 @@ final class SimMediaPlane {
         var remoteOfferOrigin: (id: UInt64, version: UInt64)?
         /// webrtcbin: remote candidates that arrived before any remote description.
         var pendingRemoteCandidates: [String] = []
+        /// Inbound counters (`MediaWatchdogMachine.Sample`), this peer connection's, from zero; and whether media
+        /// arrived at the last reading (packets that came in part of an interval count for it).
+        var inboundPackets: Int64 = 0
+        var inboundFrames: Int64 = 0
+        var flowedAtLastSample = false
+    }
+
+    /// A one-way black hole (`Fault.mediaStall`): media to the receiver is lost while these two peer connections
+    /// keep these credentials.
+    struct InboundStall: Equatable {
+        var receiver: (instance: Int, ufrag: String?)
+        var sender: (instance: Int, ufrag: String?)
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.receiver == rhs.receiver && lhs.sender == rhs.sender
+        }
     }
 
     enum Refusal: Error, CustomStringConvertible {
@@ -72,14 +87,42 @@ final class SimMediaPlane {
     private var ufrags = 0
     /// Sides played by `duet call` (webrtcbin) instead of a browser.
     var webrtcbinSides: Set<Side> = []
+    private var inboundStalls: [InboundStall?] = [nil, nil]
 
     init(world: World) { self.world = world }
 
     func isOpen(_ side: Side) -> Bool { peers[side.rawValue].map { !$0.closed } ?? false }
     func ice(_ side: Side) -> NegotiationMachine.IceState? { peers[side.rawValue]?.ice }
     func isConnected(_ side: Side) -> Bool { isOpen(side) && (ice(side) == .connected || ice(side) == .completed) }
-    /// Connected, and on a path that still works (consent checks have not noticed a dead one yet).
-    func isHealthy(_ side: Side) -> Bool { isConnected(side) && (canConnect(side) || pairAlive(side)) }
+    /// Connected, and on a path that still works (consent checks have not noticed a dead one yet), and media
+    /// arrives on it.
+    func isHealthy(_ side: Side) -> Bool { isConnected(side) && (canConnect(side) || pairAlive(side)) && !isInboundStalled(side) }
+
+    /// Media to `side` is lost from now on, ICE untouched, until either side has new credentials or a new connection.
+    func stallInbound(_ side: Side) {
+        guard let me = peers[side.rawValue], let other = peers[side.other.rawValue], !me.closed, !other.closed else { return }
+        inboundStalls[side.rawValue] = InboundStall(receiver: (me.instance, me.localUfrag), sender: (other.instance, other.localUfrag))
+    }
+
+    func isInboundStalled(_ side: Side) -> Bool {
+        guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else { return false }
+        return stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag)
+    }
+
+    /// The runtime's reading of `side`'s inbound counters (`.sampleMedia`); nil without a peer connection. They grow
+    /// while media arrives: connected on a working path, no stall. (A frozen peer's media is not modelled: its ICE
+    /// keeps answering here, as it always did in this model.)
+    func inboundSample(_ side: Side) -> MediaWatchdogMachine.Sample? {
+        guard var peer = peers[side.rawValue], !peer.closed else { return nil }
+        let flowing = isHealthy(side)
+        if flowing || peer.flowedAtLastSample {
+            peer.inboundPackets += 50
+            peer.inboundFrames += 30
+        }
+        peer.flowedAtLastSample = flowing
+        peers[side.rawValue] = peer
+        return MediaWatchdogMachine.Sample(packets: peer.inboundPackets, videoFrames: peer.inboundFrames)
+    }
 
     func ensure(_ side: Side) {
         if let peer = peers[side.rawValue], !peer.closed { return }

@@ -12,6 +12,8 @@ import Testing
     @Test func fullCutOfTwoMinutes() async throws { try await run("cut-2min") }
     @Test func signalingOnlyCutKeepsMediaFlowing() async throws { try await run("signaling-cut") }
     @Test func mediaOnlyCutRestartsICE() async throws { try await run("media-cut") }
+    /// Media lost while STUN passes (ICE stays connected): the media watchdog notices, restarts ICE (issue 32).
+    @Test func mediaBlackHoleIsNoticedWhileICEStaysConnected() async throws { try await run("media-stall") }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }

@@ -57,9 +57,21 @@ def cut_of_b(first_firefox, seconds=10):
     return scenario
 
 
+def black_hole_of_b(first_firefox):
+    """chaos.py's media-stall on a mixed pair: media to B lost while STUN passes; B's watchdog (Firefox's getStats
+    when B is Firefox) must notice under a connected ICE and restart; media both ways once the hole closes."""
+    def scenario(net):
+        with chaos.serving() as server:
+            mixed_call(net, server, first_firefox)
+            return chaos.black_hole_b(net)
+    return scenario
+
+
 SCENARIOS = {
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True)),
     "chromium-hosts-firefox-cut": ("Chromium hosts, Firefox's link cut 10 s", cut_of_b(False)),
+    "chromium-hosts-firefox-stall": ("Chromium hosts, media to Firefox black-holed 12 s (ICE stays connected)", black_hole_of_b(False)),
+    "firefox-hosts-chromium-stall": ("Firefox hosts, media to Chromium black-holed 12 s (ICE stays connected)", black_hole_of_b(True)),
 }
 
 if __name__ == "__main__":

@@ -225,6 +225,43 @@ def media_cut(net):
         return recovery, how_it_recovered(net)
 
 
+# A UDP datagram that is not STUN (its magic cookie is not 0x2112A442 at byte 4 of the UDP payload): RTP, RTCP and DTLS.
+NOT_STUN = '-m u32 ! --u32 "0>>22&0x3C@12=0x2112A442"'
+
+
+def media_stall(net):
+    """Issue 32 point 2: media to B is lost for 12 s while STUN still passes, so both ICE agents stay `connected`
+    (consent freshness is answered) — the black hole a mixed-browser ICE restart leaves. B's media watchdog must see
+    it: B leaves `connected` and restarts ICE within a few seconds, while ICE itself still says connected; once the
+    hole closes, media flows both ways. With the watchdog off, B shows `connected` throughout: caught here."""
+    with serving() as server:
+        start(net, server)
+        return black_hole_b(net)
+
+
+def black_hole_b(net):
+    """media_stall's fault and checks, on a call already established (firefox_faults.py runs it on mixed pairs)."""
+    with blocked(f"FORWARD -o {net.b.link} -p udp {NOT_STUN} -j DROP", what="media to B black-holed for 12 s (STUN passes)"):
+        began = time.monotonic()
+        restarts_before = len(net.b.page.evaluate("duet.iceRestarts"))
+        noticed = None
+        while time.monotonic() - began < 12:
+            state = net.b.page.evaluate("({status: duet.connectionStatus, ice: duet.iceConnectionState, restarts: duet.iceRestarts})")
+            if noticed is None and state["status"] != "connected":
+                noticed = round(time.monotonic() - began, 1)
+                log(f"B noticed the stall after {noticed} s: {state}")
+                # The watchdog spoke, not ICE: its restart is the first since the hole opened (the restart itself
+                # may already have ICE checking by now).
+                expect(state["restarts"][restarts_before:][:1] == ["mediaStall"], f"B's first restart in the hole is the watchdog's: {state}")
+            if noticed is None:
+                expect(state["ice"] in ("connected", "completed"), f"B's ICE says connected until the watchdog speaks: {state}")
+            time.sleep(0.2)
+        expect(noticed is not None, "B's status left connected while no media reached it (the media watchdog)")
+        expect(noticed <= 6, f"B noticed the stall within the stall timeout and a sample or two ({noticed} s)")
+    recovery = measured(net, time.monotonic(), 60, "whole after the media black hole")
+    return recovery, how_it_recovered(net) + f"; noticed {noticed} s into the black hole"
+
+
 def server_kill(net):
     with serving() as server:
         start(net, server)
@@ -302,6 +339,7 @@ SCENARIOS = {
     "cut-2min": ("Full cut of one side, 2 min", full_cut(120)),
     "signaling-cut": ("Signaling-only cut, 45 s (media keeps flowing)", signaling_cut),
     "media-cut": ("Media-only cut, 10 s", media_cut),
+    "media-stall": ("Media to one side black-holed for 12 s while ICE stays connected", media_stall),
     "server-kill": ("`duet serve` killed -9, restarted after 3 s", server_kill),
     "ws-refused": ("`/ws` refused → SSE", ws_refused),
     "rtt-loss": ("200 ms RTT + 5 % loss", rtt_loss),

@@ -12,6 +12,7 @@ import { RESILIENCE } from '../constants.js';
 import { CallPhaseMachine } from '../machines/call-phase-machine.js';
 import { ConnectionStatusMachine } from '../machines/connection-status-machine.js';
 import { JoinMachine, joinOptions } from '../machines/join-machine.js';
+import { MediaWatchdogMachine } from '../machines/media-watchdog-machine.js';
 import { NegotiationMachine } from '../machines/negotiation-machine.js';
 import { SignalingLinkMachine } from '../machines/signaling-link-machine.js';
 import { TIMER_IDS, cancel, schedule } from '../machines/timers.js';
@@ -41,7 +42,7 @@ const ICE_STATES = new Set(['new', 'checking', 'connected', 'completed', 'discon
 
 const WEBRTC_INPUTS = new Set([
   'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'remoteDescriptionFailed', 'localCandidate',
-  'gatheringComplete', 'iceStateChanged', 'connectionStateChanged', 'signalingStateChanged',
+  'gatheringComplete', 'iceStateChanged', 'connectionStateChanged', 'signalingStateChanged', 'mediaSampled',
 ]);
 
 /** IceState → ConnectionStatusMachine.IceHealth */
@@ -78,6 +79,13 @@ export function decodeMediaState(value) {
 }
 
 const sameMedia = (a, b) => (a == null || b == null ? a == b : a.audio === b.audio && a.video === b.video && a.screen === b.screen);
+
+/** A media watchdog sample `{packets, videoFrames}` (non-negative integers), or null for anything else. */
+export function decodeMediaSample(value) {
+  if (!isObject(value)) return null;
+  const count = (n) => Number.isSafeInteger(n) && n >= 0;
+  return count(value.packets) && count(value.videoFrames) ? { packets: value.packets, videoFrames: value.videoFrames } : null;
+}
 
 function decodeParticipant(value) {
   if (!isObject(value) || !isString(value.cid) || !isInt(value.joinedAt)) return null;
@@ -229,6 +237,8 @@ export class CallEngine {
   handle(input) {
     const before = this.#seat();
     const out = this.#route(input);
+    // The watchdog follows ICE as the negotiation sees it, whatever changed it (an ICE event, a renewal, a reset).
+    out.push(...this.#syncWatchdog());
     // The app keeps the seat (on disk, in session storage) so that a new process or a reload can reclaim it.
     const after = this.#seat();
     if (before?.roomId !== after?.roomId || before?.cid !== after?.cid || before?.reconnectToken !== after?.reconnectToken) {
@@ -290,7 +300,7 @@ export class CallEngine {
         // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
         if (this.options.keyedLink) out.push(...this.#verificationChanged('verified'));
         // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
-        if (input.kind === 'answer') out.push(...this.#statusEvent({ type: 'ice', health: health(this.negotiation.iceState) }));
+        if (input.kind === 'answer') out.push(...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
         return out;
       }
       case 'localCandidate': return this.#trickleEvent({ type: 'localCandidate', candidate: input.candidate });
@@ -301,16 +311,17 @@ export class CallEngine {
         // RTCPeerConnectionState says 'connecting' where RTCIceConnectionState says 'checking'.
         const state = input.type === 'connectionStateChanged' && input.state === 'connecting' ? 'checking' : input.state;
         if (!ICE_STATES.has(state)) return [];
-        return [
-          ...this.#negotiationEvent({ type: 'iceStateChanged', state }),
-          ...this.#statusEvent({ type: 'ice', health: health(state) }),
-        ];
+        const out = this.#negotiationEvent({ type: 'iceStateChanged', state });
+        out.push(...this.#syncWatchdog());
+        out.push(...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
+        return out;
       }
       case 'signalingStateChanged': {
         // `have-*-pranswer` and `closed` have no Swift counterpart: the machine never sees them.
         const state = SIGNALING_STATES[input.state];
         return state ? this.#negotiationEvent({ type: 'signalingStateChanged', state }) : [];
       }
+      case 'mediaSampled': return this.#watchdogEvent({ type: 'sampled', sample: decodeMediaSample(input.sample) });
       case 'networkOnline': {
         const out = [...this.#negotiationEvent({ type: 'networkOnline' }), ...this.#statusEvent({ type: 'networkChanged' })];
         if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' })); // don't sit out the backoff
@@ -318,14 +329,14 @@ export class CallEngine {
       }
       case 'networkPathChanged': {
         const out = this.#negotiationEvent({ type: 'networkPathChanged' });
-        const healthy = this.isSignalingUp && health(this.negotiation.iceState) === 'connected';
+        const healthy = this.isSignalingUp && this.#mediaHealth() === 'connected';
         if (this.phase === 'inCall' && !healthy) out.push(...this.#statusEvent({ type: 'networkChanged' }));
         if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' }));
         return out;
       }
       case 'networkOffline': {
         // No ICE restart and no reconnect now (they would fail); a call already unhealthy shows it at once.
-        const healthy = this.isSignalingUp && health(this.negotiation.iceState) === 'connected';
+        const healthy = this.isSignalingUp && this.#mediaHealth() === 'connected';
         return this.phase === 'inCall' && !healthy ? this.#statusEvent({ type: 'networkChanged' }) : [];
       }
       case 'timerFired': return this.#timerFired(input.timer);
@@ -488,6 +499,44 @@ export class CallEngine {
     return out;
   }
 
+  #watchdogEvent(event) {
+    const out = [];
+    for (const action of this.watchdog.handle(event)) {
+      switch (action.type) {
+        case 'sample': out.push({ type: 'sampleMedia' }); break;
+        case 'stalled':
+          out.push(...this.#statusEvent({ type: 'ice', health: 'disconnected' }), ...this.#negotiationEvent({ type: 'mediaStalled' }));
+          break;
+        case 'flowing':
+          out.push(...this.#negotiationEvent({ type: 'mediaFlowing' }));
+          out.push(...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
+          break;
+        case 'timer': out.push(timer(action.command)); break;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Tells the watchdog whether ICE is connected with a peer in the call, when that changed. Alone (waiting) there is
+   * nobody to hear, and a peer that comes back is judged from a new baseline.
+   */
+  #syncWatchdog() {
+    const connected = this.phase === 'inCall' && health(this.negotiation.iceState) === 'connected';
+    if (connected === this.watchdog.iceConnected) return [];
+    const wasStalled = this.watchdog.stalled;
+    const out = this.#watchdogEvent({ type: 'ice', connected });
+    // A stall forgotten with its path (alone now, a renewed connection): the status hears ICE's own word again, or
+    // it would keep the stall's "disconnected" for the next peer.
+    if (wasStalled) out.push(...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
+    return out;
+  }
+
+  /** ICE's health as the call sees it: connected ICE whose media stalled is disconnected. */
+  #mediaHealth() {
+    return this.negotiation.mediaStalled ? 'disconnected' : health(this.negotiation.iceState);
+  }
+
   #turnEvent(event) {
     const out = [];
     for (const action of this.turn.handle(event)) {
@@ -516,6 +565,8 @@ export class CallEngine {
         return this.#trickleEvent({ type: 'timerFired', timer: id });
       case 'turnFetchTimeout': case 'turnRefresh':
         return this.#turnEvent({ type: 'timerFired', timer: id });
+      case 'mediaSample':
+        return this.#watchdogEvent({ type: 'timerFired', timer: id });
       case 'reconnectTokenRefresh':
         // Signaling down: try again soon; the token still has a fifth of its life.
         if (!this.isSignalingUp || this.#rejoinPending) {
@@ -682,7 +733,7 @@ export class CallEngine {
   #remoteMediaLearned(media) {
     if (sameMedia(media, this.#remoteMedia)) return [];
     this.#remoteMedia = media;
-    return [emit({ type: 'remoteMedia', media })];
+    return [emit({ type: 'remoteMedia', media }), ...this.#watchdogEvent({ type: 'peerMedia', media })];
   }
 
   #scheduleTokenRefresh(ttlMs) {
@@ -730,8 +781,7 @@ export class CallEngine {
       type: 'peer', present: peer != null, isHost: state.hostCid === this.#cid, peerEpoch: this.#peerEpoch,
     }));
     // The peer is back from a suspension and our media is not: renegotiate ICE now.
-    const ice = this.negotiation.iceState;
-    if (wasSuspended && !this.#peerSuspended && peer != null && ice !== 'connected' && ice !== 'completed') {
+    if (wasSuspended && !this.#peerSuspended && peer != null && !this.negotiation.mediaUp) {
       out.push(...this.#negotiationEvent({ type: 'requestIceRestart' }));
     }
     return out;
@@ -847,5 +897,6 @@ export class CallEngine {
     this.negotiation = new NegotiationMachine({ restartsOnlyAsHost: this.options.restartsOnlyAsHost });
     this.trickle = new TrickleIceMachine();
     this.turn = new TurnMachine();
+    this.watchdog = new MediaWatchdogMachine();
   }
 }

@@ -21,6 +21,7 @@ import { isOlder, sdpOrigin } from './sdp-origin.js';
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
+  'mediaStall',
 ]);
 
 export class NegotiationMachine {
@@ -35,6 +36,8 @@ export class NegotiationMachine {
     this.signalingState = 'stable';
     this.hasRemoteDescription = false;
     this.iceState = 'new';
+    /** ICE says connected but the media watchdog says nothing arrives: media is down all the same. */
+    this.mediaStalled = false;
     this.nonHostFallbackAttempts = 0;
     /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
     this.pendingRestart = null;
@@ -84,6 +87,11 @@ export class NegotiationMachine {
    * Actions: renewPeerConnection, createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
    * addRemoteCandidates{candidates}, sendOffer{sdp}, sendAnswer{sdp}, iceRestartStarted{reason}, timer{command}.
    */
+  /** Media is up: ICE connected, and arriving. */
+  get mediaUp() {
+    return (this.iceState === 'connected' || this.iceState === 'completed') && !this.mediaStalled;
+  }
+
   handle(event) {
     switch (event.type) {
       case 'peer': {
@@ -106,7 +114,7 @@ export class NegotiationMachine {
         if (reason == null || !this.peerPresent) return [];
         this.pendingRestart = null;
         // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
-        if (this.iceState === 'connected' || this.iceState === 'completed') return [];
+        if (this.mediaUp) return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
       }
       case 'remoteDescription':
@@ -182,11 +190,13 @@ export class NegotiationMachine {
         return [];
       case 'iceStateChanged':
         this.iceState = event.state;
+        // A stall is the watchdog's verdict on a connected path; any other state speaks for itself.
+        if (event.state !== 'connected' && event.state !== 'completed') this.mediaStalled = false;
         switch (event.state) {
           case 'connected':
           case 'completed':
             // Media came back by itself: a remembered restart is no longer needed.
-            this.pendingRestart = null;
+            if (!this.mediaStalled) this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
             if (!this.isHost || !this.peerPresent) return [];
@@ -204,6 +214,14 @@ export class NegotiationMachine {
         return this.#restart('networkChange');
       case 'requestIceRestart':
         return this.peerPresent ? this.#restart('escalation') : [];
+      case 'mediaStalled':
+        this.mediaStalled = true;
+        // At once: the watchdog already waited MEDIA_STALL_TIMEOUT_MS, longer than the disconnected delay.
+        return this.peerPresent ? this.#restart('mediaStall') : [];
+      case 'mediaFlowing':
+        this.mediaStalled = false;
+        this.pendingRestart = null; // media came back by itself
+        return [];
       case 'requestOfferResend':
         if (!this.peerPresent || !this.signalingUp) return [];
         if (this.signalingState === 'haveLocalOffer' && this.lastLocalOffer != null) {
@@ -233,7 +251,7 @@ export class NegotiationMachine {
       case 'iceRestartCooldown': {
         this.inCooldown = false;
         const reason = this.pendingRestart;
-        if (reason == null || !this.signalingUp || this.iceState === 'connected' || this.iceState === 'completed') return [];
+        if (reason == null || !this.signalingUp || this.mediaUp) return [];
         this.pendingRestart = null;
         return this.#restart(reason);
       }
@@ -269,6 +287,7 @@ export class NegotiationMachine {
     this.remoteSessionIds.clear(); // the next peer brings its own (and a long call must not fill the set)
     this.remoteCandidateBuffer = [];
     this.inCooldown = false;
+    this.mediaStalled = false;
     // An offer nobody will answer would block the next peer's negotiation.
     const rollback = this.signalingState === 'haveLocalOffer' ? [{ type: 'rollback' }] : [];
     this.signalingState = 'stable';
@@ -387,6 +406,7 @@ export class NegotiationMachine {
     this.localSessionIds.clear(); // the new connection has its own (and the set is bounded)
     this.remoteCandidateBuffer = []; // for the connection that is gone
     this.iceState = 'new';
+    this.mediaStalled = false;
     this.pendingRestart = null;
     // The restart cooldown stays: it paces restarts whatever connection they are on.
     return [{ type: 'renewPeerConnection' }, ...['offerTimeout', 'iceRestartDelay'].map((t) => timerAction(cancel(t)))];

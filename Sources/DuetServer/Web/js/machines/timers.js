@@ -17,6 +17,8 @@ export const TIMER_IDS = Object.freeze([
   'turnFetchTimeout', 'turnRefresh',
   // session
   'reconnectTokenRefresh',
+  // media watchdog
+  'mediaSample',
 ]);
 
 /** TimerCommand.schedule */

@@ -12,6 +12,7 @@ import { ConnectivityFacts, iceServersOf } from './connectivity-facts.js';
 import { SafetyCodeSource, SignedSignaling } from './signed-signaling.js';
 import { SignedMessageOrder } from './signed-message-order.js';
 import { dtlsCertificateWithin } from './dtls-identity.js';
+import { sampleFromChromiumStats } from '../quality/chromium-stats.js';
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
@@ -124,6 +125,7 @@ export class DuetCall extends EventTarget {
       case 'requestPushEndpoint': return this.feed({ type: 'pushEndpointReady', endpoint: null });
       case 'httpLeave': return void this.httpLeave(output.request);
       case 'engine': return this.queueRtc(output.command);
+      case 'sampleMedia': return void this.sampleMedia();
       case 'timer':
         return output.command.type === 'schedule'
           ? this.timers.schedule(output.command.timer, output.command.afterMs)
@@ -131,6 +133,18 @@ export class DuetCall extends EventTarget {
       case 'emit': return this.apply(output.event);
       case 'teardown': return void this.teardown();
     }
+  }
+
+  /** The media watchdog's reading: inbound RTP packets of every kind and decoded video frames, from getStats. */
+  async sampleMedia() {
+    let report = null;
+    try { report = await this.peer.rawStats(); } catch { report = null; }
+    if (report == null) return this.feed({ type: 'mediaSampled', sample: null });
+    const counted = sampleFromChromiumStats(report, 0);
+    this.feed({
+      type: 'mediaSampled',
+      sample: { packets: counted.audioPacketsReceived + counted.videoPacketsReceived, videoFrames: counted.framesDecoded },
+    });
   }
 
   apply(event) {
