@@ -14,18 +14,29 @@ import Testing
     @Test func mediaOnlyCutRestartsICE() async throws { try await run("media-cut") }
     /// Media lost while STUN passes (ICE stays connected): the media watchdog notices, restarts ICE (issue 32).
     @Test func mediaBlackHoleIsNoticedWhileICEStaysConnected() async throws { try await run("media-stall") }
+    /// The same with Chromium hosting and Firefox receiving: Firefox's getStats feeds its watchdog.
+    @Test func mediaBlackHoleToFirefoxIsNoticed() async throws {
+        try await run("chromium-hosts-firefox-stall", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
+    }
+    /// Chromium hosts, Firefox's link is cut 10 s: Firefox's ICE says connected throughout, its media watchdog sees
+    /// the media stop and restarts ICE; the call comes back with media both ways.
+    @Test func chromiumHostingFirefoxHealsACut() async throws {
+        try await run("chromium-hosts-firefox-cut", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
+    }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }
     @Test func expiredTurnCredentialsThenICERestart() async throws { try await run("turn-expiry") }
 
-    private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    private func run(
+        _ scenario: String, script: String = "chaos/chaos.py", needs: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         try #require(
-            ["chromium", "unshare", "nsenter", "ip", "iptables", "turnserver"].allSatisfy(commandExists),
-            "chromium, unshare, nsenter, ip, iptables and coturn are required (the README test command installs them)")
+            (["chromium", "unshare", "nsenter", "ip", "iptables", "turnserver"] + needs).allSatisfy(commandExists),
+            "chromium, unshare, nsenter, ip, iptables, coturn and \(needs) are required (the README test command installs them)")
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
-        let script = packageRoot + "/Tests/e2e/chaos/chaos.py"
+        let script = packageRoot + "/Tests/e2e/" + script
         let result = try await OneAtATime.heavyWork.run { try await runCommand(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
             environment: ["DUET_BINARY": duet], timeout: .seconds(320)) }
