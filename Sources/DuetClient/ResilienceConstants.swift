@@ -24,9 +24,11 @@ public enum ResilienceConstants {
     public static let ICE_DISCONNECTED_RESTART_DELAY_MS: Int64 = 2_000
     /// Duet (issue 32): while ICE is connected the inbound media counters are read this often…
     public static let MEDIA_SAMPLE_INTERVAL_MS: Int64 = 1_000
-    /// …and media that did not grow for this long is a stall (`MediaWatchdogMachine`): longer than a burst of loss
-    /// or a keyframe wait, and as long as webrtcbin's silence timeout was.
-    public static let MEDIA_STALL_TIMEOUT_MS: Int64 = 3_000
+    /// …and media that did not grow for this long is a stall (`MediaWatchdogMachine`): longer than a burst of loss,
+    /// and longer than Chromium's own consent check takes to say `disconnected` (about 2.5 s), so that an outage ICE
+    /// sees goes through the seeds' transient window and the host's restart; the watchdog speaks only where ICE
+    /// cannot (a black hole under working STUN, Firefox's slower consent check, libnice without one).
+    public static let MEDIA_STALL_TIMEOUT_MS: Int64 = 5_000
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000
     public static let TURN_REFRESH_TRIGGER_RATIO = 0.8

@@ -70,17 +70,37 @@ import Testing
         #expect(feed(&machine, quiet) == [.stalled])
     }
 
-    @Test func leavingConnectedStopsSamplingAndForgetsTheStall() {
+    @Test func leavingConnectedStopsSamplingButOnlyGrowthEndsTheStall() {
         var machine = connected()
         _ = feed(&machine, Array(repeating: Sample(packets: 1, videoFrames: 0), count: MediaWatchdogMachine.stallSamples + 1))
         #expect(machine.stalled)
+        // The restart the stall caused: ICE checking, then connected again over a path that may still carry nothing.
         #expect(machine.handle(.ice(connected: false)) == [.timer(.cancel(.mediaSample))])
-        #expect(!machine.stalled)
         #expect(machine.handle(.timerFired(.mediaSample)).isEmpty)
         #expect(machine.handle(.sampled(Sample(packets: 9, videoFrames: 9))).isEmpty)
-        // Back on a new path: judged from a new baseline, not from the old numbers.
         _ = machine.handle(.ice(connected: true))
-        #expect(feed(&machine, [Sample(packets: 1, videoFrames: 0), Sample(packets: 2, videoFrames: 0)]).isEmpty)
+        #expect(machine.stalled, "ICE connected again proves nothing")
+        #expect(feed(&machine, [Sample(packets: 1, videoFrames: 0)]).isEmpty, "a new baseline, not growth")
+        #expect(feed(&machine, [Sample(packets: 2, videoFrames: 0)]) == [.flowing])
+    }
+
+    @Test func aResetForgetsTheStall() {
+        var machine = connected()
+        _ = feed(&machine, Array(repeating: Sample(packets: 1, videoFrames: 0), count: MediaWatchdogMachine.stallSamples + 1))
+        #expect(machine.handle(.reset).isEmpty)
+        #expect(!machine.stalled)
+    }
+
+    @Test func aRenegotiationStartsTheCountAgainButKeepsAStallAlreadySaid() {
+        var machine = connected()
+        let quiet = Array(repeating: Sample(packets: 5, videoFrames: 0), count: MediaWatchdogMachine.stallSamples)
+        #expect(feed(&machine, Array(quiet.dropLast())).isEmpty)
+        #expect(machine.handle(.renegotiated).isEmpty)
+        #expect(feed(&machine, Array(quiet.dropLast())).isEmpty, "counted afresh from the renegotiation")
+        #expect(feed(&machine, [quiet[0], quiet[0]]) == [.stalled])
+        _ = machine.handle(.renegotiated)
+        #expect(machine.stalled, "our own restart's answer does not take the stall back")
+        #expect(feed(&machine, [Sample(packets: 9, videoFrames: 0)]) == [.flowing])
     }
 
     @Test func noReportIsNoEvidence() {
@@ -139,6 +159,11 @@ import Testing
         _ = engine.handle(.localDescriptionReady(.offer, sdp: "o2"))
         _ = engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a2", "from": asHost ? "C-g" : "C-h"])))
         #expect(!engine.handle(.remoteDescriptionApplied(.answer)).contains(.emit(.connectionStatus(.connected))))
+        // The restart's ICE goes checking and back to connected (Firefox does): still nothing arrives, still not healthy.
+        _ = engine.handle(.iceStateChanged(.checking))
+        #expect(!engine.handle(.iceStateChanged(.connected)).contains(.emit(.connectionStatus(.connected))))
+        #expect(engine.status.status != .connected)
+        #expect(sampleRound(&engine, packets: 10).isEmpty, "a new baseline after ICE reconnected")
         // Media again: connected.
         #expect(sampleRound(&engine, packets: 60).contains(.emit(.connectionStatus(.connected))))
     }

@@ -62,14 +62,31 @@ test('counters that go back are a new baseline, not growth', () => {
   assert.deepEqual(feed(machine, Array(STALL_SAMPLES + 1).fill(sample(3))), ['stalled']);
 });
 
-test('leaving connected stops sampling and forgets the stall', () => {
+test('a renegotiation starts the count again but keeps a stall already said', () => {
+  const machine = connected();
+  const quiet = Array(STALL_SAMPLES - 1).fill(sample(5));
+  assert.deepEqual(feed(machine, quiet), []);
+  assert.deepEqual(machine.handle({ type: 'renegotiated' }), []);
+  assert.deepEqual(feed(machine, quiet), [], 'counted afresh from the renegotiation');
+  assert.deepEqual(feed(machine, [sample(5), sample(5)]), ['stalled']);
+  machine.handle({ type: 'renegotiated' });
+  assert.equal(machine.stalled, true);
+  assert.deepEqual(feed(machine, [sample(9)]), ['flowing']);
+});
+
+test('leaving connected stops sampling, but only growth ends the stall; a reset forgets it', () => {
   const machine = connected();
   feed(machine, Array(STALL_SAMPLES + 1).fill(sample(1)));
   assert.equal(machine.stalled, true);
   assert.deepEqual(machine.handle({ type: 'ice', connected: false }), [{ type: 'timer', command: { type: 'cancel', timer: 'mediaSample' } }]);
-  assert.equal(machine.stalled, false);
   assert.deepEqual(machine.handle({ type: 'timerFired', timer: 'mediaSample' }), []);
   assert.deepEqual(machine.handle({ type: 'sampled', sample: sample(9, 9) }), []);
   machine.handle({ type: 'ice', connected: true });
-  assert.deepEqual(feed(machine, [sample(1), sample(2)]), []);
+  assert.equal(machine.stalled, true, 'ICE connected again proves nothing');
+  assert.deepEqual(feed(machine, [sample(1)]), [], 'a new baseline, not growth');
+  assert.deepEqual(feed(machine, [sample(2)]), ['flowing']);
+  feed(machine, Array(STALL_SAMPLES).fill(sample(2)));
+  assert.equal(machine.stalled, true);
+  assert.deepEqual(machine.handle({ type: 'reset' }), []);
+  assert.equal(machine.stalled, false);
 });

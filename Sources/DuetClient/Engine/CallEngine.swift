@@ -195,6 +195,7 @@ public struct CallEngine: Sendable {
         case .remoteDescriptionApplied(let kind):
             var out: [Output] = kind == .offer ? trickleEvent(.answering) : []
             out += negotiationEvent(.remoteDescriptionApplied(kind))
+            out += watchdogEvent(.renegotiated)
             // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
             if options.keyedLink { out += verificationChanged(.verified) }
             // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
@@ -364,13 +365,14 @@ public struct CallEngine: Sendable {
     /// Tells the watchdog whether ICE is connected with a peer in the call, when that changed. Alone (waiting) there is
     /// nobody to hear, and a peer that comes back is judged from a new baseline.
     private mutating func syncWatchdog() -> [Output] {
+        var out: [Output] = []
+        if phase.phase != .inCall, watchdog.stalled {
+            // Nobody to hear (the peer left; its leaving reset the negotiation's stall too): the status hears ICE's
+            // own word again, or it would keep the stall's "disconnected" for the next peer.
+            out += watchdogEvent(.reset) + statusEvent(.ice(mediaHealth))
+        }
         let connected = phase.phase == .inCall && Self.health(negotiation.iceState) == .connected
-        guard connected != watchdog.iceConnected else { return [] }
-        let wasStalled = watchdog.stalled
-        var out = watchdogEvent(.ice(connected: connected))
-        // A stall forgotten with its path (alone now, a renewed connection): the status hears ICE's own word again,
-        // or it would keep the stall's "disconnected" for the next peer.
-        if wasStalled { out += statusEvent(.ice(mediaHealth)) }
+        if connected != watchdog.iceConnected { out += watchdogEvent(.ice(connected: connected)) }
         return out
     }
 

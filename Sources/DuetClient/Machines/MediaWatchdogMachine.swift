@@ -11,7 +11,10 @@ import DuetProtocol
 /// The engine treats a stall as ICE `disconnected` (status and recovery) and restarts ICE; growth again is recovery.
 ///
 /// Counters are the live peer connection's and restart with a new one: a sample below the last is a new baseline,
-/// never growth. So is the first sample after ICE (re)connects: what came before says nothing of this path.
+/// never growth. So is the first sample after ICE (re)connects: what came before says nothing of this path. A stall,
+/// once said, lasts until media grows again — through the ICE restart it causes (ICE going `checking` and back to
+/// `connected` over a path that still carries nothing proves nothing) and a renewed connection — or until the call
+/// has no peer any more (`reset`).
 public struct MediaWatchdogMachine: Sendable, Equatable {
     /// Inbound counters of the live peer connection, as the runtime read them.
     public struct Sample: Sendable, Equatable {
@@ -28,11 +31,16 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
     public enum Event: Sendable, Equatable {
         /// Whether ICE (as the engine sees it) is connected now.
         case ice(connected: Bool)
+        /// Nobody to hear any more (the peer left, the call ended): a stall is forgotten.
+        case reset
         /// What the peer says it sends; nil when it has said nothing (then packets are expected, frames are not).
         case peerMedia(MediaState?)
         case timerFired(TimerID)
         /// The runtime's answer to `.sample`: nil when there is no report (no peer connection yet).
         case sampled(Sample?)
+        /// A remote description was applied (say, the peer's ICE restart): the path is being renegotiated, and is
+        /// judged afresh — the host restarting for an outage both ICE agents saw is not this side's stall to restart.
+        case renegotiated
     }
 
     public enum Action: Sendable, Equatable {
@@ -66,13 +74,15 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
         case .ice(let connected):
             guard connected != iceConnected else { return [] }
             iceConnected = connected
-            // A stall belongs to the path it was seen on: ICE leaving connected reports the problem itself, and
-            // coming back is a new path to judge from a new baseline.
-            stalled = false
+            // Coming back is a path to judge from a new baseline; a stall stays until media grows on it.
             rebaseline(nil)
             return connected
                 ? [.timer(.schedule(.mediaSample, afterMs: ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS))]
                 : [.timer(.cancel(.mediaSample))]
+        case .reset:
+            stalled = false
+            rebaseline(nil)
+            return []
         case .peerMedia(let media):
             expectsPackets = media.map { $0.audio || $0.video || $0.screen } ?? true
             expectsFrames = media.map { $0.video || $0.screen } ?? false
@@ -82,6 +92,10 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
             // Scheduled here, not when the sample comes back: a sample the runtime never answers stops nothing.
             return [.sample, .timer(.schedule(.mediaSample, afterMs: ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS))]
         case .timerFired:
+            return []
+        case .renegotiated:
+            // A stall already said stays until media grows (its restart is under way); otherwise count from now.
+            if iceConnected, !stalled { rebaseline(nil) }
             return []
         case .sampled(let sample):
             guard iceConnected, let sample else { return [] }

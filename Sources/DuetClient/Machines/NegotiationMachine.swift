@@ -220,8 +220,6 @@ public struct NegotiationMachine: Sendable, Equatable {
             return []
         case .iceStateChanged(let state):
             iceState = state
-            // A stall is the watchdog's verdict on a connected path; any other state speaks for itself.
-            if state != .connected, state != .completed { mediaStalled = false }
             switch state {
             case .connected, .completed:
                 // Media came back by itself: a remembered restart is no longer needed.
@@ -408,9 +406,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         localSessionIds.removeAll()  // the new connection has its own (and the set is bounded)
         remoteCandidateBuffer.removeAll()  // for the connection that is gone
         iceState = .new
-        mediaStalled = false
         pendingRestart = nil
-        // The restart cooldown stays: it paces restarts whatever connection they are on.
+        // The restart cooldown stays (and a media stall, until media grows on the new connection): it paces restarts whatever connection they are on.
         return [.renewPeerConnection] + [.offerTimeout, .iceRestartDelay].map { .timer(.cancel($0)) }
     }
 

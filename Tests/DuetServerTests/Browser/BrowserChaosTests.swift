@@ -18,11 +18,6 @@ import Testing
     @Test func mediaBlackHoleToFirefoxIsNoticed() async throws {
         try await run("chromium-hosts-firefox-stall", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
     }
-    /// Chromium hosts, Firefox's link is cut 10 s: Firefox's ICE says connected throughout, its media watchdog sees
-    /// the media stop and restarts ICE; the call comes back with media both ways.
-    @Test func chromiumHostingFirefoxHealsACut() async throws {
-        try await run("chromium-hosts-firefox-cut", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
-    }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }

@@ -24,7 +24,7 @@ export const RESILIENCE = Object.freeze({
   ICE_DISCONNECTED_RESTART_DELAY_MS: 2000,
   // Media watchdog (issue 32): inbound counters read this often while ICE is connected; no growth this long is a stall
   MEDIA_SAMPLE_INTERVAL_MS: 1000,
-  MEDIA_STALL_TIMEOUT_MS: 3000,
+  MEDIA_STALL_TIMEOUT_MS: 5000,
   // TURN
   TURN_FETCH_TIMEOUT_MS: 2000,
   TURN_REFRESH_TRIGGER_RATIO: 0.8,

@@ -297,6 +297,7 @@ export class CallEngine {
         if (this.negotiation.staleRemoteResults > 0) return this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind });
         const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];
         out.push(...this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind }));
+        out.push(...this.#watchdogEvent({ type: 'renegotiated' }));
         // On a keyed link the runtime hands over only descriptions whose fingerprints the key proves.
         if (this.options.keyedLink) out.push(...this.#verificationChanged('verified'));
         // An ICE restart on a connection that never dropped produces no new ICE event: re-check.
@@ -522,13 +523,14 @@ export class CallEngine {
    * nobody to hear, and a peer that comes back is judged from a new baseline.
    */
   #syncWatchdog() {
+    const out = [];
+    if (this.phase !== 'inCall' && this.watchdog.stalled) {
+      // Nobody to hear (the peer left; its leaving reset the negotiation's stall too): the status hears ICE's own word
+      // again, or it would keep the stall's "disconnected" for the next peer.
+      out.push(...this.#watchdogEvent({ type: 'reset' }), ...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
+    }
     const connected = this.phase === 'inCall' && health(this.negotiation.iceState) === 'connected';
-    if (connected === this.watchdog.iceConnected) return [];
-    const wasStalled = this.watchdog.stalled;
-    const out = this.#watchdogEvent({ type: 'ice', connected });
-    // A stall forgotten with its path (alone now, a renewed connection): the status hears ICE's own word again, or
-    // it would keep the stall's "disconnected" for the next peer.
-    if (wasStalled) out.push(...this.#statusEvent({ type: 'ice', health: this.#mediaHealth() }));
+    if (connected !== this.watchdog.iceConnected) out.push(...this.#watchdogEvent({ type: 'ice', connected }));
     return out;
   }
 

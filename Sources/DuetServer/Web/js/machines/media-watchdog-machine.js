@@ -4,7 +4,8 @@
 // too when it says its camera or screen is on and frames were decoded on this path before (a receiver without video
 // decodes none). The engine treats a stall as ICE `disconnected` and restarts ICE;
 // growth again is recovery. A sample below the last (a new peer connection's counters) or the first after ICE
-// (re)connects is a new baseline, never growth.
+// (re)connects is a new baseline, never growth. A stall, once said, lasts until media grows again (through the ICE
+// restart it causes and a renewed connection), or until the call has no peer any more (`reset`).
 import { RESILIENCE } from '../constants.js';
 import { cancel, schedule, timerAction } from './timers.js';
 
@@ -25,8 +26,8 @@ export class MediaWatchdogMachine {
   }
 
   /**
-   * Events: ice{connected}, peerMedia{media} (null: the peer said nothing), timerFired{timer},
-   * sampled{sample: {packets, videoFrames} | null}.
+   * Events: ice{connected}, reset (nobody to hear: a stall is forgotten), peerMedia{media} (null: the peer said nothing), timerFired{timer},
+   * sampled{sample: {packets, videoFrames} | null}, renegotiated (a remote description was applied).
    * Actions: sample (read the counters, feed them back as `sampled`), stalled, flowing, timer{command}.
    */
   handle(event) {
@@ -34,14 +35,16 @@ export class MediaWatchdogMachine {
       case 'ice': {
         if (event.connected === this.iceConnected) return [];
         this.iceConnected = event.connected;
-        // A stall belongs to the path it was seen on: ICE leaving connected reports the problem itself, and coming
-        // back is a new path to judge from a new baseline.
-        this.stalled = false;
+        // Coming back is a path to judge from a new baseline; a stall stays until media grows on it.
         this.#rebaseline(null);
         return event.connected
           ? [timerAction(schedule('mediaSample', RESILIENCE.MEDIA_SAMPLE_INTERVAL_MS))]
           : [timerAction(cancel('mediaSample'))];
       }
+      case 'reset':
+        this.stalled = false;
+        this.#rebaseline(null);
+        return [];
       case 'peerMedia': {
         const media = event.media;
         this.expectsPackets = media == null ? true : (media.audio || media.video || media.screen);
@@ -52,6 +55,11 @@ export class MediaWatchdogMachine {
         if (event.timer !== 'mediaSample' || !this.iceConnected) return [];
         // Scheduled here, not when the sample comes back: a sample the runtime never answers stops nothing.
         return [{ type: 'sample' }, timerAction(schedule('mediaSample', RESILIENCE.MEDIA_SAMPLE_INTERVAL_MS))];
+      case 'renegotiated':
+        // A remote description was applied (say, the peer's ICE restart): the path is judged afresh. A stall already
+        // said stays until media grows (its restart is under way).
+        if (this.iceConnected && !this.stalled) this.#rebaseline(null);
+        return [];
       case 'sampled': {
         const sample = event.sample;
         if (!this.iceConnected || sample == null) return [];

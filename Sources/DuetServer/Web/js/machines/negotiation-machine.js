@@ -190,8 +190,6 @@ export class NegotiationMachine {
         return [];
       case 'iceStateChanged':
         this.iceState = event.state;
-        // A stall is the watchdog's verdict on a connected path; any other state speaks for itself.
-        if (event.state !== 'connected' && event.state !== 'completed') this.mediaStalled = false;
         switch (event.state) {
           case 'connected':
           case 'completed':
@@ -406,7 +404,6 @@ export class NegotiationMachine {
     this.localSessionIds.clear(); // the new connection has its own (and the set is bounded)
     this.remoteCandidateBuffer = []; // for the connection that is gone
     this.iceState = 'new';
-    this.mediaStalled = false;
     this.pendingRestart = null;
     // The restart cooldown stays: it paces restarts whatever connection they are on.
     return [{ type: 'renewPeerConnection' }, ...['offerTimeout', 'iceRestartDelay'].map((t) => timerAction(cancel(t)))];
