@@ -1,11 +1,10 @@
-// Mirrors MediaWatchdogTests.swift (the machine's own rules; the engine's use of it is held to the Swift engine's by
-// the differential replay): media that stops while ICE says connected is a stall, growth again is recovery.
+// Mirrors MediaWatchdogMachineTests in MediaWatchdogTests.swift (the machine's own rules; the engine's use of it is
+// held to the Swift engine's by the differential replay): inbound packets that stop while ICE says connected are a
+// stall, and only growth ends it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
 import { MediaWatchdogMachine, STALL_SAMPLES } from '../../Sources/DuetServer/Web/js/machines/media-watchdog-machine.js';
-
-const sample = (packets, videoFrames = 0) => ({ packets, videoFrames });
 
 function connected() {
   const machine = new MediaWatchdogMachine();
@@ -15,78 +14,76 @@ function connected() {
   return machine;
 }
 
-/** One timer firing and one sample per entry; the actions of the samples. */
-function feed(machine, samples) {
+/** One timer firing and one reading per entry; the types of the readings' actions. */
+function feed(machine, readings) {
   const actions = [];
-  for (const counted of samples) {
+  for (const packets of readings) {
     assert.deepEqual(machine.handle({ type: 'timerFired', timer: 'mediaSample' })[0], { type: 'sample' });
-    actions.push(...machine.handle({ type: 'sampled', sample: counted }));
+    actions.push(...machine.handle({ type: 'sampled', packets }));
   }
   return actions.map((action) => action.type);
 }
 
+const flat = (value, count) => Array(count).fill(value);
+
+function stalled() {
+  const machine = connected();
+  assert.deepEqual(feed(machine, [10, 20, ...flat(20, STALL_SAMPLES)]), ['stalled']);
+  return machine;
+}
+
 test('packets that stop for the stall timeout are a stall, and growth is recovery', () => {
   const machine = connected();
-  assert.deepEqual(feed(machine, [sample(50, 5), sample(100, 10)]), []);
-  assert.deepEqual(feed(machine, Array(STALL_SAMPLES - 1).fill(sample(100, 10))), [], 'one sample short of the timeout');
-  assert.deepEqual(feed(machine, [sample(100, 10)]), ['stalled']);
-  assert.deepEqual(feed(machine, [sample(100, 10)]), [], 'said once');
-  assert.deepEqual(feed(machine, [sample(150, 20)]), ['flowing']);
-  assert.equal(STALL_SAMPLES * RESILIENCE.MEDIA_SAMPLE_INTERVAL_MS, RESILIENCE.MEDIA_STALL_TIMEOUT_MS);
+  assert.deepEqual(feed(machine, [50, 100]), []);
+  assert.deepEqual(feed(machine, flat(100, STALL_SAMPLES - 1)), [], 'one reading short');
+  assert.deepEqual(feed(machine, [100]), ['stalled']);
+  assert.deepEqual(feed(machine, [100]), [], 'said once');
+  assert.deepEqual(feed(machine, [150]), ['flowing']);
+  assert.equal(STALL_SAMPLES, 5);
 });
 
-test('video frames that stop are a stall only when the camera is on and frames came before', () => {
-  const samples = [sample(0, 0), sample(10, 5)];
-  for (let i = 1; i <= STALL_SAMPLES; i++) samples.push(sample(10 + i * 10, 5));
-  const camera = connected();
-  camera.handle({ type: 'peerMedia', media: { audio: true, video: true, screen: false } });
-  assert.deepEqual(feed(camera, samples), ['stalled']);
-  const cameraOff = connected();
-  cameraOff.handle({ type: 'peerMedia', media: { audio: true, video: false, screen: false } });
-  assert.deepEqual(feed(cameraOff, samples), []);
-  const neverVideo = connected();
-  neverVideo.handle({ type: 'peerMedia', media: { audio: true, video: true, screen: false } });
-  assert.deepEqual(feed(neverVideo, [0, 1, 2, 3, 4, 5, 6].map((i) => sample(i * 10, 0))), []);
-});
-
-test('a peer that sends nothing is no stall; no report is no evidence', () => {
-  const silentPeer = connected();
-  silentPeer.handle({ type: 'peerMedia', media: { audio: false, video: false, screen: false } });
-  assert.deepEqual(feed(silentPeer, Array(8).fill(sample(7))), []);
-  assert.deepEqual(feed(connected(), Array(10).fill(null)), []);
-});
-
-test('counters that go back are a new baseline, not growth', () => {
+test('a peer that never sent anything is no stall unless it says it sends; no report is no evidence', () => {
+  const silent = connected();
+  assert.deepEqual(feed(silent, flat(0, 12)), []);
+  silent.handle({ type: 'peerSends', sends: true });
+  assert.deepEqual(feed(silent, flat(0, STALL_SAMPLES)), ['stalled']);
   const machine = connected();
-  feed(machine, [sample(500, 50)]);
-  assert.deepEqual(feed(machine, Array(STALL_SAMPLES + 1).fill(sample(3))), ['stalled']);
+  feed(machine, [1, 2]);
+  assert.deepEqual(feed(machine, flat(null, 10)), []);
 });
 
-test('a renegotiation starts the count again but keeps a stall already said', () => {
-  const machine = connected();
-  const quiet = Array(STALL_SAMPLES - 1).fill(sample(5));
-  assert.deepEqual(feed(machine, quiet), []);
-  assert.deepEqual(machine.handle({ type: 'renegotiated' }), []);
-  assert.deepEqual(feed(machine, quiet), [], 'counted afresh from the renegotiation');
-  assert.deepEqual(feed(machine, [sample(5), sample(5)]), ['stalled']);
-  machine.handle({ type: 'renegotiated' });
-  assert.equal(machine.stalled, true);
-  assert.deepEqual(feed(machine, [sample(9)]), ['flowing']);
-});
-
-test('leaving connected stops sampling, but only growth ends the stall; a reset forgets it', () => {
-  const machine = connected();
-  feed(machine, Array(STALL_SAMPLES + 1).fill(sample(1)));
-  assert.equal(machine.stalled, true);
+test('only growth ends a stall', () => {
+  const machine = stalled();
   assert.deepEqual(machine.handle({ type: 'ice', connected: false }), [{ type: 'timer', command: { type: 'cancel', timer: 'mediaSample' } }]);
   assert.deepEqual(machine.handle({ type: 'timerFired', timer: 'mediaSample' }), []);
-  assert.deepEqual(machine.handle({ type: 'sampled', sample: sample(9, 9) }), []);
+  assert.deepEqual(machine.handle({ type: 'sampled', packets: 99 }), []);
   machine.handle({ type: 'ice', connected: true });
-  assert.equal(machine.stalled, true, 'ICE connected again proves nothing');
-  assert.deepEqual(feed(machine, [sample(1)]), [], 'a new baseline, not growth');
-  assert.deepEqual(feed(machine, [sample(2)]), ['flowing']);
-  feed(machine, Array(STALL_SAMPLES).fill(sample(2)));
+  assert.deepEqual(feed(machine, [20, 20, 20]), [], 'a new baseline and flat readings are no growth');
+  machine.handle({ type: 'renegotiated' });
+  assert.deepEqual(feed(machine, [20, 20]), []);
+  assert.deepEqual(feed(machine, [3, 3]), [], "a new connection's counters are no growth");
   assert.equal(machine.stalled, true);
+  assert.deepEqual(feed(machine, [4]), ['flowing']);
+});
+
+test('a renegotiation starts the count again', () => {
+  const machine = connected();
+  assert.deepEqual(feed(machine, [5, 9, ...flat(9, STALL_SAMPLES - 1)]), []);
+  assert.deepEqual(machine.handle({ type: 'renegotiated' }), []);
+  assert.deepEqual(feed(machine, flat(9, STALL_SAMPLES)), [], 'counted afresh: the first is a baseline');
+  assert.deepEqual(feed(machine, [9]), ['stalled']);
+});
+
+test('a new connection must carry something before it can stall', () => {
+  const machine = connected();
+  feed(machine, [500, 600]);
+  assert.deepEqual(feed(machine, flat(0, STALL_SAMPLES + 2)), []);
+  assert.deepEqual(feed(machine, [7, ...flat(7, STALL_SAMPLES)]), ['stalled']);
+});
+
+test('a reset forgets the stall but not what the connection carried', () => {
+  const machine = stalled();
   assert.deepEqual(machine.handle({ type: 'reset' }), []);
   assert.equal(machine.stalled, false);
+  assert.deepEqual(feed(machine, flat(20, STALL_SAMPLES + 1)), ['stalled']);
 });

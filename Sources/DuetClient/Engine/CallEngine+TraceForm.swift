@@ -63,9 +63,7 @@ extension CallEngine.Input {
         case .iceStateChanged(let state): return ["type": "iceStateChanged", "state": .string("\(state)")]
         case .connectionStateChanged(let state): return ["type": "connectionStateChanged", "state": .string("\(state)")]
         case .signalingStateChanged(let state): return ["type": "signalingStateChanged", "state": .string("\(state)")]
-        case .mediaSampled(let sample):
-            let counted: JSONValue = sample.map { ["packets": .int($0.packets), "videoFrames": .int($0.videoFrames)] } ?? .null
-            return ["type": "mediaSampled", "sample": counted]
+        case .mediaSampled(let packets): return ["type": "mediaSampled", "packets": packets.map { .int($0) } ?? .null]
         case .networkOnline: return ["type": "networkOnline"]
         case .networkPathChanged: return ["type": "networkPathChanged"]
         case .networkOffline: return ["type": "networkOffline"]

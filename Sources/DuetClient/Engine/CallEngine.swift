@@ -63,8 +63,8 @@ public struct CallEngine: Sendable {
         /// The peer connection's aggregate state; degraded states count like ICE's.
         case connectionStateChanged(NegotiationMachine.IceState)
         case signalingStateChanged(NegotiationMachine.SignalingState)
-        /// The inbound counters the runtime read for `.sampleMedia` (nil: no report, no peer connection).
-        case mediaSampled(MediaWatchdogMachine.Sample?)
+        /// The inbound RTP packets (all kinds) the runtime read for `.sampleMedia` (nil: no report, no peer connection).
+        case mediaSampled(packets: Int64?)
         // network
         case networkOnline
         case networkPathChanged
@@ -86,7 +86,7 @@ public struct CallEngine: Sendable {
         /// Leave over HTTP when signaling is down, so the seat does not wait for eviction.
         case httpLeave(LeaveRequest)
         case engine(EngineCommand)
-        /// Read the live peer connection's inbound counters and feed them back as `mediaSampled` (the media watchdog).
+        /// Read the live peer connection's inbound RTP packet count and feed it back as `mediaSampled` (the media watchdog).
         case sampleMedia
         case timer(TimerCommand)
         case emit(CallEvent)
@@ -211,7 +211,7 @@ public struct CallEngine: Sendable {
             out += statusEvent(.ice(mediaHealth))
             return out
         case .signalingStateChanged(let state): return negotiationEvent(.signalingStateChanged(state))
-        case .mediaSampled(let sample): return watchdogEvent(.sampled(sample))
+        case .mediaSampled(let packets): return watchdogEvent(.sampled(packets: packets))
         case .networkOnline:
             var out = negotiationEvent(.networkOnline) + statusEvent(.networkChanged)
             if case .waitingToReconnect = link.state { out += linkEvent(.connect) }  // don't sit out the backoff
@@ -595,7 +595,7 @@ public struct CallEngine: Sendable {
     private mutating func remoteMediaLearned(_ state: MediaState?) -> [Output] {
         guard state != remoteMedia else { return [] }
         remoteMedia = state
-        return [.emit(.remoteMedia(state))] + watchdogEvent(.peerMedia(state))
+        return [.emit(.remoteMedia(state))] + watchdogEvent(.peerSends(state.map { $0.audio || $0.video || $0.screen } ?? false))
     }
 
     private func scheduleTokenRefresh(ttlMs: Int64) -> Output {

@@ -3,65 +3,52 @@ import DuetProtocol
 /// Media that stops arriving while ICE says `connected` (issue 32). A browser that restarts ICE with a peer of
 /// another make can be left sending to a port the other side no longer reads: both ICE agents stay `connected`,
 /// consent freshness is answered by the old context, and nothing but the inbound counters shows the call is dead.
-/// libnice (webrtcbin) has no consent freshness at all. So while ICE is connected this machine has the runtime read
-/// the inbound counters every `MEDIA_SAMPLE_INTERVAL_MS`, and calls media stalled when they did not grow for
-/// `MEDIA_STALL_TIMEOUT_MS` — packets, whenever the peer says it sends anything; decoded video frames too, when it
-/// says its camera or screen is on and frames were decoded on this path before (a receiver without video, such as an
-/// audio-only `duet call`, decodes none). A muted track still sends silence and black frames: a mute is no stall.
-/// The engine treats a stall as ICE `disconnected` (status and recovery) and restarts ICE; growth again is recovery.
+/// Firefox's consent check gives up long after a cut; libnice (webrtcbin) has none at all. So while ICE is connected
+/// this machine has the runtime read the inbound RTP packet count every `MEDIA_SAMPLE_INTERVAL_MS`, and calls media
+/// stalled when it did not grow for `MEDIA_STALL_TIMEOUT_MS`.
 ///
-/// Counters are the live peer connection's and restart with a new one: a sample below the last is a new baseline,
-/// never growth. So is the first sample after ICE (re)connects: what came before says nothing of this path. A stall,
-/// once said, lasts until media grows again — through the ICE restart it causes (ICE going `checking` and back to
-/// `connected` over a path that still carries nothing proves nothing) and a renewed connection — or until the call
-/// has no peer any more (`reset`).
+/// - Packets only, of every kind: they are the transport's evidence. A muted track still sends (silence, black
+///   frames), so a mute is no stall; a frozen picture while audio flows (a backgrounded camera, a static screen) is
+///   the sender's, and an ICE restart could not mend it.
+/// - Only once packets have arrived on this peer connection, or the peer says it sends (a microphone, camera or
+///   screen on): a peer without any is not a stall, and one that only muted still sends.
+/// - Only growth ends a stall. A new baseline (ICE back to `connected` after the restart the stall caused, an applied
+///   remote description, a new connection's counters) proves nothing: ICE can reconnect over a path that still
+///   carries nothing. Only the call losing its peer (`reset`) forgets a stall.
 public struct MediaWatchdogMachine: Sendable, Equatable {
-    /// Inbound counters of the live peer connection, as the runtime read them.
-    public struct Sample: Sendable, Equatable {
-        /// RTP packets received, all kinds.
-        public var packets: Int64
-        /// Video frames decoded.
-        public var videoFrames: Int64
-        public init(packets: Int64, videoFrames: Int64) {
-            self.packets = packets
-            self.videoFrames = videoFrames
-        }
-    }
-
     public enum Event: Sendable, Equatable {
         /// Whether ICE (as the engine sees it) is connected now.
         case ice(connected: Bool)
         /// Nobody to hear any more (the peer left, the call ended): a stall is forgotten.
         case reset
-        /// What the peer says it sends; nil when it has said nothing (then packets are expected, frames are not).
-        case peerMedia(MediaState?)
+        /// Whether the peer says it sends anything (its `media_state`; false while unknown).
+        case peerSends(Bool)
         case timerFired(TimerID)
-        /// The runtime's answer to `.sample`: nil when there is no report (no peer connection yet).
-        case sampled(Sample?)
+        /// The runtime's answer to `.sample`: inbound RTP packets of the live peer connection, all kinds; nil when there
+        /// is no report (no peer connection yet).
+        case sampled(packets: Int64?)
         /// A remote description was applied (say, the peer's ICE restart): the path is being renegotiated, and is
-        /// judged afresh — the host restarting for an outage both ICE agents saw is not this side's stall to restart.
+        /// counted afresh — the host restarting for an outage both ICE agents saw is not this side's stall to restart.
         case renegotiated
     }
 
     public enum Action: Sendable, Equatable {
-        /// Read the inbound counters and feed them back as `.sampled`.
+        /// Read the inbound packet count and feed it back as `.sampled`.
         case sample
         /// Nothing arrived for the stall timeout while ICE is connected.
         case stalled
-        /// Media arrives again after a stall (ICE stayed connected throughout).
+        /// Media arrives again after a stall.
         case flowing
         case timer(TimerCommand)
     }
 
     public private(set) var iceConnected = false
     public private(set) var stalled = false
-    private var last: Sample?
-    private var quietPacketSamples = 0
-    private var quietFrameSamples = 0
-    /// Video frames were decoded on this path: from now on, frames that stop are a stall when video is expected.
-    private var framesSeen = false
-    private var expectsPackets = true
-    private var expectsFrames = false
+    private var last: Int64?
+    private var quietSamples = 0
+    /// Packets have arrived on this peer connection (its counters, which a new connection restarts).
+    private var received = false
+    private var peerSends = false
 
     /// Quiet samples in a row that make a stall.
     static let stallSamples = Int(
@@ -74,19 +61,19 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
         case .ice(let connected):
             guard connected != iceConnected else { return [] }
             iceConnected = connected
-            // Coming back is a path to judge from a new baseline; a stall stays until media grows on it.
-            rebaseline(nil)
+            rebaseline()
             return connected
                 ? [.timer(.schedule(.mediaSample, afterMs: ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS))]
                 : [.timer(.cancel(.mediaSample))]
         case .reset:
+            // What this connection carried stays known: a peer that comes back on it (a server restart rebuilt the
+            // room) is judged like the one before.
             stalled = false
-            rebaseline(nil)
+            rebaseline()
             return []
-        case .peerMedia(let media):
-            expectsPackets = media.map { $0.audio || $0.video || $0.screen } ?? true
-            expectsFrames = media.map { $0.video || $0.screen } ?? false
-            return judge()
+        case .peerSends(let sends):
+            peerSends = sends
+            return []
         case .timerFired(.mediaSample):
             guard iceConnected else { return [] }
             // Scheduled here, not when the sample comes back: a sample the runtime never answers stops nothing.
@@ -94,34 +81,33 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
         case .timerFired:
             return []
         case .renegotiated:
-            // A stall already said stays until media grows (its restart is under way); otherwise count from now.
-            if iceConnected, !stalled { rebaseline(nil) }
+            if iceConnected { rebaseline() }
             return []
-        case .sampled(let sample):
-            guard iceConnected, let sample else { return [] }
-            guard let previous = last, sample.packets >= previous.packets, sample.videoFrames >= previous.videoFrames else {
-                rebaseline(sample)  // the first on this path, or a new peer connection's counters
+        case .sampled(let packets):
+            guard iceConnected, let packets else { return [] }
+            guard let previous = last, packets >= previous else {
+                // The first on this path, or a new peer connection's counters (which have carried nothing yet).
+                if let previous = last, packets < previous { received = false }
+                last = packets
                 return []
             }
-            quietPacketSamples = sample.packets > previous.packets ? 0 : quietPacketSamples + 1
-            quietFrameSamples = sample.videoFrames > previous.videoFrames ? 0 : quietFrameSamples + 1
-            if sample.videoFrames > previous.videoFrames { framesSeen = true }
-            last = sample
-            return judge()
+            last = packets
+            if packets > previous {
+                received = true
+                quietSamples = 0
+                guard stalled else { return [] }
+                stalled = false
+                return [.flowing]
+            }
+            quietSamples += 1
+            guard received || peerSends, !stalled, quietSamples >= Self.stallSamples else { return [] }
+            stalled = true
+            return [.stalled]
         }
     }
 
-    private mutating func rebaseline(_ sample: Sample?) {
-        last = sample
-        quietPacketSamples = 0
-        quietFrameSamples = 0
-        framesSeen = false
-    }
-
-    private mutating func judge() -> [Action] {
-        let silent = (expectsPackets && quietPacketSamples >= Self.stallSamples) || (expectsFrames && framesSeen && quietFrameSamples >= Self.stallSamples)
-        guard iceConnected, silent != stalled else { return [] }
-        stalled = silent
-        return [silent ? .stalled : .flowing]
+    private mutating func rebaseline() {
+        last = nil
+        quietSamples = 0
     }
 }

@@ -204,6 +204,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .remoteDescriptionApplied(let kind):
             applyingRemote = false
             hasRemoteDescription = true
+            // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
+            if kind == .offer, pendingRestart == .mediaStall { pendingRestart = nil }
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]

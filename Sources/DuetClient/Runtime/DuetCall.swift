@@ -74,6 +74,8 @@ public actor DuetCall {
     /// that its first gathering already has relay candidates, as the browser runtime does.
     private var turnFetch: Task<Void, Never>?
     private var hasPeerConnection = false
+    /// A media watchdog reading is on its way (`sampleMedia`).
+    private var samplingMedia = false
     /// False from teardown until the next join: queued commands must not revive a closed connection.
     private var acceptingWebRtcCommands = true
     private var background: [Task<Void, Never>] = []
@@ -284,7 +286,12 @@ public actor DuetCall {
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
         case .httpLeave(let request): Task { await httpLeave(request) }
         case .engine(let command): webRtcQueue.yield(.command(command))
-        case .sampleMedia: Task { await sampleMedia() }
+        case .sampleMedia:
+            // One reading at a time: a WebRTC stack slow to answer (webrtcbin blocks a thread per call) is skipped, not
+            // piled up, and readings never come back out of order.
+            guard !samplingMedia else { break }
+            samplingMedia = true
+            Task { await sampleMedia() }
         case .timer(let command): timer(command)
         case .emit(let event): emit(event)
         case .teardown:
@@ -561,10 +568,11 @@ public actor DuetCall {
         }
     }
 
-    /// The media watchdog's reading (`MediaWatchdogMachine`): the engine's inbound audio packets and video frames.
+    /// The media watchdog's reading (`MediaWatchdogMachine`): inbound RTP packets, audio and video.
     private func sampleMedia() async {
         let stats = await webRtc.stats()
-        feed(.mediaSampled(stats.map { MediaWatchdogMachine.Sample(packets: Int64($0.audioPacketsReceived), videoFrames: Int64($0.videoFramesReceived)) }))
+        samplingMedia = false
+        feed(.mediaSampled(packets: stats.map { Int64($0.audioPacketsReceived + ($0.quality?.videoPacketsReceived ?? 0)) }))
     }
 
     private func emitStats() async {

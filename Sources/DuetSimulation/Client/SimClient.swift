@@ -202,7 +202,7 @@ final class SimClient {
         case .sampleMedia:
             // getStats answers a moment later.
             world.scheduler.after(1) { [self] in
-                webRtcEvent(.mediaSampled(world.mutation == .watchdogOff ? nil : world.media.inboundSample(side)))
+                webRtcEvent(.mediaSampled(packets: world.mutation == .watchdogOff ? nil : world.media.inboundPackets(side)))
             }
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
         case .httpLeave(let request):

@@ -45,10 +45,9 @@ final class SimMediaPlane {
         var remoteOfferOrigin: (id: UInt64, version: UInt64)?
         /// webrtcbin: remote candidates that arrived before any remote description.
         var pendingRemoteCandidates: [String] = []
-        /// Inbound counters (`MediaWatchdogMachine.Sample`), this peer connection's, from zero; and whether media
-        /// arrived at the last reading (packets that came in part of an interval count for it).
+        /// Inbound RTP packets, this peer connection's, from zero; and whether media arrived at the last reading
+        /// (packets that came in part of an interval count for it).
         var inboundPackets: Int64 = 0
-        var inboundFrames: Int64 = 0
         var flowedAtLastSample = false
     }
 
@@ -109,19 +108,16 @@ final class SimMediaPlane {
         return stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag)
     }
 
-    /// The runtime's reading of `side`'s inbound counters (`.sampleMedia`); nil without a peer connection. They grow
+    /// The runtime's reading of `side`'s inbound packet count (`.sampleMedia`); nil without a peer connection. It grows
     /// while media arrives: connected on a working path, no stall. (A frozen peer's media is not modelled: its ICE
     /// keeps answering here, as it always did in this model.)
-    func inboundSample(_ side: Side) -> MediaWatchdogMachine.Sample? {
+    func inboundPackets(_ side: Side) -> Int64? {
         guard var peer = peers[side.rawValue], !peer.closed else { return nil }
         let flowing = isHealthy(side)
-        if flowing || peer.flowedAtLastSample {
-            peer.inboundPackets += 50
-            peer.inboundFrames += 30
-        }
+        if flowing || peer.flowedAtLastSample { peer.inboundPackets += 50 }
         peer.flowedAtLastSample = flowing
         peers[side.rawValue] = peer
-        return MediaWatchdogMachine.Sample(packets: peer.inboundPackets, videoFrames: peer.inboundFrames)
+        return peer.inboundPackets
     }
 
     func ensure(_ side: Side) {

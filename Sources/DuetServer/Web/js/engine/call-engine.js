@@ -80,11 +80,9 @@ export function decodeMediaState(value) {
 
 const sameMedia = (a, b) => (a == null || b == null ? a == b : a.audio === b.audio && a.video === b.video && a.screen === b.screen);
 
-/** A media watchdog sample `{packets, videoFrames}` (non-negative integers), or null for anything else. */
-export function decodeMediaSample(value) {
-  if (!isObject(value)) return null;
-  const count = (n) => Number.isSafeInteger(n) && n >= 0;
-  return count(value.packets) && count(value.videoFrames) ? { packets: value.packets, videoFrames: value.videoFrames } : null;
+/** A media watchdog sample: an integer packet count, or null for anything else (Swift's Int64?). */
+export function decodePacketCount(value) {
+  return Number.isSafeInteger(value) ? value : null;
 }
 
 function decodeParticipant(value) {
@@ -322,7 +320,7 @@ export class CallEngine {
         const state = SIGNALING_STATES[input.state];
         return state ? this.#negotiationEvent({ type: 'signalingStateChanged', state }) : [];
       }
-      case 'mediaSampled': return this.#watchdogEvent({ type: 'sampled', sample: decodeMediaSample(input.sample) });
+      case 'mediaSampled': return this.#watchdogEvent({ type: 'sampled', packets: decodePacketCount(input.packets) });
       case 'networkOnline': {
         const out = [...this.#negotiationEvent({ type: 'networkOnline' }), ...this.#statusEvent({ type: 'networkChanged' })];
         if (this.link.state.type === 'waitingToReconnect') out.push(...this.#linkEvent({ type: 'connect' })); // don't sit out the backoff
@@ -735,7 +733,8 @@ export class CallEngine {
   #remoteMediaLearned(media) {
     if (sameMedia(media, this.#remoteMedia)) return [];
     this.#remoteMedia = media;
-    return [emit({ type: 'remoteMedia', media }), ...this.#watchdogEvent({ type: 'peerMedia', media })];
+    const sends = media != null && (media.audio || media.video || media.screen);
+    return [emit({ type: 'remoteMedia', media }), ...this.#watchdogEvent({ type: 'peerSends', sends })];
   }
 
   #scheduleTokenRefresh(ttlMs) {

@@ -173,6 +173,8 @@ export class NegotiationMachine {
         if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
         this.applyingRemote = false;
         this.hasRemoteDescription = true;
+        // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
+        if (event.kind === 'offer' && this.pendingRestart === 'mediaStall') this.pendingRestart = null;
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];

@@ -135,16 +135,13 @@ export class DuetCall extends EventTarget {
     }
   }
 
-  /** The media watchdog's reading: inbound RTP packets of every kind and decoded video frames, from getStats. */
+  /** The media watchdog's reading: inbound RTP packets of every kind, from getStats. */
   async sampleMedia() {
     let report = null;
     try { report = await this.peer.rawStats(); } catch { report = null; }
-    if (report == null) return this.feed({ type: 'mediaSampled', sample: null });
+    if (report == null) return this.feed({ type: 'mediaSampled', packets: null });
     const counted = sampleFromChromiumStats(report, 0);
-    this.feed({
-      type: 'mediaSampled',
-      sample: { packets: counted.audioPacketsReceived + counted.videoPacketsReceived, videoFrames: counted.framesDecoded },
-    });
+    this.feed({ type: 'mediaSampled', packets: counted.audioPacketsReceived + counted.videoPacketsReceived });
   }
 
   apply(event) {
