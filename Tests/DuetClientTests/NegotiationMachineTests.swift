@@ -458,20 +458,17 @@ import Testing
         #expect(made == [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))])
     }
 
-    @Test("a remote description WebRTC refused holds nothing back: a refused answer runs the offer timeout again; a refusal the renewed connection owed is its own")
-    func aRefusedRemoteDescriptionHoldsNothingBack() {
-        var host = side(host: true)
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o1", session: "H", version: 2))) }
-        host.send { $0.handle(.remoteDescription(.answer, sdp: described("a1", session: "G1", version: 2), epoch: 1)) }
-        #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) } == [.timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))])
-        let next = described("a2", session: "G1", version: 3)
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: next)),
-                "the next answer is applied: nothing is stuck applying")
-        // An offer being applied when the renewal came, refused by the old connection: the new one's result still counts.
+    @Test("a refusal the renewed connection owed is its own: the new one's results still count, and every description still in flight counts as the old one's")
+    func aRefusalOfTheRenewedConnectionIsStale() {
         var applying = guestRenewedWhileApplyingAnOffer()
         #expect(applying.machine.staleRemoteResults == 1)
         #expect(applying.send { $0.handle(.remoteDescriptionFailed(.offer)) }.isEmpty, "the old one's refusal")
         #expect(applying.machine.staleRemoteResults == 0)
         #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one's offer, answered")
+        // A burst of offers (after a suspension): each is being applied when a new session renews the connection.
+        var guest = side(host: false)
+        for version in [2, 3, 4] { guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h\(version)", session: "S1", version: version), epoch: 1)) } }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("n1", session: "S2", version: 2), epoch: 1)) }
+        #expect(guest.machine.staleRemoteResults == 3)
     }
 }

@@ -138,6 +138,16 @@ import Testing
         #expect(!broken.problems.isEmpty)
     }
 
+    /// A runtime that swallows a wedged connection's refusals leaves the engine negotiating on a connection that
+    /// refuses everything (issue 32): once the old path dies, the call never comes back. Every wedge scenario catches it.
+    @Test(arguments: ["wedged-connection-host", "wedged-connection-guest", "wedged-connection-network-change"])
+    func anUnreportedWedgeIsCaught(_ name: String) throws {
+        let scenario = try #require(NamedScenarios.all.first { $0.name == name })
+        #expect(scenario.run().problems.isEmpty)
+        let broken = scenario.run(mutation: .wedgeUnreported)
+        #expect(broken.result.violations.contains { $0.invariant == .notRecovered }, "\(broken.result.violations)")
+    }
+
     /// A replayed offer from an older peer session is stopped by its epoch and, being older than what the same
     /// peer connection sent since, by its `o=` origin: either defence alone holds; a runtime without both applies it.
     @Test func droppingEpochsAndOriginsIsCaught() throws {

@@ -58,6 +58,7 @@ extension CallEngine.Input {
         case .localDescriptionFailed: return ["type": "localDescriptionFailed"]
         case .remoteDescriptionApplied(let kind): return ["type": "remoteDescriptionApplied", "kind": .string("\(kind)")]
         case .remoteDescriptionFailed(let kind): return ["type": "remoteDescriptionFailed", "kind": .string("\(kind)")]
+        case .rollbackFailed: return ["type": "rollbackFailed"]
         case .localCandidate(let candidate): return ["type": "localCandidate", "candidate": candidate.traceForm]
         case .gatheringComplete: return ["type": "gatheringComplete"]
         case .iceStateChanged(let state): return ["type": "iceStateChanged", "state": .string("\(state)")]

@@ -57,6 +57,8 @@ public struct CallEngine: Sendable {
         case remoteDescriptionApplied(NegotiationMachine.DescriptionKind)
         /// WebRTC refused the remote description (`setRemoteDescription` threw).
         case remoteDescriptionFailed(NegotiationMachine.DescriptionKind)
+        /// WebRTC could not roll our offer back (`setLocalDescription(rollback)` threw).
+        case rollbackFailed
         case localCandidate(IceCandidate)
         case gatheringComplete
         case iceStateChanged(NegotiationMachine.IceState)
@@ -202,6 +204,7 @@ public struct CallEngine: Sendable {
             if kind == .answer { out += statusEvent(.ice(mediaHealth)) }
             return out
         case .remoteDescriptionFailed(let kind): return negotiationEvent(.remoteDescriptionFailed(kind))
+        case .rollbackFailed: return negotiationEvent(.rollbackFailed)
         case .localCandidate(let candidate): return trickleEvent(.localCandidate(candidate))
         case .gatheringComplete: return trickleEvent(.gatheringComplete)
         case .iceStateChanged(let state), .connectionStateChanged(let state):
@@ -735,8 +738,8 @@ public struct CallEngine: Sendable {
 extension CallEngine.Input {
     var isFromWebRtc: Bool {
         switch self {
-        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .localCandidate, .gatheringComplete,
-            .iceStateChanged, .connectionStateChanged, .signalingStateChanged, .mediaSampled:
+        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .rollbackFailed, .localCandidate,
+            .gatheringComplete, .iceStateChanged, .connectionStateChanged, .signalingStateChanged, .mediaSampled:
             true
         default:
             false

@@ -17,6 +17,12 @@ import DuetProtocol
 ///   and a browser with a stable DTLS identity (issue 19) keeps its fingerprint across connections: a connection of
 ///   ours that already did DTLS with the old one would never answer the new one's handshake. Results of work asked of
 ///   the old connection that are still in flight are dropped, and a session the peer replaced is stale.
+/// - A connection that refuses a remote description or a rollback is wedged (issue 32: Chromium refuses an answer
+///   whose DTLS role Firefox flipped, then the rollback and every later description the same way): it is replaced, and
+///   the new one offers afresh — a new session the peer's connection must renew for, so neither keeps a DTLS
+///   association the other gave up. At once (a wedge shows right after our own restart, in its cooldown); a second
+///   replacement within the cooldown of the first waits for its end, and nothing is negotiated on the wedged
+///   connection meanwhile. Anything from the peer's old connection is stale.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -28,6 +34,9 @@ public struct NegotiationMachine: Sendable, Equatable {
         case iceDisconnected, iceFailed, networkOnline, networkChange, offerTimeout, signalingReconnect, escalation
         /// Inbound media stopped while ICE says connected (`MediaWatchdogMachine`).
         case mediaStall
+        /// Our peer connection refused a remote description or a rollback: a new one replaces it (not an ICE restart
+        /// in place — a fresh connection and a fresh offer).
+        case peerConnectionWedged
     }
 
     public enum Event: Sendable, Equatable {
@@ -44,8 +53,10 @@ public struct NegotiationMachine: Sendable, Equatable {
         case localDescriptionFailed
         /// The engine applied a remote description.
         case remoteDescriptionApplied(DescriptionKind)
-        /// The engine refused to apply a remote description (its state is unchanged).
+        /// The engine refused to apply a remote description.
         case remoteDescriptionFailed(DescriptionKind)
+        /// The engine could not roll our offer back: the connection is stuck with it.
+        case rollbackFailed
         case signalingStateChanged(SignalingState)
         case iceStateChanged(IceState)
         case networkOnline
@@ -105,6 +116,14 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// (webrtcbin's answer copies the offer's `o=`), so the id stays the peer's and its count is still judged.
     private var remoteSessionIds: Set<String> = []
     private var inCooldown = false
+    /// A wedged connection waits for the cooldown to be replaced.
+    public private(set) var renewalPending = false
+    /// The cooldown running is a replacement's (not a restart's): another wedge waits for its end.
+    private var replacedInCooldown = false
+    /// Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
+    /// runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
+    /// local description does not count as the new connection's: an offer given up on in a glare may fail late.
+    private var renewalUnconfirmed = false
     /// The answer that renewed our connection (it answered the old one's offer): never applied to the new one's.
     private var answerBeforeRenewal: SDPOrigin?
     /// Peer connections the peer has replaced (we renewed ours for a newer one): anything from them is stale.
@@ -114,6 +133,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// the old connection's, never taken for the new one's.
     public private(set) var staleLocalResults = 0
     public private(set) var staleRemoteResults = 0
+    /// Remote descriptions handed to WebRTC whose result has not come back (a burst of offers after a suspension may
+    /// put several in flight): all of them are the old connection's if it is renewed.
+    private var remoteResultsInFlight = 0
     private var staleRestartOffer = false
     private var peerEpoch: Int64 = 0
     private var applyingRemote = false
@@ -173,14 +195,18 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .remoteDescriptionApplied where staleRemoteResults > 0, .remoteDescriptionFailed where staleRemoteResults > 0:
             staleRemoteResults -= 1
             return []
-        case .remoteDescriptionFailed(let kind):
-            // Nothing is being applied any more (left set, it would hold back every offer, answer and restart). An
-            // answer refused leaves our offer unanswered: its timeout, cancelled when the answer came, runs again so
-            // the ladder (resend, restart) goes on. A refused offer: the peer's own offer timeout sends it again.
+        case .remoteDescriptionFailed:
+            remoteResultsInFlight = max(0, remoteResultsInFlight - 1)
+            // Nothing is being applied any more (left set, it would hold back every offer, answer and restart), and
+            // the connection that refused it will refuse the next one too: it is replaced.
             applyingRemote = false
-            guard kind == .answer, signalingState == .haveLocalOffer else { return [] }
-            return [.timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
+            renewalUnconfirmed = false
+            return connectionWedged()
+        case .rollbackFailed:
+            guard !renewalUnconfirmed else { return [] }  // the replaced connection's
+            return connectionWedged()
         case .localDescriptionReady(.offer, let sdp):
+            renewalUnconfirmed = false
             noteLocalSession(sdp)
             makingOffer = false
             lastLocalOffer = sdp
@@ -188,20 +214,25 @@ public struct NegotiationMachine: Sendable, Equatable {
             var actions: [Action] = [.sendOffer(sdp: sdp), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
             if offerIsRestart {
                 inCooldown = true
+                replacedInCooldown = false
                 actions.append(.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)))
             }
             return actions
         case .localDescriptionReady(.answer, let sdp):
+            renewalUnconfirmed = false
             noteLocalSession(sdp)
             answering = false
             lastLocalAnswer = sdp
             signalingState = .stable
             return [.sendAnswer(sdp: sdp)]
         case .localDescriptionFailed:
+            // (Not a sign of the new connection: an offer the glare made us give up on may still fail on the old one.)
             makingOffer = false
             answering = false
             return []
         case .remoteDescriptionApplied(let kind):
+            renewalUnconfirmed = false
+            remoteResultsInFlight = max(0, remoteResultsInFlight - 1)
             applyingRemote = false
             hasRemoteDescription = true
             // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
@@ -267,6 +298,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             return restart(.iceDisconnected)
         case .timerFired(.iceRestartCooldown):
             inCooldown = false
+            replacedInCooldown = false
+            if renewalPending { return connectionWedged() }
             guard let reason = pendingRestart, signalingUp, !mediaUp else { return [] }
             pendingRestart = nil
             return restart(reason)
@@ -288,6 +321,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func leftAlone() -> [Action] {
+        // A wedged connection waiting for the cooldown is replaced now (no rollback asked of it): the next peer must
+        // not meet it.
+        let renewal = renewalPending ? replaceConnection() : []
+        renewalPending = false
         makingOffer = false
         answering = false
         applyingRemote = false
@@ -298,15 +335,16 @@ public struct NegotiationMachine: Sendable, Equatable {
         remoteSessionIds.removeAll()  // the next peer brings its own (and a long call must not fill the set)
         remoteCandidateBuffer.removeAll()
         inCooldown = false
+        replacedInCooldown = false
         mediaStalled = false
         // An offer nobody will answer would block the next peer's negotiation.
         let rollback: [Action] = signalingState == .haveLocalOffer ? [.rollback] : []
         signalingState = .stable
-        return rollback + [.offerTimeout, .nonHostFallback, .iceRestartDelay, .iceRestartCooldown].map { .timer(.cancel($0)) }
+        return renewal + rollback + [.offerTimeout, .nonHostFallback, .iceRestartDelay, .iceRestartCooldown].map { .timer(.cancel($0)) }
     }
 
     private mutating func offer(iceRestart: Bool, fromFallback: Bool = false) -> [Action] {
-        guard !makingOffer, !answering, !applyingRemote, signalingState == .stable else { return [] }
+        guard !renewalPending, !makingOffer, !answering, !applyingRemote, signalingState == .stable else { return [] }
         makingOffer = true
         offerIsRestart = iceRestart
         offerFromFallback = fromFallback
@@ -316,6 +354,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func restart(_ reason: RestartReason) -> [Action] {
         guard peerPresent else { return [] }  // nobody to restart with
         guard isHost || !restartsOnlyAsHost else { return [] }
+        guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {
             pendingRestart = reason
             return []
@@ -354,6 +393,7 @@ public struct NegotiationMachine: Sendable, Equatable {
                 return renewed + offer(iceRestart: false)
             }
         }
+        if renewalPending { return [] }  // the wedged connection would refuse it: the replacement offers afresh
         if let id = origin?.sessionId, remoteSessionIds.count < 16 { remoteSessionIds.insert(id) }
         // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
         if let origin, let newest = newestRemoteOrigin, origin.isOlder(than: newest) { return [] }
@@ -372,28 +412,62 @@ public struct NegotiationMachine: Sendable, Equatable {
                 applyingRemote = true
                 newestRemoteOrigin = origin ?? newestRemoteOrigin
                 appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
-                return [.rollback, .timer(.cancel(.offerTimeout)), .timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
+                return [.rollback, .timer(.cancel(.offerTimeout)), .timer(.cancel(.nonHostFallback)), apply(.offer, sdp)]
             }
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
             appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
-            return [.timer(.cancel(.nonHostFallback)), .setRemoteDescription(.offer, sdp: sdp)]
+            return [.timer(.cancel(.nonHostFallback)), apply(.offer, sdp)]
         case .answer:
             if let origin, origin == answerBeforeRenewal { return [] }  // a copy of the answer to the old connection
             guard signalingState == .haveLocalOffer, !applyingRemote else { return [] }  // late or duplicate answer
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
             appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
-            return [.timer(.cancel(.offerTimeout)), .setRemoteDescription(.answer, sdp: sdp)]
+            return [.timer(.cancel(.offerTimeout)), apply(.answer, sdp)]
         }
+    }
+
+    private mutating func apply(_ kind: DescriptionKind, _ sdp: String) -> Action {
+        remoteResultsInFlight += 1
+        return .setRemoteDescription(kind, sdp: sdp)
+    }
+
+    /// A connection that refused a description or a rollback: replace it and offer afresh from the new one (a session
+    /// the peer has not seen, so its connection is renewed too), at most once per cooldown. With nobody there, the new
+    /// connection waits for the next peer, whom the host offers to as always.
+    private mutating func connectionWedged() -> [Action] {
+        guard !(inCooldown && replacedInCooldown) else {
+            renewalPending = true
+            return []
+        }
+        var actions = replaceConnection()
+        guard peerPresent else { return actions }
+        inCooldown = true
+        replacedInCooldown = true
+        actions += [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)), .iceRestartStarted(.peerConnectionWedged)]
+        return actions + offer(iceRestart: false)
+    }
+
+    /// Renewal for a connection of ours that is wedged: the peer's connection was negotiating with the one we give up,
+    /// so whatever else it sends belongs to that.
+    private mutating func replaceConnection() -> [Action] {
+        if let applied = appliedRemoteSession {
+            retiredRemoteSessions.append(applied)
+            if retiredRemoteSessions.count > 16 { retiredRemoteSessions.removeFirst() }
+        }
+        return renewPeerConnection()
     }
 
     /// Close ours and start over on a new one: nothing of the old connection's negotiation carries over.
     private mutating func renewPeerConnection() -> [Action] {
+        renewalUnconfirmed = true
+        renewalPending = false  // whatever made it, the wedged connection is gone
         appliedRemoteSession = nil
         answerBeforeRenewal = nil
         staleLocalResults += (makingOffer || answering) ? 1 : 0
-        staleRemoteResults += applyingRemote ? 1 : 0
+        staleRemoteResults += remoteResultsInFlight
+        remoteResultsInFlight = 0
         // A restart offer still being made is made all the same, by the old connection: it counts for the pacing.
         staleRestartOffer = staleRestartOffer || (makingOffer && offerIsRestart)
         makingOffer = false
@@ -427,6 +501,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             return actions
         }
         inCooldown = false  // the timed-out restart did not happen: do not hold the next one back
+        replacedInCooldown = false
+        if renewalPending { return [.timer(.cancel(.iceRestartCooldown))] + connectionWedged() }
         actions.append(.timer(.cancel(.iceRestartCooldown)))
         return actions + restart(.offerTimeout)
     }

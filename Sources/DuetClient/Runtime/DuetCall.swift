@@ -565,6 +565,7 @@ public actor DuetCall {
             if case .createOffer = command { feed(.localDescriptionFailed) }
             if case .createAnswer = command { feed(.localDescriptionFailed) }
             if case .setRemoteDescription(let kind, _) = command { feed(.remoteDescriptionFailed(kind)) }
+            if case .rollback = command { feed(.rollbackFailed) }
         }
     }
 

@@ -240,6 +240,7 @@ final class SimClient {
         events.append((world.scheduler.now, event))
         signing.note(event)
         if event == .iceRestart(.mediaStall) { world.monitor.reached(.mediaStallRestarted) }
+        if event == .iceRestart(.peerConnectionWedged) { world.monitor.reached(.wedgedConnectionReplaced) }
         switch event {
         case .phase(let value):
             // An interception ends the call on purpose (issue 19): like a leave, not a failure.
@@ -426,9 +427,17 @@ final class SimClient {
             case .close: media.close(side)
             }
         } catch {
-            world.monitor.webRtcRefused(side, "\(command): \(error)")
-            if case .createOffer = command { feed(.localDescriptionFailed) }
-            if case .createAnswer = command { feed(.localDescriptionFailed) }
+            // A wedged connection's refusals are the fault's, not an illegal call of the engine's.
+            let wedged = (error as? SimMediaPlane.Refusal).map { if case .wedged = $0 { true } else { false } } ?? false
+            if wedged { world.trace(side, "WebRTC refused: \(command): \(error)") } else { world.monitor.webRtcRefused(side, "\(command): \(error)") }
+            if wedged, world.mutation == .wedgeUnreported { return }
+            // As the runtimes report them (DuetCall, duet-call.js).
+            switch command {
+            case .createOffer, .createAnswer: feed(.localDescriptionFailed)
+            case .setRemoteDescription(let kind, _): feed(.remoteDescriptionFailed(kind))
+            case .rollback: feed(.rollbackFailed)
+            default: break
+            }
         }
     }
 

@@ -53,6 +53,10 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
     /// one side sending to a port the other no longer reads), until new ICE credentials on either side replace the
     /// pair. Only the receiver's inbound counters show it.
     case mediaStall(Side)
+    /// This side's peer connection refuses every remote description and rollback from now on, until it is closed
+    /// (issue 32: Chromium refused a restart answer whose DTLS role Firefox had flipped, then its rollback and every
+    /// later description the same way). Offers are still made. It matters at the next negotiation.
+    case peerConnectionWedged(Side)
 
     public var description: String {
         switch self {
@@ -75,13 +79,14 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
         case .replayFirstOffer(let side): "the first offer \(side) received is delivered again"
         case .tamperFingerprints: "the server rewrites the DTLS fingerprints of relayed offers and answers"
         case .mediaStall(let side): "media to \(side) stops while ICE stays connected"
+        case .peerConnectionWedged(let side): "the peer connection of \(side) refuses every remote description and rollback"
         }
     }
 
     var isInstantaneous: Bool {
         switch self {
         case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer,
-            .mediaStall:
+            .mediaStall, .peerConnectionWedged:
             true
         default: false
         }

@@ -12,6 +12,8 @@ public enum FaultSchedule {
     public static let longestLongFaultMs: Int64 = 30 * 60_000
     /// One seed in this many has a media stall (`Fault.mediaStall`) on top of its faults.
     public static let mediaStallOneIn = 6
+    /// One seed in this many has a wedged peer connection (`Fault.peerConnectionWedged`) on top of its faults.
+    public static let peerConnectionWedgedOneIn = 6
 
     public static func random(_ rng: inout SplitMix64) -> [ScheduledFault] {
         let count = 1 + rng.below(5)
@@ -21,6 +23,12 @@ public enum FaultSchedule {
         var stallDraw = rng
         if stallDraw.below(mediaStallOneIn) == 0 {
             faults.append(ScheduledFault(at: stallDraw.range(0, windowMs), .mediaStall(stallDraw.below(2) == 0 ? .a : .b)))
+        }
+        // From a copy too, past the stall's three draws (so the two are independent).
+        var wedgeDraw = rng
+        for _ in 0..<3 { _ = wedgeDraw.next() }
+        if wedgeDraw.below(peerConnectionWedgedOneIn) == 0 {
+            faults.append(ScheduledFault(at: wedgeDraw.range(0, windowMs), .peerConnectionWedged(wedgeDraw.below(2) == 0 ? .a : .b)))
         }
         return faults.sorted { $0.at < $1.at }
     }

@@ -13,4 +13,6 @@ public enum Milestone: String, Sendable, CaseIterable, Codable {
     case roomEndedAfterTombstone
     /// A side whose inbound media stopped under a connected ICE restarted ICE for it (the media watchdog, issue 32).
     case mediaStallRestarted
+    /// A side whose peer connection refused a description or a rollback replaced it (issue 32 point 3).
+    case wedgedConnectionReplaced
 }

@@ -19,6 +19,9 @@ public enum Mutation: String, Sendable, CaseIterable {
     case epochAndOriginDropped = "epoch-and-origin-dropped"
     /// The runtime never reads the inbound counters (a report is never there): the media watchdog is blind.
     case watchdogOff = "watchdog-off"
+    /// The runtime swallows a wedged peer connection's refusals: the engine goes on negotiating on a connection that
+    /// refuses everything (issue 32's endless retries on a dead `RTCPeerConnection`).
+    case wedgeUnreported = "wedge-unreported"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {

@@ -65,11 +65,14 @@ final class SimMediaPlane {
         case noPeerConnection
         case wrongState(String)
         case badDescription
+        /// `Fault.peerConnectionWedged`: what a browser says, and will say again (Chromium's words).
+        case wedged
         var description: String {
             switch self {
             case .noPeerConnection: "no peer connection"
             case .wrongState(let text): text
             case .badDescription: "bad description"
+            case .wedged: "Failed to set SSL role for the transport (a wedged peer connection)"
             }
         }
     }
@@ -87,6 +90,8 @@ final class SimMediaPlane {
     /// Sides played by `duet call` (webrtcbin) instead of a browser.
     var webrtcbinSides: Set<Side> = []
     private var inboundStalls: [InboundStall?] = [nil, nil]
+    /// Peer connections (instances) that refuse every remote description and rollback (`Fault.peerConnectionWedged`).
+    private var wedgedInstances: Set<Int> = []
 
     init(world: World) { self.world = world }
 
@@ -101,6 +106,12 @@ final class SimMediaPlane {
     func stallInbound(_ side: Side) {
         guard let me = peers[side.rawValue], let other = peers[side.other.rawValue], !me.closed, !other.closed else { return }
         inboundStalls[side.rawValue] = InboundStall(receiver: (me.instance, me.localUfrag), sender: (other.instance, other.localUfrag))
+    }
+
+    /// `side`'s current peer connection refuses every remote description and rollback from now on.
+    func wedge(_ side: Side) {
+        guard let peer = peers[side.rawValue], !peer.closed else { return }
+        wedgedInstances.insert(peer.instance)
     }
 
     func isInboundStalled(_ side: Side) -> Bool {
@@ -129,6 +140,8 @@ final class SimMediaPlane {
     func createOffer(_ side: Side, iceRestart: Bool) throws -> String {
         if webrtcbinSides.contains(side) { return try webrtcbinOffer(side, iceRestart: iceRestart) }
         var peer = try live(side)
+        // A wedged connection whose rollback failed is still in have-local-offer (Chromium refuses the session too).
+        if peer.signaling != .stable, wedgedInstances.contains(peer.instance) { throw Refusal.wedged }
         guard peer.signaling == .stable else {
             throw Refusal.wrongState("createOffer in \(peer.signaling)\(peer.signaling == .haveLocalOffer ? ": an offer is already outstanding" : "")")
         }
@@ -163,6 +176,7 @@ final class SimMediaPlane {
     func setRemote(_ side: Side, _ kind: NegotiationMachine.DescriptionKind, sdp text: String) throws {
         if webrtcbinSides.contains(side), kind == .offer { try webrtcbinBeforeRemoteOffer(side, sdp: text) }
         var peer = try live(side)
+        guard !wedgedInstances.contains(peer.instance) else { throw Refusal.wedged }
         guard let parsed = Self.parse(text) else { throw Refusal.badDescription }
         if kind == .offer { peer.remoteOfferOrigin = Self.origin(text) }
         switch kind {
@@ -196,6 +210,7 @@ final class SimMediaPlane {
         }
         var peer = try live(side)
         guard peer.signaling != .stable else { throw Refusal.wrongState("rollback in stable") }
+        guard !wedgedInstances.contains(peer.instance) else { throw Refusal.wedged }
         if peer.signaling == .haveLocalOffer { peer.localUfrag = peer.rollbackUfrag }
         peer.signaling = .stable
         update(side, peer)

@@ -93,6 +93,10 @@ extension World {
             // wrong: a receiver that could only ask the host to restart (issue 32 point 4) is not modelled yet.
             guard !media.webrtcbinSides.contains(side) else { return trace(side, "media stall not modelled for webrtcbin") }
             media.stallInbound(side)
+        case .peerConnectionWedged(let side):
+            // webrtcbin refuses nothing this way (it has no rollback, and answers a restart on a fresh session).
+            guard !media.webrtcbinSides.contains(side) else { return trace(side, "wedged peer connection not modelled for webrtcbin") }
+            media.wedge(side)
         case .sidHijack(let side):
             // Someone without the room link: their own room, this side's sid.
             attack(side, kind: .sse, join: JoinPayload(device: "attacker"), room: server.createRoomId())
@@ -132,7 +136,7 @@ extension World {
         case .tamperFingerprints:
             tamperingFingerprints -= 1
         case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer,
-            .mediaStall:
+            .mediaStall, .peerConnectionWedged:
             break
         }
     }

@@ -4,7 +4,7 @@ import DuetClient
 /// recovery scenarios of seed 000 (one engine serves every platform diagram), and the failure modes of
 /// `resilience-checklists.md` part B.
 public enum NamedScenarios {
-    public static var all: [NamedScenario] { seed001 + seed000 + failureModes + verifiedCalls + mediaStalls }
+    public static var all: [NamedScenario] { seed001 + seed000 + failureModes + verifiedCalls + mediaStalls + wedgedConnections }
 
     static func fault(_ at: Int64, _ duration: Int64, _ fault: Fault) -> ScheduledFault {
         ScheduledFault(at: at, durationMs: duration, fault)

@@ -41,7 +41,7 @@ const SIGNALING_STATES = Object.freeze({
 const ICE_STATES = new Set(['new', 'checking', 'connected', 'completed', 'disconnected', 'failed', 'closed']);
 
 const WEBRTC_INPUTS = new Set([
-  'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'remoteDescriptionFailed', 'localCandidate',
+  'localDescriptionReady', 'localDescriptionFailed', 'remoteDescriptionApplied', 'remoteDescriptionFailed', 'rollbackFailed', 'localCandidate',
   'gatheringComplete', 'iceStateChanged', 'connectionStateChanged', 'signalingStateChanged', 'mediaSampled',
 ]);
 
@@ -291,6 +291,7 @@ export class CallEngine {
         ];
       case 'localDescriptionFailed': return this.#negotiationEvent({ type: 'localDescriptionFailed' });
       case 'remoteDescriptionFailed': return this.#negotiationEvent({ type: 'remoteDescriptionFailed', kind: input.kind });
+      case 'rollbackFailed': return this.#negotiationEvent({ type: 'rollbackFailed' });
       case 'remoteDescriptionApplied': {
         if (this.negotiation.staleRemoteResults > 0) return this.#negotiationEvent({ type: 'remoteDescriptionApplied', kind: input.kind });
         const out = input.kind === 'offer' ? this.#trickleEvent({ type: 'answering' }) : [];

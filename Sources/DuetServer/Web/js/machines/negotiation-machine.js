@@ -11,6 +11,11 @@
 // - A remote description older than one already applied from the same peer connection (`sdpOrigin`) is dropped:
 //   signaling may reorder, and WebRTC must never go back to ICE credentials the peer has replaced. Origins that
 //   echo one of our own session ids (webrtcbin copies the offer's) are never judged.
+// - A connection that refuses a remote description or a rollback is wedged (issue 32: Chromium refuses an answer whose
+//   DTLS role Firefox flipped, then the rollback and every later description the same way): it is replaced, and the
+//   new one offers afresh — a new session the peer's connection must renew for. At once (a wedge shows right after
+//   our own restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and
+//   nothing is negotiated on the wedged connection meanwhile. Anything from the peer's old connection is stale.
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
@@ -21,7 +26,7 @@ import { isOlder, sdpOrigin } from './sdp-origin.js';
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
-  'mediaStall',
+  'mediaStall', 'peerConnectionWedged',
 ]);
 
 export class NegotiationMachine {
@@ -66,12 +71,23 @@ export class NegotiationMachine {
     this.staleLocalResults = 0;
     this.staleRemoteResults = 0;
     this.staleRestartOffer = false;
+    // Remote descriptions handed to WebRTC whose result has not come back (a burst of offers after a suspension may put
+    // several in flight): all of them are the old connection's if it is renewed.
+    this.remoteResultsInFlight = 0;
     // Session ids of our own descriptions: a remote origin with one of them is an echo, not the peer's count.
     this.localSessionIds = new Set();
     // Session ids seen in remote descriptions: a local description carrying one was copied from the peer
     // (webrtcbin's answer copies the offer's `o=`), so the id stays the peer's and its count is still judged.
     this.remoteSessionIds = new Set();
     this.inCooldown = false;
+    /** A wedged connection waits for the cooldown to be replaced. */
+    this.renewalPending = false;
+    // The cooldown running is a replacement's (not a restart's): another wedge waits for its end.
+    this.replacedInCooldown = false;
+    // Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
+    // runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
+    // local description does not count as the new connection's: an offer given up on in a glare may fail late.
+    this.renewalUnconfirmed = false;
     this.peerEpoch = 0;
     this.applyingRemote = false;
     // An answer is being made: a burst of remote offers gets one answer, and no offer of ours starts before it is out.
@@ -81,7 +97,8 @@ export class NegotiationMachine {
   /**
    * Events: peer{present, isHost, peerEpoch}, signaling{up}, roomStateAfterReconnect,
    * remoteDescription{kind, sdp, epoch}, remoteCandidate{candidate, epoch}, localDescriptionReady{kind, sdp},
-   * localDescriptionFailed, remoteDescriptionApplied{kind}, signalingStateChanged{state},
+   * localDescriptionFailed, remoteDescriptionApplied{kind}, remoteDescriptionFailed{kind}, rollbackFailed,
+   * signalingStateChanged{state},
    * iceStateChanged{state}, networkOnline, networkPathChanged, requestIceRestart, requestOfferResend,
    * timerFired{timer}.
    * Actions: renewPeerConnection, createOffer{iceRestart}, createAnswer, setRemoteDescription{kind, sdp}, rollback,
@@ -137,6 +154,7 @@ export class NegotiationMachine {
           this.inCooldown = true;
           return [timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS))];
         }
+        this.renewalUnconfirmed = false;
         this.#noteLocalSession(event.sdp);
         if (event.kind === 'offer') {
           this.makingOffer = false;
@@ -148,6 +166,7 @@ export class NegotiationMachine {
           ];
           if (this.offerIsRestart) {
             this.inCooldown = true;
+            this.replacedInCooldown = false;
             actions.push(timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS)));
           }
           return actions;
@@ -158,19 +177,25 @@ export class NegotiationMachine {
         return [{ type: 'sendAnswer', sdp: event.sdp }];
       case 'localDescriptionFailed':
         if (this.staleLocalResults > 0) { this.staleLocalResults -= 1; this.staleRestartOffer = false; return []; }
+        // (Not a sign of the new connection: an offer the glare made us give up on may still fail on the old one.)
         this.makingOffer = false;
         this.answering = false;
         return [];
       case 'remoteDescriptionFailed':
         if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
-        // Nothing is being applied any more (left set, it would hold back every offer, answer and restart). An
-        // answer refused leaves our offer unanswered: its timeout, cancelled when the answer came, runs again so the
-        // ladder (resend, restart) goes on. A refused offer: the peer's own offer timeout sends it again.
+        this.remoteResultsInFlight = Math.max(0, this.remoteResultsInFlight - 1);
+        // Nothing is being applied any more (left set, it would hold back every offer, answer and restart), and the
+        // connection that refused it will refuse the next one too: it is replaced.
         this.applyingRemote = false;
-        if (event.kind !== 'answer' || this.signalingState !== 'haveLocalOffer') return [];
-        return [timerAction(schedule('offerTimeout', RESILIENCE.OFFER_TIMEOUT_MS))];
+        this.renewalUnconfirmed = false;
+        return this.#connectionWedged();
+      case 'rollbackFailed':
+        if (this.renewalUnconfirmed) return []; // the replaced connection's
+        return this.#connectionWedged();
       case 'remoteDescriptionApplied': {
         if (this.staleRemoteResults > 0) { this.staleRemoteResults -= 1; return []; }
+        this.renewalUnconfirmed = false;
+        this.remoteResultsInFlight = Math.max(0, this.remoteResultsInFlight - 1);
         this.applyingRemote = false;
         this.hasRemoteDescription = true;
         // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
@@ -250,6 +275,8 @@ export class NegotiationMachine {
         return this.#restart('iceDisconnected');
       case 'iceRestartCooldown': {
         this.inCooldown = false;
+        this.replacedInCooldown = false;
+        if (this.renewalPending) return this.#connectionWedged();
         const reason = this.pendingRestart;
         if (reason == null || !this.signalingUp || this.mediaUp) return [];
         this.pendingRestart = null;
@@ -277,6 +304,10 @@ export class NegotiationMachine {
   }
 
   #leftAlone() {
+    // A wedged connection waiting for the cooldown is replaced now (no rollback asked of it): the next peer must not
+    // meet it.
+    const renewal = this.renewalPending ? this.#replaceConnection() : [];
+    this.renewalPending = false;
     this.makingOffer = false;
     this.answering = false;
     this.applyingRemote = false;
@@ -287,18 +318,20 @@ export class NegotiationMachine {
     this.remoteSessionIds.clear(); // the next peer brings its own (and a long call must not fill the set)
     this.remoteCandidateBuffer = [];
     this.inCooldown = false;
+    this.replacedInCooldown = false;
     this.mediaStalled = false;
     // An offer nobody will answer would block the next peer's negotiation.
     const rollback = this.signalingState === 'haveLocalOffer' ? [{ type: 'rollback' }] : [];
     this.signalingState = 'stable';
     return [
+      ...renewal,
       ...rollback,
       ...['offerTimeout', 'nonHostFallback', 'iceRestartDelay', 'iceRestartCooldown'].map((id) => timerAction(cancel(id))),
     ];
   }
 
   #offer(iceRestart, fromFallback = false) {
-    if (this.makingOffer || this.answering || this.applyingRemote || this.signalingState !== 'stable') return [];
+    if (this.renewalPending || this.makingOffer || this.answering || this.applyingRemote || this.signalingState !== 'stable') return [];
     this.makingOffer = true;
     this.offerIsRestart = iceRestart;
     this.offerFromFallback = fromFallback;
@@ -308,6 +341,7 @@ export class NegotiationMachine {
   #restart(reason) {
     if (!this.peerPresent) return []; // nobody to restart with
     if (!this.isHost && this.restartsOnlyAsHost) return [];
+    if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
       this.pendingRestart = reason;
       return [];
@@ -345,6 +379,7 @@ export class NegotiationMachine {
       this.answerBeforeRenewal = origin;
       return [...renewed, ...this.#offer(false)];
     }
+    if (this.renewalPending) return []; // the wedged connection would refuse it: the replacement offers afresh
     if (origin != null && this.remoteSessionIds.size < 16) this.remoteSessionIds.add(origin.sessionId);
     // Overtaken: the peer has already sent us something newer (a duplicated or reordered delivery).
     if (origin != null && this.newestRemoteOrigin != null && isOlder(origin, this.newestRemoteOrigin)) return [];
@@ -368,13 +403,13 @@ export class NegotiationMachine {
           { type: 'rollback' },
           timerAction(cancel('offerTimeout')),
           timerAction(cancel('nonHostFallback')),
-          { type: 'setRemoteDescription', kind: 'offer', sdp },
+          this.#apply('offer', sdp),
         ];
       }
       this.applyingRemote = true;
       this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
       this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
-      return [timerAction(cancel('nonHostFallback')), { type: 'setRemoteDescription', kind: 'offer', sdp }];
+      return [timerAction(cancel('nonHostFallback')), this.#apply('offer', sdp)];
     }
     // A copy of the answer to the old connection.
     const before = this.answerBeforeRenewal;
@@ -383,15 +418,53 @@ export class NegotiationMachine {
     this.applyingRemote = true;
     this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
     this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
-    return [timerAction(cancel('offerTimeout')), { type: 'setRemoteDescription', kind: 'answer', sdp }];
+    return [timerAction(cancel('offerTimeout')), this.#apply('answer', sdp)];
+  }
+
+  #apply(kind, sdp) {
+    this.remoteResultsInFlight += 1;
+    return { type: 'setRemoteDescription', kind, sdp };
+  }
+
+  /**
+   * A connection that refused a description or a rollback: replace it and offer afresh from the new one (a session the
+   * peer has not seen, so its connection is renewed too), at most once per cooldown. With nobody there, the new
+   * connection waits for the next peer, whom the host offers to as always.
+   */
+  #connectionWedged() {
+    if (this.inCooldown && this.replacedInCooldown) {
+      this.renewalPending = true;
+      return [];
+    }
+    const actions = this.#replaceConnection();
+    if (!this.peerPresent) return actions;
+    this.inCooldown = true;
+    this.replacedInCooldown = true;
+    actions.push(
+      timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS)),
+      { type: 'iceRestartStarted', reason: 'peerConnectionWedged' },
+    );
+    return [...actions, ...this.#offer(false)];
+  }
+
+  /** Renewal for a connection of ours that is wedged: the peer's connection was negotiating with the one we give up. */
+  #replaceConnection() {
+    if (this.appliedRemoteSession != null) {
+      this.retiredRemoteSessions.push(this.appliedRemoteSession);
+      if (this.retiredRemoteSessions.length > 16) this.retiredRemoteSessions.shift();
+    }
+    return this.#renewPeerConnection();
   }
 
   /** Close ours and start over on a new one: nothing of the old connection's negotiation carries over. */
   #renewPeerConnection() {
+    this.renewalUnconfirmed = true;
+    this.renewalPending = false; // whatever made it, the wedged connection is gone
     this.appliedRemoteSession = null;
     this.answerBeforeRenewal = null;
     this.staleLocalResults += this.makingOffer || this.answering ? 1 : 0;
-    this.staleRemoteResults += this.applyingRemote ? 1 : 0;
+    this.staleRemoteResults += this.remoteResultsInFlight;
+    this.remoteResultsInFlight = 0;
     // A restart offer still being made is made all the same, by the old connection: it counts for the pacing.
     this.staleRestartOffer = this.staleRestartOffer || (this.makingOffer && this.offerIsRestart);
     this.makingOffer = false;
@@ -425,6 +498,8 @@ export class NegotiationMachine {
       return actions;
     }
     this.inCooldown = false; // the timed-out restart did not happen: do not hold the next one back
+    this.replacedInCooldown = false;
+    if (this.renewalPending) return [timerAction(cancel('iceRestartCooldown')), ...this.#connectionWedged()];
     actions.push(timerAction(cancel('iceRestartCooldown')));
     return [...actions, ...this.#restart('offerTimeout')];
   }

@@ -398,6 +398,7 @@ export class DuetCall extends EventTarget {
       console.warn('WebRTC command failed', command.type, error);
       if (command.type === 'createOffer' || command.type === 'createAnswer') this.feed({ type: 'localDescriptionFailed' });
       if (command.type === 'setRemoteDescription') this.feed({ type: 'remoteDescriptionFailed', kind: command.kind });
+      if (command.type === 'rollback') this.feed({ type: 'rollbackFailed' });
     }
   }
 

@@ -1,0 +1,120 @@
+import DuetProtocol
+@testable import DuetClient
+import Testing
+
+/// Issue 32 point 3: a peer connection that refuses a remote description or a rollback is replaced, and the new one
+/// offers afresh; a second wedge within the replacement's cooldown waits for its end with nothing negotiated on the
+/// wedged connection; results and refusals of the replaced connection are its own.
+@Suite struct WedgedConnectionTests {
+    typealias Machine = NegotiationMachine
+    typealias Driver = Driven<Machine, Machine.Action>
+
+    func described(_ name: String, session: String, version: Int) -> String {
+        "v=0\r\no=- \(session) \(version) IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:\(name)\r\n"
+    }
+
+    static let replaced: [Machine.Action] = [
+        .renewPeerConnection, .timer(.cancel(.offerTimeout)), .timer(.cancel(.iceRestartDelay)),
+        .timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)),
+        .iceRestartStarted(.peerConnectionWedged), .createOffer(iceRestart: false),
+    ]
+
+    /// A host in a call with the guest's connection "G1", which has just restarted ICE (its restart offer is out, in
+    /// the restart's cooldown) and got an answer back.
+    func hostAnsweredAfterRestart() -> Driver {
+        var host = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("h1", session: "H", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("g1", session: "G1", version: 2), epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.iceStateChanged(.connected)) }
+        host.send { $0.handle(.networkOnline) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("h2", session: "H", version: 3))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("g2", session: "G1", version: 3), epoch: 1)) }
+        return host
+    }
+
+    @Test("a refused answer (Chromium refusing a DTLS role flipped by Firefox) replaces the connection at once, even in the restart's cooldown, and the new one offers afresh")
+    func aRefusedAnswerReplacesTheConnection() {
+        var host = hostAnsweredAfterRestart()
+        #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) } == Self.replaced)
+        // Anything more from the guest's old connection belongs to the one we gave up.
+        let late = described("g3", session: "G1", version: 4)
+        #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: late, epoch: 1)) }.isEmpty, "the peer's old connection is retired")
+        // The fresh offer goes out; the guest's renewed connection answers it.
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "H2", version: 2))) }
+        let answer = described("r1", session: "G2", version: 2)
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+    }
+
+    @Test("a refused remote offer replaces the connection too: the new one offers, so the peer renews for a session it has not seen")
+    func aRefusedOfferReplacesTheConnection() {
+        var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
+        #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
+        // The host's old connection offers again (its restart): retired, never taken by our new one.
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }.isEmpty)
+        // The host's renewed connection answers our fresh offer.
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
+        let answer = described("r1", session: "H2", version: 2)
+        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+    }
+
+    @Test("a failed rollback replaces the connection; a failed rollback of the connection just replaced does not replace the new one")
+    func aFailedRollbackReplacesTheConnection() {
+        var host = hostAnsweredAfterRestart()
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+        // A restart whose rollback of an unanswered offer fails.
+        host.send { $0.handle(.requestIceRestart) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("h3", session: "H", version: 4))) }
+        let timedOut = host.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        #expect(timedOut.contains(.rollback))
+        #expect(host.send { $0.handle(.rollbackFailed) } == Self.replaced)
+        // The restart offer asked of the old connection with that rollback fails there: its own, and so is a second
+        // failed rollback that was queued before the renewal.
+        #expect(host.send { $0.handle(.localDescriptionFailed) }.isEmpty)
+        #expect(host.send { $0.handle(.rollbackFailed) }.isEmpty, "the replaced connection's rollback")
+        #expect(!host.machine.renewalPending)
+    }
+
+    @Test("a second wedge within the replacement's cooldown waits for its end; nothing is negotiated on the wedged connection meanwhile")
+    func aSecondWedgeWaitsForTheCooldown() {
+        var host = hostAnsweredAfterRestart()
+        host.send { $0.handle(.remoteDescriptionFailed(.answer)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "H2", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("r1", session: "G2", version: 2), epoch: 1)) }
+        #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) }.isEmpty, "within the replacement's cooldown")
+        #expect(host.machine.renewalPending)
+        #expect(host.send { $0.handle(.requestIceRestart) }.isEmpty, "no restart on a wedged connection")
+        #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: described("r2", session: "G2", version: 3), epoch: 1)) }.isEmpty,
+                "no description handed to a wedged connection")
+        #expect(host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS - 1).isEmpty)
+        #expect(host.advance(by: 1) == Self.replaced)
+    }
+
+    @Test("the peer leaving with a replacement waiting: replaced now, no rollback asked of it, no offer to nobody")
+    func aWaitingReplacementHappensWhenThePeerLeaves() {
+        var host = hostAnsweredAfterRestart()
+        host.send { $0.handle(.remoteDescriptionFailed(.answer)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "H2", version: 2))) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: described("r1", session: "G2", version: 2), epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionFailed(.answer)) }
+        let left = host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
+        #expect(left.first == .renewPeerConnection)
+        #expect(!left.contains(.rollback) && !left.contains { if case .createOffer = $0 { true } else { false } })
+        #expect(!host.machine.renewalPending)
+    }
+
+    @Test("an offer of the replacement that times out while another wedge waits: replaced at once, not restarted on the wedged one")
+    func anOfferTimeoutWithAWaitingReplacement() {
+        var host = hostAnsweredAfterRestart()
+        host.send { $0.handle(.remoteDescriptionFailed(.answer)) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "H2", version: 2))) }
+        host.send { $0.handle(.rollbackFailed) }  // the new connection's own (it made an offer): a second wedge
+        #expect(host.machine.renewalPending)
+        let timedOut = host.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        #expect(timedOut == [.timer(.cancel(.iceRestartCooldown))] + Self.replaced)
+    }
+}

@@ -1,0 +1,99 @@
+// Mirrors WedgedConnectionTests.swift (issue 32 point 3): a peer connection that refuses a remote description or a
+// rollback is replaced, and the new one offers afresh; a second wedge within the replacement's cooldown waits for its
+// end with nothing negotiated on the wedged connection; results and refusals of the replaced connection are its own.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
+import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
+import { Driven, canc } from './support/driven.mjs';
+
+const described = (name, session, version) => `v=0\r\no=- ${session} ${version} IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:${name}\r\n`;
+const REPLACED = [
+  { type: 'renewPeerConnection' }, canc('offerTimeout'), canc('iceRestartDelay'),
+  { type: 'timer', command: { type: 'schedule', timer: 'iceRestartCooldown', afterMs: RESILIENCE.ICE_RESTART_COOLDOWN_MS } },
+  { type: 'iceRestartStarted', reason: 'peerConnectionWedged' }, { type: 'createOffer', iceRestart: false },
+];
+const applies = (actions, kind, sdp) => actions.some((a) => a.type === 'setRemoteDescription' && a.kind === kind && a.sdp === sdp);
+
+/** A host in a call with the guest's connection "G1", which has just restarted ICE (in the restart's cooldown) and got an answer back. */
+function hostAnsweredAfterRestart() {
+  const host = new Driven(new NegotiationMachine());
+  host.send({ type: 'peer', present: true, isHost: true, peerEpoch: 1 });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('h1', 'H', 2) });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('g1', 'G1', 2), epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'iceStateChanged', state: 'connected' });
+  host.send({ type: 'networkOnline' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('h2', 'H', 3) });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('g2', 'G1', 3), epoch: 1 });
+  return host;
+}
+
+test('a refused answer (Chromium refusing a DTLS role flipped by Firefox) replaces the connection at once, even in the restart\'s cooldown, and the new one offers afresh', () => {
+  const host = hostAnsweredAfterRestart();
+  assert.deepEqual(host.send({ type: 'remoteDescriptionFailed', kind: 'answer' }), REPLACED);
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'offer', sdp: described('g3', 'G1', 4), epoch: 1 }), [], 'the peer\'s old connection is retired');
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'H2', 2) });
+  const answer = described('r1', 'G2', 2);
+  assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+});
+
+test('a refused remote offer replaces the connection too: the new one offers, so the peer renews for a session it has not seen', () => {
+  const guest = new Driven(new NegotiationMachine());
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
+  assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 'H', 3), epoch: 1 }), []);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
+  const answer = described('r1', 'H2', 2);
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+});
+
+test('a failed rollback replaces the connection; a failed rollback of the connection just replaced does not replace the new one', () => {
+  const host = hostAnsweredAfterRestart();
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  host.send({ type: 'requestIceRestart' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('h3', 'H', 4) });
+  const timedOut = host.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  assert.ok(timedOut.some((a) => a.type === 'rollback'));
+  assert.deepEqual(host.send({ type: 'rollbackFailed' }), REPLACED);
+  assert.deepEqual(host.send({ type: 'localDescriptionFailed' }), []);
+  assert.deepEqual(host.send({ type: 'rollbackFailed' }), [], 'the replaced connection\'s rollback');
+  assert.equal(host.machine.renewalPending, false);
+});
+
+test('a second wedge within the replacement\'s cooldown waits for its end; nothing is negotiated on the wedged connection meanwhile', () => {
+  const host = hostAnsweredAfterRestart();
+  host.send({ type: 'remoteDescriptionFailed', kind: 'answer' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'H2', 2) });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('r1', 'G2', 2), epoch: 1 });
+  assert.deepEqual(host.send({ type: 'remoteDescriptionFailed', kind: 'answer' }), [], 'within the replacement\'s cooldown');
+  assert.equal(host.machine.renewalPending, true);
+  assert.deepEqual(host.send({ type: 'requestIceRestart' }), [], 'no restart on a wedged connection');
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'offer', sdp: described('r2', 'G2', 3), epoch: 1 }), [],
+    'no description handed to a wedged connection');
+  assert.deepEqual(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS - 1), []);
+  assert.deepEqual(host.advance(1), REPLACED);
+});
+
+test('the peer leaving with a replacement waiting: replaced now, no rollback asked of it, no offer to nobody', () => {
+  const host = hostAnsweredAfterRestart();
+  host.send({ type: 'remoteDescriptionFailed', kind: 'answer' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'H2', 2) });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: described('r1', 'G2', 2), epoch: 1 });
+  host.send({ type: 'remoteDescriptionFailed', kind: 'answer' });
+  const left = host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
+  assert.deepEqual(left[0], { type: 'renewPeerConnection' });
+  assert.ok(!left.some((a) => a.type === 'rollback' || a.type === 'createOffer'));
+  assert.equal(host.machine.renewalPending, false);
+});
+
+test('an offer of the replacement that times out while another wedge waits: replaced at once, not restarted on the wedged one', () => {
+  const host = hostAnsweredAfterRestart();
+  host.send({ type: 'remoteDescriptionFailed', kind: 'answer' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'H2', 2) });
+  host.send({ type: 'rollbackFailed' });
+  assert.equal(host.machine.renewalPending, true);
+  assert.deepEqual(host.advance(RESILIENCE.OFFER_TIMEOUT_MS), [canc('iceRestartCooldown'), ...REPLACED]);
+});
