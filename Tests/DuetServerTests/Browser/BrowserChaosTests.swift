@@ -18,6 +18,11 @@ import Testing
     @Test func mediaBlackHoleToFirefoxIsNoticed() async throws {
         try await run("chromium-hosts-firefox-stall", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
     }
+    /// Issue 32's wedge: Firefox answers Chromium's ICE restart with its DTLS role flipped, Chromium's connection
+    /// refuses everything from then on; it must be replaced so that the next outage (a 10 s cut) heals.
+    @Test func aConnectionWedgedByAFlippedDTLSRoleIsReplaced() async throws {
+        try await run("firefox-hosts-chromium-restarts", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
+    }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }

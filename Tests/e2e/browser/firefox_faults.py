@@ -1,9 +1,9 @@
 """Issue 32's failures between Firefox and Chromium, reproduced on chaos.py's real network (each browser in a
-namespace of its own behind the router namespace, links cut with `ip link`). BrowserChaosTests runs the one the
-engine heals every time (chromium-hosts-firefox-stall, with the media watchdog). The others are reproductions, not in
-the suite: the Firefox-hosts ones still wedge now and then (a restart offer from Chromium answered with Firefox's DTLS
-role flipped: issue 32 points 3–4), and chromium-hosts-firefox-cut still ends with a status flicker after media is
-back 1 run in 2 (not yet understood).
+namespace of its own behind the router namespace, links cut with `ip link`). BrowserChaosTests runs
+chromium-hosts-firefox-stall (the media watchdog) and firefox-hosts-chromium-restarts (the wedge: a restart offer from
+Chromium answered with Firefox's DTLS role flipped, issue 32 point 3; deterministic, since Firefox re-picks its role on
+every ICE restart it answers). The others are reproductions, not in the suite: chromium-hosts-firefox-cut still ends
+with a status flicker after media is back 1 run in 2 (not yet understood).
 
 Measured 2026-11-28 (debug build): firefox-hosts-chromium-cut wedged 1 of 3 runs — whenever Chromium's restart offer
 (`networkOnline`) goes first, Firefox may answer it with `a=setup:active`; the other runs healed in 1–2 s the same
@@ -14,6 +14,9 @@ Measured 2026-11-29 with the media watchdog at 3 s (issue 32 point 2): chromium-
 2 of 3 (3.0–3.1 s), the third wedged as above (no media to Firefox for 60 s). At 5 s, with a stall that lasts until
 media grows: chromium-hosts-firefox-stall 2 of 2, noticed 5.6–5.7 s into the hole, whole 0.6–0.7 s after it closed;
 chromium-hosts-firefox-cut 1 of 2 (9.1 s; the other: B's status left connected again after its media was back).
+Measured 2026-11-29 with wedged connections replaced: firefox-hosts-chromium-restarts 4 of 4 (whole 1.3–1.4 s after
+Chromium's restart, 2.1–4.3 s after the cut); on d17cc56 (before) the call never came back after the cut (A: twelve
+offerTimeout restarts on a dead connection, nothing received for 90 s).
     unshare -n sh -c 'ip link set lo up && exec python3 firefox_faults.py firefox-hosts-chromium-cut'
 """
 import os
@@ -84,7 +87,39 @@ def black_hole_of_b(first_firefox):
     return scenario
 
 
+def restart_by_chromium_b():
+    """Issue 32's wedge, on purpose: Firefox hosts (its offer `actpass`, Chromium's answer `active`: Firefox is the
+    DTLS server), and Chromium restarts ICE in place (its page comes back online). Firefox answers every restart offer
+    with `a=setup:active` (JsepSessionImpl re-picks the answerer's role when ICE restarts), flipping the established
+    role; Chromium refuses it ("Failed to set SSL role for the transport") and its connection is wedged for good:
+    rollback and every later description fail. Media goes on over the old path, so nobody notices — until the next
+    outage, which no restart can mend: then B's link is cut for 10 s. Chromium must have replaced its connection at
+    the first refusal (`peerConnectionWedged`, once: the new pair has Chromium as offerer and Firefox as DTLS client,
+    which later restarts keep) and the call come back after the cut with media both ways. Before the replacement
+    (d17cc56): the call never came back after the cut."""
+    def scenario(net):
+        with chaos.serving() as server:
+            mixed_call(net, server, True)
+            before = len(net.b.page.evaluate("duet.iceRestarts"))
+            started = time.monotonic()
+            net.b.page.evaluate("window.dispatchEvent(new Event('online'))")
+            log("B (Chromium) back online: it restarts ICE, Firefox answers")
+            net.b.page.wait_for(f"duet.iceRestarts.length > {before}", 5, message="B restarts ICE")
+            first = chaos.measured(net, started, 60, "whole after Chromium's restart was answered with the DTLS role flipped")
+            log(f"whole {first} s after B's restart; B's link cut for 10 s")
+            net.b.cut()
+            time.sleep(10)
+            net.b.heal()
+            recovery = chaos.measured(net, time.monotonic(), 90, "back after B's 10 s cut")
+            restarts = net.b.page.evaluate("duet.iceRestarts")[before:]
+            chaos.expect(restarts[:1] == ["networkOnline"], f"B restarted for being back online first: {restarts}")
+            chaos.expect(restarts.count("peerConnectionWedged") == 1, f"B replaced its wedged connection once: {restarts}")
+            return recovery, chaos.how_it_recovered(net)
+    return scenario
+
+
 SCENARIOS = {
+    "firefox-hosts-chromium-restarts": ("Firefox hosts, Chromium restarts ICE (answered with the DTLS role flipped), then Chromium's link is cut 10 s", restart_by_chromium_b()),
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True)),
     "chromium-hosts-firefox-cut": ("Chromium hosts, Firefox's link cut 10 s", cut_of_b(False, firefox_watchdog=True)),
     "chromium-hosts-firefox-stall": ("Chromium hosts, media to Firefox black-holed 12 s (ICE stays connected)", black_hole_of_b(False)),

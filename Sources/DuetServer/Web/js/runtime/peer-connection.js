@@ -28,6 +28,9 @@ export class PeerConnection {
     this.onCandidateError = onCandidateError;
     this.onConfigurationRefused = onConfigurationRefused;
     this.pc = null;
+    // Each connection's "closed" signal: a stats reading ends with the connection it was asked of (Firefox leaves the
+    // getStats() of a connection closed meanwhile unsettled: after a renewal, a reading never came back).
+    this.closedSignals = new WeakMap();
   }
 
   ensure(configuration) {
@@ -40,6 +43,8 @@ export class PeerConnection {
       throw error;
     }
     this.pc = pc;
+    let closed;
+    this.closedSignals.set(pc, { promise: new Promise((resolve) => { closed = resolve; }), resolve: () => closed(null) });
     const stream = this.localMedia.stream;
     if (stream) for (const track of stream.getTracks()) pc.addTrack(track, stream);
     // Audio-only calls still receive the other side's video.
@@ -115,11 +120,18 @@ export class PeerConnection {
 
   // The live connection's RTCStatsReport as the browser gives it (null without one), read-only: what
   // runtime/quality-monitor.js turns into call quality.
-  async rawStats() { return this.pc ? this.pc.getStats() : null; }
+  async rawStats() { return this.#report(); }
+
+  /** The live connection's report; null without one, or when it was closed before the browser answered. */
+  #report() {
+    const pc = this.pc;
+    if (!pc) return Promise.resolve(null);
+    return Promise.race([pc.getStats(), this.closedSignals.get(pc).promise]);
+  }
 
   async stats() {
-    if (!this.pc) return null;
-    const report = await this.pc.getStats();
+    const report = await this.#report();
+    if (!report) return this.pc ? this.stats() : null; // closed while reading: the connection that replaced it
     const result = emptyStats();
     let pair = null;
     report.forEach((s) => {
@@ -151,5 +163,6 @@ export class PeerConnection {
     const pc = this.pc;
     this.pc = null;
     pc?.close();
+    if (pc) this.closedSignals.get(pc).resolve();
   }
 }
