@@ -26,7 +26,7 @@ E2E = os.path.join(ROOT, "Tests", "e2e")
 for folder in ("", "browser", "chaos", "peer", "natlab", "cluster"):
     sys.path.insert(0, os.path.join(E2E, folder))
 
-MARKERS = {"chaos": "chaos-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table",
+MARKERS = {"chaos": "chaos-table", "pairs": "chaos-pairs-table", "e2e": "e2e-table", "simulation": "simulation-table", "differential": "differential-table",
            "natlab": "natlab-table", "cluster": "cluster-table"}
 
 # The end-to-end table: the browser and peer scenarios that break something while media flows and pass only if
@@ -80,15 +80,22 @@ def expected():
     """Every scenario each suite defines, read from the scripts the suites run."""
     import chaos
     import cluster
+    import firefox_faults
     import natlab
     import peer_scenarios
     import rolling
     import scenarios
     return {"chaos": list(chaos.SCENARIOS),
+            "pairs": firefox_faults.matrix_scenarios(),
             "browser": list(scenarios.collect(vars(scenarios))),
             "peer": list(scenarios.collect(vars(peer_scenarios))),
             "natlab": list(natlab.SCENARIOS),
             "cluster": list(scenarios.collect(vars(cluster))) + [rolling.SCENARIO]}
+
+
+def folder(suite):
+    """Where a suite's outcomes are: firefox_faults.py runs through chaos.main, so its pairs are recorded under chaos/."""
+    return "chaos" if suite == "pairs" else suite
 
 
 def cluster_titles():
@@ -131,6 +138,7 @@ class Run:
                 self.missing.append("run.json has no finishedAt/exitStatus: the run has not finished (or was killed)")
         for suite, names in scenarios.items():
             for name in names:
+                suite = folder(suite)
                 path = os.path.join(self.path, suite, f"{name}.json")
                 if os.path.isfile(path):
                     self.outcomes[f"{suite}:{name}"] = load(path)
@@ -232,6 +240,31 @@ def chaos_table(run, scenarios):
             "|---|---|---|---|---|---|"]
     for name in scenarios["chaos"]:
         rows.append("| " + " | ".join([cell(titles.get(name, name)), *outcome_row(run.outcomes.get(f"chaos:{name}"))]) + " |")
+    return rows
+
+
+def pairs_table(run):
+    """One row per fault, one column per browser pair (issue 32): chaos.py's two Chromiums, then firefox_faults.py's."""
+    import firefox_faults
+    titles = chaos_titles()
+    pairs = list(firefox_faults.PAIRS)
+
+    def verdict(key):
+        outcome = run.outcomes.get(key)
+        if outcome is None:
+            return "no outcome recorded (a partial run)"
+        return f"yes, {seconds(outcome)}" if outcome.get("recovered") else f"**no**: {cell(first_line(outcome.get('reason'), 80))}"
+
+    commit, rid = stamp({**(run.run or {}), "runId": run.id})
+    rows = ["| Fault | Chromium · Chromium | " + " | ".join(firefox_faults.PAIR_TITLES[p] for p in pairs) + " | Commit | Run |",
+            "|---|---|" + "---|" * len(pairs) + "---|---|"]
+    for fault, cells in firefox_faults.MATRIX.items():
+        row = [cell(titles.get(fault, fault)), verdict(f"chaos:{fault}")]
+        row += [verdict(f"chaos:{cells[p]}") if p in cells else "not in the suite" for p in pairs]
+        rows.append("| " + " | ".join(row + [commit, rid]) + " |")
+    for title, cells in firefox_faults.PAIR_ONLY.values():
+        row = [cell(title), "does not apply"] + [verdict(f"chaos:{cells[p]}") if p in cells else "does not apply" for p in pairs]
+        rows.append("| " + " | ".join(row + [commit, rid]) + " |")
     return rows
 
 
@@ -352,6 +385,7 @@ def render(doc, run, scenarios, path):
     failures = run.failures()
     line = [heading(run, failures), ""]
     doc = replace_between(doc, MARKERS["chaos"], line + chaos_table(run, scenarios), path)
+    doc = replace_between(doc, MARKERS["pairs"], line + pairs_table(run), path)
     doc = replace_between(doc, MARKERS["e2e"], line + e2e_table(run, scenarios), path)
     doc = replace_between(doc, MARKERS["simulation"], line + simulation_table(run), path)
     return replace_between(doc, MARKERS["differential"], line + differential_table(run), path)

@@ -19,6 +19,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import publish_results  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "browser"))
+import firefox_faults  # noqa: E402
 import results  # noqa: E402
 
 DOC = """# Resilience
@@ -27,6 +29,9 @@ prose before
 <!-- chaos-table:begin -->
 | old chaos table |
 <!-- chaos-table:end -->
+<!-- chaos-pairs-table:begin -->
+| old pairs table |
+<!-- chaos-pairs-table:end -->
 prose between
 <!-- simulation-table:begin -->
 | old simulation row |
@@ -96,8 +101,8 @@ class FakeResults:
                 if key in skip:
                     continue
                 ok = not (fail and fail[0] == key)
-                timed = suite in ("chaos", "cluster") or key in publish_results.E2E_ROWS
-                results.write_json(os.path.join(path, suite, f"{name}.json"), {
+                timed = suite in ("chaos", "pairs", "cluster") or key in publish_results.E2E_ROWS
+                results.write_json(os.path.join(path, publish_results.folder(suite), f"{name}.json"), {
                     "suite": suite, "scenario": name, "title": name, "recovered": ok,
                     "seconds": 1.5 if ok and timed else None, "how": f"how-{name}" if ok else "",
                     "reason": None if ok else fail[1], "lastSeen": None if ok else {"A": {"phase": "inCall"}},
@@ -154,8 +159,11 @@ class PublisherTests(unittest.TestCase):
         self.assertNotIn("old simulation row", doc)
         self.assertTrue(doc.startswith("# Resilience\n\nprose before\n") and doc.endswith("prose after\n"))
         rows = [line for line in doc.splitlines() if line.startswith("| ") and not line.startswith("| Scenario")
-                and not line.startswith("| test") and not line.startswith("| sides") and not line.startswith("| runs replayed")]
-        self.assertEqual(len(rows), len(self.fake.expected["chaos"]) + len(publish_results.E2E_ROWS) + 2 + 1)
+                and not line.startswith("| test") and not line.startswith("| sides") and not line.startswith("| runs replayed")
+                and not line.startswith("| Fault")]
+        pair_rows = len(firefox_faults.MATRIX) + len(firefox_faults.PAIR_ONLY)
+        self.assertEqual(len(rows), len(self.fake.expected["chaos"]) + pair_rows + len(publish_results.E2E_ROWS) + 2 + 1)
+        self.assertNotIn("old pairs table", doc)
         for row in rows:
             self.assertIn("`0123456`", row)
             self.assertIn("`20260101T000000Z-aaaaaa`", row)
@@ -201,7 +209,7 @@ class PublisherTests(unittest.TestCase):
         self.assertEqual(code, 0, err)
         title = publish_results.chaos_titles()["cut-2s"]
         self.assertIn(f"| {title} | **no** | — | A: whole after the cut: not true after 90s | `0123456` |", doc)
-        self.assertEqual(doc.count("**This run failed**"), 4, "a line above each table")
+        self.assertEqual(doc.count("**This run failed**"), 5, "a line above each table")
 
     def test_sweep_with_violations_fails_the_run(self):
         path = self.fake.run("20260101T000000Z-cccccc", "20260101T000000Z", violations=2)
@@ -283,6 +291,25 @@ class PublisherTests(unittest.TestCase):
         self.assertIn(f"| {title} | **no** | A: endpoint-independent NAT; B: endpoint-independent NAT, UDP blocked | 2.8 s | "
                       "srflx ↔ relay | relay (TCP) ↔ srflx | A's local candidate is ['prflx', 'srflx']: relay |", doc)
         self.assertEqual(doc.count("**This run failed**"), 1)
+
+    def test_the_pairs_table_has_a_column_per_browser_pair_and_a_failure_says_no(self):
+        path = self.fake.run("20260101T000000Z-eeeeee", "20260101T000000Z")
+        code, err, doc = self.fake.publish(path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| Fault | Chromium · Chromium | Firefox hosts · Chromium | Chromium hosts · Firefox | Firefox · Firefox | Commit | Run |", doc)
+        cut = publish_results.chaos_titles()["cut-10s"]
+        # chromium-hosts-firefox-cut is a reproduction, not in the suite: its cell says so.
+        self.assertIn(f"| {cut} | yes, 1.5 s | yes, 1.5 s | not in the suite | yes, 1.5 s | `0123456` | `20260101T000000Z-eeeeee` |", doc)
+        self.assertIn("| Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut | does not apply | yes, 1.5 s | does not apply | does not apply |", doc)
+        failed = self.fake.run("20260102T000000Z-ffffee", "20260102T000000Z",
+                               fail=("pairs:firefox-pair-stall", "B's status left connected while no media reached it"))
+        code, err, _ = self.fake.publish(failed)
+        self.assertEqual(code, 2)
+        self.assertIn("chaos:firefox-pair-stall: B's status left connected", err)
+        code, err, doc = self.fake.publish("--allow-failed", failed)
+        self.assertEqual(code, 0, err)
+        stall = publish_results.chaos_titles()["media-stall"]
+        self.assertIn(f"| {stall} | yes, 1.5 s | yes, 1.5 s | yes, 1.5 s | **no**: B's status left connected while no media reached it |", doc)
 
     def test_the_cluster_table_has_a_row_per_scenario_and_a_failure_says_no(self):
         path = self.fake.run("20260101T000000Z-cccccc", "20260101T000000Z")
