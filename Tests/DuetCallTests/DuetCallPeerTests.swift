@@ -9,6 +9,8 @@ import Testing
     @Test func mediaBothWaysWithChromium() async throws { try await run("chromium") }
     @Test func chromiumAcceptsDuetCallsOfferWhenItHosts() async throws { try await run("chromium-joins-second") }
     @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }
+    /// Issue 32's matrix: duet call hosts and Firefox joins (WebDriver BiDi): media both ways, mute heard as silence.
+    @Test func firefoxJoinsDuetCall() async throws { try await run("firefox-joins-duet-call") }
     /// Issue 19: a keyed link between Chromium and duet call, each way round: verified, one safety code, media.
     @Test func verifiedBetweenChromiumAndDuetCall() async throws { try await run("verified-duet-call") }
     /// Issue 19: a server rewriting fingerprints between Chromium and duet call, each way round: both end as
