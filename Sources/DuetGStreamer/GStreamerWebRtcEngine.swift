@@ -109,8 +109,12 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         // A new offer for a connection that already negotiated ICE with other credentials is the peer's ICE
         // restart (or its fresh session): webrtcbin can follow it only with a fresh session of its own.
         let restartedRemotely = lock.withLock { peer != nil && hasRemoteDescription && Self.iceCredentials(sdp) != remoteCredentials }
-        // webrtcbin takes a remote offer only when stable: with our offer still applied, only a fresh session can.
-        if kind == .offer, lock.withLock({ localOfferPending }) || (restartedRemotely && needsFreshSession) {
+        // webrtcbin takes a remote offer only when stable: with our offer still applied, only a fresh session can. And
+        // it answers on its own sending transceivers only when the offer's payload types are theirs (Firefox's are not).
+        let offered = kind == .offer ? PayloadTypes.offered(in: sdp, over: lock.withLock { payloadTypes }) : nil
+        let retyped = offered.map { offered in lock.withLock { offered != payloadTypes && peer != nil } } ?? false
+        if let offered { lock.withLock { payloadTypes = offered } }
+        if kind == .offer, retyped || lock.withLock({ localOfferPending }) || (restartedRemotely && needsFreshSession) {
             try restartSession()
         }
         lock.withLock {
@@ -255,6 +259,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     /// first): a fresh session's offer must keep both.
     private var audioFirst = false
     private var negotiatedMids: [String] = []
+    /// What the session sends with: Chromium's numbers until an offer names others (`PayloadTypes.offered`).
+    private var payloadTypes = PayloadTypes()
 
     /// A fresh webrtcbin: new ICE credentials, new candidates, new DTLS certificate.
     private func restartSession() throws {
@@ -294,7 +300,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         defer { addresses.forEach { free($0) } }
         let created = addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { list in
             duet_peer_new(
-                callbacks, options.audioOnly ? 1 : 0, audioFirst ? 1 : 0, list.baseAddress, Int32(list.count),
+                callbacks, options.audioOnly ? 1 : 0, audioFirst ? 1 : 0, Int32(payloadTypes.opus), Int32(payloadTypes.vp8),
+                list.baseAddress, Int32(list.count),
                 configuration.relayOnly ? 1 : 0, &error, error.count)
         }
         guard let created else { throw Failure(description: Self.text(error)) }
@@ -533,4 +540,32 @@ private func onReply(_ context: UnsafeMutableRawPointer?, _ request: UInt64, _ s
     guard let context else { return }
     Unmanaged<GStreamerWebRtcEngine>.fromOpaque(context).takeUnretainedValue()
         .replied(request, sdp: sdp.map { String(cString: $0) }, error: error.map { String(cString: $0) })
+}
+
+/// The payload types a session sends Opus and VP8 with. webrtcbin 1.22 pairs a remote offer's m-line with one of its
+/// own sending transceivers only when their caps intersect, payload type included, and it never rewrites what the
+/// payloader sends: answering an offer with other numbers (Firefox: Opus 109, VP8 120) needs a session made with them.
+struct PayloadTypes: Equatable, Sendable {
+    var opus = 111
+    var vp8 = 96
+
+    /// The offer's first Opus and first VP8 payload type, each kept from `current` when the offer has none (or an
+    /// unusable one: outside 96–127, or both the same).
+    static func offered(in sdp: String, over current: PayloadTypes) -> PayloadTypes {
+        var found = current
+        var media = ""
+        var opus: Int?, vp8: Int?
+        for line in sdp.split(whereSeparator: \.isNewline) {
+            if line.hasPrefix("m=") { media = String(line.dropFirst(2).prefix { $0 != " " }) }
+            guard line.hasPrefix("a=rtpmap:") else { continue }
+            let parts = line.dropFirst("a=rtpmap:".count).split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let pt = Int(parts[0]), (96...127).contains(pt) else { continue }
+            let codec = parts[1].lowercased()
+            if media == "audio", opus == nil, codec.hasPrefix("opus/") { opus = pt }
+            if media == "video", vp8 == nil, codec.hasPrefix("vp8/") { vp8 = pt }
+        }
+        if let opus { found.opus = opus }
+        if let vp8 { found.vp8 = vp8 }
+        return found.opus == found.vp8 ? current : found
+    }
 }

@@ -280,21 +280,30 @@ static gboolean set_stream_id(GstElement *element, GstPad *pad, gpointer data) {
     return TRUE;
 }
 
+// The payload types are the call's (`duet_peer_new`): webrtcbin 1.22 matches an offer's m-lines to a transceiver by
+// its caps, payload type included, and never rewrites what the payloader sends.
 static const char *SEND_VIDEO =
     "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! queue ! "
-    "vp8enc deadline=1 keyframe-max-dist=30 ! rtpvp8pay ! application/x-rtp,media=video,encoding-name=VP8,payload=96 ! w. ";
+    "vp8enc deadline=1 keyframe-max-dist=30 ! rtpvp8pay pt=%d ! application/x-rtp,media=video,encoding-name=VP8,payload=%d ! w. ";
 // The tone is a 440 Hz sine at 0.3 of full scale (RMS about -13.5 dBFS), well above silence: the other side's
 // checks of decoded audio energy (Chromium's totalAudioEnergy, another duet call's `level`) must see it.
 static const char *SEND_AUDIO =
-    "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 ! audioconvert ! audioresample ! queue ! opusenc ! rtpopuspay ! "
-    "application/x-rtp,media=audio,encoding-name=OPUS,payload=111 ! w. ";
+    "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 ! audioconvert ! audioresample ! queue ! opusenc ! rtpopuspay pt=%d ! "
+    "application/x-rtp,media=audio,encoding-name=OPUS,payload=%d ! w. ";
 
-DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, const char *const *ice_addresses,
-                        int n_ice_addresses, int relay_only, char *error, size_t error_len) {
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, int opus_pt, int vp8_pt,
+                        const char *const *ice_addresses, int n_ice_addresses, int relay_only, char *error, size_t error_len) {
+    if (opus_pt < 96 || opus_pt > 127 || vp8_pt < 96 || vp8_pt > 127 || opus_pt == vp8_pt) {
+        snprintf(error, error_len, "payload types must be distinct dynamic ones (96-127): opus %d, vp8 %d", opus_pt, vp8_pt);
+        return NULL;
+    }
     // Sink pads (and so m-lines) are requested in the order the branches are written.
-    const char *video = audio_only ? "" : SEND_VIDEO;
-    gchar *description = g_strconcat("webrtcbin name=w bundle-policy=max-bundle ", audio_first ? SEND_AUDIO : video,
-                                     audio_first ? video : SEND_AUDIO, NULL);
+    gchar *audio = g_strdup_printf(SEND_AUDIO, opus_pt, opus_pt);
+    gchar *video = audio_only ? g_strdup("") : g_strdup_printf(SEND_VIDEO, vp8_pt, vp8_pt);
+    gchar *description = g_strconcat("webrtcbin name=w bundle-policy=max-bundle ", audio_first ? audio : video,
+                                     audio_first ? video : audio, NULL);
+    g_free(audio);
+    g_free(video);
     GError *err = NULL;
     GstElement *pipeline = gst_parse_launch(description, &err);
     g_free(description);
@@ -313,7 +322,9 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
 
     if (audio_only) {
         // Nothing to send, but the other side's video is still received.
-        GstCaps *caps = gst_caps_from_string("application/x-rtp,media=video,encoding-name=VP8,payload=96,clock-rate=90000");
+        gchar *text = g_strdup_printf("application/x-rtp,media=video,encoding-name=VP8,payload=%d,clock-rate=90000", vp8_pt);
+        GstCaps *caps = gst_caps_from_string(text);
+        g_free(text);
         GstWebRTCRTPTransceiver *transceiver = NULL;
         g_signal_emit_by_name(peer->webrtc, "add-transceiver", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, caps, &transceiver);
         gst_caps_unref(caps);

@@ -11,6 +11,8 @@ import Testing
     @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }
     /// Issue 32's matrix: duet call hosts and Firefox joins (WebDriver BiDi): media both ways, mute heard as silence.
     @Test func firefoxJoinsDuetCall() async throws { try await run("firefox-joins-duet-call") }
+    /// And Firefox hosts: its offer's payload types (Opus 109, VP8 120) are not Chromium's, which duet call sends with.
+    @Test func firefoxHostsDuetCall() async throws { try await run("firefox-hosts-duet-call") }
     /// Issue 19: a keyed link between Chromium and duet call, each way round: verified, one safety code, media.
     @Test func verifiedBetweenChromiumAndDuetCall() async throws { try await run("verified-duet-call") }
     /// Issue 19: a server rewriting fingerprints between Chromium and duet call, each way round: both end as

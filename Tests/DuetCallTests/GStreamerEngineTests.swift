@@ -41,6 +41,23 @@ import Testing
         #expect(GStreamerWebRtcEngine.mids(ownOffer) == ["video0", "audio1"])
     }
 
+    /// webrtcbin answers on its own sending transceivers only when the offer's payload types are theirs: a session
+    /// answering Firefox (Opus 109, VP8 120) or aiortc (96, 97) is made with the offer's numbers.
+    @Test func theOfferNamesThePayloadTypesASessionSendsWith() {
+        let chromium = PayloadTypes()
+        let firefox = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 109 9 0 8 101\r\na=rtpmap:109 opus/48000/2\r\na=rtpmap:101 telephone-event/8000\r\n"
+            + "m=video 9 UDP/TLS/RTP/SAVPF 120 124 121\r\na=rtpmap:120 VP8/90000\r\na=rtpmap:124 rtx/90000\r\na=rtpmap:121 VP9/90000\r\n"
+        #expect(PayloadTypes.offered(in: firefox, over: chromium) == PayloadTypes(opus: 109, vp8: 120))
+        // Video first, and VP8 named in an audio section does not count.
+        let aiortc = "m=video 9 UDP/TLS/RTP/SAVPF 97\r\na=rtpmap:97 VP8/90000\r\nm=audio 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 opus/48000/2\r\n"
+        #expect(PayloadTypes.offered(in: aiortc, over: chromium) == PayloadTypes(opus: 96, vp8: 97))
+        // Audio only: video keeps the session's number; nothing usable keeps both; a clash keeps both.
+        #expect(PayloadTypes.offered(in: "m=audio 9 X 100\r\na=rtpmap:100 OPUS/48000/2\r\n", over: chromium) == PayloadTypes(opus: 100, vp8: 96))
+        #expect(PayloadTypes.offered(in: "m=audio 9 X 8\r\na=rtpmap:8 PCMA/8000\r\na=rtpmap:200 opus/48000\r\n", over: chromium) == chromium)
+        #expect(PayloadTypes.offered(in: "m=audio 9 X 96\r\na=rtpmap:96 opus/48000/2\r\n", over: chromium) == chromium,
+                "Opus on VP8's number: not a session webrtcbin can make")
+    }
+
     @Test func iceCredentialsTellARestartOfferApart() {
         let first = "v=0\na=ice-ufrag:abcd\na=ice-pwd:x\n"
         let restart = "v=0\na=ice-ufrag:efgh\na=ice-pwd:y\n"

@@ -47,18 +47,42 @@ import Testing
         #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
     }
 
-    @Test("a refused remote offer replaces the connection too: the new one offers, so the peer renews for a session it has not seen")
+    @Test("a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale")
     func aRefusedOfferReplacesTheConnection() {
+        var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        // The non-host's fallback offer, answered by the host's connection "H": it holds one of ours.
+        guest.advance(by: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS)
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("g1", session: "G", version: 2))) }
+        guest.send { $0.handle(.remoteDescription(.answer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }
+        #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "H", version: 4), epoch: 1)) }.isEmpty,
+                "the host's old connection, which renews for our new session")
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
+        let answer = described("r1", session: "H2", version: 2)
+        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+    }
+
+    @Test("the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection (the review's deadlock: retired, it was dropped for good)")
+    func aRefusedFirstOfferLeavesThePeersConnectionUsable() {
         var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
         guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
         #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
-        // The host's old connection offers again (its restart): retired, never taken by our new one.
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }.isEmpty)
-        // The host's renewed connection answers our fresh offer.
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
-        let answer = described("r1", session: "H2", version: 2)
-        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        // The host ignored our offer (its own was out) and restarts after its offer timeout: we yield and take it.
+        let restart = described("h2", session: "H", version: 3)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: restart)))
+    }
+
+    @Test("a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh: an initial offer of a new session, which browsers follow (its restart offers they cannot)")
+    func aWebrtcbinGuestReplacesAWedgedConnection() {
+        var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
+        #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
     }
 
     @Test("a failed rollback replaces the connection; a failed rollback of the connection just replaced does not replace the new one")
@@ -88,6 +112,7 @@ import Testing
         #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) }.isEmpty, "within the replacement's cooldown")
         #expect(host.machine.renewalPending)
         #expect(host.send { $0.handle(.requestIceRestart) }.isEmpty, "no restart on a wedged connection")
+        #expect(host.send { $0.handle(.requestOfferResend) }.isEmpty, "no offer resent from a wedged connection")
         #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: described("r2", session: "G2", version: 3), epoch: 1)) }.isEmpty,
                 "no description handed to a wedged connection")
         #expect(host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS - 1).isEmpty)

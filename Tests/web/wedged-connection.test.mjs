@@ -38,15 +38,37 @@ test('a refused answer (Chromium refusing a DTLS role flipped by Firefox) replac
   assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
 });
 
-test('a refused remote offer replaces the connection too: the new one offers, so the peer renews for a session it has not seen', () => {
+test('a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale', () => {
+  const guest = new Driven(new NegotiationMachine());
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.advance(RESILIENCE.NON_HOST_FALLBACK_DELAY_MS);
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('g1', 'G', 2) });
+  guest.send({ type: 'remoteDescription', kind: 'answer', sdp: described('h1', 'H', 2), epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 'H', 3), epoch: 1 });
+  assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 'H', 4), epoch: 1 }), [],
+    'the host\'s old connection, which renews for our new session');
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
+  const answer = described('r1', 'H2', 2);
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+});
+
+test('the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection', () => {
   const guest = new Driven(new NegotiationMachine());
   guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
   assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
-  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 'H', 3), epoch: 1 }), []);
   guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
-  const answer = described('r1', 'H2', 2);
-  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+  const restart = described('h2', 'H', 3);
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: restart, epoch: 1 }), 'offer', restart));
+});
+
+test('a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh', () => {
+  const guest = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
+  assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
 });
 
 test('a failed rollback replaces the connection; a failed rollback of the connection just replaced does not replace the new one', () => {
@@ -71,6 +93,7 @@ test('a second wedge within the replacement\'s cooldown waits for its end; nothi
   assert.deepEqual(host.send({ type: 'remoteDescriptionFailed', kind: 'answer' }), [], 'within the replacement\'s cooldown');
   assert.equal(host.machine.renewalPending, true);
   assert.deepEqual(host.send({ type: 'requestIceRestart' }), [], 'no restart on a wedged connection');
+  assert.deepEqual(host.send({ type: 'requestOfferResend' }), [], 'no offer resent from a wedged connection');
   assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'offer', sdp: described('r2', 'G2', 3), epoch: 1 }), [],
     'no description handed to a wedged connection');
   assert.deepEqual(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS - 1), []);

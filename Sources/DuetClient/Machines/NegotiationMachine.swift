@@ -19,8 +19,9 @@ import DuetProtocol
 ///   the old connection that are still in flight are dropped, and a session the peer replaced is stale.
 /// - A connection that refuses a remote description or a rollback is wedged (issue 32: Chromium refuses an answer
 ///   whose DTLS role Firefox flipped, then the rollback and every later description the same way): it is replaced, and
-///   the new one offers afresh — a new session the peer's connection must renew for, so neither keeps a DTLS
-///   association the other gave up. At once (a wedge shows right after our own restart, in its cooldown); a second
+///   the new one offers afresh — a new session the peer's connection renews for if it took one of ours (it answered
+///   our offer: then what it sends meanwhile is stale), so neither keeps a DTLS association the other gave up; one
+///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own restart, in its cooldown); a second
 ///   replacement within the cooldown of the first waits for its end, and nothing is negotiated on the wedged
 ///   connection meanwhile. Anything from the peer's old connection is stale.
 public struct NegotiationMachine: Sendable, Equatable {
@@ -120,6 +121,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var renewalPending = false
     /// The cooldown running is a replacement's (not a restart's): another wedge waits for its end.
     private var replacedInCooldown = false
+    /// The peer's connection (`appliedRemoteSession`) answered an offer of our current connection, so it holds a
+    /// description of ours: if ours is replaced, it renews for the new one, and what it sends meanwhile is stale. A
+    /// connection of the peer's that never took one of ours does not renew, and the new one negotiates with it.
+    private var peerTookOurOffer = false
     /// Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
     /// runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
     /// local description does not count as the new connection's: an offer given up on in a glare may fail late.
@@ -283,7 +288,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             pendingRestart = nil  // media came back by itself
             return []
         case .requestOfferResend:
-            guard peerPresent, signalingUp else { return [] }
+            guard peerPresent, signalingUp, !renewalPending else { return [] }
             if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
                 return [.sendOffer(sdp: offer), .timer(.schedule(.offerTimeout, afterMs: ResilienceConstants.OFFER_TIMEOUT_MS))]
             }
@@ -424,6 +429,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
             appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
+            peerTookOurOffer = true
             return [.timer(.cancel(.offerTimeout)), apply(.answer, sdp)]
         }
     }
@@ -452,7 +458,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// Renewal for a connection of ours that is wedged: the peer's connection was negotiating with the one we give up,
     /// so whatever else it sends belongs to that.
     private mutating func replaceConnection() -> [Action] {
-        if let applied = appliedRemoteSession {
+        if let applied = appliedRemoteSession, peerTookOurOffer {
             retiredRemoteSessions.append(applied)
             if retiredRemoteSessions.count > 16 { retiredRemoteSessions.removeFirst() }
         }
@@ -463,6 +469,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func renewPeerConnection() -> [Action] {
         renewalUnconfirmed = true
         renewalPending = false  // whatever made it, the wedged connection is gone
+        peerTookOurOffer = false
         appliedRemoteSession = nil
         answerBeforeRenewal = nil
         staleLocalResults += (makingOffer || answering) ? 1 : 0

@@ -52,9 +52,11 @@ void duet_stats_clear(DuetStats *stats);
 int duet_gst_init(char *error, size_t error_len);
 
 /// `audio_first`: m-line order of the offers this peer makes; a fresh session must keep the order the call
-/// was first negotiated in, or browsers refuse its offer.
-DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, const char *const *ice_addresses,
-                        int n_ice_addresses, int relay_only, char *error, size_t error_len);
+/// was first negotiated in, or browsers refuse its offer. `opus_pt`, `vp8_pt`: the payload types it sends with —
+/// an offer it answers must carry the same ones, or webrtcbin pairs the offer's m-lines with new receive-only
+/// transceivers and sends nothing (Firefox offers Opus 109 and VP8 120, Chromium 111 and 96).
+DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_first, int opus_pt, int vp8_pt,
+                        const char *const *ice_addresses, int n_ice_addresses, int relay_only, char *error, size_t error_len);
 /// Mids (comma-separated, in m-line order) this peer's offers must carry: a fresh session keeps the mids the
 /// call was negotiated with, or browsers refuse its offer. NULL or empty: webrtcbin's own.
 void duet_peer_set_offer_mids(DuetPeer *peer, const char *mids);

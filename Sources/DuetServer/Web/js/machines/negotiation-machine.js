@@ -13,7 +13,8 @@
 //   echo one of our own session ids (webrtcbin copies the offer's) are never judged.
 // - A connection that refuses a remote description or a rollback is wedged (issue 32: Chromium refuses an answer whose
 //   DTLS role Firefox flipped, then the rollback and every later description the same way): it is replaced, and the
-//   new one offers afresh — a new session the peer's connection must renew for. At once (a wedge shows right after
+//   new one offers afresh — a new session the peer's connection renews for if it took one of ours (it answered our
+//   offer: then what it sends meanwhile is stale); one that never took ours negotiates with the new one. At once (a wedge shows right after
 //   our own restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and
 //   nothing is negotiated on the wedged connection meanwhile. Anything from the peer's old connection is stale.
 //
@@ -84,6 +85,10 @@ export class NegotiationMachine {
     this.renewalPending = false;
     // The cooldown running is a replacement's (not a restart's): another wedge waits for its end.
     this.replacedInCooldown = false;
+    // The peer's connection (`appliedRemoteSession`) answered an offer of our current connection, so it holds a
+    // description of ours: if ours is replaced, it renews for the new one, and what it sends meanwhile is stale. A
+    // connection of the peer's that never took one of ours does not renew, and the new one negotiates with it.
+    this.peerTookOurOffer = false;
     // Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
     // runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
     // local description does not count as the new connection's: an offer given up on in a glare may fail late.
@@ -248,7 +253,7 @@ export class NegotiationMachine {
         this.pendingRestart = null; // media came back by itself
         return [];
       case 'requestOfferResend':
-        if (!this.peerPresent || !this.signalingUp) return [];
+        if (!this.peerPresent || !this.signalingUp || this.renewalPending) return [];
         if (this.signalingState === 'haveLocalOffer' && this.lastLocalOffer != null) {
           return [
             { type: 'sendOffer', sdp: this.lastLocalOffer },
@@ -418,6 +423,7 @@ export class NegotiationMachine {
     this.applyingRemote = true;
     this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
     this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
+    this.peerTookOurOffer = true;
     return [timerAction(cancel('offerTimeout')), this.#apply('answer', sdp)];
   }
 
@@ -449,7 +455,7 @@ export class NegotiationMachine {
 
   /** Renewal for a connection of ours that is wedged: the peer's connection was negotiating with the one we give up. */
   #replaceConnection() {
-    if (this.appliedRemoteSession != null) {
+    if (this.appliedRemoteSession != null && this.peerTookOurOffer) {
       this.retiredRemoteSessions.push(this.appliedRemoteSession);
       if (this.retiredRemoteSessions.length > 16) this.retiredRemoteSessions.shift();
     }
@@ -460,6 +466,7 @@ export class NegotiationMachine {
   #renewPeerConnection() {
     this.renewalUnconfirmed = true;
     this.renewalPending = false; // whatever made it, the wedged connection is gone
+    this.peerTookOurOffer = false;
     this.appliedRemoteSession = null;
     this.answerBeforeRenewal = null;
     this.staleLocalResults += this.makingOffer || this.answering ? 1 : 0;
