@@ -140,15 +140,16 @@ def scenario_link_key(browser):
         server.stop()
 
 
-def start_keyed_call(browser, url):
-    """A starts a call from the home page at `url` (a keyed link); B opens the same link. Returns (A, B, link)."""
+def start_keyed_call(browser, url, joiner=None):
+    """A starts a call from the home page at `url` (a keyed link); B opens the same link (in `joiner`, another browser,
+    when given). Returns (A, B, link)."""
     a = watch(browser.new_page(url), "A")
     a.wait_for("window.duet && duet.page === 'home'", 10, message="home page loads")
     a.evaluate("document.getElementById('start').click()")
     a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15, message="A waits for the other person")
     link = a.evaluate("document.getElementById('share-link').value")
     expect("#k=" in link, f"a keyed link: {link}")
-    b = watch(browser.new_page(None), "B")
+    b = watch((joiner or browser).new_page(None), "B")
     b.navigate(link)
     b.wait_for("window.duet && duet.page === 'call'", 10, message="B's call page loads")
     return a, b, link
@@ -180,6 +181,32 @@ def scenario_verified(browser):
         log("verified", {"safety code": codes[0]})
     finally:
         proxy.stop()
+        server.stop()
+
+
+def scenario_verified_chromium_firefox(browser):
+    """A keyed call between Chromium and Firefox (issue 32's matrix), each way round: verified on both pages, the same
+    six-digit safety code (each browser's stable DTLS identity, and the handshake's certificate, on either side), and
+    media both ways."""
+    from bidi import Firefox
+    server = Server()
+    try:
+        with Firefox.launch() as firefox:
+            for first, second, names in ((browser, firefox, ("Chromium", "Firefox")), (firefox, browser, ("Firefox", "Chromium"))):
+                a, b, _ = start_keyed_call(first, server.url, second)
+                for page, name in ((a, names[0]), (b, names[1])):
+                    in_call(page, what=f"{name} in call ({names[0]} hosts)")
+                    page.wait_for("duet.verification === 'verified' && /^[0-9]{6}$/.test(duet.safetyCode ?? '')", 10,
+                                  message=f"{name}: verified, with a safety code ({names[0]} hosts)")
+                codes = [page.evaluate("duet.safetyCode") for page in (a, b)]
+                expect(codes[0] == codes[1], f"{names[0]} hosts: both pages show the same code: {codes}")
+                media_flows(b, what=f"{names[1]} receives {names[0]}'s media")
+                media_flows(a, what=f"{names[0]} receives {names[1]}'s media")
+                log("verified", {"hosts": names[0], "safety code": codes[0]})
+                for page in (a, b):
+                    page.evaluate("document.getElementById('leave')?.click()")
+                    page.close()
+    finally:
         server.stop()
 
 
@@ -281,6 +308,8 @@ WAITS_S = {
     "verified": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20,  # 135
     # home 10, start 15, B page 10, intercepted 20 + 20, not retried 3, reload 10
     "intercepted": 10 + 15 + 10 + 20 + 20 + 3 + 10,  # 88
+    # twice: home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, media_flows 20 + 20; Firefox starts 30
+    "verified-chromium-firefox": 2 * (10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20) + 30,  # 300
     # home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, reload 10, in_call 20 + 20, verified 15 + 15,
     # media 20 + 20, A left 10, home 10, start 15, in_call 20 + 20, C verified 10, media 20 + 20
     "stable-identity": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 10 + 20 + 20 + 15 + 15 + 20 + 20 + 10 + 10 + 15 + 20 + 20 + 10 + 20 + 20,  # 340
