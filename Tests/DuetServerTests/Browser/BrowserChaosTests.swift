@@ -24,10 +24,9 @@ import Testing
         try await run("firefox-hosts-chromium-stall", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
     }
     /// The browser matrix (issue 32 point 1): chaos.py's faults between the other pairs — Firefox hosting Chromium,
-    /// Chromium hosting Firefox, two Firefoxes. (chromium-hosts-firefox-cut stays a reproduction: a status flicker
-    /// after media is back, 1 run in 2 on 2026-11-29, not yet understood.)
+    /// Chromium hosting Firefox, two Firefoxes.
     @Test(arguments: [
-        "firefox-pair-cut", "firefox-hosts-chromium-cut",
+        "firefox-pair-cut", "firefox-hosts-chromium-cut", "chromium-hosts-firefox-cut",
         "firefox-pair-stall",
         "firefox-hosts-chromium-media-cut", "chromium-hosts-firefox-media-cut", "firefox-pair-media-cut",
         "firefox-hosts-chromium-server-kill", "chromium-hosts-firefox-server-kill", "firefox-pair-server-kill",

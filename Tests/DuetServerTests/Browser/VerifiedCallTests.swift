@@ -7,8 +7,9 @@ import Testing
     @Test func linkKeyStaysInTheBrowser() async throws { try await run("link-key") }
     /// Through a relay that forwards every byte: verified on both pages, the same safety code, media both ways.
     @Test func aKeyedCallIsVerifiedWithEqualSafetyCodes() async throws { try await run("verified") }
-    /// Issue 32's matrix: Chromium ↔ Firefox, each way round, verified with one safety code and media both ways.
-    @Test func aKeyedCallBetweenChromiumAndFirefoxIsVerified() async throws { try await run("verified-chromium-firefox") }
+    /// Issue 32's matrix: Chromium ↔ Firefox, each way round, and Firefox ↔ Firefox: verified with one safety code and
+    /// media both ways.
+    @Test func aKeyedCallAcrossBrowsersIsVerified() async throws { try await run("verified-across-browsers") }
     /// Through a relay that rewrites every offer's and answer's fingerprints (Tests/e2e/browser/tampering_proxy.py):
     /// both pages show the interception screen, no description is applied, nothing retries, a reload keeps it.
     @Test func aServerRewritingFingerprintsIsCaughtOnBothPages() async throws { try await run("intercepted") }

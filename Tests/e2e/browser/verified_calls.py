@@ -184,15 +184,16 @@ def scenario_verified(browser):
         server.stop()
 
 
-def scenario_verified_chromium_firefox(browser):
-    """A keyed call between Chromium and Firefox (issue 32's matrix), each way round: verified on both pages, the same
-    six-digit safety code (each browser's stable DTLS identity, and the handshake's certificate, on either side), and
-    media both ways."""
+def scenario_verified_across_browsers(browser):
+    """A keyed call between Chromium and Firefox (issue 32's matrix), each way round, and between two Firefox pages:
+    verified on both pages, the same six-digit safety code (each browser's stable DTLS identity, and the handshake's
+    certificate, on either side), and media both ways."""
     from bidi import Firefox
     server = Server()
     try:
         with Firefox.launch() as firefox:
-            for first, second, names in ((browser, firefox, ("Chromium", "Firefox")), (firefox, browser, ("Firefox", "Chromium"))):
+            for first, second, names in ((browser, firefox, ("Chromium", "Firefox")), (firefox, browser, ("Firefox", "Chromium")),
+                                         (firefox, firefox, ("Firefox", "Firefox"))):
                 a, b, _ = start_keyed_call(first, server.url, second)
                 for page, name in ((a, names[0]), (b, names[1])):
                     in_call(page, what=f"{name} in call ({names[0]} hosts)")
@@ -308,8 +309,8 @@ WAITS_S = {
     "verified": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20,  # 135
     # home 10, start 15, B page 10, intercepted 20 + 20, not retried 3, reload 10
     "intercepted": 10 + 15 + 10 + 20 + 20 + 3 + 10,  # 88
-    # twice: home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, media_flows 20 + 20; Firefox starts 30
-    "verified-chromium-firefox": 2 * (10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20) + 30,  # 300
+    # three calls: home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, media_flows 20 + 20; Firefox starts 30
+    "verified-across-browsers": 3 * (10 + 15 + 10 + 20 + 20 + 10 + 10 + 20 + 20) + 30,  # 435
     # home 10, start 15, B page 10, in_call 20 + 20, verified 10 + 10, reload 10, in_call 20 + 20, verified 15 + 15,
     # media 20 + 20, A left 10, home 10, start 15, in_call 20 + 20, C verified 10, media 20 + 20
     "stable-identity": 10 + 15 + 10 + 20 + 20 + 10 + 10 + 10 + 20 + 20 + 15 + 15 + 20 + 20 + 10 + 10 + 15 + 20 + 20 + 10 + 20 + 20,  # 340
