@@ -19,6 +19,20 @@ import Testing
         .iceRestartStarted(.peerConnectionWedged), .createOffer(iceRestart: false),
     ]
 
+    func guest(restartsOnlyAsHost: Bool = false) -> Driver {
+        var guest = Driven(Machine(restartsOnlyAsHost: restartsOnlyAsHost)) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        return guest
+    }
+
+    /// The replacement's fresh offer (session `ours`) goes out, and the peer's renewed connection (`theirs`) answers it.
+    func expectFreshOfferAnswered(_ side: inout Driver, ours: String, theirs: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        side.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: ours, version: 2))) }
+        let answer = described("r1", session: theirs, version: 2)
+        #expect(side.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)),
+                sourceLocation: sourceLocation)
+    }
+
     /// A host in a call with the guest's connection "G1", which has just restarted ICE (its restart offer is out, in
     /// the restart's cooldown) and got an answer back.
     func hostAnsweredAfterRestart() -> Driver {
@@ -41,16 +55,12 @@ import Testing
         // Anything more from the guest's old connection belongs to the one we gave up.
         let late = described("g3", session: "G1", version: 4)
         #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: late, epoch: 1)) }.isEmpty, "the peer's old connection is retired")
-        // The fresh offer goes out; the guest's renewed connection answers it.
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "H2", version: 2))) }
-        let answer = described("r1", session: "G2", version: 2)
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        expectFreshOfferAnswered(&host, ours: "H2", theirs: "G2")
     }
 
     @Test("a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale")
     func aRefusedOfferReplacesTheConnection() {
-        var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
-        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        var guest = guest()
         // The non-host's fallback offer, answered by the host's connection "H": it holds one of ours.
         guest.advance(by: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS)
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("g1", session: "G", version: 2))) }
@@ -60,15 +70,12 @@ import Testing
         #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "H", version: 4), epoch: 1)) }.isEmpty,
                 "the host's old connection, which renews for our new session")
-        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
-        let answer = described("r1", session: "H2", version: 2)
-        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        expectFreshOfferAnswered(&guest, ours: "G2", theirs: "H2")
     }
 
     @Test("the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection (the review's deadlock: retired, it was dropped for good)")
     func aRefusedFirstOfferLeavesThePeersConnectionUsable() {
-        var guest = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
-        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        var guest = guest()
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
         #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
@@ -79,8 +86,7 @@ import Testing
 
     @Test("a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh: an initial offer of a new session, which browsers follow (its restart offers they cannot)")
     func aWebrtcbinGuestReplacesAWedgedConnection() {
-        var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
-        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        var guest = guest(restartsOnlyAsHost: true)
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
         #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
     }

@@ -15,6 +15,19 @@ const REPLACED = [
 ];
 const applies = (actions, kind, sdp) => actions.some((a) => a.type === 'setRemoteDescription' && a.kind === kind && a.sdp === sdp);
 
+function guestSide(options = {}) {
+  const driven = new Driven(new NegotiationMachine(options));
+  driven.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  return driven;
+}
+
+/** The replacement's fresh offer (session `ours`) goes out, and the peer's renewed connection (`theirs`) answers it. */
+function assertFreshOfferAnswered(side, ours, theirs) {
+  side.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', ours, 2) });
+  const answer = described('r1', theirs, 2);
+  assert.ok(applies(side.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+}
+
 /** A host in a call with the guest's connection "G1", which has just restarted ICE (in the restart's cooldown) and got an answer back. */
 function hostAnsweredAfterRestart() {
   const host = new Driven(new NegotiationMachine());
@@ -33,14 +46,11 @@ test('a refused answer (Chromium refusing a DTLS role flipped by Firefox) replac
   const host = hostAnsweredAfterRestart();
   assert.deepEqual(host.send({ type: 'remoteDescriptionFailed', kind: 'answer' }), REPLACED);
   assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'offer', sdp: described('g3', 'G1', 4), epoch: 1 }), [], 'the peer\'s old connection is retired');
-  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'H2', 2) });
-  const answer = described('r1', 'G2', 2);
-  assert.ok(applies(host.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+  assertFreshOfferAnswered(host, 'H2', 'G2');
 });
 
 test('a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale', () => {
-  const guest = new Driven(new NegotiationMachine());
-  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  const guest = guestSide();
   guest.advance(RESILIENCE.NON_HOST_FALLBACK_DELAY_MS);
   guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('g1', 'G', 2) });
   guest.send({ type: 'remoteDescription', kind: 'answer', sdp: described('h1', 'H', 2), epoch: 1 });
@@ -49,14 +59,11 @@ test('a refused remote offer replaces the connection too: a peer connection that
   assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
   assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h3', 'H', 4), epoch: 1 }), [],
     'the host\'s old connection, which renews for our new session');
-  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
-  const answer = described('r1', 'H2', 2);
-  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+  assertFreshOfferAnswered(guest, 'G2', 'H2');
 });
 
 test('the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection', () => {
-  const guest = new Driven(new NegotiationMachine());
-  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  const guest = guestSide();
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
   assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
   guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
@@ -65,8 +72,7 @@ test('the first offer of a peer connection refused: it never took one of ours, s
 });
 
 test('a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh', () => {
-  const guest = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
-  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  const guest = guestSide({ restartsOnlyAsHost: true });
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
   assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
 });

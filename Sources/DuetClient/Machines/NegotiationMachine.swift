@@ -21,9 +21,9 @@ import DuetProtocol
 ///   whose DTLS role Firefox flipped, then the rollback and every later description the same way): it is replaced, and
 ///   the new one offers afresh — a new session the peer's connection renews for if it took one of ours (it answered
 ///   our offer: then what it sends meanwhile is stale), so neither keeps a DTLS association the other gave up; one
-///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own restart, in its cooldown); a second
-///   replacement within the cooldown of the first waits for its end, and nothing is negotiated on the wedged
-///   connection meanwhile. Anything from the peer's old connection is stale.
+///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own
+///   restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and nothing
+///   is negotiated on the wedged connection meanwhile.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -440,7 +440,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     /// A connection that refused a description or a rollback: replace it and offer afresh from the new one (a session
-    /// the peer has not seen, so its connection is renewed too), at most once per cooldown. With nobody there, the new
+    /// the peer has not seen: its connection renews for it if it took one of ours), at most once per cooldown. With nobody there, the new
     /// connection waits for the next peer, whom the host offers to as always.
     private mutating func connectionWedged() -> [Action] {
         guard !(inCooldown && replacedInCooldown) else {

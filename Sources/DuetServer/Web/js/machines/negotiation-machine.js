@@ -434,7 +434,7 @@ export class NegotiationMachine {
 
   /**
    * A connection that refused a description or a rollback: replace it and offer afresh from the new one (a session the
-   * peer has not seen, so its connection is renewed too), at most once per cooldown. With nobody there, the new
+   * peer has not seen: its connection renews for it if it took one of ours), at most once per cooldown. With nobody there, the new
    * connection waits for the next peer, whom the host offers to as always.
    */
   #connectionWedged() {
