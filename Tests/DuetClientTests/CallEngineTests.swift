@@ -120,6 +120,53 @@ import Testing
         #expect(peer.contains(.emit(.phase(.inCall))))
     }
 
+    /// Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back.
+    func hostAloneAfterAServerRestart() throws -> CallEngine {
+        var host = CallEngine()
+        _ = host.handle(.joinRoom(rid))
+        _ = host.handle(.transportOpened(.ws))
+        _ = host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        _ = host.handle(.localDescriptionReady(.offer, sdp: "o"))
+        _ = host.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a"])))
+        _ = host.handle(.remoteDescriptionApplied(.answer))
+        _ = host.handle(.iceStateChanged(.connected))
+        _ = host.handle(.transportClosed(.networkError))
+        _ = host.handle(.timerFired(.reconnectBackoff))
+        _ = host.handle(.transportOpened(.ws))
+        _ = host.handle(.message(try joined(cid: "C-h", participants: ["C-h"], host: "C-h", epoch: 1, kind: .recovered)))
+        #expect(host.phase.phase == .waiting)
+        return host
+    }
+
+    func offers(_ outputs: [CallEngine.Output]) -> [Bool] {
+        outputs.compactMap { if case .engine(.createOffer(let restart)) = $0 { restart } else { nil } }
+    }
+
+    func restarts(_ outputs: [CallEngine.Output]) -> [NegotiationMachine.RestartReason] {
+        outputs.compactMap { if case .emit(.iceRestart(let reason)) = $0 { reason } else { nil } }
+    }
+
+    /// Found in CI (firefox-pair-server-kill): the host back first saw the peer return as a new arrival and restarted
+    /// ICE, though media flowed all along; Firefox shows a restart as `checking`.
+    @Test func theSamePeerBackAfterAServerRestartWithMediaUpGetsAPlainOffer() throws {
+        var host = try hostAloneAfterAServerRestart()
+        let back = host.handle(.message(try roomState([("C-h", .connected), ("C-g", .connected)], host: "C-h", epoch: 2)))
+        #expect(host.phase.phase == .inCall)
+        #expect(offers(back) == [false])
+        #expect(restarts(back).isEmpty)
+    }
+
+    @Test func theSamePeerBackWithOurMediaDownOrAnotherPeerGetsAnIceRestart() throws {
+        var down = try hostAloneAfterAServerRestart()
+        _ = down.handle(.iceStateChanged(.disconnected))
+        let back = down.handle(.message(try roomState([("C-h", .connected), ("C-g", .connected)], host: "C-h", epoch: 2)))
+        #expect(offers(back) == [true])
+        #expect(restarts(back) == [.signalingReconnect])
+        var other = try hostAloneAfterAServerRestart()
+        let newSeat = other.handle(.message(try roomState([("C-h", .connected), ("C-x", .connected)], host: "C-h", epoch: 2)))
+        #expect(offers(newSeat) == [true], "a new seat is a new session")
+    }
+
     @Test func aReattachWithThePeerStillThereStaysInTheCall() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -409,6 +409,44 @@ test('the peer returning from suspension with our media down triggers an ICE res
   assert.ok(has(back, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
 });
 
+/** Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back. */
+function hostAloneAfterAServerRestart() {
+  const host = new CallEngine({ jitterSeed: null });
+  host.handle({ type: 'joinRoom', roomId: rid });
+  host.handle({ type: 'transportOpened', transport: 'ws' });
+  host.handle(joined('C-h', ['C-h', 'C-g'], 'C-h', 2));
+  host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
+  host.handle(message('answer', { sdp: 'a' }, { epoch: 2 }));
+  host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.handle({ type: 'iceStateChanged', state: 'connected' });
+  dropAndReopen(host);
+  host.handle(joined('C-h', ['C-h'], 'C-h', 1, 'recovered'));
+  assert.equal(host.phase, 'waiting');
+  return host;
+}
+const twoConnected = (guest, epoch) => message('room_state', {
+  hostCid: 'C-h', epoch, participants: ['C-h', guest].map((cid) => ({ cid, joinedAt: 0, connectionStatus: 'connected' })),
+}, { epoch });
+const offers = (outputs) => outputs.filter((o) => o.type === 'engine' && o.command.type === 'createOffer').map((o) => o.command.iceRestart);
+
+test('the same peer back in a room rebuilt after a server restart, media up: a plain offer, no ICE restart', () => {
+  const host = hostAloneAfterAServerRestart();
+  const back = host.handle(twoConnected('C-g', 2));
+  assert.equal(host.phase, 'inCall');
+  assert.deepEqual(offers(back), [false]);
+  assert.deepEqual(emitted(back, 'iceRestart'), []);
+});
+
+test('the same peer back after a server restart with our media down, or another peer: an ICE restart', () => {
+  const down = hostAloneAfterAServerRestart();
+  down.handle({ type: 'iceStateChanged', state: 'disconnected' });
+  const back = down.handle(twoConnected('C-g', 2));
+  assert.deepEqual(offers(back), [true]);
+  assert.deepEqual(emitted(back, 'iceRestart'), [{ type: 'iceRestart', reason: 'signalingReconnect' }]);
+  const other = hostAloneAfterAServerRestart();
+  assert.deepEqual(offers(other.handle(twoConnected('C-x', 2))), [true], 'a new seat is a new session');
+});
+
 test('a join with a kept seat never times out: a call coming back keeps trying (B5)', () => {
   const engine = new CallEngine({ jitterSeed: null, resume: { roomId: rid, cid: 'C-old', reconnectToken: 'tok-old' } });
   engine.handle({ type: 'joinRoom', roomId: rid });

@@ -119,6 +119,9 @@ public struct CallEngine: Sendable {
     public private(set) var remoteMedia: MediaState?
     public private(set) var verification = Verification.unverified
     private var peerCid: String?
+    /// The seat of the last peer we had, kept while it is missing from the room's view: a server that lost the room
+    /// sees it come back with the same cid (a seat that left or was evicted never does: its token is revoked).
+    private var lastPeerCid: String?
     private var peerEpoch: Int64 = 0
     private var peerSuspended = false
     /// Set after a signaling reconnect until the first `room_state`.
@@ -624,6 +627,8 @@ public struct CallEngine: Sendable {
         let wasSuspended = peerSuspended
         peerSuspended = peer?.connectionStatus == .suspended
         let newPeer = peer?.cid != peerCid
+        let returning = newPeer && peer != nil && peer?.cid == lastPeerCid
+        if let peer { lastPeerCid = peer.cid }
         if newPeer || fresh {
             peerCid = peer?.cid
             peerEpoch = state.epoch
@@ -642,7 +647,7 @@ public struct CallEngine: Sendable {
         out.append(.emit(.participants(state.participants, hostCid: state.hostCid, myCid: cid ?? "")))
         // The peer connection must exist before the first offer or answer is made.
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
-        out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch))
+        out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch, returning: returning))
         // The peer is back from a suspension and our media is not: renegotiate ICE now.
         if wasSuspended, !peerSuspended, peer != nil, !negotiation.mediaUp {
             out += negotiationEvent(.requestIceRestart)
@@ -713,6 +718,7 @@ public struct CallEngine: Sendable {
         hostCid = nil
         participants = []
         peerCid = nil
+        lastPeerCid = nil
         remoteMedia = nil
         rejoinPending = false
         awaitingRoomStateAfterReconnect = false

@@ -43,7 +43,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     public enum Event: Sendable, Equatable {
         /// From `joined` / `room_state`: who is there and who hosts. `peerEpoch` is the epoch at which this
         /// peer session began; relayed messages from older epochs are stale.
-        case peer(present: Bool, isHost: Bool, peerEpoch: Int64)
+        /// `returning`: the peer is the seat we had before it went missing from the room's view (a server or node
+        /// that lost the room sees the two sides come back one by one), not a new session.
+        case peer(present: Bool, isHost: Bool, peerEpoch: Int64, returning: Bool = false)
         case signaling(up: Bool)
         /// The first `room_state` after a signaling reconnect.
         case roomStateAfterReconnect
@@ -159,7 +161,7 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
-        case .peer(let present, let host, let epoch):
+        case .peer(let present, let host, let epoch, let returning):
             let arrived = present && !peerPresent
             let roleChanged = host != isHost
             isHost = host
@@ -167,7 +169,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             peerPresent = present
             if !present { return leftAlone() }
             guard arrived || roleChanged else { return [] }
-            return startNegotiation()
+            return startNegotiation(returning: returning)
         case .signaling(let up):
             signalingUp = up
             return []
@@ -315,10 +317,12 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     // MARK: - Steps
 
-    private mutating func startNegotiation() -> [Action] {
+    private mutating func startNegotiation(returning: Bool) -> [Action] {
         if isHost {
-            // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
-            let restart = iceState != .new
+            // A connection that has been up before needs new ICE credentials for the (re)arrived peer, unless the
+            // same peer comes back to a connection whose media flowed all along (only the room's view was lost, B3):
+            // a plain offer settles the descriptions again without moving media off its path.
+            let restart = iceState != .new && !(returning && mediaUp)
             return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
         }
         guard !hasRemoteDescription else { return [] }

@@ -170,6 +170,9 @@ export class CallEngine {
   #participants = [];
   #epoch = 0;
   #peerCid = null;
+  /** The seat of the last peer we had, kept while it is missing from the room's view: a server that lost the room
+   * sees it come back with the same cid (a seat that left or was evicted never does: its token is revoked). */
+  #lastPeerCid = null;
   #peerEpoch = 0;
   #peerSuspended = false;
   /** Set after a signaling reconnect until the first `room_state`. */
@@ -761,6 +764,8 @@ export class CallEngine {
     const wasSuspended = this.#peerSuspended;
     this.#peerSuspended = peer?.connectionStatus === 'suspended';
     const newPeer = (peer?.cid ?? null) !== this.#peerCid;
+    const returning = newPeer && peer != null && peer.cid === this.#lastPeerCid;
+    if (peer != null) this.#lastPeerCid = peer.cid;
     if (newPeer || fresh) {
       this.#peerCid = peer?.cid ?? null;
       this.#peerEpoch = state.epoch;
@@ -780,7 +785,7 @@ export class CallEngine {
     // The peer connection must exist before the first offer or answer is made.
     if (peer != null) out.push(engine({ type: 'ensurePeerConnection' }));
     out.push(...this.#negotiationEvent({
-      type: 'peer', present: peer != null, isHost: state.hostCid === this.#cid, peerEpoch: this.#peerEpoch,
+      type: 'peer', present: peer != null, isHost: state.hostCid === this.#cid, peerEpoch: this.#peerEpoch, returning,
     }));
     // The peer is back from a suspension and our media is not: renegotiate ICE now.
     if (wasSuspended && !this.#peerSuspended && peer != null && !this.negotiation.mediaUp) {
@@ -886,6 +891,7 @@ export class CallEngine {
     this.#hostCid = null;
     this.#participants = [];
     this.#peerCid = null;
+    this.#lastPeerCid = null;
     this.#remoteMedia = null;
     this.#rejoinPending = false;
     this.#awaitingRoomStateAfterReconnect = false;

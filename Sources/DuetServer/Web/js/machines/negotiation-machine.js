@@ -100,7 +100,7 @@ export class NegotiationMachine {
   }
 
   /**
-   * Events: peer{present, isHost, peerEpoch}, signaling{up}, roomStateAfterReconnect,
+   * Events: peer{present, isHost, peerEpoch, returning}, signaling{up}, roomStateAfterReconnect,
    * remoteDescription{kind, sdp, epoch}, remoteCandidate{candidate, epoch}, localDescriptionReady{kind, sdp},
    * localDescriptionFailed, remoteDescriptionApplied{kind}, remoteDescriptionFailed{kind}, rollbackFailed,
    * signalingStateChanged{state},
@@ -126,7 +126,7 @@ export class NegotiationMachine {
         this.peerPresent = event.present;
         if (!event.present) return this.#leftAlone();
         if (!arrived && !roleChanged) return [];
-        return this.#startNegotiation();
+        return this.#startNegotiation(event.returning === true);
       }
       case 'signaling':
         this.signalingUp = event.up;
@@ -294,10 +294,12 @@ export class NegotiationMachine {
 
   // Steps
 
-  #startNegotiation() {
+  #startNegotiation(returning) {
     if (this.isHost) {
-      // A connection that has been up before needs new ICE credentials for the (re)arrived peer.
-      const restart = this.iceState !== 'new';
+      // A connection that has been up before needs new ICE credentials for the (re)arrived peer, unless the
+      // same peer comes back to a connection whose media flowed all along (only the room's view was lost, B3):
+      // a plain offer settles the descriptions again without moving media off its path.
+      const restart = this.iceState !== 'new' && !(returning && this.mediaUp);
       return [
         timerAction(cancel('nonHostFallback')),
         ...(restart ? [{ type: 'iceRestartStarted', reason: 'signalingReconnect' }] : []),
