@@ -471,4 +471,37 @@ import Testing
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("n1", session: "S2", version: 2), epoch: 1)) }
         #expect(guest.machine.staleRemoteResults == 3)
     }
+
+    /// A server that lost the room: the same peer (`returning`) comes back to a connection that is up, or not.
+    @Test func theSamePeerReturningToMediaThatFlowedGetsAPlainOffer() {
+        func back(_ prepare: (inout Driver) -> Void) -> Driver {
+            var host = connectedHost()
+            prepare(&host)
+            host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
+            host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }  // every view while alone says so again
+            return host
+        }
+        func arrive(_ host: Driver, returning: Bool) -> [Machine.Action] {
+            var host = host
+            return host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 2, returning: returning)) }
+        }
+        let plain: [Machine.Action] = [.timer(.cancel(.nonHostFallback)), .createOffer(iceRestart: false)]
+        let restart: [Machine.Action] = [.timer(.cancel(.nonHostFallback)), .iceRestartStarted(.signalingReconnect), .createOffer(iceRestart: true)]
+        #expect(arrive(back { _ in }, returning: true) == plain)
+        #expect(arrive(back { _ in }, returning: false) == restart)
+        #expect(arrive(back { $0.send { $0.handle(.mediaStalled) } }, returning: true) == restart,
+                "media stalled before the peer went missing is still down when it returns")
+        let flowingAgain = back { host in
+            host.send { $0.handle(.mediaStalled) }
+            host.send { $0.handle(.mediaFlowing) }
+        }
+        #expect(arrive(flowingAgain, returning: true) == plain)
+        // A guest does not offer for a returning host: it waits for the host's offer (its fallback after the delay).
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.iceStateChanged(.connected)) }
+        guest.send { $0.handle(.peer(present: false, isHost: false, peerEpoch: 1)) }
+        let returned = guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 2, returning: true)) }
+        #expect(!returned.contains { if case .createOffer = $0 { true } else { false } })
+    }
 }

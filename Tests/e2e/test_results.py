@@ -292,6 +292,14 @@ class PublisherTests(unittest.TestCase):
                       "srflx ↔ relay | relay (TCP) ↔ srflx | A's local candidate is ['prflx', 'srflx']: relay |", doc)
         self.assertEqual(doc.count("**This run failed**"), 1)
 
+    def test_every_scenario_of_the_pairs_table_is_run_by_the_suite(self):
+        # A cell whose scenario BrowserChaosTests never runs would make every complete run "partial".
+        with open(os.path.join(ROOT, "Tests", "DuetServerTests", "Browser", "BrowserChaosTests.swift")) as f:
+            suite = f.read()
+        missing = [name for name in firefox_faults.matrix_scenarios() if f'"{name}"' not in suite]
+        self.assertEqual(missing, [], "scenarios of firefox_faults.MATRIX / PAIR_ONLY that BrowserChaosTests does not run")
+        self.assertEqual([name for name in firefox_faults.matrix_scenarios() if name not in firefox_faults.SCENARIOS], [])
+
     def test_the_pairs_table_has_a_column_per_browser_pair_and_a_failure_says_no(self):
         path = self.fake.run("20260101T000000Z-eeeeee", "20260101T000000Z")
         code, err, doc = self.fake.publish(path)
@@ -307,6 +315,8 @@ class PublisherTests(unittest.TestCase):
                           "\n".join(publish_results.pairs_table(publish_results.Run(path, self.fake.expected))))
         finally:
             firefox_faults.MATRIX["cut-10s"] = saved
+        # A row of a fault chaos.py does not play takes its Chromium · Chromium cell from firefox_faults.py.
+        self.assertIn("| The guest's network comes back (`online`): the guest restarts ICE | yes, 1.5 s | yes, 1.5 s |", doc)
         self.assertIn("| Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut | does not apply | yes, 1.5 s | does not apply | does not apply |", doc)
         failed = self.fake.run("20260102T000000Z-ffffee", "20260102T000000Z",
                                fail=("pairs:firefox-pair-stall", "B's status left connected while no media reached it"))

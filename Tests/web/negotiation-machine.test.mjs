@@ -437,3 +437,29 @@ test('a refusal the renewed connection owed is its own: the new one\'s results s
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('n1', 2, 'S2'), epoch: 1 });
   assert.equal(guest.machine.staleRemoteResults, 3);
 });
+
+// A server that lost the room: the same peer (`returning`) comes back to a connection that is up, or not.
+test('the same peer returning to media that flowed all along gets a plain offer; stalled media or a new peer, a restart', () => {
+  const back = (prepare) => {
+    const host = connectedHost();
+    prepare(host);
+    host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
+    host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 }); // every view while alone says so again
+    return host;
+  };
+  const arrive = (host, returning) => host.send({ type: 'peer', present: true, isHost: true, peerEpoch: 2, returning });
+  assert.deepEqual(arrive(back(() => {}), true), [canc('nonHostFallback'), offer(false)]);
+  assert.deepEqual(arrive(back(() => {}), false), [canc('nonHostFallback'), restarted('signalingReconnect'), offer(true)]);
+  const stalled = (host) => host.send({ type: 'mediaStalled' });
+  assert.deepEqual(arrive(back(stalled), true), [canc('nonHostFallback'), restarted('signalingReconnect'), offer(true)],
+    'media stalled before the peer went missing is still down when it returns');
+  const flowingAgain = (host) => { host.send({ type: 'mediaStalled' }); host.send({ type: 'mediaFlowing' }); };
+  assert.deepEqual(arrive(back(flowingAgain), true), [canc('nonHostFallback'), offer(false)]);
+  // A guest does not offer for a returning host: it waits for the host's offer (its fallback after the delay).
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+  guest.send({ type: 'iceStateChanged', state: 'connected' });
+  guest.send({ type: 'peer', present: false, isHost: false, peerEpoch: 1 });
+  const returned = guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 2, returning: true });
+  assert.ok(!returned.some((a) => a.type === 'createOffer'), JSON.stringify(returned));
+});

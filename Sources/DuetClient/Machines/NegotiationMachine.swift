@@ -95,6 +95,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var mediaStalled = false
     /// Media is up: ICE connected, and arriving.
     public var mediaUp: Bool { (iceState == .connected || iceState == .completed) && !mediaStalled }
+    /// Media was stalled when the peer went missing (the watchdog starts over for whoever comes next): the same peer
+    /// coming back finds media down, not up, until media is seen flowing again.
+    private var stalledWhenLeft = false
     public private(set) var nonHostFallbackAttempts = 0
     /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
     public private(set) var pendingRestart: RestartReason?
@@ -287,6 +290,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             return peerPresent ? restart(.mediaStall) : []
         case .mediaFlowing:
             mediaStalled = false
+            stalledWhenLeft = false
             pendingRestart = nil  // media came back by itself
             return []
         case .requestOfferResend:
@@ -318,11 +322,13 @@ public struct NegotiationMachine: Sendable, Equatable {
     // MARK: - Steps
 
     private mutating func startNegotiation(returning: Bool) -> [Action] {
+        let stalledBefore = stalledWhenLeft
+        stalledWhenLeft = false
         if isHost {
             // A connection that has been up before needs new ICE credentials for the (re)arrived peer, unless the
             // same peer comes back to a connection whose media flowed all along (only the room's view was lost, B3):
             // a plain offer settles the descriptions again without moving media off its path.
-            let restart = iceState != .new && !(returning && mediaUp)
+            let restart = iceState != .new && !(returning && mediaUp && !stalledBefore)
             return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
         }
         guard !hasRemoteDescription else { return [] }
@@ -345,6 +351,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         remoteCandidateBuffer.removeAll()
         inCooldown = false
         replacedInCooldown = false
+        stalledWhenLeft = stalledWhenLeft || mediaStalled  // told again by every view while alone
         mediaStalled = false
         // An offer nobody will answer would block the next peer's negotiation.
         let rollback: [Action] = signalingState == .haveLocalOffer ? [.rollback] : []

@@ -30,6 +30,11 @@ import Testing
         "firefox-pair-stall",
         "firefox-hosts-chromium-media-cut", "chromium-hosts-firefox-media-cut", "firefox-pair-media-cut",
         "firefox-hosts-chromium-server-kill", "chromium-hosts-firefox-server-kill", "firefox-pair-server-kill",
+        // A network change on either side (`online`: that side restarts ICE), in every pair, Chromium · Chromium too.
+        "chromium-pair-online-a", "chromium-pair-online-b", "firefox-hosts-chromium-online-a", "firefox-hosts-chromium-online-b",
+        "chromium-hosts-firefox-online-a", "chromium-hosts-firefox-online-b", "firefox-pair-online-a", "firefox-pair-online-b",
+        // The call-experience basics (mute and camera state, quality) in every pair.
+        "chromium-pair-basics", "firefox-hosts-chromium-basics", "chromium-hosts-firefox-basics", "firefox-pair-basics",
     ])
     func browserPairs(_ scenario: String) async throws {
         try await run(scenario, script: "browser/firefox_faults.py", needs: ["firefox-esr"])

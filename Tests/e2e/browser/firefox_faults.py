@@ -24,6 +24,11 @@ Measured 2026-11-29 with wedged connections replaced (issue 32 point 3), one run
 2 of 2 (4.1–4.2 s, Firefox's mediaStall restart), chromium-hosts-firefox-cut 2 of 2 (2.4 s; 9.0 s at the escalation),
 firefox-hosts-chromium-stall 3 of 3 (6.7–14.5 s: Chromium's stall restart is answered with the role flipped, its
 replacement's DTLS handshake waits for the hole to close).
+Measured 2026-11-29, one run each (debug build): a network change (`online`) on either side healed in 0.6–1.2 s in
+all four pairs, both ways; only Chromium restarting under a Firefox host went through a replaced connection
+(firefox-hosts-chromium-online-b, `peerConnectionWedged`, 0.9 s). The basics: mute and camera state shown 0.00–0.07 s
+after the click in every pair and both ways; quality fell to fair or poor under 40 % loss and read good 0.9–1.9 s
+after it. server-kill with the host back first: 0.9–5.1 s, no ICE restart (the guest waits for the host's rejoin).
     unshare -n sh -c 'ip link set lo up && exec python3 firefox_faults.py firefox-pair-cut'
 """
 import os
@@ -36,7 +41,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import chaos  # noqa: E402
 import results  # noqa: E402
 from bidi import Firefox  # noqa: E402
-from scenarios import log  # noqa: E402
+from scenarios import audio_silent, log, media_flows  # noqa: E402
 
 
 def open_firefox(peer, url, origin):
@@ -164,6 +169,104 @@ def restart_by_chromium_b():
     return scenario
 
 
+def restart_through(net, before, restarting, timeout=30):
+    """The restart `restarting` (a Peer) made is through: its connection carries new ICE credentials, each side's
+    remote credentials are the other's local ones, and neither has a description pending. (An answerer may keep its
+    own credentials: Chromium does when it answers Firefox.) A restart that one side refused, or that left one side on
+    the old credentials, stays short of this while media may go on over the old path (the wedge of issue 32)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        a, b = net.a.page.evaluate("duet.ice"), net.b.page.evaluate("duet.ice")
+        own = a if restarting is net.a else b
+        if (own["local"] != before[restarting.name]["local"] and a["remote"] == b["local"] and b["remote"] == a["local"]
+                and a["signalingState"] == b["signalingState"] == "stable"):
+            return
+        if time.monotonic() > deadline:
+            chaos.log_state(net)
+            raise AssertionError(f"{restarting.name}'s ICE restart never went through: A {a}, B {b}, before {before}")
+        time.sleep(0.1)
+
+
+def online_of(firefox_a, firefox_b, side):
+    """A network change on one side (`side`: "A", the host, or "B"): its page is told the network is back (the
+    `online` event a browser fires when an interface returns), so it restarts ICE at once (`networkOnline`). The
+    restart must go through on both sides and media flow both ways after it. Between Firefox and Chromium this is
+    where each browser's way with restarts shows: the DTLS role Firefox re-picks in its answers (issue 32 point 3),
+    and Chromium answering Firefox's restart with its old credentials (media into a port Firefox no longer reads,
+    until a watchdog notices)."""
+    def scenario(net):
+        with chaos.serving() as server:
+            pair_call(net, server, firefox_a, firefox_b)
+            peer = net.a if side == "A" else net.b
+            before = {p.name: p.page.evaluate("duet.ice") for p in (net.a, net.b)}
+            restarts_before = len(peer.page.evaluate("duet.iceRestarts"))
+            started = time.monotonic()
+            peer.page.evaluate("window.dispatchEvent(new Event('online'))")
+            log(f"{side}'s page is back online")
+            peer.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 5, message=f"{side} restarts ICE")
+            chaos.expect(peer.page.evaluate("duet.iceRestarts")[restarts_before] == "networkOnline",
+                         f"{side} restarted for being back online: {peer.page.evaluate('duet.iceRestarts')}")
+            restart_through(net, before, peer)
+            recovery = chaos.measured(net, started, 60, f"whole after {side}'s network change")
+            return recovery, chaos.how_it_recovered(net)
+    return scenario
+
+
+def shown_within(page, expression, seconds, what):
+    """`expression` becomes true on `page` within `seconds` (the product's promise: "within a second")."""
+    started = time.monotonic()
+    page.wait_for(expression, seconds, poll=0.05, message=what)
+    log(what, f"after {time.monotonic() - started:.2f} s")
+
+
+def tell_and_show(sender, receiver):
+    """`sender` mutes, then turns its camera off, then both back on (its buttons, as a person would): `receiver` shows
+    each within a second, hears silence while muted, and sees and hears `sender` again at the end."""
+    s, r = sender.page, receiver.page
+    s.evaluate("document.getElementById('mute').click()")
+    shown_within(r, "duet.remote && duet.remote.audio === false && !document.getElementById('remote-muted').hidden", 1.0,
+                 f"{receiver.name} shows {sender.name} muted")
+    audio_silent(r, what=f"{receiver.name} hears silence from muted {sender.name}")
+    s.evaluate("document.getElementById('camera').click()")
+    shown_within(r, "duet.remote.video === false && !document.getElementById('remote-camera-off').hidden", 1.0,
+                 f"{receiver.name} shows {sender.name}'s camera off")
+    s.evaluate("document.getElementById('mute').click()")
+    s.evaluate("document.getElementById('camera').click()")
+    shown_within(r, "duet.remote.audio === true && duet.remote.video === true && document.getElementById('remote-muted').hidden "
+                    "&& document.getElementById('remote-camera-off').hidden", 1.0, f"{receiver.name} shows {sender.name} back")
+    media_flows(r, what=f"{receiver.name} sees and hears {sender.name} again")
+
+
+def basics_of(firefox_a, firefox_b):
+    """The call-experience basics between a pair (issue 18's, on each browser): what each side does with its microphone
+    and camera is shown on the other within a second, and the quality indicator (fed by each browser's own getStats)
+    reads good, falls to fair or poor with 40 % of the media lost both ways, and reads good again once the loss ends.
+    The time recorded: from the end of the loss to both sides reading good."""
+    def scenario(net):
+        with chaos.serving() as server:
+            pair_call(net, server, firefox_a, firefox_b)
+            tell_and_show(net.a, net.b)
+            tell_and_show(net.b, net.a)
+            for peer in (net.a, net.b):
+                peer.page.wait_for("duet.quality.level === 'good'", 15, message=f"{peer.name} reads good quality")
+            with chaos.blocked("FORWARD -p udp -m statistic --mode random --probability 0.4 -j DROP", what="40 % of the media lost"):
+                for peer in (net.a, net.b):
+                    peer.page.wait_for("['fair', 'poor'].includes(duet.quality.level)", 20, message=f"{peer.name}: quality drops with loss")
+                    chaos.expect(peer.page.evaluate("duet.quality.lossPct") > 5, f"{peer.name} measures the loss: {peer.page.evaluate('duet.quality')}")
+                log("with loss", net.a.page.evaluate("duet.quality"), net.b.page.evaluate("duet.quality"))
+            ended = time.monotonic()
+            for peer in (net.a, net.b):
+                peer.page.wait_for("duet.quality.level === 'good'", 30, message=f"{peer.name}: quality recovers without loss")
+            recovery = round(time.monotonic() - ended, 1)
+            chaos.wait_whole(net, 30, "whole after the loss")
+            return recovery, "mute and camera shown both ways within 1 s; quality good → " + \
+                f"{net.a.page.evaluate('duet.quality.level')} again after fair/poor under loss"
+    return scenario
+
+
+# The network-change rows have their Chromium · Chromium cell here too (chaos.py has no such fault).
+ONLINE_PAIRS = {"chromium-pair": (False, False), **PAIRS}
+
 SCENARIOS = {
     "firefox-hosts-chromium-restarts": ("Firefox hosts, Chromium restarts ICE (answered with the DTLS role flipped), then Chromium's link is cut 10 s", restart_by_chromium_b()),
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True, False)),
@@ -174,6 +277,10 @@ SCENARIOS = {
     "firefox-pair-stall": ("Firefox · Firefox, media to B black-holed 12 s (ICE stays connected)", black_hole_of_b(True, True)),
     **{f"{pair}-media-cut": (f"{PAIR_TITLES[pair]}, media-only cut 10 s", media_cut_of(pair)) for pair in PAIRS},
     **{f"{pair}-server-kill": (f"{PAIR_TITLES[pair]}, `duet serve` killed -9, restarted after 3 s", server_kill_of(pair)) for pair in PAIRS},
+    **{f"{pair}-online-{side.lower()}": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, {side}'s network back (`online`): {side} restarts ICE",
+                                          online_of(*ONLINE_PAIRS[pair], side)) for pair in ONLINE_PAIRS for side in ("A", "B")},
+    **{f"{pair}-basics": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, mute and camera state both ways, quality under 40 % loss",
+                          basics_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
 }
 
 # docs/resilience.md's table by browser pair (scripts/publish_results.py): for a fault of chaos.py (its row, Chromium ·
@@ -184,6 +291,16 @@ MATRIX = {
     "media-cut": {pair: f"{pair}-media-cut" for pair in PAIRS},
     "media-stall": {pair: f"{pair}-stall" for pair in PAIRS},
     "server-kill": {pair: f"{pair}-server-kill" for pair in PAIRS},
+    "online-a": {pair: f"{pair}-online-a" for pair in ONLINE_PAIRS},
+    "online-b": {pair: f"{pair}-online-b" for pair in ONLINE_PAIRS},
+    "basics": {pair: f"{pair}-basics" for pair in ONLINE_PAIRS},
+}
+# Rows whose Chromium · Chromium cell is not chaos.py's fault of the same name: (title, that pair's scenario here).
+OWN_ROWS = {
+    "online-a": ("The host's network comes back (`online`): the host restarts ICE", "chromium-pair-online-a"),
+    "online-b": ("The guest's network comes back (`online`): the guest restarts ICE", "chromium-pair-online-b"),
+    "basics": ("No fault: mute and camera shown both ways within 1 s, quality falls under 40 % loss; time: back to good after it",
+               "chromium-pair-basics"),
 }
 # Faults that only a mixed pair has: (title, {pair: scenario}).
 PAIR_ONLY = {

@@ -44,6 +44,9 @@ export class NegotiationMachine {
     this.iceState = 'new';
     /** ICE says connected but the media watchdog says nothing arrives: media is down all the same. */
     this.mediaStalled = false;
+    /** Media was stalled when the peer went missing (the watchdog starts over for whoever comes next): the same peer
+     * coming back finds media down, not up, until media is seen flowing again. */
+    this.stalledWhenLeft = false;
     this.nonHostFallbackAttempts = 0;
     /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
     this.pendingRestart = null;
@@ -250,6 +253,7 @@ export class NegotiationMachine {
         return this.peerPresent ? this.#restart('mediaStall') : [];
       case 'mediaFlowing':
         this.mediaStalled = false;
+        this.stalledWhenLeft = false;
         this.pendingRestart = null; // media came back by itself
         return [];
       case 'requestOfferResend':
@@ -295,11 +299,13 @@ export class NegotiationMachine {
   // Steps
 
   #startNegotiation(returning) {
+    const stalledBefore = this.stalledWhenLeft;
+    this.stalledWhenLeft = false;
     if (this.isHost) {
       // A connection that has been up before needs new ICE credentials for the (re)arrived peer, unless the
       // same peer comes back to a connection whose media flowed all along (only the room's view was lost, B3):
       // a plain offer settles the descriptions again without moving media off its path.
-      const restart = this.iceState !== 'new' && !(returning && this.mediaUp);
+      const restart = this.iceState !== 'new' && !(returning && this.mediaUp && !stalledBefore);
       return [
         timerAction(cancel('nonHostFallback')),
         ...(restart ? [{ type: 'iceRestartStarted', reason: 'signalingReconnect' }] : []),
@@ -326,6 +332,7 @@ export class NegotiationMachine {
     this.remoteCandidateBuffer = [];
     this.inCooldown = false;
     this.replacedInCooldown = false;
+    this.stalledWhenLeft = this.stalledWhenLeft || this.mediaStalled; // told again by every view while alone
     this.mediaStalled = false;
     // An offer nobody will answer would block the next peer's negotiation.
     const rollback = this.signalingState === 'haveLocalOffer' ? [{ type: 'rollback' }] : [];

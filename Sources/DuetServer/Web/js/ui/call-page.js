@@ -152,6 +152,14 @@ window.duet = {
   // (verification/fingerprint-auth.js normalizes them): what the safety code is made of.
   get localFingerprints() { return fingerprintsInSdp(currentPc()?.localDescription?.sdp ?? ''); },
   get remoteFingerprints() { return fingerprintsInSdp(currentPc()?.remoteDescription?.sdp ?? ''); },
+  // The ICE usernames the current descriptions carry ({local, remote}: each a sorted list, one per distinct
+  // a=ice-ufrag) and the connection's signaling state: an ICE restart is through when both sides' sets changed and
+  // each side's remote is the other's local (tests tell a finished restart from media going on over the old path).
+  get ice() {
+    const pc = currentPc();
+    const ufrags = (sdp) => [...new Set([...(sdp ?? '').matchAll(/^a=ice-ufrag:(\S+)/gm)].map((m) => m[1]))].sort();
+    return { local: ufrags(pc?.localDescription?.sdp), remote: ufrags(pc?.remoteDescription?.sdp), signalingState: pc?.signalingState ?? null };
+  },
   // How many of the other side's descriptions WebRTC applied in this call (0 before it starts).
   get remoteDescriptionsApplied() { return call?.remoteDescriptionsApplied ?? 0; },
   // 'verified' (every description applied was proven by the link's key), 'unverified' (no key, or nothing proven
