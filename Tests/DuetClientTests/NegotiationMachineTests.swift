@@ -496,12 +496,26 @@ import Testing
             host.send { $0.handle(.mediaFlowing) }
         }
         #expect(arrive(flowingAgain, returning: true) == plain)
-        // A guest does not offer for a returning host: it waits for the host's offer (its fallback after the delay).
-        var guest = side(host: false)
-        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
-        guest.send { $0.handle(.iceStateChanged(.connected)) }
-        guest.send { $0.handle(.peer(present: false, isHost: false, peerEpoch: 1)) }
-        let returned = guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 2, returning: true)) }
-        #expect(!returned.contains { if case .createOffer = $0 { true } else { false } })
+        // A guest back first does not offer for a returning host (its fallback after the delay, a plain offer)...
+        func guestAlone(_ prepare: (inout Driver) -> Void) -> Driver {
+            var guest = side(host: false)
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+            guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+            guest.send { $0.handle(.iceStateChanged(.connected)) }
+            prepare(&guest)
+            guest.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+            guest.send { $0.handle(.peer(present: false, isHost: false, peerEpoch: 1)) }
+            return guest
+        }
+        func offersAndRestarts(_ actions: [Machine.Action]) -> [Machine.Action] {
+            actions.filter { if case .createOffer = $0 { true } else if case .iceRestartStarted = $0 { true } else { false } }
+        }
+        var calm = guestAlone { _ in }
+        #expect(offersAndRestarts(calm.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 2, returning: true)) }).isEmpty)
+        // ...unless its media had stalled: the returning host offers nothing (it never saw it leave), so it restarts.
+        var stalledGuest = guestAlone { $0.send { $0.handle(.mediaStalled) } }
+        let restartedGuest = stalledGuest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 2, returning: true)) }
+        #expect(offersAndRestarts(restartedGuest) == [.iceRestartStarted(.mediaStall), .createOffer(iceRestart: true)])
     }
 }

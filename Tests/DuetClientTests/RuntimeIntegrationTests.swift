@@ -10,7 +10,13 @@ import Testing
     @Test func callReachesInCallAndConnected() async throws {
         let server = try await TestServer.start()
         let media = SimulatedMediaNetwork()
-        let (alice, bob) = try await startCall(server: server, media: media)
+        // The claims below (WebSocket, one offer, never leaving connected) are the happy path's: they hold while the
+        // machine opens a WebSocket within the 2 s connect timeout and delivers the host's offer before the guest's
+        // fallback. CI's parallel tests once took longer (the call went to SSE, as designed): the engines' timers run
+        // at a quarter of real speed here, so only a machine 4× slower than that trips them.
+        let clock = FastClock()
+        clock.setRate(0.25)
+        let (alice, bob) = try await startCall(server: server, media: media, clock: clock)
         #expect(await alice.call.hostCid == alice.call.cid)
         #expect(await alice.transports().last == .ws)
         #expect(await alice.stats().offersCreated == 1, "the host offers")

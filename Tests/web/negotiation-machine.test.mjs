@@ -455,11 +455,23 @@ test('the same peer returning to media that flowed all along gets a plain offer;
     'media stalled before the peer went missing is still down when it returns');
   const flowingAgain = (host) => { host.send({ type: 'mediaStalled' }); host.send({ type: 'mediaFlowing' }); };
   assert.deepEqual(arrive(back(flowingAgain), true), [canc('nonHostFallback'), offer(false)]);
-  // A guest does not offer for a returning host: it waits for the host's offer (its fallback after the delay).
-  const guest = side(false);
-  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
-  guest.send({ type: 'iceStateChanged', state: 'connected' });
-  guest.send({ type: 'peer', present: false, isHost: false, peerEpoch: 1 });
-  const returned = guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 2, returning: true });
-  assert.ok(!returned.some((a) => a.type === 'createOffer'), JSON.stringify(returned));
+  // A guest back first does not offer for a returning host (its fallback after the delay, a plain offer)...
+  const guestAlone = (prepare) => {
+    const guest = side(false);
+    guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+    guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+    guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a1' });
+    guest.send({ type: 'iceStateChanged', state: 'connected' });
+    prepare(guest);
+    guest.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+    guest.send({ type: 'peer', present: false, isHost: false, peerEpoch: 1 });
+    return guest;
+  };
+  const returned = guestAlone(() => {}).send({ type: 'peer', present: true, isHost: false, peerEpoch: 2, returning: true });
+  assert.deepEqual(returned.filter((a) => a.type === 'createOffer' || a.type === 'iceRestartStarted'), [], JSON.stringify(returned));
+  // ...unless its media had stalled: the returning host offers nothing (it never saw it leave), so it restarts.
+  const stalledGuest = guestAlone(stalled);
+  const restartedGuest = stalledGuest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 2, returning: true });
+  assert.deepEqual(restartedGuest.filter((a) => a.type === 'createOffer' || a.type === 'iceRestartStarted'),
+    [restarted('mediaStall'), offer(true)], JSON.stringify(restartedGuest));
 });

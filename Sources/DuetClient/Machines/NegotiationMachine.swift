@@ -95,8 +95,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var mediaStalled = false
     /// Media is up: ICE connected, and arriving.
     public var mediaUp: Bool { (iceState == .connected || iceState == .completed) && !mediaStalled }
-    /// Media was stalled when the peer went missing (the watchdog starts over for whoever comes next): the same peer
-    /// coming back finds media down, not up, until media is seen flowing again.
+    /// Media was stalled when the peer went missing (the watchdog starts over for whoever comes next, and samples
+    /// nothing while we are alone): the same peer coming back finds media down, not up. A stall that healed while we
+    /// were alone costs one restart: the safe side.
     private var stalledWhenLeft = false
     public private(set) var nonHostFallbackAttempts = 0
     /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
@@ -332,7 +333,10 @@ public struct NegotiationMachine: Sendable, Equatable {
             return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
         }
         guard !hasRemoteDescription else { return [] }
-        return [.timer(.schedule(.nonHostFallback, afterMs: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS))]
+        // Back first in a rebuilt room, with media that had stalled: the returning host offers nothing (it never saw
+        // us leave), so the restart is ours; the fallback stays as the offer of last resort.
+        let restarted = returning && stalledBefore ? restart(.mediaStall) : []
+        return restarted + [.timer(.schedule(.nonHostFallback, afterMs: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS))]
     }
 
     private mutating func leftAlone() -> [Action] {

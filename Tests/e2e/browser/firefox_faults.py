@@ -171,15 +171,16 @@ def restart_by_chromium_b():
 
 def restart_through(net, before, restarting, timeout=30):
     """The restart `restarting` (a Peer) made is through: its connection carries new ICE credentials, each side's
-    remote credentials are the other's local ones, and neither has a description pending. (An answerer may keep its
-    own credentials: Chromium does when it answers Firefox.) A restart that one side refused, or that left one side on
-    the old credentials, stays short of this while media may go on over the old path (the wedge of issue 32)."""
+    remote credentials are the other's local ones (none empty: two connections just replaced and not yet described do
+    not count), and neither has a description pending. A restart that one side refused, or that left one side on the
+    old credentials, stays short of this while media may go on over the old path (the wedge of issue 32). The
+    answerer's own credentials are not required to change: the agreement is what the media path needs."""
     deadline = time.monotonic() + timeout
     while True:
         a, b = net.a.page.evaluate("duet.ice"), net.b.page.evaluate("duet.ice")
         own = a if restarting is net.a else b
-        if (own["local"] != before[restarting.name]["local"] and a["remote"] == b["local"] and b["remote"] == a["local"]
-                and a["signalingState"] == b["signalingState"] == "stable"):
+        if (own["local"] != before[restarting.name]["local"] and a["local"] and b["local"]
+                and a["remote"] == b["local"] and b["remote"] == a["local"] and a["signalingState"] == b["signalingState"] == "stable"):
             return
         if time.monotonic() > deadline:
             chaos.log_state(net)
@@ -192,8 +193,8 @@ def online_of(firefox_a, firefox_b, side):
     `online` event a browser fires when an interface returns), so it restarts ICE at once (`networkOnline`). The
     restart must go through on both sides and media flow both ways after it. Between Firefox and Chromium this is
     where each browser's way with restarts shows: the DTLS role Firefox re-picks in its answers (issue 32 point 3),
-    and Chromium answering Firefox's restart with its old credentials (media into a port Firefox no longer reads,
-    until a watchdog notices)."""
+    and, after Firefox's restart under a Chromium host, both agents able to go on over the old generation's pair
+    (media into a port Firefox no longer reads, until a watchdog notices; docs/call-engine.md)."""
     def scenario(net):
         with chaos.serving() as server:
             pair_call(net, server, firefox_a, firefox_b)
@@ -216,7 +217,9 @@ def shown_within(page, expression, seconds, what):
     """`expression` becomes true on `page` within `seconds` (the product's promise: "within a second")."""
     started = time.monotonic()
     page.wait_for(expression, seconds, poll=0.05, message=what)
-    log(what, f"after {time.monotonic() - started:.2f} s")
+    took = time.monotonic() - started
+    log(what, f"after {took:.2f} s")
+    chaos.expect(took <= seconds, f"{what}: after {took:.2f} s, not within {seconds} s")  # a last probe may land late
 
 
 def tell_and_show(sender, receiver):

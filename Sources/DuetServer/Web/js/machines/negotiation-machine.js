@@ -44,8 +44,9 @@ export class NegotiationMachine {
     this.iceState = 'new';
     /** ICE says connected but the media watchdog says nothing arrives: media is down all the same. */
     this.mediaStalled = false;
-    /** Media was stalled when the peer went missing (the watchdog starts over for whoever comes next): the same peer
-     * coming back finds media down, not up, until media is seen flowing again. */
+    /** Media was stalled when the peer went missing (the watchdog starts over for whoever comes next, and samples
+     * nothing while we are alone): the same peer coming back finds media down, not up. A stall that healed while we
+     * were alone costs one restart: the safe side. */
     this.stalledWhenLeft = false;
     this.nonHostFallbackAttempts = 0;
     /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
@@ -313,7 +314,10 @@ export class NegotiationMachine {
       ];
     }
     if (this.hasRemoteDescription) return [];
-    return [timerAction(schedule('nonHostFallback', RESILIENCE.NON_HOST_FALLBACK_DELAY_MS))];
+    // Back first in a rebuilt room, with media that had stalled: the returning host offers nothing (it never saw
+    // us leave), so the restart is ours; the fallback stays as the offer of last resort.
+    const restarted = returning && stalledBefore ? this.#restart('mediaStall') : [];
+    return [...restarted, timerAction(schedule('nonHostFallback', RESILIENCE.NON_HOST_FALLBACK_DELAY_MS))];
   }
 
   #leftAlone() {
