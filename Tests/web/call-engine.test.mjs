@@ -389,7 +389,8 @@ test('jitter: a given seed reproduces the Swift draw, null turns it off, no seed
   assert.ok(random >= 400 && random <= 600, `${random}`);
 });
 
-test('the peer returning from suspension with our media down triggers an ICE restart', () => {
+/** Host "C-h" in a call with guest "C-g": its offer answered, ICE connected. */
+function hostInCall() {
   const host = new CallEngine({ jitterSeed: null });
   host.handle({ type: 'joinRoom', roomId: rid });
   host.handle({ type: 'transportOpened', transport: 'ws' });
@@ -398,6 +399,11 @@ test('the peer returning from suspension with our media down triggers an ICE res
   host.handle(message('answer', { sdp: 'a' }, { epoch: 2 }));
   host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
   host.handle({ type: 'iceStateChanged', state: 'connected' });
+  return host;
+}
+
+test('the peer returning from suspension with our media down triggers an ICE restart', () => {
+  const host = hostInCall();
   const roomState = (status, epoch) => message('room_state', {
     hostCid: 'C-h', epoch,
     participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
@@ -411,14 +417,7 @@ test('the peer returning from suspension with our media down triggers an ICE res
 
 /** Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back. */
 function hostAloneAfterAServerRestart() {
-  const host = new CallEngine({ jitterSeed: null });
-  host.handle({ type: 'joinRoom', roomId: rid });
-  host.handle({ type: 'transportOpened', transport: 'ws' });
-  host.handle(joined('C-h', ['C-h', 'C-g'], 'C-h', 2));
-  host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' });
-  host.handle(message('answer', { sdp: 'a' }, { epoch: 2 }));
-  host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
-  host.handle({ type: 'iceStateChanged', state: 'connected' });
+  const host = hostInCall();
   dropAndReopen(host);
   host.handle(joined('C-h', ['C-h'], 'C-h', 1, 'recovered'));
   assert.equal(host.phase, 'waiting');
