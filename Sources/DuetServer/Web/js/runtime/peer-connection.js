@@ -13,6 +13,12 @@ export function emptyStats() {
   };
 }
 
+// Firefox (Gecko, its own ICE agent) rather than a libwebrtc browser (Chromium, Safari): their ICE agents differ in
+// how an ICE restart meets the old generation (PeerConnection.createOffer).
+function isGecko() {
+  return typeof navigator !== 'undefined' && /\bGecko\/\d/.test(navigator.userAgent) && !/like Gecko/.test(navigator.userAgent);
+}
+
 export class PeerConnection {
   // onLocalCandidate (optional): every gathered RTCIceCandidate as it is, for observers (its type, relay protocol
   // and TURN URL); the engine gets its own copy through onEvent. onCandidateError (optional): every
@@ -20,14 +26,18 @@ export class PeerConnection {
   // onConfigurationRefused (optional): (configuration, error) when the browser refuses the configuration
   // (`new RTCPeerConnection` or setConfiguration throws, say on a malformed ICE server URL); the error is rethrown.
   constructor({ localMedia, onEvent, onRemoteStream, onLocalCandidate = () => {}, onCandidateError = () => {},
-    onConfigurationRefused = () => {} }) {
+    onConfigurationRefused = () => {}, holdsRestartOffer = !isGecko() }) {
     this.localMedia = localMedia;
     this.onEvent = onEvent;
     this.onRemoteStream = onRemoteStream;
     this.onLocalCandidate = onLocalCandidate;
     this.onCandidateError = onCandidateError;
     this.onConfigurationRefused = onConfigurationRefused;
+    // Whether an ICE restart offer is applied with its answer rather than at once (createOffer says why).
+    this.holdsRestartOffer = holdsRestartOffer;
     this.pc = null;
+    // The ICE restart offer sent and not yet applied ({pc, offer}; createOffer says why), null without one.
+    this.unappliedOffer = null;
     // Each connection's "closed" signal: a stats reading ends with the connection it was asked of (Firefox leaves the
     // getStats() of a connection closed meanwhile unsettled: after a renewal, a reading never came back).
     this.closedSignals = new WeakMap();
@@ -77,8 +87,22 @@ export class PeerConnection {
     };
   }
 
+  // libwebrtc's ICE restart offer is sent before it is applied here: it is applied just before the answer. Applied at
+  // once, libwebrtc's new ports start checking the peer's old-generation candidates, with the old credentials, before
+  // the answer brings the new ones. Firefox's old ICE stream answers those checks, so Chromium nominates a pair whose
+  // media Firefox never plays, and Firefox's new stream never checks (chromium-hosts-firefox-online-a, 2026-11-29:
+  // 1 run in 5 under load, every run with the answer 0.5 s late; 5 s of silence until Firefox's media watchdog
+  // restarted). Applied with the answer, the new ports check only the new generation.
+  // Firefox applies its own at once: its candidates must follow its offer, not the answer. libwebrtc answering pairs
+  // its new ports with the old candidates it already has, and Firefox's old stream answers those too: with Firefox's
+  // candidates an answer's round trip late, chromium-hosts-firefox-online-b went silent the same way, every run.
   async createOffer(iceRestart) {
+    this.unappliedOffer = null;
     const offer = await this.pc.createOffer({ iceRestart });
+    if (iceRestart && this.holdsRestartOffer) {
+      this.unappliedOffer = { pc: this.pc, offer };
+      return offer.sdp;
+    }
     await this.pc.setLocalDescription(offer);
     return this.pc.localDescription.sdp;
   }
@@ -90,10 +114,16 @@ export class PeerConnection {
   }
 
   async setRemoteDescription(kind, sdp) {
+    const pending = this.unappliedOffer;
+    this.unappliedOffer = null;
+    // An answer answers the restart offer this side sent: applied first. An offer instead (the peer's, crossing
+    // ours) leaves ours unapplied: there is nothing to roll back.
+    if (kind === 'answer' && pending?.pc === this.pc) await this.pc.setLocalDescription(pending.offer);
     await this.pc.setRemoteDescription({ type: kind, sdp });
   }
 
   async rollback() {
+    this.unappliedOffer = null;
     if (this.pc && this.pc.signalingState !== 'stable') await this.pc.setLocalDescription({ type: 'rollback' });
   }
 
@@ -162,6 +192,7 @@ export class PeerConnection {
   close() {
     const pc = this.pc;
     this.pc = null;
+    this.unappliedOffer = null;
     pc?.close();
     if (pc) this.closedSignals.get(pc).resolve();
   }
