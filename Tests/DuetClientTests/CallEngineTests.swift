@@ -120,6 +120,28 @@ import Testing
         #expect(peer.contains(.emit(.phase(.inCall))))
     }
 
+    /// Found in CI: webrtcbin reports candidates before it hands the offer back, so `duet call` sent its first ones
+    /// before its offer and an aiortc peer dropped them (the JS engine's test mirrors this one).
+    @Test("our candidates never precede the offer they belong to, the first one or an ICE restart's")
+    func candidatesNeverPrecedeTheirOffer() throws {
+        var host = CallEngine()
+        _ = host.handle(.joinRoom(rid))
+        _ = host.handle(.transportOpened(.ws))
+        let candidate = IceCandidate(candidate: "candidate:1 1 udp 1 10.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
+        let types = { (outputs: [CallEngine.Output]) in self.sent(outputs).map(\.messageType) }
+        #expect(host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+            .contains(.engine(.createOffer(iceRestart: false))))
+        #expect(types(host.handle(.localCandidate(candidate))).isEmpty, "held while the offer is made")
+        #expect(types(host.handle(.localDescriptionReady(.offer, sdp: "o"))) == [.offer, .ice])
+        _ = host.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a"])))
+        _ = host.handle(.remoteDescriptionApplied(.answer))
+        _ = host.handle(.iceStateChanged(.connected))
+        #expect(host.handle(.networkOnline).contains(.engine(.createOffer(iceRestart: true))))
+        #expect(types(host.handle(.localCandidate(candidate))).isEmpty, "the restart's candidates wait for its offer")
+        #expect(types(host.handle(.localDescriptionReady(.offer, sdp: "r"))) == [.offer, .ice])
+        #expect(types(host.handle(.localCandidate(candidate))) == [.ice], "then at once")
+    }
+
     /// Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back.
     func hostAloneAfterAServerRestart() throws -> CallEngine {
         var host = CallEngine()

@@ -33,6 +33,31 @@ import Testing
         #expect(flushed.last == .sendEndOfCandidates, "gathering already complete: end follows the flush")
     }
 
+    @Test("the offering side holds candidates found before its offer is sent, then sends them with it")
+    func offererHoldsUntilOfferSent() {
+        var driven = driver()
+        driven.send { $0.handle(.offering) }
+        #expect(driven.send { $0.handle(.localCandidate(candidate)) }.isEmpty, "held while the offer is being made")
+        let flushed = driven.send { $0.handle(.offerSent) }
+        #expect(flushed.filter { if case .sendCandidate = $0 { true } else { false } }.count == 1)
+        guard case .sendCandidate? = driven.send({ $0.handle(.localCandidate(candidate)) }).first else {
+            Issue.record("not sent at once after the offer"); return
+        }
+    }
+
+    @Test("a description that could not be made releases what waited for it") func failedDescriptionReleases() {
+        var driven = driver()
+        driven.send { $0.handle(.offering) }
+        driven.send { $0.handle(.localCandidate(candidate)) }
+        driven.send { $0.handle(.gatheringComplete) }
+        let released = driven.send { $0.handle(.descriptionFailed) }
+        #expect(released.filter { if case .sendCandidate = $0 { true } else { false } }.count == 1)
+        #expect(released.last == .sendEndOfCandidates)
+        guard case .sendCandidate? = driven.send({ $0.handle(.localCandidate(candidate)) }).first else {
+            Issue.record("still holding"); return
+        }
+    }
+
     @Test("end-of-candidates when gathering completes") func endOnGatheringComplete() {
         var driven = driver()
         driven.send { $0.handle(.offerSent) }

@@ -310,6 +310,26 @@ test('draining: reconnect after the delay the server asked for', () => {
   assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 3000 } }));
 });
 
+// Mirrors CallEngineTests.candidatesNeverPrecedeTheirOffer. Found in CI: webrtcbin reports candidates before it hands
+// the offer back, so duet call sent its first ones before its offer and an aiortc peer dropped them.
+test('our candidates never precede the offer they belong to, the first one or an ICE restart\'s', () => {
+  const host = new CallEngine({ jitterSeed: null });
+  host.handle({ type: 'joinRoom', roomId: rid });
+  host.handle({ type: 'transportOpened', transport: 'ws' });
+  const candidate = { candidate: 'candidate:1 1 udp 1 10.0.0.1 9 typ host', sdpMid: '0', sdpMLineIndex: 0 };
+  const types = (outputs) => sent(outputs).map((e) => e.type);
+  assert.ok(has(host.handle(joined('C-h', ['C-h', 'C-g'], 'C-h', 2)), { type: 'engine', command: { type: 'createOffer', iceRestart: false } }));
+  assert.deepEqual(types(host.handle({ type: 'localCandidate', candidate })), [], 'held while the offer is made');
+  assert.deepEqual(types(host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o' })), ['offer', 'ice']);
+  host.handle(message('answer', { sdp: 'a' }, { epoch: 2 }));
+  host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.handle({ type: 'iceStateChanged', state: 'connected' });
+  assert.ok(has(host.handle({ type: 'networkOnline' }), { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
+  assert.deepEqual(types(host.handle({ type: 'localCandidate', candidate })), [], 'the restart\'s candidates wait for its offer');
+  assert.deepEqual(types(host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r' })), ['offer', 'ice']);
+  assert.deepEqual(types(host.handle({ type: 'localCandidate', candidate })), ['ice'], 'then at once');
+});
+
 test('ping and end-of-candidates have their wire shapes', () => {
   const engine = guestInCall();
   assert.deepEqual(sent(engine.handle({ type: 'timerFired', timer: 'ping' })), [{ v: 1, type: 'ping', payload: { ts: 0 } }]);

@@ -40,6 +40,26 @@ test('the answering side queues candidates until its answer is sent, then ends i
   assert.deepEqual(flushed.at(-1), END, 'gathering already complete: end follows the flush');
 });
 
+test('the offering side holds candidates found before its offer is sent, then sends them with it', () => {
+  const driven = new Driven(new TrickleIceMachine());
+  driven.send({ type: 'offering' });
+  assert.deepEqual(driven.send({ type: 'localCandidate', candidate: raw }), [], 'held while the offer is being made');
+  const flushed = driven.send({ type: 'offerSent' });
+  assert.equal(flushed.filter((a) => a.type === 'sendCandidate').length, 1);
+  assert.equal(driven.send({ type: 'localCandidate', candidate: raw })[0].type, 'sendCandidate', 'then at once');
+});
+
+test('a description that could not be made releases what waited for it', () => {
+  const driven = new Driven(new TrickleIceMachine());
+  driven.send({ type: 'offering' });
+  driven.send({ type: 'localCandidate', candidate: raw });
+  driven.send({ type: 'gatheringComplete' });
+  const released = driven.send({ type: 'descriptionFailed' });
+  assert.equal(released.filter((a) => a.type === 'sendCandidate').length, 1);
+  assert.deepEqual(released.at(-1), END);
+  assert.equal(driven.send({ type: 'localCandidate', candidate: raw })[0].type, 'sendCandidate', 'no longer holding');
+});
+
 test('end-of-candidates when gathering completes, once', () => {
   const driven = new Driven(new TrickleIceMachine());
   driven.send({ type: 'offerSent' });

@@ -196,7 +196,8 @@ public struct CallEngine: Sendable {
             var out = negotiationEvent(.localDescriptionReady(kind, sdp: sdp))
             out += trickleEvent(kind == .offer ? .offerSent : .answerSent)
             return out
-        case .localDescriptionFailed: return negotiationEvent(.localDescriptionFailed)
+        case .localDescriptionFailed where negotiation.staleLocalResults > 0: return negotiationEvent(.localDescriptionFailed)
+        case .localDescriptionFailed: return negotiationEvent(.localDescriptionFailed) + trickleEvent(.descriptionFailed)
         case .remoteDescriptionApplied(let kind):
             var out: [Output] = kind == .offer ? trickleEvent(.answering) : []
             out += negotiationEvent(.remoteDescriptionApplied(kind))
@@ -337,7 +338,9 @@ public struct CallEngine: Sendable {
         for action in negotiation.handle(event) {
             switch action {
             case .renewPeerConnection: out.append(.engine(.renewPeerConnection))
-            case .createOffer(let restart): out.append(.engine(.createOffer(iceRestart: restart)))
+            case .createOffer(let restart):
+                out += trickleEvent(.offering)
+                out.append(.engine(.createOffer(iceRestart: restart)))
             case .createAnswer: out.append(.engine(.createAnswer))
             case .setRemoteDescription(let kind, let sdp): out.append(.engine(.setRemoteDescription(kind, sdp: sdp)))
             case .rollback:

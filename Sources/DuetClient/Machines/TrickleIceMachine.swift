@@ -1,14 +1,22 @@
 import DuetProtocol
-/// Our own ICE candidates on their way out (seed 004): cleaned of WebRTC-only extensions, held back on
-/// the answering side until the answer is sent, and closed by end-of-candidates (`candidate:null`) when
-/// gathering completes or after 3 s without a new candidate.
+/// Our own ICE candidates on their way out (seed 004): cleaned of WebRTC-only extensions, held back until
+/// the description they belong to is sent (the answer on the answering side, as in the seed, and our offer too), and
+/// closed by end-of-candidates (`candidate:null`) when gathering completes or after 3 s without a new candidate.
+/// The offer is held for the seed's reason: a candidate the peer gets before the description is dropped by some
+/// receivers, and one that comes before an ICE restart's offer is matched to the generation it replaces. WebRTC can
+/// report candidates before it hands the offer back (GStreamer's webrtcbin does, from its own thread: an aiortc peer
+/// dropped `duet call`'s first three in CI).
 public struct TrickleIceMachine: Sendable, Equatable {
     public enum Event: Sendable, Equatable {
+        /// We are making an offer: candidates wait for it.
+        case offering
         /// We sent an offer: candidates flow at once.
         case offerSent
         /// A remote offer arrived: we answer, so candidates wait for our answer.
         case answering
         case answerSent
+        /// Our offer or answer could not be made: nothing of it will be sent, so nothing waits for it.
+        case descriptionFailed
         case localCandidate(IceCandidate)
         case gatheringComplete
         case timerFired(TimerID)
@@ -34,11 +42,14 @@ public struct TrickleIceMachine: Sendable, Equatable {
             holding = false
             startGeneration()
             return flushed
+        case .offering:
+            holding = true
+            return []
         case .answering:
             holding = true
             startGeneration()
             return [.timer(.cancel(.endOfCandidates))]
-        case .answerSent:
+        case .answerSent, .descriptionFailed:
             holding = false
             var actions = flush()
             if gatheringDone { actions += end() }

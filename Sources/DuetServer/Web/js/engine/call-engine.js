@@ -292,7 +292,9 @@ export class CallEngine {
           ...this.#negotiationEvent({ type: 'localDescriptionReady', kind: input.kind, sdp: input.sdp }),
           ...this.#trickleEvent({ type: input.kind === 'offer' ? 'offerSent' : 'answerSent' }),
         ];
-      case 'localDescriptionFailed': return this.#negotiationEvent({ type: 'localDescriptionFailed' });
+      case 'localDescriptionFailed':
+        if (this.negotiation.staleLocalResults > 0) return this.#negotiationEvent({ type: 'localDescriptionFailed' });
+        return [...this.#negotiationEvent({ type: 'localDescriptionFailed' }), ...this.#trickleEvent({ type: 'descriptionFailed' })];
       case 'remoteDescriptionFailed': return this.#negotiationEvent({ type: 'remoteDescriptionFailed', kind: input.kind });
       case 'rollbackFailed': return this.#negotiationEvent({ type: 'rollbackFailed' });
       case 'remoteDescriptionApplied': {
@@ -469,7 +471,9 @@ export class CallEngine {
     for (const action of this.negotiation.handle(event)) {
       switch (action.type) {
         case 'renewPeerConnection': out.push(engine({ type: 'renewPeerConnection' })); break;
-        case 'createOffer': out.push(engine({ type: 'createOffer', iceRestart: action.iceRestart })); break;
+        case 'createOffer':
+          out.push(...this.#trickleEvent({ type: 'offering' }), engine({ type: 'createOffer', iceRestart: action.iceRestart }));
+          break;
         case 'createAnswer': out.push(engine({ type: 'createAnswer' })); break;
         case 'setRemoteDescription':
           out.push(engine({ type: 'setRemoteDescription', kind: action.kind, sdp: action.sdp }));

@@ -1,6 +1,7 @@
 // Port of TrickleIceMachine.swift. Our own ICE candidates on their way out (seed 004): cleaned of
-// WebRTC-only extensions, held back on the answering side until the answer is sent, and closed by
-// end-of-candidates (`candidate:null`) when gathering completes or after 3 s without a new candidate.
+// WebRTC-only extensions, held back until the description they belong to is sent (the answer, and our offer too:
+// TrickleIceMachine.swift says why), and closed by end-of-candidates (`candidate:null`) when gathering completes or
+// after 3 s without a new candidate.
 import { RESILIENCE } from '../constants.js';
 import { cancel, schedule, timerAction } from './timers.js';
 
@@ -32,8 +33,9 @@ export class TrickleIceMachine {
   }
 
   /**
-   * Events: offerSent (candidates flow at once), answering (a remote offer arrived: candidates wait for
-   * our answer), answerSent, localCandidate{candidate}, gatheringComplete, timerFired{timer}.
+   * Events: offering (we are making an offer: candidates wait for it), offerSent (candidates flow at once),
+   * answering (a remote offer arrived: candidates wait for our answer), answerSent, descriptionFailed (our offer or
+   * answer could not be made: nothing waits for it), localCandidate{candidate}, gatheringComplete, timerFired{timer}.
    * Actions: sendCandidate{candidate}, sendEndOfCandidates, timer{command}.
    * Candidates are IceCandidate wire shapes: {candidate, sdpMid, sdpMLineIndex} (usernameFragment and
    * any other field is dropped, as the Swift IceCandidate has no room for it).
@@ -46,11 +48,15 @@ export class TrickleIceMachine {
         this.#startGeneration();
         return flushed;
       }
+      case 'offering':
+        this.holding = true;
+        return [];
       case 'answering':
         this.holding = true;
         this.#startGeneration();
         return [timerAction(cancel('endOfCandidates'))];
-      case 'answerSent': {
+      case 'answerSent':
+      case 'descriptionFailed': {
         this.holding = false;
         const actions = this.#flush();
         if (this.gatheringDone) actions.push(...this.#end());
