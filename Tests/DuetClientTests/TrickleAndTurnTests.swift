@@ -45,6 +45,27 @@ import Testing
         }
     }
 
+    @Test("gathering that completes while the offer is made ends the generation when the offer is sent")
+    func gatheringCompleteWhileOffering() {
+        var driven = driver()
+        driven.send { $0.handle(.offering) }
+        driven.send { $0.handle(.localCandidate(candidate)) }
+        #expect(driven.send { $0.handle(.gatheringComplete) }.isEmpty)
+        let sent = driven.send { $0.handle(.offerSent) }
+        #expect(sent.filter { if case .sendCandidate = $0 { true } else { false } }.count == 1)
+        #expect(sent.last == .sendEndOfCandidates, "end-of-candidates at once, not 3 s later")
+    }
+
+    @Test("a renewed connection drops what the old one gathered, held or not") func renewalDropsTheOldCandidates() {
+        var driven = driver()
+        driven.send { $0.handle(.offering) }
+        driven.send { $0.handle(.localCandidate(candidate)) }
+        driven.send { $0.handle(.connectionRenewed) }
+        driven.send { $0.handle(.offering) }
+        #expect(driven.send { $0.handle(.offerSent) }.isEmpty, "nothing of the old connection")
+        #expect(driven.advance(by: 10_000).isEmpty, "and no end-of-candidates for it")
+    }
+
     @Test("a description that could not be made releases what waited for it") func failedDescriptionReleases() {
         var driven = driver()
         driven.send { $0.handle(.offering) }

@@ -49,6 +49,26 @@ test('the offering side holds candidates found before its offer is sent, then se
   assert.equal(driven.send({ type: 'localCandidate', candidate: raw })[0].type, 'sendCandidate', 'then at once');
 });
 
+test('gathering that completes while the offer is made ends the generation when the offer is sent', () => {
+  const driven = new Driven(new TrickleIceMachine());
+  driven.send({ type: 'offering' });
+  driven.send({ type: 'localCandidate', candidate: raw });
+  assert.deepEqual(driven.send({ type: 'gatheringComplete' }), []);
+  const sent = driven.send({ type: 'offerSent' });
+  assert.equal(sent.filter((a) => a.type === 'sendCandidate').length, 1);
+  assert.deepEqual(sent.at(-1), END, 'end-of-candidates at once, not 3 s later');
+});
+
+test('a renewed connection drops what the old one gathered, held or not', () => {
+  const driven = new Driven(new TrickleIceMachine());
+  driven.send({ type: 'offering' });
+  driven.send({ type: 'localCandidate', candidate: raw });
+  driven.send({ type: 'connectionRenewed' });
+  driven.send({ type: 'offering' });
+  assert.deepEqual(driven.send({ type: 'offerSent' }), [], 'nothing of the old connection');
+  assert.deepEqual(driven.advance(10000), [], 'and no end-of-candidates for it');
+});
+
 test('a description that could not be made releases what waited for it', () => {
   const driven = new Driven(new TrickleIceMachine());
   driven.send({ type: 'offering' });

@@ -337,7 +337,9 @@ public struct CallEngine: Sendable {
         var out: [Output] = []
         for action in negotiation.handle(event) {
             switch action {
-            case .renewPeerConnection: out.append(.engine(.renewPeerConnection))
+            case .renewPeerConnection:
+                out += trickleEvent(.connectionRenewed)
+                out.append(.engine(.renewPeerConnection))
             case .createOffer(let restart):
                 out += trickleEvent(.offering)
                 out.append(.engine(.createOffer(iceRestart: restart)))

@@ -15,8 +15,10 @@ public struct TrickleIceMachine: Sendable, Equatable {
         /// A remote offer arrived: we answer, so candidates wait for our answer.
         case answering
         case answerSent
-        /// Our offer or answer could not be made: nothing of it will be sent, so nothing waits for it.
+        /// Our offer or answer could not be made: nothing waits any longer (what was held came before it).
         case descriptionFailed
+        /// Our peer connection was replaced: what the old one gathered, held or not, is no use to anyone.
+        case connectionRenewed
         case localCandidate(IceCandidate)
         case gatheringComplete
         case timerFired(TimerID)
@@ -37,19 +39,17 @@ public struct TrickleIceMachine: Sendable, Equatable {
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
-        case .offerSent:
-            let flushed = flush()
-            holding = false
-            startGeneration()
-            return flushed
-        case .offering:
-            holding = true
-            return []
-        case .answering:
+        case .offering, .answering:
+            // A new description, perhaps a new generation of candidates (gathering again, to complete again).
             holding = true
             startGeneration()
             return [.timer(.cancel(.endOfCandidates))]
-        case .answerSent, .descriptionFailed:
+        case .connectionRenewed:
+            holding = false
+            queued.removeAll()
+            startGeneration()
+            return [.timer(.cancel(.endOfCandidates))]
+        case .offerSent, .answerSent, .descriptionFailed:
             holding = false
             var actions = flush()
             if gatheringDone { actions += end() }

@@ -470,7 +470,9 @@ export class CallEngine {
     const out = [];
     for (const action of this.negotiation.handle(event)) {
       switch (action.type) {
-        case 'renewPeerConnection': out.push(engine({ type: 'renewPeerConnection' })); break;
+        case 'renewPeerConnection':
+          out.push(...this.#trickleEvent({ type: 'connectionRenewed' }), engine({ type: 'renewPeerConnection' }));
+          break;
         case 'createOffer':
           out.push(...this.#trickleEvent({ type: 'offering' }), engine({ type: 'createOffer', iceRestart: action.iceRestart }));
           break;

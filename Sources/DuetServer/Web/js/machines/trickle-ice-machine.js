@@ -35,26 +35,26 @@ export class TrickleIceMachine {
   /**
    * Events: offering (we are making an offer: candidates wait for it), offerSent (candidates flow at once),
    * answering (a remote offer arrived: candidates wait for our answer), answerSent, descriptionFailed (our offer or
-   * answer could not be made: nothing waits for it), localCandidate{candidate}, gatheringComplete, timerFired{timer}.
+   * answer could not be made: nothing waits any longer), connectionRenewed (our peer connection was replaced: what the
+   * old one gathered is dropped), localCandidate{candidate}, gatheringComplete, timerFired{timer}.
    * Actions: sendCandidate{candidate}, sendEndOfCandidates, timer{command}.
    * Candidates are IceCandidate wire shapes: {candidate, sdpMid, sdpMLineIndex} (usernameFragment and
    * any other field is dropped, as the Swift IceCandidate has no room for it).
    */
   handle(event) {
     switch (event.type) {
-      case 'offerSent': {
-        const flushed = this.#flush();
-        this.holding = false;
-        this.#startGeneration();
-        return flushed;
-      }
       case 'offering':
-        this.holding = true;
-        return [];
       case 'answering':
+        // A new description, perhaps a new generation of candidates (gathering again, to complete again).
         this.holding = true;
         this.#startGeneration();
         return [timerAction(cancel('endOfCandidates'))];
+      case 'connectionRenewed':
+        this.holding = false;
+        this.queued = [];
+        this.#startGeneration();
+        return [timerAction(cancel('endOfCandidates'))];
+      case 'offerSent':
       case 'answerSent':
       case 'descriptionFailed': {
         this.holding = false;

@@ -96,6 +96,7 @@ export class PeerConnection {
   // Firefox applies its own at once: its candidates must follow its offer, not the answer. libwebrtc answering pairs
   // its new ports with the old candidates it already has, and Firefox's old stream answers those too: with Firefox's
   // candidates an answer's round trip late, chromium-hosts-firefox-online-b went silent the same way, every run.
+  // The cost: a libwebrtc restart gathers (TURN allocations included) one signaling round trip later.
   async createOffer(iceRestart) {
     this.unappliedOffer = null;
     const offer = await this.pc.createOffer({ iceRestart });
@@ -117,7 +118,8 @@ export class PeerConnection {
     const pending = this.unappliedOffer;
     this.unappliedOffer = null;
     // An answer answers the restart offer this side sent: applied first. An offer instead (the peer's, crossing
-    // ours) leaves ours unapplied: there is nothing to roll back.
+    // ours) leaves ours unapplied: there is nothing to roll back. The offer refused now is the answer refused (the
+    // engine hears remoteDescriptionFailed): the connection cannot take the restart it was asked for, and is replaced.
     if (kind === 'answer' && pending?.pc === this.pc) await this.pc.setLocalDescription(pending.offer);
     await this.pc.setRemoteDescription({ type: kind, sdp });
   }
