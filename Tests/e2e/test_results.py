@@ -316,7 +316,7 @@ class PublisherTests(unittest.TestCase):
         finally:
             firefox_faults.MATRIX["cut-10s"] = saved
         # A row of a fault chaos.py does not play takes its Chromium · Chromium cell from firefox_faults.py.
-        self.assertIn("| The guest's network comes back (`online`): the guest restarts ICE | yes, 1.5 s | yes, 1.5 s |", doc)
+        self.assertIn("| The guest's network comes back (`online`): the guest restarts ICE, the host's answer at least 0.5 s late | yes, 1.5 s | yes, 1.5 s |", doc)
         self.assertIn("| Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut | does not apply | yes, 1.5 s | does not apply | does not apply |", doc)
         failed = self.fake.run("20260102T000000Z-ffffee", "20260102T000000Z",
                                fail=("pairs:firefox-pair-stall", "B's status left connected while no media reached it"))
