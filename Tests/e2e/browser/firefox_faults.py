@@ -206,7 +206,7 @@ def online_of(firefox_a, firefox_b, side):
     so the answer arrives by retransmission): signaling slower than the media path, as with a server farther away than
     the other person. A restart offer applied before its answer came let Chromium's new ports check Firefox's old
     candidates with the old credentials, and Firefox's old ICE stream answered: media went where Firefox no longer
-    plays it (1 run in 5 under load before the hold; with it, every run)."""
+    plays it (5 runs in 13 under load before the hold; with it, every run)."""
     def scenario(net):
         with chaos.serving() as server:
             pair_call(net, server, firefox_a, firefox_b)

@@ -91,7 +91,7 @@ export class PeerConnection {
   // once, libwebrtc's new ports start checking the peer's old-generation candidates, with the old credentials, before
   // the answer brings the new ones. Firefox's old ICE stream answers those checks, so Chromium nominates a pair whose
   // media Firefox never plays, and Firefox's new stream never checks (chromium-hosts-firefox-online-a, 2026-11-29:
-  // 1 run in 5 under load, every run with the answer 0.5 s late; 5 s of silence until Firefox's media watchdog
+  // 5 runs in 13 under load, every run with the answer 0.5 s late; 5 s of silence until Firefox's media watchdog
   // restarted). Applied with the answer, the new ports check only the new generation.
   // Firefox applies its own at once: its candidates must follow its offer, not the answer. libwebrtc answering pairs
   // its new ports with the old candidates it already has, and Firefox's old stream answers those too: with Firefox's
