@@ -317,8 +317,8 @@ MATRIX = {
 }
 # Rows whose Chromium · Chromium cell is not chaos.py's fault of the same name: (title, that pair's scenario here).
 OWN_ROWS = {
-    "online-a": ("The host's network comes back (`online`): the host restarts ICE, the guest's answer at least 0.5 s late", "chromium-pair-online-a"),
-    "online-b": ("The guest's network comes back (`online`): the guest restarts ICE, the host's answer at least 0.5 s late", "chromium-pair-online-b"),
+    "online-a": (f"The host's network comes back (`online`): the host restarts ICE, the guest's answer at least {ANSWER_HELD_S} s late", "chromium-pair-online-a"),
+    "online-b": (f"The guest's network comes back (`online`): the guest restarts ICE, the host's answer at least {ANSWER_HELD_S} s late", "chromium-pair-online-b"),
     "basics": ("No fault: mute and camera shown both ways within 1 s, quality falls under 40 % loss; time: back to good after it",
                "chromium-pair-basics"),
 }
