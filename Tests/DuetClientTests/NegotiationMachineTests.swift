@@ -101,7 +101,7 @@ import Testing
         guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
         guest.send { $0.handle(.iceStateChanged(.connected)) }
         #expect(guest.send { $0.handle(.iceStateChanged(.failed)) }.allSatisfy { if case .createOffer = $0 { false } else { true } })
-        #expect(guest.send { $0.handle(.networkOnline) }.isEmpty)
+        #expect(guest.send { $0.handle(.networkOnline) } == [.askPeerToRestart(.networkOnline)], "asked of the host instead")
         #expect(guest.advance(by: 60_000).allSatisfy { if case .createOffer = $0 { false } else { true } }, "no crossing offers, ever")
         let restartOffer = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2-restart", epoch: 1)) }
         #expect(restartOffer.contains(.setRemoteDescription(.offer, sdp: "o2-restart")), "the host's restart is answered")
@@ -113,6 +113,70 @@ import Testing
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         host.send { $0.handle(.iceStateChanged(.connected)) }
         #expect(host.send { $0.handle(.iceStateChanged(.failed)) }.contains(.createOffer(iceRestart: true)))
+    }
+
+    /// A connected guest that cannot restart in place (`duet call`).
+    func connectedWebRtcBinGuest() -> Driver {
+        var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+        guest.send { $0.handle(.iceStateChanged(.connected)) }
+        return guest
+    }
+
+    @Test("restartsOnlyAsHost guest: a stall or an escalation asks the host (restart_request), never while the host's offer is being taken or signaling is down")
+    func theGuestThatCannotRestartAsksTheHost() {
+        var guest = connectedWebRtcBinGuest()
+        #expect(guest.send { $0.handle(.mediaStalled) } == [.askPeerToRestart(.mediaStall)])
+        #expect(guest.send { $0.handle(.requestIceRestart) } == [.askPeerToRestart(.escalation)], "asked again at each escalation step")
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2-restart", epoch: 1)) }
+        #expect(guest.send { $0.handle(.requestIceRestart) }.isEmpty, "the host's offer is being applied: that is the restart")
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        #expect(guest.send { $0.handle(.requestIceRestart) }.isEmpty, "…and being answered")
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a2")) }
+        #expect(guest.send { $0.handle(.requestIceRestart) } == [.askPeerToRestart(.escalation)])
+        guest.send { $0.handle(.signaling(up: false)) }
+        #expect(guest.send { $0.handle(.requestIceRestart) }.isEmpty, "nobody to hear it")
+        #expect(guest.send { $0.handle(.peerAskedForRestart) }.isEmpty, "it cannot restart: never asks back")
+        guest.send { $0.handle(.signaling(up: true)) }
+        #expect(guest.send { $0.handle(.peerAskedForRestart) }.isEmpty, "it cannot restart: never asks back")
+    }
+
+    @Test("peerAskedForRestart: the host restarts (reason peerRequest), not over its own restart offer, and paced by its cooldown")
+    func theHostRestartsWhenAsked() {
+        var host = connectedHost()
+        let asked = host.send { $0.handle(.peerAskedForRestart) }
+        #expect(asked == [.iceRestartStarted(.peerRequest), .createOffer(iceRestart: true)])
+        #expect(host.send { $0.handle(.peerAskedForRestart) }.isEmpty, "the restart offer being made is the one asked for")
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        #expect(host.send { $0.handle(.peerAskedForRestart) }.isEmpty, "…and so is the one waiting for its answer")
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(host.send { $0.handle(.peerAskedForRestart) }.isEmpty, "within the cooldown")
+        #expect(host.machine.pendingRestart == .peerRequest)
+        var alone = side(host: true)
+        alone.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
+        #expect(alone.send { $0.handle(.peerAskedForRestart) }.isEmpty, "nobody to restart with")
+        var guest = side(host: false)
+        #expect(guest.send { $0.handle(.peerAskedForRestart) }.contains(.createOffer(iceRestart: true)), "a browser guest can restart: it does")
+    }
+
+    @Test("a stall that outlasts its restart is restarted again at each cooldown's end, until media flows")
+    func aLastingStallIsRestartedEveryCooldown() {
+        var host = connectedHost()
+        #expect(host.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(!host.advance(by: 9_999).contains(.iceRestartStarted(.mediaStall)))
+        #expect(host.advance(by: 1).contains(.iceRestartStarted(.mediaStall)), "still stalled at the cooldown's end")
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r2")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra2", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.mediaFlowing) }
+        #expect(host.advance(by: 30_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } }, "media flows: no more")
     }
 
     @Test("ICE restart (network): online at once; path change only when ICE is degraded") func networkTriggers() {

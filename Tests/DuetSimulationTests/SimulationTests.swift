@@ -130,12 +130,20 @@ import Testing
 
     /// A runtime that never reads the inbound counters leaves a call whose media stopped under a connected ICE
     /// "connected" for good: the media-stall scenarios catch it.
-    @Test(arguments: ["media-stall-host", "media-stall-guest"])
+    @Test(arguments: ["media-stall-host", "media-stall-guest", "media-stall-duet-call-guest"])
     func aBlindWatchdogIsCaught(_ name: String) throws {
         let scenario = try #require(NamedScenarios.all.first { $0.name == name })
         let broken = scenario.run(mutation: .watchdogOff)
         #expect(broken.result.violations.contains { $0.invariant == .notRecovered }, "\(broken.result.violations)")
         #expect(!broken.problems.isEmpty)
+    }
+
+    /// A host that never hears a `duet call` guest's restart_request leaves the guest's stalled media stalled for good.
+    @Test func anUnheardRestartRequestIsCaught() throws {
+        let scenario = try #require(NamedScenarios.all.first { $0.name == "media-stall-duet-call-guest" })
+        #expect(scenario.run().problems.isEmpty, "\(scenario.run().problems)")
+        let broken = scenario.run(mutation: .restartRequestIgnored)
+        #expect(broken.result.violations.contains { $0.invariant == .notRecovered }, "\(broken.result.violations)")
     }
 
     /// A runtime that swallows a wedged connection's refusals leaves the engine negotiating on a connection that

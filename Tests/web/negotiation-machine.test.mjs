@@ -195,7 +195,7 @@ test('restartsOnlyAsHost: the non-host makes no restart offers, the host still d
   guest.handle({ type: 'iceStateChanged', state: 'connected' });
   const failed = guest.handle({ type: 'iceStateChanged', state: 'failed' });
   assert.ok(!failed.some((a) => a.type === 'createOffer'));
-  assert.deepEqual(guest.handle({ type: 'networkOnline' }), []);
+  assert.deepEqual(guest.handle({ type: 'networkOnline' }), [{ type: 'askPeerToRestart', reason: 'networkOnline' }]);
   const host = new NegotiationMachine({ restartsOnlyAsHost: true });
   host.handle({ type: 'peer', present: true, isHost: true, peerEpoch: 1 });
   host.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o1' });
@@ -203,6 +203,65 @@ test('restartsOnlyAsHost: the non-host makes no restart offers, the host still d
   host.handle({ type: 'remoteDescriptionApplied', kind: 'answer' });
   host.handle({ type: 'iceStateChanged', state: 'connected' });
   assert.ok(host.handle({ type: 'iceStateChanged', state: 'failed' }).some((a) => a.type === 'createOffer' && a.iceRestart));
+});
+
+function connectedWebRtcBinGuest() {
+  const guest = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a1' });
+  guest.send({ type: 'iceStateChanged', state: 'connected' });
+  return guest;
+}
+const ask = (reason) => [{ type: 'askPeerToRestart', reason }];
+
+test('restartsOnlyAsHost guest: a stall or an escalation asks the host, never while its offer is being taken or signaling is down', () => {
+  const guest = connectedWebRtcBinGuest();
+  assert.deepEqual(guest.send({ type: 'mediaStalled' }), ask('mediaStall'));
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), ask('escalation'));
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o2-restart', epoch: 1 });
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), []);
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), []);
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a2' });
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), ask('escalation'));
+  guest.send({ type: 'signaling', up: false });
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), []);
+  assert.deepEqual(guest.send({ type: 'peerAskedForRestart' }), []);
+  guest.send({ type: 'signaling', up: true });
+  assert.deepEqual(guest.send({ type: 'peerAskedForRestart' }), [], 'it cannot restart: never asks back');
+});
+
+test('peerAskedForRestart: the host restarts (peerRequest), not over its own restart offer, paced by its cooldown', () => {
+  const host = connectedHost();
+  assert.deepEqual(host.send({ type: 'peerAskedForRestart' }), [restarted('peerRequest'), offer(true)]);
+  assert.deepEqual(host.send({ type: 'peerAskedForRestart' }), []);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  assert.deepEqual(host.send({ type: 'peerAskedForRestart' }), []);
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.deepEqual(host.send({ type: 'peerAskedForRestart' }), []);
+  assert.equal(host.machine.pendingRestart, 'peerRequest');
+  const alone = side(true);
+  alone.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
+  assert.deepEqual(alone.send({ type: 'peerAskedForRestart' }), []);
+  assert.ok(has(side(false).send({ type: 'peerAskedForRestart' }), offer(true)), 'a browser guest can restart: it does');
+});
+
+test('a stall that outlasts its restart is restarted again at each cooldown end, until media flows', () => {
+  const host = connectedHost();
+  assert.ok(has(host.send({ type: 'mediaStalled' }), restarted('mediaStall')));
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.ok(!has(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS - 1), restarted('mediaStall')));
+  assert.ok(has(host.advance(1), restarted('mediaStall')), 'still stalled at the cooldown end');
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra2', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'mediaFlowing' });
+  assert.ok(!host.advance(30_000).some((a) => a.type === 'iceRestartStarted'), 'media flows: no more');
 });
 
 // Found by the simulator (duet-sim): WebRTC runs commands later than the machine decides them.

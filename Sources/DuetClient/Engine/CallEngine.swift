@@ -354,6 +354,7 @@ public struct CallEngine: Sendable {
             case .sendOffer(let sdp): out += relay(.offer, ["sdp": .string(sdp)])
             case .sendAnswer(let sdp): out += relay(.answer, ["sdp": .string(sdp)])
             case .iceRestartStarted(let reason): out.append(.emit(.iceRestart(reason)))
+            case .askPeerToRestart(let reason): out += relay(.restartRequest, ["reason": .string(reason.rawValue)])
             case .timer(let command): out.append(.timer(command))
             }
         }
@@ -476,7 +477,7 @@ public struct CallEngine: Sendable {
     private mutating func relay(_ type: MessageType, _ payload: JSONValue) -> [Output] {
         let envelope = Envelope(type, rid: roomId, payload: payload)
         if isSignalingUp, !rejoinPending { return [.send(envelope)] }
-        if type == .offer || type == .answer { outbox.removeAll { $0.envelope.messageType == type } }
+        if type == .offer || type == .answer || type == .restartRequest { outbox.removeAll { $0.envelope.messageType == type } }
         outbox.append((envelope, peerEpoch))
         return []
     }
@@ -508,6 +509,9 @@ public struct CallEngine: Sendable {
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
+        case .restartRequest?:
+            if let epoch = envelope.epoch, epoch < peerEpoch { return [] }  // from an earlier peer session
+            return negotiationEvent(.peerAskedForRestart)
         case .verifyFailed?:
             // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
             guard options.keyedLink, phase.phase == .waiting || phase.phase == .inCall else { return [] }

@@ -4,9 +4,10 @@ import DuetProtocol
 ///
 /// - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
 /// - An offer unanswered for 8 s is rolled back and followed by an ICE restart.
-/// - ICE restart: 2 s after `disconnected`, at once on `failed`, on a media stall (`MediaWatchdogMachine`), on
-///   network online / path change and on request; never within 10 s of the previous one (deferred, not
-///   dropped); remembered while signaling is down and fired after the post-reconnect `room_state`.
+/// - ICE restart: 2 s after `disconnected`, at once on `failed`, on a media stall (`MediaWatchdogMachine`, and again
+///   at every cooldown's end while it lasts), on network online / path change and on request (the escalation's, or
+///   the peer's `restart_request`); never within 10 s of the previous one (deferred, not dropped); remembered while
+///   signaling is down and fired after the post-reconnect `room_state`.
 /// - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 /// - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 /// - A remote description older than one already applied from the same peer connection (`SDPOrigin`) is dropped:
@@ -38,6 +39,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         /// Our peer connection refused a remote description or a rollback: a new one replaces it (not an ICE restart
         /// in place — a fresh connection and a fresh offer).
         case peerConnectionWedged
+        /// The peer cannot restart ICE in place (`restartsOnlyAsHost`) and asked us to (`restart_request`).
+        case peerRequest
     }
 
     public enum Event: Sendable, Equatable {
@@ -69,6 +72,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         /// The media watchdog: nothing arrives while ICE says connected (restart now), or it arrives again.
         case mediaStalled
         case mediaFlowing
+        /// The peer asked for an ICE restart (`restart_request`): it cannot make one itself.
+        case peerAskedForRestart
         case timerFired(TimerID)
     }
 
@@ -83,6 +88,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         case sendOffer(sdp: String)
         case sendAnswer(sdp: String)
         case iceRestartStarted(RestartReason)
+        /// Send `restart_request`: this side wants an ICE restart it cannot make (`restartsOnlyAsHost`, not host).
+        case askPeerToRestart(RestartReason)
         case timer(TimerCommand)
     }
 
@@ -156,7 +163,10 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     /// For a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22 answers a restart only
     /// with a whole new session, which browsers cannot follow): leave restarts to the host, whose offers this
-    /// side can answer on its existing session, and never make crossing restart offers.
+    /// side can answer on its existing session, and never make crossing restart offers. A restart this side wants
+    /// as the guest (its media stalled, its network changed, an escalation step) is asked of the host instead
+    /// (`askPeerToRestart`): only this side knows its inbound media stopped. Asking again is paced by what asks
+    /// (one stall, the escalation's growing pauses), the host's restarts by its cooldown.
     public let restartsOnlyAsHost: Bool
 
     public init(restartsOnlyAsHost: Bool = false) {
@@ -294,6 +304,12 @@ public struct NegotiationMachine: Sendable, Equatable {
             stalledWhenLeft = false
             pendingRestart = nil  // media came back by itself
             return []
+        case .peerAskedForRestart:
+            // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
+            guard peerPresent, isHost || !restartsOnlyAsHost else { return [] }
+            // Our own restart offer, being made or waiting for its answer, is the restart asked for.
+            if offerIsRestart, makingOffer || signalingState == .haveLocalOffer { return [] }
+            return restart(.peerRequest)
         case .requestOfferResend:
             guard peerPresent, signalingUp, !renewalPending else { return [] }
             if signalingState == .haveLocalOffer, let offer = lastLocalOffer {
@@ -312,7 +328,9 @@ public struct NegotiationMachine: Sendable, Equatable {
             inCooldown = false
             replacedInCooldown = false
             if renewalPending { return connectionWedged() }
-            guard let reason = pendingRestart, signalingUp, !mediaUp else { return [] }
+            // Media still stalled after the restart: restart again, a cooldown apart, until it flows. (A restart that
+            // keeps its credentials — webrtcbin's, until it gives its session up — may not have moved the path.)
+            guard let reason = pendingRestart ?? (mediaStalled ? .mediaStall : nil), signalingUp, !mediaUp else { return [] }
             pendingRestart = nil
             return restart(reason)
         case .timerFired:
@@ -373,7 +391,7 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     private mutating func restart(_ reason: RestartReason) -> [Action] {
         guard peerPresent else { return [] }  // nobody to restart with
-        guard isHost || !restartsOnlyAsHost else { return [] }
+        guard isHost || !restartsOnlyAsHost else { return askHostToRestart(reason) }
         guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {
             pendingRestart = reason
@@ -389,6 +407,13 @@ public struct NegotiationMachine: Sendable, Equatable {
             signalingState = .stable
         }
         return actions + [.iceRestartStarted(reason)] + offer(iceRestart: true)
+    }
+
+    /// The guest that cannot restart in place asks the host, when the host can hear it and is not already
+    /// renegotiating with us (its offer, being applied or answered, is a restart or settles the path anew).
+    private func askHostToRestart(_ reason: RestartReason) -> [Action] {
+        guard signalingUp, !renewalPending, !answering, !applyingRemote, signalingState != .haveRemoteOffer else { return [] }
+        return [.askPeerToRestart(reason)]
     }
 
     private mutating func noteLocalSession(_ sdp: String) {

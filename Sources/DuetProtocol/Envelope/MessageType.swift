@@ -8,6 +8,9 @@ public enum MessageType: String, Sendable, CaseIterable {
     /// A verified call's receiver found an offer or answer whose `auth` does not match (issue 19): relayed to
     /// the other participant, who ends the call too. Carries its own `auth` so a server cannot forge it.
     case verifyFailed = "verify_failed"
+    /// A side that cannot restart ICE in place (`duet call`: webrtcbin) asks its peer to (issue 32): relayed like an
+    /// offer. Informative `reason`; the receiver restarts only if it can, paced by its own cooldown.
+    case restartRequest = "restart_request"
     case turnRefresh = "turn-refresh"
     case reconnectTokenRefresh = "reconnect-token-refresh"
     case watchRooms = "watch_rooms"
@@ -36,5 +39,7 @@ public enum MessageType: String, Sendable, CaseIterable {
     case ringEnded = "ring_ended"
 
     /// Messages the server forwards from one participant to the other.
-    public var isRelayed: Bool { self == .offer || self == .answer || self == .ice || self == .verifyFailed }
+    public var isRelayed: Bool {
+        self == .offer || self == .answer || self == .ice || self == .verifyFailed || self == .restartRequest
+    }
 }

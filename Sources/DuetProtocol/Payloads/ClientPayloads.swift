@@ -45,6 +45,13 @@ public struct VerifyFailedPayload: Codable, Sendable, Equatable {
     public init(auth: String) { self.auth = auth }
 }
 
+/// `restart_request {reason}`: why the sender wants its peer to restart ICE (one of the engine's restart reasons;
+/// informative, never acted on beyond the restart itself).
+public struct RestartRequestPayload: Codable, Sendable, Equatable {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+}
+
 public struct IceCandidate: Codable, Sendable, Hashable {
     public var candidate: String
     public var sdpMid: String?

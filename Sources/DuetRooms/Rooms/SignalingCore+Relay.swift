@@ -1,7 +1,7 @@
 import DuetProtocol
 
 extension SignalingCore {
-    /// offer / answer / ice / verify_failed reach the other participant verbatim, plus `payload.from`.
+    /// offer / answer / ice / verify_failed / restart_request reach the other participant verbatim, plus `payload.from`.
     mutating func relay(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
         let seat = try requireSeat(connection)
         guard let room = rooms[seat.rid] else { throw ProtocolError(.notInRoom, "the room no longer exists") }
@@ -11,6 +11,8 @@ extension SignalingCore {
         if !Self.isPlainRelayPayload(envelope) {
             if envelope.messageType == .verifyFailed {
                 _ = try envelope.payload.decode(VerifyFailedPayload.self)
+            } else if envelope.messageType == .restartRequest {
+                _ = try envelope.payload.decode(RestartRequestPayload.self)
             } else if envelope.messageType == .ice {
                 guard envelope.payload["candidate"] != nil else {
                     throw ProtocolError(.badRequest, "payload.candidate: missing (use null for end-of-candidates)")
@@ -53,12 +55,16 @@ extension SignalingCore {
         }
     }
 
-    /// `{sdp: String}` for offer/answer; `{auth: String}` for verify_failed; `{candidate: null}` or `{candidate: {candidate: String, sdpMid: String?,
+    /// `{sdp: String}` for offer/answer; `{auth: String}` for verify_failed; `{reason: String}` for restart_request; `{candidate: null}` or `{candidate: {candidate: String, sdpMid: String?,
     /// sdpMLineIndex: Int?}}` for ice — exactly what `SessionDescriptionPayload` / `VerifyFailedPayload` / `IcePayload` accept in those shapes.
     static func isPlainRelayPayload(_ envelope: Envelope) -> Bool {
         guard case .object(let payload) = envelope.payload else { return false }
         guard envelope.messageType == .ice else {
-            let field = envelope.messageType == .verifyFailed ? "auth" : "sdp"
+            let field = switch envelope.messageType {
+            case .verifyFailed?: "auth"
+            case .restartRequest?: "reason"
+            default: "sdp"
+            }
             if case .string? = payload[field] { return true }
             return false
         }

@@ -313,7 +313,7 @@ public struct SignalingCore: Sendable {
                 revoke(cid: seat.cid, rid: seat.rid, nowMs: nowMs, into: &out)
             case .endRoom?:
                 try endRoom(from: connection, nowMs: nowMs, into: &out)
-            case .offer?, .answer?, .ice?, .verifyFailed?:
+            case .offer?, .answer?, .ice?, .verifyFailed?, .restartRequest?:
                 try relay(envelope, from: connection, nowMs: nowMs, into: &out)
             case .mediaState?:
                 try mediaState(envelope, from: connection, nowMs: nowMs, into: &out)

@@ -322,6 +322,7 @@ final class SimClient {
         switch item {
         case .message(let envelope):
             world.trace(side, "⇐ \(Describe.envelope(envelope))")
+            if world.mutation == .restartRequestIgnored, envelope.messageType == .restartRequest { return }
             var received = world.mutation.received(envelope)
             if world.tamperingFingerprints > 0, received.messageType == .offer || received.messageType == .answer,
                 let sdp = received.payload["sdp"]?.stringValue {

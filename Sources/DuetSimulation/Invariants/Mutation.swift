@@ -22,6 +22,9 @@ public enum Mutation: String, Sendable, CaseIterable {
     /// The runtime swallows a wedged peer connection's refusals: the engine goes on negotiating on a connection that
     /// refuses everything (issue 32's endless retries on a dead `RTCPeerConnection`).
     case wedgeUnreported = "wedge-unreported"
+    /// The runtime drops every `restart_request` it receives: a guest that cannot restart in place (`duet call`) asks
+    /// a host that never hears it.
+    case restartRequestIgnored = "restart-request-ignored"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {

@@ -127,6 +127,13 @@ final class SimMediaPlane {
         let flowing = isHealthy(side)
         if flowing || peer.flowedAtLastSample { peer.inboundPackets += 50 }
         peer.flowedAtLastSample = flowing
+        // webrtcbin's own reading of its inbound counters (`GStreamerWebRtcEngine.silentSince`): a session whose
+        // media stopped under a connected ICE (a stall) is given up on like one whose ICE went down.
+        if flowing {
+            peer.silentSince = nil
+        } else if peer.silentSince == nil {
+            peer.silentSince = world.scheduler.now
+        }
         peers[side.rawValue] = peer
         return peer.inboundPackets
     }

@@ -89,9 +89,7 @@ extension World {
         case .tamperFingerprints:
             tamperingFingerprints += 1
         case .mediaStall(let side):
-            // webrtcbin cannot restart ICE in place and, as a guest, leaves restarts to the host, which sees nothing
-            // wrong: a receiver that could only ask the host to restart (issue 32 point 4) is not modelled yet.
-            guard !media.webrtcbinSides.contains(side) else { return trace(side, "media stall not modelled for webrtcbin") }
+            // A webrtcbin guest cannot restart ICE in place: it asks the host (restart_request), which sees nothing wrong.
             media.stallInbound(side)
         case .peerConnectionWedged(let side):
             // webrtcbin refuses nothing this way (it has no rollback, and answers a restart on a fresh session).

@@ -490,6 +490,7 @@ export class CallEngine {
         case 'sendOffer': out.push(...this.#relay('offer', { sdp: action.sdp })); break;
         case 'sendAnswer': out.push(...this.#relay('answer', { sdp: action.sdp })); break;
         case 'iceRestartStarted': out.push(emit({ type: 'iceRestart', reason: action.reason })); break;
+        case 'askPeerToRestart': out.push(...this.#relay('restart_request', { reason: action.reason })); break;
         case 'timer': out.push(timer(action.command)); break;
       }
     }
@@ -625,7 +626,7 @@ export class CallEngine {
   #relay(type, payload) {
     const envelope = makeEnvelope(type, this.#roomId, payload);
     if (this.isSignalingUp && !this.#rejoinPending) return [send(envelope)];
-    if (type === 'offer' || type === 'answer') this.#outbox = this.#outbox.filter((entry) => entry.envelope.type !== type);
+    if (type === 'offer' || type === 'answer' || type === 'restart_request') this.#outbox = this.#outbox.filter((entry) => entry.envelope.type !== type);
     this.#outbox.push({ envelope, peerEpoch: this.#peerEpoch });
     return [];
   }
@@ -666,6 +667,9 @@ export class CallEngine {
         if (candidate === undefined) return [];
         return this.#negotiationEvent({ type: 'remoteCandidate', candidate, epoch });
       }
+      case 'restart_request':
+        if (epoch != null && epoch < this.#peerEpoch) return []; // from an earlier peer session
+        return this.#negotiationEvent({ type: 'peerAskedForRestart' });
       case 'verify_failed':
         // The runtime passes on only a verify_failed whose auth the key proves; without a key there is none.
         if (!this.options.keyedLink || (this.phase !== 'waiting' && this.phase !== 'inCall')) return [];

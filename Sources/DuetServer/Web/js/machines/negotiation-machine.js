@@ -3,9 +3,11 @@
 //
 // - The host offers; the non-host offers itself after 4 s without an offer, at most twice.
 // - An offer unanswered for 8 s is rolled back and followed by an ICE restart.
-// - ICE restart: 2 s after `disconnected`, at once on `failed`, on network online / path change and on
-//   request; never within 10 s of the previous one (deferred, not dropped); remembered while signaling
-//   is down and fired after the post-reconnect `room_state`.
+// - ICE restart: 2 s after `disconnected`, at once on `failed`, on a media stall (and again at every cooldown's
+//   end while it lasts), on network online / path change and on request (the escalation's, or the peer's
+//   `restart_request`); never within 10 s of the previous one (deferred, not dropped); remembered while signaling
+//   is down and fired after the post-reconnect `room_state`. A side that cannot restart in place
+//   (`restartsOnlyAsHost`) asks the host instead when it is the guest.
 // - Glare: the non-host is polite (rolls its offer back and answers), the host ignores a crossing offer.
 // - Remote candidates wait in a buffer (≤ 50, oldest dropped) until a remote description is applied.
 // - A remote description older than one already applied from the same peer connection (`sdpOrigin`) is dropped:
@@ -27,13 +29,14 @@ import { isOlder, sdpOrigin } from './sdp-origin.js';
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
-  'mediaStall', 'peerConnectionWedged',
+  'mediaStall', 'peerConnectionWedged', 'peerRequest',
 ]);
 
 export class NegotiationMachine {
   /**
    * `restartsOnlyAsHost`: for a WebRTC stack that cannot restart ICE in place (GStreamer's webrtcbin 1.22):
-   * leave restarts to the host and never make crossing restart offers. Browsers keep the default.
+   * leave restarts to the host and never make crossing restart offers; as the guest, ask the host for the restart
+   * it wants (`askPeerToRestart`, sent as `restart_request`). Browsers keep the default.
    */
   constructor({ restartsOnlyAsHost = false } = {}) {
     this.restartsOnlyAsHost = restartsOnlyAsHost;
@@ -257,6 +260,12 @@ export class NegotiationMachine {
         this.stalledWhenLeft = false;
         this.pendingRestart = null; // media came back by itself
         return [];
+      case 'peerAskedForRestart':
+        // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
+        if (!this.peerPresent || (!this.isHost && this.restartsOnlyAsHost)) return [];
+        // Our own restart offer, being made or waiting for its answer, is the restart asked for.
+        if (this.offerIsRestart && (this.makingOffer || this.signalingState === 'haveLocalOffer')) return [];
+        return this.#restart('peerRequest');
       case 'requestOfferResend':
         if (!this.peerPresent || !this.signalingUp || this.renewalPending) return [];
         if (this.signalingState === 'haveLocalOffer' && this.lastLocalOffer != null) {
@@ -287,7 +296,9 @@ export class NegotiationMachine {
         this.inCooldown = false;
         this.replacedInCooldown = false;
         if (this.renewalPending) return this.#connectionWedged();
-        const reason = this.pendingRestart;
+        // Media still stalled after the restart: restart again, a cooldown apart, until it flows. (A restart that
+        // keeps its credentials — webrtcbin's, until it gives its session up — may not have moved the path.)
+        const reason = this.pendingRestart ?? (this.mediaStalled ? 'mediaStall' : null);
         if (reason == null || !this.signalingUp || this.mediaUp) return [];
         this.pendingRestart = null;
         return this.#restart(reason);
@@ -358,7 +369,7 @@ export class NegotiationMachine {
 
   #restart(reason) {
     if (!this.peerPresent) return []; // nobody to restart with
-    if (!this.isHost && this.restartsOnlyAsHost) return [];
+    if (!this.isHost && this.restartsOnlyAsHost) return this.#askHostToRestart(reason);
     if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
       this.pendingRestart = reason;
@@ -374,6 +385,14 @@ export class NegotiationMachine {
       this.signalingState = 'stable';
     }
     return [...actions, { type: 'iceRestartStarted', reason }, ...this.#offer(true)];
+  }
+
+  // The guest that cannot restart in place asks the host, when the host can hear it and is not already
+  // renegotiating with us (its offer, being applied or answered, is a restart or settles the path anew).
+  #askHostToRestart(reason) {
+    if (!this.signalingUp || this.renewalPending || this.answering || this.applyingRemote
+      || this.signalingState === 'haveRemoteOffer') return [];
+    return [{ type: 'askPeerToRestart', reason }];
   }
 
   #noteLocalSession(sdp) {
