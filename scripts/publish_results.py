@@ -58,9 +58,9 @@ E2E_ROWS = {
         "the page is reloaded; later it navigates away and back",
         "seat from `sessionStorage` → `reattached`, same cid; the peer shows \"The other person is reconnecting…\" meanwhile"),
     "peer:link-cut": (
-        "`DuetCallPeerTests.linkCutForFiveSecondsRecoversWithoutUserAction`",
-        "veth link between two namespaces cut for 5 s, `duet-call` ↔ `duet-call`",
-        "media watchdog → `disconnected` → host's ICE restart"),
+        "`DuetCallPeerTests.linkCutForEightSecondsRecoversWithoutUserAction`",
+        "veth link between two namespaces cut for 8 s, `duet-call` ↔ `duet-call`",
+        "media watchdog (5 s, ICE still connected) → stall → host's ICE restart; the guest asks for it (`restart_request`)"),
     "peer:link-cut-chromium": (
         "`.linkCutBetweenChromiumAndDuetCallRecovers`",
         "same, Chromium hosting, `duet-call` on the far side",
@@ -68,7 +68,11 @@ E2E_ROWS = {
     "peer:link-cut-duet-call-hosts": (
         "`.linkCutWhileDuetCallHostsRecovers`",
         "same, `duet-call` hosting",
-        "ICE restart by `duet-call`, keeping the session Chromium knows"),
+        "media watchdog stall → ICE restart by `duet-call`, keeping the session Chromium knows"),
+    "peer:stall-duet-call-guest": (
+        "`.aStalledDuetCallGuestAsksTheHostToRestart`",
+        "Chromium hosting; media to `duet-call` (the guest) dropped for 12 s while STUN passes",
+        "`duet-call`'s media watchdog → `restart_request` → Chromium's ICE restart (`peerRequest`)"),
 }
 
 

@@ -7,14 +7,17 @@ import Logging
 /// `WebRtcEngine` on GStreamer's webrtcbin: sends a test-pattern VP8 video and an Opus tone (or audio only),
 /// decodes what the peer sends, counts it and measures the decoded audio's level. webrtcbin 1.22 has neither ICE
 /// restart nor rollback, so both start a fresh session (a new webrtcbin, new ICE credentials and DTLS
-/// certificate) that the peer negotiates like any new offer; and since libnice sends no consent checks, a media
-/// watchdog reports a path that went silent as `disconnected`, as a browser would.
+/// certificate) that the peer negotiates like any new offer. libnice sends no consent checks, so its ICE stays
+/// `connected` on a dead path: the engine's media watchdog (`MediaWatchdogMachine`, fed by `stats()` like a
+/// browser's) finds such a path, and this engine only measures how long inbound media has been silent, to know when
+/// a session is given up on.
 public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public struct Options: Sendable {
         public var audioOnly: Bool
         /// Addresses the ICE agent gathers on; empty lets libnice use every interface but loopback.
         public var iceAddresses: [String]
-        /// Inbound media silent this long while connected counts as `disconnected`.
+        /// Inbound media silent this long counts as stopped, from when it last grew (`freshSessionAfter` runs from
+        /// there).
         public var silenceTimeout: Duration
         /// An ICE restart (ours or the peer's) replaces the session only after media has been silent this long:
         /// a short cut heals on the path the session already has (browsers cannot follow a fresh DTLS
@@ -49,7 +52,6 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     private var configuration = RtcConfiguration()
     private var watchdog: Task<Void, Never>?
     private var reportedIce: NegotiationMachine.IceState = .new
-    private var mediaSilent = false
     /// When inbound media last stopped, or when the session was made if none has arrived yet (nil while it flows):
     /// a session that never carried media is given up after `freshSessionAfter` like one that stopped — its
     /// candidates may belong to a network that is gone, and libnice cannot gather new ones in place.
@@ -309,7 +311,6 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         peer = created
         appliedTurn = []
         reportedIce = .new
-        mediaSilent = false
         silentSince = ContinuousClock.now
         applyTurnLocked(created)
         startWatchdogLocked(created)
@@ -447,10 +448,11 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         }
     }
 
-    // MARK: - Media watchdog
+    // MARK: - Inbound silence
 
-    /// libnice 0.1.21 never notices a dead path (no consent freshness): inbound media that stops while ICE
-    /// says connected is reported as `disconnected`, and its return as `connected`.
+    /// How long inbound media has been silent (`silentSince`), for `needsFreshSession`. It is not reported as an ICE
+    /// state: the call engine's media watchdog is the one rule for media that stops under a connected ICE (issue 32),
+    /// whatever the WebRTC stack.
     private func startWatchdogLocked(_ pointer: OpaquePointer) {
         watchdog?.cancel()
         let silence = options.silenceTimeout
@@ -474,24 +476,12 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     }
 
     private func mediaHeard() {
-        let recovered = lock.withLock { () -> Bool in
-            defer {
-                mediaSilent = false
-                silentSince = nil
-            }
-            return mediaSilent && (reportedIce == .connected || reportedIce == .completed)
-        }
-        if recovered { sink.yield(.iceConnectionState(.connected)) }
+        lock.withLock { silentSince = nil }
     }
 
     private func mediaSilentNow() {
-        let report = lock.withLock { () -> Bool in
-            guard !mediaSilent, reportedIce == .connected || reportedIce == .completed else { return false }
-            mediaSilent = true
-            silentSince = ContinuousClock.now - options.silenceTimeout
-            return true
-        }
-        if report { sink.yield(.iceConnectionState(.disconnected)) }
+        // An earlier start stays (a session that never carried media is silent from its creation).
+        lock.withLock { silentSince = silentSince ?? ContinuousClock.now - options.silenceTimeout }
     }
 }
 

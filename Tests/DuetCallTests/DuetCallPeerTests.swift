@@ -31,7 +31,7 @@ import Testing
     @Test func duetCallRingsDuetCall() async throws { try await run("ring-duet-calls") }
     @Test func duetCallRingsChromium() async throws { try await run("ring-chromium-answers") }
     @Test func chromiumRingsDuetCall() async throws { try await run("ring-duet-call-answers") }
-    @Test func linkCutForFiveSecondsRecoversWithoutUserAction() async throws {
+    @Test func linkCutForEightSecondsRecoversWithoutUserAction() async throws {
         let output = try await run("link-cut")
         // The scenario reports how long recovery took after the link came back.
         let line = output.split(separator: "\n").first { $0.hasPrefix("time to recover:") }
@@ -46,6 +46,13 @@ import Testing
 
     @Test func linkCutWhileDuetCallHostsRecovers() async throws {
         let output = try await run("link-cut-duet-call-hosts")
+        #expect(output.contains("time to recover:"), "the scenario reports the time to recover")
+    }
+
+    /// Issue 32: media to `duet call` (the guest) stops while both ICE agents stay connected; it cannot restart ICE in
+    /// place, so it asks Chromium, the host, which restarts (`peerRequest`).
+    @Test func aStalledDuetCallGuestAsksTheHostToRestart() async throws {
+        let output = try await run("stall-duet-call-guest")
         #expect(output.contains("time to recover:"), "the scenario reports the time to recover")
     }
 

@@ -11,7 +11,8 @@ import DuetProtocol
 /// drives it — no in-place ICE restart and no rollback: an ICE restart offer or a remote offer meeting our own
 /// unanswered one starts a fresh session (a new webrtcbin: new credentials, new candidates) when the old one is
 /// given up on (ICE failed, or media silent for `freshSessionAfterMs`) or must be (a remote offer in
-/// have-local-offer); otherwise the offer keeps the credentials it has. Its `o=` lines are webrtcbin's: an answer
+/// have-local-offer); otherwise the offer keeps the credentials it has. Its ICE never leaves `connected` for a dead
+/// path (libnice has no consent freshness). Its `o=` lines are webrtcbin's: an answer
 /// copies the offer's, and later offers reuse that session id, counting versions from 0.
 final class SimMediaPlane {
     struct PeerConnection {
@@ -116,7 +117,13 @@ final class SimMediaPlane {
 
     func isInboundStalled(_ side: Side) -> Bool {
         guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else { return false }
-        return stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag)
+        guard stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag) else {
+            // Over for good: new credentials, even an offer rolled back later, made new pairs. (Left in place, the stall
+            // came back when a rollback restored the old ones: a black hole no real agent would fall into twice.)
+            inboundStalls[side.rawValue] = nil
+            return false
+        }
+        return true
     }
 
     /// The runtime's reading of `side`'s inbound packet count (`.sampleMedia`); nil without a peer connection. It grows
@@ -280,7 +287,9 @@ final class SimMediaPlane {
                 }
             case .connected, .completed:
                 if fresh { peer.pair = pathEpochs(side) }
-                if !fresh, !alive {
+                // libnice (webrtcbin) has no consent freshness: its ICE stays connected on a dead path, which only the
+                // engine's media watchdog notices.
+                if !fresh, !alive, !webrtcbinSides.contains(side) {
                     later(side, token, after: Self.disconnectAfterMs) { _ in self.canConnect(side) || self.pairAlive(side) ? nil : .disconnected }
                 }
             case .disconnected:

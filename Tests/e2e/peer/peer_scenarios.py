@@ -541,8 +541,10 @@ class FarSide:
 
 
 def scenario_link_cut(_browser):
-    """The link between two namespaces is cut for 5 s and restored: both duet calls recover with no user
-    action, and the time to recover is reported."""
+    """The link between two namespaces is cut for 8 s and restored: both duet calls recover with no user
+    action, and the time to recover is reported. libnice's ICE never leaves connected on a dead path: the engines'
+    media watchdog finds 5 s without inbound packets a stall, the host restarts ICE and the guest asks it to (8 s is
+    longer than the stall timeout and two readings, so the restart is certain, not a race with the link's return)."""
     with FarSide() as far:
         server = Server("--host", "10.78.0.1")
         a = b = None
@@ -554,7 +556,7 @@ def scenario_link_cut(_browser):
             for name, peer in (("A", a), ("B", b)):
                 peer.in_call(what=f"{name} in call")
                 peer.wait_media(what=f"{name} receives media")
-            far.cut_for(5)
+            far.cut_for(8)
             cut = [a.mark(), b.mark()]
             restored = far.restore()
             for name, peer, since in (("A", a, cut[0]), ("B", b, cut[1])):
@@ -613,7 +615,7 @@ def link_cut_with_chromium(chromium_hosts):
             media_flows(page)
             peer.wait_media()
             restarts_before = (len(page.evaluate("duet.iceRestarts")), len(peer_restarts(peer)))
-            # Quietly: 3 s of silence make duet call's watchdog report `disconnected`, its restart follows 2 s later.
+            # Quietly: 5 s without inbound packets are a stall to duet call's media watchdog, and as the host it restarts.
             far.cut_for(float(os.environ.get("CUT_SECONDS", "5" if chromium_hosts else "8")), quietly=not chromium_hosts)
             cut = peer.mark()
             restored = far.restore()
@@ -633,6 +635,70 @@ def link_cut_with_chromium(chromium_hosts):
             else:
                 expect(len(duet_call_restarts) > restarts_before[1], f"duet call (the host) restarted ICE after the cut: {duet_call_restarts}")
             report(seconds=recovered, how=how_recovered(page, peer))
+            print(f"time to recover: {recovered:.1f}s", flush=True)
+        finally:
+            if peer:
+                peer.stop()
+            browser.close()
+            server.stop()
+
+
+# STUN passes (its magic cookie at offset 4 of the UDP payload), everything else on UDP is dropped (chaos.py's rule).
+NOT_STUN = '-m u32 ! --u32 "0>>22&0x3C@12=0x2112A442"'
+
+
+def scenario_stall_duet_call_guest(_browser):
+    """Issue 32: media to duet call, the guest, is black-holed for 12 s while STUN passes, so both ICE agents stay
+    connected and Chromium, the host, hears duet call all along: only duet call can know. Its media watchdog finds 5 s
+    without inbound packets a stall and leaves `connected`; webrtcbin cannot restart ICE in place, so it asks the host
+    (`restart_request`), and Chromium restarts ICE for it (`peerRequest`) while the hole lasts. Once it closes, media
+    both ways, and duet call never made a restart offer of its own."""
+    with FarSide() as far:
+        server = Server("--host", "10.78.0.1")
+        browser = Browser.launch(extra_flags=(f"--unsafely-treat-insecure-origin-as-secure={server.url.rstrip('/')}",))
+        peer = None
+        rule = f"OUTPUT -o duetA -p udp {NOT_STUN} -j DROP"
+        try:
+            link = server.url + "call/" + server.new_room()
+            page = open_call(browser, link)
+            page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
+            peer = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
+            in_call(page, 20, what="Chromium in call")
+            expect(page.evaluate("duet.hostCid") == page.evaluate("duet.cid"), "Chromium hosts")
+            media_flows(page)
+            peer.wait_media()
+            peer.in_call(what="duet call in call")
+            restarts_before = len(page.evaluate("duet.iceRestarts"))
+            statuses_before = len([e for e in peer.snapshot() if e.get("event") == "connectionStatus"])
+            sh(f"iptables -I {rule}")
+            began = time.monotonic()
+            log("media to duet call black-holed (STUN passes)")
+            try:
+                peer.wait(lambda p: any(e.get("value") != "connected" for e in
+                                        [e for e in p.snapshot() if e.get("event") == "connectionStatus"][statuses_before:]),
+                          9, "duet call's status left connected (its media watchdog)")
+                noticed = time.monotonic() - began
+                log(f"duet call noticed the stall after {noticed:.1f} s")
+                page.wait_for(f"duet.iceRestarts.slice({restarts_before}).includes('peerRequest')", 5,
+                              message="Chromium restarted ICE at duet call's request")
+                chromium_ice = page.evaluate("duet.iceConnectionState")
+                log(f"Chromium restarted at duet call's request; its ICE: {chromium_ice}")
+                time.sleep(max(0.0, 12 - (time.monotonic() - began)))
+            finally:
+                sh(f"iptables -D {rule}")
+            healed = time.monotonic()
+            log("the black hole closes")
+            cut = peer.mark()
+            peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
+            media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
+            recovered = time.monotonic() - healed
+            in_call(page, 30, what="Chromium back to connected")
+            peer.in_call(30, what="duet call back to connected")
+            chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts")[restarts_before:], peer_restarts(peer)
+            log(f"whole {recovered:.1f}s after the hole closed; Chromium restarts {chromium_restarts}, duet call restarts {duet_call_restarts}")
+            expect(not duet_call_restarts, f"duet call, the guest, asked and never restarted itself: {duet_call_restarts}")
+            expect(noticed <= 8, f"noticed within the stall timeout (5 s) and a reading or two: {noticed:.1f} s")
+            report(seconds=recovered, how=how_recovered(page, peer) + f"; noticed {noticed:.1f} s into the hole, Chromium restarted at its request")
             print(f"time to recover: {recovered:.1f}s", flush=True)
         finally:
             if peer:
@@ -756,5 +822,5 @@ def scenario_ring_duet_call_answers(browser):
 
 if __name__ == "__main__":
     run(collect(globals()),
-        lambda name: None if name in ("firefox-joins-duet-call", "firefox-hosts-duet-call", "peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "turn-refresh", "ring-duet-calls") else {},
+        lambda name: None if name in ("firefox-joins-duet-call", "firefox-hosts-duet-call", "peer-to-peer", "link-cut", "link-cut-chromium", "link-cut-duet-call-hosts", "stall-duet-call-guest", "turn-refresh", "ring-duet-calls") else {},
         suite="peer")
