@@ -466,22 +466,22 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
                 guard let self, !Task.isCancelled,
                     let counted = self.lock.withLock({ self.peer == peer ? duet_peer_inbound(peer) : nil })
                 else { return }
-                switch watch.read(counted, at: .now) {
-                case .heard: self.mediaHeard()
-                case .quiet: self.mediaSilentNow()
-                case .nothing: break
-                }
+                self.note(watch.read(counted, at: .now), on: peer)
             }
         }
     }
 
-    private func mediaHeard() {
-        lock.withLock { silentSince = nil }
-    }
-
-    private func mediaSilentNow() {
-        // An earlier start stays (a session that never carried media is silent from its creation).
-        lock.withLock { silentSince = silentSince ?? ContinuousClock.now - options.silenceTimeout }
+    /// Only for the session read: a reading of one replaced meanwhile says nothing of the new one.
+    private func note(_ reading: InboundWatch.Reading, on read: OpaquePointer) {
+        lock.withLock {
+            guard peer == read else { return }
+            switch reading {
+            case .heard: silentSince = nil
+            // An earlier start stays (a session that never carried media is silent from its creation).
+            case .quiet: silentSince = silentSince ?? ContinuousClock.now - options.silenceTimeout
+            case .nothing: break
+            }
+        }
     }
 }
 

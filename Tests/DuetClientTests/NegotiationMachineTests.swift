@@ -156,6 +156,11 @@ import Testing
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         #expect(host.send { $0.handle(.peerAskedForRestart) }.isEmpty, "within the cooldown")
         #expect(host.machine.pendingRestart == .peerRequest)
+        host.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(host.machine.pendingRestart == .peerRequest, "our ICE back says nothing of the peer's media")
+        let later = host.advance(by: 10_000)
+        #expect(later.contains(.iceRestartStarted(.peerRequest)), "at the cooldown's end, though our own media is up")
+        #expect(host.machine.pendingRestart == nil)
         var alone = side(host: true)
         alone.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
         #expect(alone.send { $0.handle(.peerAskedForRestart) }.isEmpty, "nobody to restart with")
@@ -177,6 +182,34 @@ import Testing
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         host.send { $0.handle(.mediaFlowing) }
         #expect(host.advance(by: 30_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } }, "media flows: no more")
+    }
+
+    @Test("a lasting stall is not restarted again over the peer's renegotiation, nor by a guest once ICE itself failed")
+    func aLastingStallLeavesThePeersRestartAndICEFailureAlone() {
+        var host = connectedHost()
+        host.send { $0.handle(.mediaStalled) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.remoteDescription(.offer, sdp: "peer-restart", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        host.send { $0.handle(.localDescriptionReady(.answer, sdp: "a2")) }
+        #expect(host.advance(by: 10_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } },
+                "the peer's renegotiation is given its chance")
+        #expect(host.advance(by: 10_000).contains(.iceRestartStarted(.mediaStall)), "one cooldown later, still stalled: again")
+
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+        guest.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(guest.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
+        guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "g1")) }
+        guest.send { $0.handle(.remoteDescription(.answer, sdp: "ga1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        guest.send { $0.handle(.iceStateChanged(.failed)) }
+        #expect(guest.advance(by: 10_000).allSatisfy { if case .createOffer = $0 { false } else { true } },
+                "ICE failed: the host's job, not a stall to restart again")
     }
 
     @Test("ICE restart (network): online at once; path change only when ICE is degraded") func networkTriggers() {

@@ -243,6 +243,10 @@ test('peerAskedForRestart: the host restarts (peerRequest), not over its own res
   host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
   assert.deepEqual(host.send({ type: 'peerAskedForRestart' }), []);
   assert.equal(host.machine.pendingRestart, 'peerRequest');
+  host.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.equal(host.machine.pendingRestart, 'peerRequest', 'our ICE back says nothing of the peer media');
+  assert.ok(has(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS), restarted('peerRequest')), 'at the cooldown end, though our media is up');
+  assert.equal(host.machine.pendingRestart, null);
   const alone = side(true);
   alone.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
   assert.deepEqual(alone.send({ type: 'peerAskedForRestart' }), []);
@@ -262,6 +266,30 @@ test('a stall that outlasts its restart is restarted again at each cooldown end,
   host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
   host.send({ type: 'mediaFlowing' });
   assert.ok(!host.advance(30_000).some((a) => a.type === 'iceRestartStarted'), 'media flows: no more');
+});
+
+test('a lasting stall is not restarted again over the peer renegotiation, nor by a guest once ICE itself failed', () => {
+  const host = connectedHost();
+  host.send({ type: 'mediaStalled' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'remoteDescription', kind: 'offer', sdp: 'peer-restart', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  host.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a2' });
+  assert.ok(!host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS).some((a) => a.type === 'iceRestartStarted'));
+  assert.ok(has(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS), restarted('mediaStall')), 'one cooldown later, still stalled');
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a1' });
+  guest.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.ok(has(guest.send({ type: 'mediaStalled' }), restarted('mediaStall')));
+  guest.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'g1' });
+  guest.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ga1', epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  guest.send({ type: 'iceStateChanged', state: 'failed' });
+  assert.ok(!guest.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS).some((a) => a.type === 'createOffer'), 'ICE failed: the host job');
 });
 
 // Found by the simulator (duet-sim): WebRTC runs commands later than the machine decides them.

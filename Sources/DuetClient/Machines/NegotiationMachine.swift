@@ -107,8 +107,12 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// were alone costs one restart: the safe side.
     private var stalledWhenLeft = false
     public private(set) var nonHostFallbackAttempts = 0
-    /// A restart that could not run yet (signaling down, cooldown, negotiation in flight).
+    /// A restart that could not run yet (signaling down, cooldown, negotiation in flight). The peer's request
+    /// (`peerRequest`) outranks our own reasons and is kept when our media is up: the peer's media is not.
     public private(set) var pendingRestart: RestartReason?
+    /// The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one more
+    /// cooldown for what that renegotiation does instead of crossing it at our cooldown's end.
+    private var peerOfferSinceRestart = false
     public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
     private var signalingUp = true
     private var makingOffer = false
@@ -236,6 +240,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             if offerIsRestart {
                 inCooldown = true
                 replacedInCooldown = false
+                peerOfferSinceRestart = false
                 actions.append(.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)))
             }
             return actions
@@ -258,6 +263,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             hasRemoteDescription = true
             // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
             if kind == .offer, pendingRestart == .mediaStall { pendingRestart = nil }
+            if kind == .offer { peerOfferSinceRestart = true }
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
@@ -277,7 +283,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             switch state {
             case .connected, .completed:
                 // Media came back by itself: a remembered restart is no longer needed.
-                if !mediaStalled { pendingRestart = nil }
+                if !mediaStalled, pendingRestart != .peerRequest { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
                 guard isHost, peerPresent else { return [] }
@@ -302,7 +308,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .mediaFlowing:
             mediaStalled = false
             stalledWhenLeft = false
-            pendingRestart = nil  // media came back by itself
+            if pendingRestart != .peerRequest { pendingRestart = nil }  // media came back by itself (ours, not the peer's)
             return []
         case .peerAskedForRestart:
             // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
@@ -328,9 +334,20 @@ public struct NegotiationMachine: Sendable, Equatable {
             inCooldown = false
             replacedInCooldown = false
             if renewalPending { return connectionWedged() }
-            // Media still stalled after the restart: restart again, a cooldown apart, until it flows. (A restart that
-            // keeps its credentials — webrtcbin's, until it gives its session up — may not have moved the path.)
-            guard let reason = pendingRestart ?? (mediaStalled ? .mediaStall : nil), signalingUp, !mediaUp else { return [] }
+            // Media still stalled under a connected ICE after the restart: restart again, a cooldown apart, until it
+            // flows (a restart that keeps its credentials — webrtcbin's, until it gives its session up — may not have
+            // moved the path). Not over a renegotiation the peer made meanwhile, and not when ICE itself is down: then
+            // the ICE rules (the host's job) apply.
+            let stalledStill = mediaStalled && (iceState == .connected || iceState == .completed)
+            if stalledStill, pendingRestart == nil, peerOfferSinceRestart {
+                // The peer's renegotiation gets one cooldown to show what it did: look again then (the timer only;
+                // nothing else is held back meanwhile).
+                peerOfferSinceRestart = false
+                return [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))]
+            }
+            guard let reason = pendingRestart ?? (stalledStill ? .mediaStall : nil), signalingUp,
+                !mediaUp || reason == .peerRequest
+            else { return [] }
             pendingRestart = nil
             return restart(reason)
         case .timerFired:
@@ -394,11 +411,11 @@ public struct NegotiationMachine: Sendable, Equatable {
         guard isHost || !restartsOnlyAsHost else { return askHostToRestart(reason) }
         guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {
-            pendingRestart = reason
+            pendingRestart = pendingRestart == .peerRequest ? .peerRequest : reason
             return []
         }
         guard !inCooldown, !makingOffer, !answering, !applyingRemote, signalingState != .haveRemoteOffer else {
-            pendingRestart = pendingRestart ?? reason
+            pendingRestart = reason == .peerRequest ? reason : pendingRestart ?? reason
             return []
         }
         var actions: [Action] = []

@@ -36,8 +36,9 @@ final class SimMediaPlane {
         var disconnectedAt: Int64 = 0
         /// When the pairs being checked were formed (checking began, or new credentials on either side).
         var checkingSince: Int64 = 0
-        /// When media stopped (left connected), or when the peer connection was made if it never was; nil while
-        /// connected (`GStreamerWebRtcEngine`'s `silentSince`, which its watchdog measures on inbound media).
+        /// When inbound media stopped, or when the peer connection was made if none has arrived yet; nil while it
+        /// flows (`GStreamerWebRtcEngine`'s `silentSince`, measured on inbound media whatever ICE says; here at the
+        /// media watchdog's readings).
         var silentSince: Int64?
         /// webrtcbin: the `o=` session id it took from the first offer it answered, and how many offers it made.
         var webrtcbinOriginId: UInt64?
@@ -117,13 +118,14 @@ final class SimMediaPlane {
 
     func isInboundStalled(_ side: Side) -> Bool {
         guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else { return false }
-        guard stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag) else {
-            // Over for good: new credentials, even an offer rolled back later, made new pairs. (Left in place, the stall
-            // came back when a rollback restored the old ones: a black hole no real agent would fall into twice.)
-            inboundStalls[side.rawValue] = nil
-            return false
-        }
-        return true
+        return stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag)
+    }
+
+    /// New credentials or a new peer connection on `side` make new pairs: a stall it takes part in is over for good,
+    /// even if a rollback restores the old credentials later (a black hole no real agent falls into twice).
+    private func endStalls(involving side: Side) {
+        inboundStalls[side.rawValue] = nil
+        inboundStalls[side.other.rawValue] = nil
     }
 
     /// The runtime's reading of `side`'s inbound packet count (`.sampleMedia`); nil without a peer connection. It grows
@@ -147,6 +149,7 @@ final class SimMediaPlane {
 
     func ensure(_ side: Side) {
         if let peer = peers[side.rawValue], !peer.closed { return }
+        endStalls(involving: side)
         instances += 1
         peers[side.rawValue] = PeerConnection(instance: instances, silentSince: world.scheduler.now)
     }
@@ -355,11 +358,6 @@ final class SimMediaPlane {
         if state == .failed { peer.failedUfrag = peer.localUfrag }
         if state == .disconnected { peer.disconnectedAt = world.scheduler.now }
         if state == .checking { peer.checkingSince = world.scheduler.now }
-        if state == .connected || state == .completed {
-            peer.silentSince = nil
-        } else if peer.ice == .connected || peer.ice == .completed {
-            peer.silentSince = world.scheduler.now
-        }
         if state == .connected { world.monitor.iceConnected(side) }
         peer.ice = state
         world.client(side).webRtcEvent(.iceStateChanged(state))
@@ -367,6 +365,7 @@ final class SimMediaPlane {
 
     private func newCredentials(_ side: Side, _ peer: inout PeerConnection) {
         ufrags += 1
+        endStalls(involving: side)
         peer.checkingSince = world.scheduler.now
         peer.localUfrag = "u\(ufrags)"
         peer.localPathEpoch = world.network(side).pathEpoch
@@ -447,6 +446,7 @@ final class SimMediaPlane {
         guard let old = peers[side.rawValue], !old.closed else { return }
         world.trace(side, "webrtcbin: fresh session (pc#\(old.instance) given up)")
         close(side)
+        endStalls(involving: side)
         instances += 1
         peers[side.rawValue] = PeerConnection(instance: instances, silentSince: world.scheduler.now)
         world.client(side).webRtcEvent(.signalingStateChanged(.stable))

@@ -12,9 +12,16 @@ public enum SeedSweep {
         /// How many runs reached each slow clock.
         public var milestones: [Milestone: Int]
         public var recoveries: [Int64]
+        /// The seed that took longest to recover (the lowest of a tie), to replay when the maximum nears the bound.
+        public var slowest: (seed: UInt64, ms: Int64)?
         public var events: Int
         public var seconds: Double
         public var firstFailure: Simulation.Result? { failures.min { $0.seed < $1.seed } }
+
+        mutating func noteRecovery(_ ms: Int64, seed: UInt64) {
+            guard let current = slowest else { return slowest = (seed, ms) }
+            if ms > current.ms || (ms == current.ms && seed < current.seed) { slowest = (seed, ms) }
+        }
 
         public var text: String {
             let sorted = recoveries.sorted()
@@ -28,7 +35,7 @@ public enum SeedSweep {
             }
             return """
                 \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
-                recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(sorted.last.map { String(format: "%.1f s", Double($0) / 1_000) } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
+                recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(slowest.map { String(format: "%.1f s", Double($0.ms) / 1_000) + " (seed \($0.seed))" } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
                 slow clocks reached: \(Milestone.allCases.map { "\($0.rawValue) \(milestones[$0] ?? 0)" }.joined(separator: ", "))
                 """ + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }.joined()
         }
@@ -50,10 +57,10 @@ public enum SeedSweep {
     /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
     public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) -> Summary {
         let started = Date()
-        let collected = Mutex(Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], events: 0, seconds: 0))
+        let collected = Mutex(Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0))
         let workers = max(1, jobs)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var local = Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], events: 0, seconds: 0)
+            var local = Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0)
             var index = worker
             while index < count {
                 var options = Simulation.Options(seed: first + UInt64(index))
@@ -63,7 +70,10 @@ public enum SeedSweep {
                 local.seeds += 1
                 local.events += result.eventsRun
                 for milestone in result.milestones { local.milestones[milestone, default: 0] += 1 }
-                if let recovery = result.recoveryMs { local.recoveries.append(recovery) }
+                if let recovery = result.recoveryMs {
+                    local.recoveries.append(recovery)
+                    local.noteRecovery(recovery, seed: result.seed)
+                }
                 if !result.passed {
                     result.trace = []
                     local.failures.append(result)
@@ -75,6 +85,7 @@ public enum SeedSweep {
                 total.milestones.merge(local.milestones, uniquingKeysWith: +)
                 total.failures += local.failures
                 total.recoveries += local.recoveries
+                if let slowest = local.slowest { total.noteRecovery(slowest.ms, seed: slowest.seed) }
                 total.events += local.events
             }
         }

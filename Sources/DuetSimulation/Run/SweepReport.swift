@@ -9,6 +9,8 @@ public struct SweepReport: Codable, Sendable, Equatable {
         public var p90Ms: Int64?
         public var p99Ms: Int64?
         public var maxMs: Int64?
+        /// The seed of `maxMs` (the lowest of a tie).
+        public var slowestSeed: UInt64?
     }
     public struct Failure: Codable, Sendable, Equatable {
         public var seed: UInt64
@@ -41,7 +43,7 @@ public struct SweepReport: Codable, Sendable, Equatable {
         failures = summary.failures.sorted { $0.seed < $1.seed }.prefix(100).map {
             Failure(seed: $0.seed, violation: $0.violations.first.map { "\($0.invariant.rawValue): \($0.detail)" } ?? "?")
         }
-        recovery = Recovery(p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99), maxMs: sorted.last)
+        recovery = Recovery(p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99), maxMs: sorted.last, slowestSeed: summary.slowest?.seed)
         boundMs = RecoveryBound.ms
         milestones = Dictionary(uniqueKeysWithValues: Milestone.allCases.map { ($0.rawValue, summary.milestones[$0] ?? 0) })
         self.mutation = mutation.rawValue

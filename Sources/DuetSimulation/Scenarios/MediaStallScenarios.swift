@@ -24,7 +24,6 @@ extension NamedScenarios {
                     "A restarted \(restart.map { "\($0 - stalledAt) ms" } ?? "never") after the stall began")
                 + check(!outcome.trace(.a, "⇐ restart_request").isEmpty, "A never heard B's restart_request")
                 + check(left != nil, "B's status never left connected")
-                + check(outcome.restarts(.b).isEmpty, "B, which cannot restart in place, restarted: \(outcome.restarts(.b))")
                 + check(outcome.restarts(.a) == [.peerRequest], "A restarted for something else too: \(outcome.restarts(.a))")
         })
 

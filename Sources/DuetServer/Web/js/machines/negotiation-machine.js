@@ -52,8 +52,12 @@ export class NegotiationMachine {
      * were alone costs one restart: the safe side. */
     this.stalledWhenLeft = false;
     this.nonHostFallbackAttempts = 0;
-    /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). */
+    /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). The peer's request
+     * (`peerRequest`) outranks our own reasons and is kept when our media is up: the peer's media is not. */
     this.pendingRestart = null;
+    /** The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one
+     * more cooldown for what that renegotiation does instead of crossing it at our cooldown's end. */
+    this.peerOfferSinceRestart = false;
     this.remoteCandidateBuffer = [];
     this.signalingUp = true;
     this.makingOffer = false;
@@ -179,6 +183,7 @@ export class NegotiationMachine {
           if (this.offerIsRestart) {
             this.inCooldown = true;
             this.replacedInCooldown = false;
+            this.peerOfferSinceRestart = false;
             actions.push(timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS)));
           }
           return actions;
@@ -212,6 +217,7 @@ export class NegotiationMachine {
         this.hasRemoteDescription = true;
         // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
         if (event.kind === 'offer' && this.pendingRestart === 'mediaStall') this.pendingRestart = null;
+        if (event.kind === 'offer') this.peerOfferSinceRestart = true;
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
@@ -233,7 +239,7 @@ export class NegotiationMachine {
           case 'connected':
           case 'completed':
             // Media came back by itself: a remembered restart is no longer needed.
-            if (!this.mediaStalled) this.pendingRestart = null;
+            if (!this.mediaStalled && this.pendingRestart !== 'peerRequest') this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
             if (!this.isHost || !this.peerPresent) return [];
@@ -258,7 +264,7 @@ export class NegotiationMachine {
       case 'mediaFlowing':
         this.mediaStalled = false;
         this.stalledWhenLeft = false;
-        this.pendingRestart = null; // media came back by itself
+        if (this.pendingRestart !== 'peerRequest') this.pendingRestart = null; // media came back by itself (ours, not the peer's)
         return [];
       case 'peerAskedForRestart':
         // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
@@ -296,10 +302,19 @@ export class NegotiationMachine {
         this.inCooldown = false;
         this.replacedInCooldown = false;
         if (this.renewalPending) return this.#connectionWedged();
-        // Media still stalled after the restart: restart again, a cooldown apart, until it flows. (A restart that
-        // keeps its credentials — webrtcbin's, until it gives its session up — may not have moved the path.)
-        const reason = this.pendingRestart ?? (this.mediaStalled ? 'mediaStall' : null);
-        if (reason == null || !this.signalingUp || this.mediaUp) return [];
+        // Media still stalled under a connected ICE after the restart: restart again, a cooldown apart, until it
+        // flows (a restart that keeps its credentials — webrtcbin's, until it gives its session up — may not have
+        // moved the path). Not over a renegotiation the peer made meanwhile, and not when ICE itself is down: then
+        // the ICE rules (the host's job) apply.
+        const stalledStill = this.mediaStalled && (this.iceState === 'connected' || this.iceState === 'completed');
+        if (stalledStill && this.pendingRestart == null && this.peerOfferSinceRestart) {
+          // The peer's renegotiation gets one cooldown to show what it did: look again then (the timer only;
+          // nothing else is held back meanwhile).
+          this.peerOfferSinceRestart = false;
+          return [timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS))];
+        }
+        const reason = this.pendingRestart ?? (stalledStill ? 'mediaStall' : null);
+        if (reason == null || !this.signalingUp || (this.mediaUp && reason !== 'peerRequest')) return [];
         this.pendingRestart = null;
         return this.#restart(reason);
       }
@@ -372,11 +387,11 @@ export class NegotiationMachine {
     if (!this.isHost && this.restartsOnlyAsHost) return this.#askHostToRestart(reason);
     if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
-      this.pendingRestart = reason;
+      this.pendingRestart = this.pendingRestart === 'peerRequest' ? 'peerRequest' : reason;
       return [];
     }
     if (this.inCooldown || this.makingOffer || this.answering || this.applyingRemote || this.signalingState === 'haveRemoteOffer') {
-      this.pendingRestart = this.pendingRestart ?? reason;
+      this.pendingRestart = reason === 'peerRequest' ? reason : this.pendingRestart ?? reason;
       return [];
     }
     const actions = [];
