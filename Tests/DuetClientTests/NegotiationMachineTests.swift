@@ -184,6 +184,59 @@ import Testing
         #expect(host.advance(by: 30_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } }, "media flows: no more")
     }
 
+    /// Host that restarted (network online) and whose restart was answered: in its cooldown, media up.
+    func hostInCooldown() -> Driver {
+        var host = connectedHost()
+        host.send { $0.handle(.networkOnline) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        return host
+    }
+
+    @Test("the peer's request outranks our own waiting reason, outlasts our media flowing, and survives a signaling drop")
+    func thePeersRequestIsKeptUntilItRuns() {
+        var host = hostInCooldown()
+        host.send { $0.handle(.requestIceRestart) }
+        #expect(host.machine.pendingRestart == .escalation)
+        host.send { $0.handle(.peerAskedForRestart) }
+        #expect(host.machine.pendingRestart == .peerRequest, "the peer's media is down; ours says nothing of it")
+        host.send { $0.handle(.mediaStalled) }
+        host.send { $0.handle(.mediaFlowing) }
+        #expect(host.machine.pendingRestart == .peerRequest)
+        host.send { $0.handle(.signaling(up: false)) }
+        host.send { $0.handle(.networkOnline) }
+        #expect(host.machine.pendingRestart == .peerRequest, "a reason of ours meanwhile does not replace it")
+        #expect(host.advance(by: 10_000).allSatisfy { if case .createOffer = $0 { false } else { true } }, "nobody to send it to")
+        #expect(host.machine.pendingRestart == .peerRequest)
+        host.send { $0.handle(.signaling(up: true)) }
+        #expect(host.send { $0.handle(.roomStateAfterReconnect) }.contains(.iceRestartStarted(.peerRequest)), "though our media is up")
+        #expect(host.machine.pendingRestart == nil)
+    }
+
+    @Test("a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited")
+    func aLastingStallSurvivesASignalingDrop() {
+        var host = connectedHost()
+        host.send { $0.handle(.mediaStalled) }
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        host.send { $0.handle(.signaling(up: false)) }
+        host.advance(by: 10_000)
+        #expect(host.machine.pendingRestart == .mediaStall)
+        host.send { $0.handle(.signaling(up: true)) }
+        #expect(host.send { $0.handle(.roomStateAfterReconnect) }.contains(.iceRestartStarted(.signalingReconnect)))
+
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        guest.send { $0.handle(.requestIceRestart) }
+        #expect(guest.machine.pendingRestart == .escalation, "waits for the answer being made")
+        guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
+        #expect(guest.send { $0.handle(.networkOnline) }.contains(.iceRestartStarted(.networkOnline)))
+        #expect(guest.machine.pendingRestart == nil, "the restart that ran is the one that waited")
+    }
+
     @Test("a lasting stall is not restarted again over the peer's renegotiation, nor by a guest once ICE itself failed")
     func aLastingStallLeavesThePeersRestartAndICEFailureAlone() {
         var host = connectedHost()

@@ -268,6 +268,55 @@ test('a stall that outlasts its restart is restarted again at each cooldown end,
   assert.ok(!host.advance(30_000).some((a) => a.type === 'iceRestartStarted'), 'media flows: no more');
 });
 
+function hostInCooldown() {
+  const host = connectedHost();
+  host.send({ type: 'networkOnline' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  return host;
+}
+
+test('the peer request outranks our own waiting reason, outlasts our media flowing, and survives a signaling drop', () => {
+  const host = hostInCooldown();
+  host.send({ type: 'requestIceRestart' });
+  assert.equal(host.machine.pendingRestart, 'escalation');
+  host.send({ type: 'peerAskedForRestart' });
+  assert.equal(host.machine.pendingRestart, 'peerRequest');
+  host.send({ type: 'mediaStalled' });
+  host.send({ type: 'mediaFlowing' });
+  assert.equal(host.machine.pendingRestart, 'peerRequest');
+  host.send({ type: 'signaling', up: false });
+  host.send({ type: 'networkOnline' });
+  assert.equal(host.machine.pendingRestart, 'peerRequest', 'a reason of ours meanwhile does not replace it');
+  assert.ok(!host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS).some((a) => a.type === 'createOffer'), 'nobody to send it to');
+  assert.equal(host.machine.pendingRestart, 'peerRequest');
+  host.send({ type: 'signaling', up: true });
+  assert.ok(has(host.send({ type: 'roomStateAfterReconnect' }), restarted('peerRequest')), 'though our media is up');
+  assert.equal(host.machine.pendingRestart, null);
+});
+
+test('a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited', () => {
+  const host = connectedHost();
+  host.send({ type: 'mediaStalled' });
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  host.send({ type: 'signaling', up: false });
+  host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  assert.equal(host.machine.pendingRestart, 'mediaStall');
+  host.send({ type: 'signaling', up: true });
+  assert.ok(has(host.send({ type: 'roomStateAfterReconnect' }), restarted('signalingReconnect')));
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: 'o1', epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  guest.send({ type: 'requestIceRestart' });
+  assert.equal(guest.machine.pendingRestart, 'escalation', 'waits for the answer being made');
+  guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a1' });
+  assert.ok(has(guest.send({ type: 'networkOnline' }), restarted('networkOnline')));
+  assert.equal(guest.machine.pendingRestart, null, 'the restart that ran is the one that waited');
+});
+
 test('a lasting stall is not restarted again over the peer renegotiation, nor by a guest once ICE itself failed', () => {
   const host = connectedHost();
   host.send({ type: 'mediaStalled' });

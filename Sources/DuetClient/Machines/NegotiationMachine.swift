@@ -194,7 +194,9 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .roomStateAfterReconnect:
             guard let reason = pendingRestart, peerPresent else { return [] }
             pendingRestart = nil
-            // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
+            // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
+            // the peer asked for it: its media is the one down.
+            if reason == .peerRequest { return restart(.peerRequest) }
             if mediaUp { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
         case .remoteDescription(let kind, let sdp, let epoch):
@@ -345,8 +347,8 @@ public struct NegotiationMachine: Sendable, Equatable {
                 peerOfferSinceRestart = false
                 return [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))]
             }
-            guard let reason = pendingRestart ?? (stalledStill ? .mediaStall : nil), signalingUp,
-                !mediaUp || reason == .peerRequest
+            // (Signaling down: `restart` keeps the reason for the reconnect.)
+            guard let reason = pendingRestart ?? (stalledStill ? .mediaStall : nil), !mediaUp || reason == .peerRequest
             else { return [] }
             pendingRestart = nil
             return restart(reason)
@@ -379,6 +381,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         // not meet it.
         let renewal = renewalPending ? replaceConnection() : []
         renewalPending = false
+        peerOfferSinceRestart = false
         makingOffer = false
         answering = false
         applyingRemote = false
@@ -418,6 +421,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             pendingRestart = reason == .peerRequest ? reason : pendingRestart ?? reason
             return []
         }
+        pendingRestart = nil  // this restart is the one anything waiting wanted
         var actions: [Action] = []
         if signalingState == .haveLocalOffer {
             actions += [.rollback, .timer(.cancel(.offerTimeout))]
@@ -526,6 +530,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func renewPeerConnection() -> [Action] {
         renewalUnconfirmed = true
         renewalPending = false  // whatever made it, the wedged connection is gone
+        peerOfferSinceRestart = false
         peerTookOurOffer = false
         appliedRemoteSession = nil
         answerBeforeRenewal = nil

@@ -146,7 +146,9 @@ export class NegotiationMachine {
         const reason = this.pendingRestart;
         if (reason == null || !this.peerPresent) return [];
         this.pendingRestart = null;
-        // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3).
+        // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
+        // the peer asked for it: its media is the one down.
+        if (reason === 'peerRequest') return this.#restart('peerRequest');
         if (this.mediaUp) return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
       }
@@ -314,7 +316,8 @@ export class NegotiationMachine {
           return [timerAction(schedule('iceRestartCooldown', RESILIENCE.ICE_RESTART_COOLDOWN_MS))];
         }
         const reason = this.pendingRestart ?? (stalledStill ? 'mediaStall' : null);
-        if (reason == null || !this.signalingUp || (this.mediaUp && reason !== 'peerRequest')) return [];
+        // (Signaling down: `#restart` keeps the reason for the reconnect.)
+        if (reason == null || (this.mediaUp && reason !== 'peerRequest')) return [];
         this.pendingRestart = null;
         return this.#restart(reason);
       }
@@ -351,6 +354,7 @@ export class NegotiationMachine {
     // meet it.
     const renewal = this.renewalPending ? this.#replaceConnection() : [];
     this.renewalPending = false;
+    this.peerOfferSinceRestart = false;
     this.makingOffer = false;
     this.answering = false;
     this.applyingRemote = false;
@@ -394,6 +398,7 @@ export class NegotiationMachine {
       this.pendingRestart = reason === 'peerRequest' ? reason : this.pendingRestart ?? reason;
       return [];
     }
+    this.pendingRestart = null; // this restart is the one anything waiting wanted
     const actions = [];
     if (this.signalingState === 'haveLocalOffer') {
       actions.push({ type: 'rollback' }, timerAction(cancel('offerTimeout')));
@@ -513,6 +518,7 @@ export class NegotiationMachine {
   #renewPeerConnection() {
     this.renewalUnconfirmed = true;
     this.renewalPending = false; // whatever made it, the wedged connection is gone
+    this.peerOfferSinceRestart = false;
     this.peerTookOurOffer = false;
     this.appliedRemoteSession = null;
     this.answerBeforeRenewal = null;
