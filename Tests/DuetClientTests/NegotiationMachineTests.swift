@@ -170,11 +170,7 @@ import Testing
 
     @Test("a stall that outlasts its restart is restarted again at each cooldown's end, until media flows")
     func aLastingStallIsRestartedEveryCooldown() {
-        var host = connectedHost()
-        #expect(host.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
-        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
-        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        var host = stalledHostAfterItsRestart()
         #expect(!host.advance(by: 9_999).contains(.iceRestartStarted(.mediaStall)))
         #expect(host.advance(by: 1).contains(.iceRestartStarted(.mediaStall)), "still stalled at the cooldown's end")
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r2")) }
@@ -182,6 +178,16 @@ import Testing
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         host.send { $0.handle(.mediaFlowing) }
         #expect(host.advance(by: 30_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } }, "media flows: no more")
+    }
+
+    /// Host whose media stalled, which restarted for it and whose restart was answered: in its cooldown, still stalled.
+    func stalledHostAfterItsRestart() -> Driver {
+        var host = connectedHost()
+        #expect(host.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        return host
     }
 
     /// Host that restarted (network online) and whose restart was answered: in its cooldown, media up.
@@ -216,11 +222,7 @@ import Testing
 
     @Test("a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited")
     func aLastingStallSurvivesASignalingDrop() {
-        var host = connectedHost()
-        host.send { $0.handle(.mediaStalled) }
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
-        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
-        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        var host = stalledHostAfterItsRestart()
         host.send { $0.handle(.signaling(up: false)) }
         host.advance(by: 10_000)
         #expect(host.machine.pendingRestart == .mediaStall)
@@ -239,11 +241,7 @@ import Testing
 
     @Test("a lasting stall is not restarted again over the peer's renegotiation, nor by a guest once ICE itself failed")
     func aLastingStallLeavesThePeersRestartAndICEFailureAlone() {
-        var host = connectedHost()
-        host.send { $0.handle(.mediaStalled) }
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
-        host.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
-        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        var host = stalledHostAfterItsRestart()
         host.send { $0.handle(.remoteDescription(.offer, sdp: "peer-restart", epoch: 1)) }
         host.send { $0.handle(.remoteDescriptionApplied(.offer)) }
         host.send { $0.handle(.localDescriptionReady(.answer, sdp: "a2")) }

@@ -254,11 +254,7 @@ test('peerAskedForRestart: the host restarts (peerRequest), not over its own res
 });
 
 test('a stall that outlasts its restart is restarted again at each cooldown end, until media flows', () => {
-  const host = connectedHost();
-  assert.ok(has(host.send({ type: 'mediaStalled' }), restarted('mediaStall')));
-  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
-  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
-  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  const host = stalledHostAfterItsRestart();
   assert.ok(!has(host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS - 1), restarted('mediaStall')));
   assert.ok(has(host.advance(1), restarted('mediaStall')), 'still stalled at the cooldown end');
   host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' });
@@ -267,6 +263,16 @@ test('a stall that outlasts its restart is restarted again at each cooldown end,
   host.send({ type: 'mediaFlowing' });
   assert.ok(!host.advance(30_000).some((a) => a.type === 'iceRestartStarted'), 'media flows: no more');
 });
+
+/** Host whose media stalled, which restarted for it and whose restart was answered: in its cooldown, still stalled. */
+function stalledHostAfterItsRestart() {
+  const host = connectedHost();
+  assert.ok(has(host.send({ type: 'mediaStalled' }), restarted('mediaStall')));
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  return host;
+}
 
 function hostInCooldown() {
   const host = connectedHost();
@@ -297,11 +303,7 @@ test('the peer request outranks our own waiting reason, outlasts our media flowi
 });
 
 test('a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited', () => {
-  const host = connectedHost();
-  host.send({ type: 'mediaStalled' });
-  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
-  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
-  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  const host = stalledHostAfterItsRestart();
   host.send({ type: 'signaling', up: false });
   host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
   assert.equal(host.machine.pendingRestart, 'mediaStall');
@@ -318,11 +320,7 @@ test('a stall still there when the cooldown ends with signaling down is restarte
 });
 
 test('a lasting stall is not restarted again over the peer renegotiation, nor by a guest once ICE itself failed', () => {
-  const host = connectedHost();
-  host.send({ type: 'mediaStalled' });
-  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
-  host.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
-  host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  const host = stalledHostAfterItsRestart();
   host.send({ type: 'remoteDescription', kind: 'offer', sdp: 'peer-restart', epoch: 1 });
   host.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
   host.send({ type: 'localDescriptionReady', kind: 'answer', sdp: 'a2' });

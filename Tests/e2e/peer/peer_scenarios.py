@@ -4,6 +4,7 @@ coturn, over SSE, and across a cut link. Run by DuetCallPeerTests, each scenario
 Each scenario asserts what its name says and prints `scenario <name>: ok` at the end.
 """
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -594,7 +595,10 @@ def scenario_link_cut_duet_call_hosts(_browser):
     link_cut_with_chromium(chromium_hosts=False)
 
 
-def link_cut_with_chromium(chromium_hosts):
+@contextlib.contextmanager
+def chromium_with_far_duet_call(chromium_hosts):
+    """Chromium on this side, duet call on the far side of a FarSide link, in a call with media both ways, the intended
+    side hosting: yields (far, server, page, peer), and stops them all afterwards."""
     with FarSide() as far:
         server = Server("--host", "10.78.0.1")
         # Not localhost: Chromium allows the camera on this origin only when told it is a secure one.
@@ -614,33 +618,38 @@ def link_cut_with_chromium(chromium_hosts):
             expect((page.evaluate("duet.hostCid") == page.evaluate("duet.cid")) == chromium_hosts, "the intended side hosts")
             media_flows(page)
             peer.wait_media()
-            restarts_before = (len(page.evaluate("duet.iceRestarts")), len(peer_restarts(peer)))
-            # Quietly: 5 s without inbound packets are a stall to duet call's media watchdog, and as the host it restarts.
-            far.cut_for(float(os.environ.get("CUT_SECONDS", "5" if chromium_hosts else "8")), quietly=not chromium_hosts)
-            cut = peer.mark()
-            restored = far.restore()
-            # Chromium's check takes its own mark: the newest second of audio after the heal.
-            media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
-            peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
-            recovered = time.monotonic() - restored
-            in_call(page, 30, what="Chromium back to connected")
-            peer.in_call(30, what="duet call back to connected")
-            chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts"), peer_restarts(peer)
-            log(f"recovered {recovered:.1f}s after the link came back; Chromium restarts {chromium_restarts}, "
-                f"duet call restarts {duet_call_restarts}")
-            # The recovery this relies on: an ICE restart after the cut by the host (duet call restarts only as host).
-            if chromium_hosts:
-                expect(len(chromium_restarts) > restarts_before[0], f"Chromium (the host) restarted ICE after the cut: {chromium_restarts}")
-                expect(not duet_call_restarts, f"duet call, not the host, never restarts ICE: {duet_call_restarts}")
-            else:
-                expect(len(duet_call_restarts) > restarts_before[1], f"duet call (the host) restarted ICE after the cut: {duet_call_restarts}")
-            report(seconds=recovered, how=how_recovered(page, peer))
-            print(f"time to recover: {recovered:.1f}s", flush=True)
+            yield far, server, page, peer
         finally:
             if peer:
                 peer.stop()
             browser.close()
             server.stop()
+
+
+def link_cut_with_chromium(chromium_hosts):
+    with chromium_with_far_duet_call(chromium_hosts) as (far, _server, page, peer):
+        restarts_before = (len(page.evaluate("duet.iceRestarts")), len(peer_restarts(peer)))
+        # Quietly: 5 s without inbound packets are a stall to duet call's media watchdog, and as the host it restarts.
+        far.cut_for(float(os.environ.get("CUT_SECONDS", "5" if chromium_hosts else "8")), quietly=not chromium_hosts)
+        cut = peer.mark()
+        restored = far.restore()
+        # Chromium's check takes its own mark: the newest second of audio after the heal.
+        media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
+        peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
+        recovered = time.monotonic() - restored
+        in_call(page, 30, what="Chromium back to connected")
+        peer.in_call(30, what="duet call back to connected")
+        chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts"), peer_restarts(peer)
+        log(f"recovered {recovered:.1f}s after the link came back; Chromium restarts {chromium_restarts}, "
+            f"duet call restarts {duet_call_restarts}")
+        # The recovery this relies on: an ICE restart after the cut by the host (duet call restarts only as host).
+        if chromium_hosts:
+            expect(len(chromium_restarts) > restarts_before[0], f"Chromium (the host) restarted ICE after the cut: {chromium_restarts}")
+            expect(not duet_call_restarts, f"duet call, not the host, never restarts ICE: {duet_call_restarts}")
+        else:
+            expect(len(duet_call_restarts) > restarts_before[1], f"duet call (the host) restarted ICE after the cut: {duet_call_restarts}")
+        report(seconds=recovered, how=how_recovered(page, peer))
+        print(f"time to recover: {recovered:.1f}s", flush=True)
 
 
 # STUN passes (its magic cookie at offset 4 of the UDP payload), everything else on UDP is dropped (chaos.py's rule).
@@ -653,58 +662,41 @@ def scenario_stall_duet_call_guest(_browser):
     without inbound packets a stall and leaves `connected`; webrtcbin cannot restart ICE in place, so it asks the host
     (`restart_request`), and Chromium restarts ICE for it (`peerRequest`) while the hole lasts. Once it closes, media
     both ways, and duet call never made a restart offer of its own."""
-    with FarSide() as far:
-        server = Server("--host", "10.78.0.1")
-        browser = Browser.launch(extra_flags=(f"--unsafely-treat-insecure-origin-as-secure={server.url.rstrip('/')}",))
-        peer = None
-        rule = f"OUTPUT -o duetA -p udp {NOT_STUN} -j DROP"
+    rule = f"OUTPUT -o duetA -p udp {NOT_STUN} -j DROP"
+    with chromium_with_far_duet_call(chromium_hosts=True) as (_far, _server, page, peer):
+        peer.in_call(what="duet call in call")
+        restarts_before = len(page.evaluate("duet.iceRestarts"))
+        statuses_before = len([e for e in peer.snapshot() if e.get("event") == "connectionStatus"])
+        sh(f"iptables -I {rule}")
+        began = time.monotonic()
+        log("media to duet call black-holed (STUN passes)")
         try:
-            link = server.url + "call/" + server.new_room()
-            page = open_call(browser, link)
-            page.wait_for("duet.phase === 'waiting'", 15, message="Chromium waits")
-            peer = Peer(link, "--ice-address", "10.78.0.2", netns_pid=far.pid)
-            in_call(page, 20, what="Chromium in call")
-            expect(page.evaluate("duet.hostCid") == page.evaluate("duet.cid"), "Chromium hosts")
-            media_flows(page)
-            peer.wait_media()
-            peer.in_call(what="duet call in call")
-            restarts_before = len(page.evaluate("duet.iceRestarts"))
-            statuses_before = len([e for e in peer.snapshot() if e.get("event") == "connectionStatus"])
-            sh(f"iptables -I {rule}")
-            began = time.monotonic()
-            log("media to duet call black-holed (STUN passes)")
-            try:
-                peer.wait(lambda p: any(e.get("value") != "connected" for e in
-                                        [e for e in p.snapshot() if e.get("event") == "connectionStatus"][statuses_before:]),
-                          9, "duet call's status left connected (its media watchdog)")
-                noticed = time.monotonic() - began
-                log(f"duet call noticed the stall after {noticed:.1f} s")
-                page.wait_for(f"duet.iceRestarts.slice({restarts_before}).includes('peerRequest')", 5,
-                              message="Chromium restarted ICE at duet call's request")
-                chromium_ice = page.evaluate("duet.iceConnectionState")
-                log(f"Chromium restarted at duet call's request; its ICE: {chromium_ice}")
-                time.sleep(max(0.0, 12 - (time.monotonic() - began)))
-            finally:
-                sh(f"iptables -D {rule}")
-            healed = time.monotonic()
-            log("the black hole closes")
-            cut = peer.mark()
-            peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
-            media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
-            recovered = time.monotonic() - healed
-            in_call(page, 30, what="Chromium back to connected")
-            peer.in_call(30, what="duet call back to connected")
-            chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts")[restarts_before:], peer_restarts(peer)
-            log(f"whole {recovered:.1f}s after the hole closed; Chromium restarts {chromium_restarts}, duet call restarts {duet_call_restarts}")
-            expect(not duet_call_restarts, f"duet call, the guest, asked and never restarted itself: {duet_call_restarts}")
-            expect(noticed <= 8, f"noticed within the stall timeout (5 s) and a reading or two: {noticed:.1f} s")
-            report(seconds=recovered, how=how_recovered(page, peer) + f"; noticed {noticed:.1f} s into the hole, Chromium restarted at its request")
-            print(f"time to recover: {recovered:.1f}s", flush=True)
+            peer.wait(lambda p: any(e.get("value") != "connected" for e in
+                                    [e for e in p.snapshot() if e.get("event") == "connectionStatus"][statuses_before:]),
+                      9, "duet call's status left connected (its media watchdog)")
+            noticed = time.monotonic() - began
+            log(f"duet call noticed the stall after {noticed:.1f} s")
+            page.wait_for(f"duet.iceRestarts.slice({restarts_before}).includes('peerRequest')", 5,
+                          message="Chromium restarted ICE at duet call's request")
+            chromium_ice = page.evaluate("duet.iceConnectionState")
+            log(f"Chromium restarted at duet call's request; its ICE: {chromium_ice}")
+            time.sleep(max(0.0, 12 - (time.monotonic() - began)))
         finally:
-            if peer:
-                peer.stop()
-            browser.close()
-            server.stop()
+            sh(f"iptables -D {rule}")
+        healed = time.monotonic()
+        log("the black hole closes")
+        cut = peer.mark()
+        peer.wait_media(since=cut, timeout=60, what="duet call decodes video and hears Chromium again")
+        media_flows(page, timeout=60, what="Chromium decodes video and hears duet call again")
+        recovered = time.monotonic() - healed
+        in_call(page, 30, what="Chromium back to connected")
+        peer.in_call(30, what="duet call back to connected")
+        chromium_restarts, duet_call_restarts = page.evaluate("duet.iceRestarts")[restarts_before:], peer_restarts(peer)
+        log(f"whole {recovered:.1f}s after the hole closed; Chromium restarts {chromium_restarts}, duet call restarts {duet_call_restarts}")
+        expect(not duet_call_restarts, f"duet call, the guest, asked and never restarted itself: {duet_call_restarts}")
+        expect(noticed <= 8, f"noticed within the stall timeout (5 s) and a reading or two: {noticed:.1f} s")
+        report(seconds=recovered, how=how_recovered(page, peer) + f"; noticed {noticed:.1f} s into the hole, Chromium restarted at its request")
+        print(f"time to recover: {recovered:.1f}s", flush=True)
 
 
 def scenario_chromium_joins_second(browser):
