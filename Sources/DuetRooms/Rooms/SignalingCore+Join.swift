@@ -26,8 +26,10 @@ extension SignalingCore {
             // Joining another room from the same connection leaves the first one.
             removeParticipant(seat.cid, from: seat.rid, reason: "switched_room", nowMs: nowMs, into: &out)
         }
-        if let reconnectCid = request.reconnectCid {
-            try rejoin(cid: reconnectCid, token: request.reconnectToken, rid: rid, connection: connection, nowMs: nowMs, into: &out)
+        // A reconnectCid without a token proves nothing: it is answered as a fresh join (a new seat), as the seed
+        // system's clients expect, instead of an error that leaves the socket without a seat.
+        if let reconnectCid = request.reconnectCid, let token = request.reconnectToken {
+            try rejoin(cid: reconnectCid, token: token, rid: rid, connection: connection, nowMs: nowMs, into: &out)
         } else {
             try joinFresh(rid: rid, connection: connection, nowMs: nowMs, into: &out)
         }
@@ -41,7 +43,7 @@ extension SignalingCore {
         resumeRing(rid: rid, cid: cid, connection: connection, nowMs: nowMs, into: &out)
         // The seed's join alert: someone arrived; the room's devices that are not in it hear of it by push. Only a
         // new seat: a reconnect is the same person coming back, not news.
-        if request.reconnectCid == nil, request.alert != false, takeJoinAlert(rid, nowMs: nowMs) {
+        if request.reconnectToken == nil || request.reconnectCid == nil, request.alert != false, takeJoinAlert(rid, nowMs: nowMs) {
             let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
             // Devices in the room now are not told what they can see: by the endpoint they said, or by their id.
             out.append(.push(PushAlert(
@@ -74,10 +76,7 @@ extension SignalingCore {
         announceJoin(cid: cid, rid: rid, kind: .fresh, connection: connection, nowMs: nowMs, into: &out)
     }
 
-    private mutating func rejoin(cid: String, token: String?, rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
-        guard let token else {
-            throw ProtocolError(.invalidReconnectToken, "reconnectCid needs a reconnectToken; join without reconnectCid to get a new seat")
-        }
+    private mutating func rejoin(cid: String, token: String, rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
         switch authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) {
         case .valid:
             if seatsRoomEnded(cid: cid, rid: rid, nowMs: nowMs) {

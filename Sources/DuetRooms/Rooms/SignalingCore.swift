@@ -303,8 +303,9 @@ public struct SignalingCore: Sendable {
         do throws(ProtocolError) {
             switch envelope.messageType {
             case .ping?:
-                let echo = envelope.payload["ts"] ?? envelope.ts.map { .int($0) } ?? .null
-                out.append(.send(connection, Self.envelope(.pong, ts: nowMs, payload: ["ts": echo])))
+                // Echoed when the ping had one; a ping without `ts` gets a pong without it (never `ts: null`).
+                let echo = envelope.payload["ts"] ?? envelope.ts.map { .int($0) }
+                out.append(.send(connection, Self.envelope(.pong, ts: nowMs, payload: echo.map { ["ts": $0] } ?? [:])))
             case .join?:
                 try join(envelope, from: connection, nowMs: nowMs, into: &out)
             case .leave?:
