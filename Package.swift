@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
@@ -65,9 +66,8 @@ let package = Package(
         .target(
             name: "DuetServer",
             dependencies: [
-                "DuetProtocol", "DuetRooms",
+                "DuetProtocol", "DuetRooms", "CMallocInfo",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -77,6 +77,10 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // `/ws` on plain NIO handlers beside Hummingbird's HTTP (Transports/WebSocket/).
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 // HTTPS and WSS without a proxy (`--tls-cert`, `--tls-key`), on swift-nio-ssl.
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -92,6 +96,8 @@ let package = Package(
             resources: [.copy("Web")],
             swiftSettings: strict
         ),
+        // `mallinfo2()` for the heap-in-use gauge (Glibc does not export it).
+        .target(name: "CMallocInfo"),
         // The call engine: pure state machines and the runtime that drives them.
         .target(
             name: "DuetClient",

@@ -3,7 +3,6 @@ import DuetProtocol
 import DuetRooms
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import HummingbirdCore
 import HummingbirdTLS
@@ -134,10 +133,8 @@ public final class DuetServer: Sendable {
         let assets = WebAssets.bundled()
         // First: middleware wraps only the routes added after it.
         router.add(middleware: SecurityHeadersMiddleware(inlineScripts: assets.inlineScripts))
-        let webSocketRouter = Router(context: DuetRequestContext.self)
-        let blockWebSocket = configuration.blockWebSocket
-        let webSocket = WebSocketTransport(hub: hub, gate: gate, blocked: { blockWebSocket })
-        webSocket.register(on: webSocketRouter)
+        let webSocket = WebSocketTransport(
+            hub: hub, gate: gate, blocked: configuration.blockWebSocket, settings: .init(pingInterval: .init(configuration.pingInterval)))
         webSocket.registerRefusals(on: router)
         SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
         let stun = configuration.stunPort.map {
@@ -165,18 +162,11 @@ public final class DuetServer: Sendable {
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.listening = listening
         self.listeningContinuation = listeningContinuation
-        let upgradeConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
-            http1: .init(),
-            ws: WebSocketServerConfiguration(
-                maxFrameSize: WebSocketTransport.socketMessageCap,
-                autoPing: .enabled(timePeriod: configuration.pingInterval),
-                // A text frame that is not UTF-8 is a protocol error (RFC 6455): close 1007.
-                validateUTF8: true))
         // Before any connection: the first upgrades must not be the first use of the pipeline's types (see there).
-        if !UpgradePipelineWarmUp.run(configuration: upgradeConfiguration, logger: logger) {
+        if !UpgradePipelineWarmUp.run(DuetHTTPChannel(responder: { _, _, _ in }, webSocket: webSocket), logger: logger) {
             logger.warning("could not warm up the WebSocket upgrade pipeline; serving anyway")
         }
-        let http: HTTPServerBuilder = .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: upgradeConfiguration)
+        let http = HTTPServerBuilder { responder in DuetHTTPChannel(responder: responder, webSocket: webSocket) }
         let app = Application(
             router: router,
             server: try configuration.tls.map { try .tls(http, tlsConfiguration: Self.tlsConfiguration($0)) } ?? http,

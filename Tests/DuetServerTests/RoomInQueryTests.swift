@@ -77,8 +77,7 @@ import Testing
         let (socket, status) = try await RawSocket.webSocket(port: server.port, path: "/ws?rid=" + rid)
         socket.close()
         // Refused in a way a proxy passes on to the next node: no answer at all, the connection closed
-        // (`proxy_next_upstream error`), or 503 (`http_503`) — never the 400 HummingbirdWebSocket answers a refused
-        // upgrade with, which nginx would hand back to the client.
+        // (`proxy_next_upstream error`), or 503 (`http_503`) — never a 4xx, which nginx would hand back to the client.
         #expect(status.isEmpty || status.contains(" 503 "), "a draining node's WebSocket upgrade: \(status)")
         // The stream already open still POSTs (its leave, say): only new sessions are refused.
         try await open.send(.ping, payload: ["ts": 1])

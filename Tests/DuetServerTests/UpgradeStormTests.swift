@@ -1,7 +1,6 @@
 @testable import DuetServer
 import DuetTestSupport
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import Testing
 
@@ -14,12 +13,14 @@ import Testing
 /// an upgrade.
 @Suite struct UpgradeStormTests {
     @Test func warmUpBuildsTheServersUpgradePipeline() {
-        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(), ws: .init(maxFrameSize: 1 << 16))
-        #expect(UpgradePipelineWarmUp.run(configuration: configuration, logger: Logger(label: "test")))
+        let hub = WebSocketConnectionTests.hub()
+        let gate = WebSocketConnectionTests.gate()
+        let transport = WebSocketTransport(hub: hub, gate: gate, blocked: false, settings: .init(pingInterval: .seconds(12)))
+        #expect(UpgradePipelineWarmUp.run(DuetHTTPChannel(responder: { _, _, _ in }, webSocket: transport), logger: Logger(label: "test")))
     }
 
     /// 50 fresh `duet serve` processes, each met by 50 upgrade requests released at the same moment
-    /// (Tests/e2e/server/upgrade_storm.py): every request is answered with a status (101, or 400 for those over the
+    /// (Tests/e2e/server/upgrade_storm.py): every request is answered with a status (101, or a refusal status for those over the
     /// per-address admission limit) and every server still answers afterwards. Loopback in a namespace of its own.
     @Test func freshServersSurviveAStormOfFirstUpgrades() async throws {
         try #require(["unshare", "ip"].allSatisfy(commandExists), "unshare and ip are required (the README test command installs them)")

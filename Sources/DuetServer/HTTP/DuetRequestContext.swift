@@ -1,20 +1,16 @@
 import Hummingbird
-import HummingbirdWebSocket
 import NIOCore
 
-/// One request context for HTTP routes and the WebSocket upgrade: both need the peer address (per-address limits),
-/// the body limit of the protocol, and the channel (to cut off a client that stopped reading).
-public struct DuetRequestContext: RequestContext, WebSocketRequestContext, RemoteAddressRequestContext {
+/// The HTTP routes' request context: the peer address (per-address limits), the body limit of the protocol, and the
+/// channel (to cut off an SSE client that stopped reading). `/ws` never reaches the router (`DuetHTTPChannel`).
+public struct DuetRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<Self>
     public let remoteAddress: SocketAddress?
-    /// Weak: Hummingbird keeps an upgraded connection's context in a box the context itself points to, so anything
-    /// held strongly here would live as long as the process.
+    /// Weak: an SSE stream's abort closure holds this; the channel's lifetime is NIO's to decide.
     let channel: WeakChannel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
-        self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress
         self.channel = WeakChannel(source.channel)
     }

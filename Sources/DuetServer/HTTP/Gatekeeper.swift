@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
+import NIOHTTP1
 
 /// The checks every entry point shares: origin, per-address rate, connection caps. Returns the refusal, if any.
 struct Gatekeeper: Sendable {
@@ -26,25 +28,53 @@ struct Gatekeeper: Sendable {
         }
     }
 
+    /// What the checks read of a request: the same for a routed request and for a WebSocket upgrade, which NIO
+    /// hands over as a bare `HTTPRequestHead` before any router or request context exists.
+    struct Caller {
+        var origin: String?
+        var authority: String?
+        var forwardedFor: [String]
+        var forwarded: [String]
+        var peer: String?
+
+        init(_ request: Request, context: DuetRequestContext) {
+            origin = request.headers[.origin]
+            authority = request.head.authority
+            forwardedFor = request.headers[values: .init("X-Forwarded-For")!]
+            forwarded = request.headers[values: .init("Forwarded")!]
+            peer = context.remoteAddress?.ipAddress
+        }
+
+        init(head: HTTPRequestHead, peer: SocketAddress?) {
+            // Several Origin fields read as their combination, as `HTTPFields` does for routed requests: a client that
+            // sends its own and a forged one is not let through by the first.
+            let origins = head.headers["Origin"]
+            origin = origins.isEmpty ? nil : origins.joined(separator: ", ")
+            authority = head.headers.first(name: "Host")
+            forwardedFor = head.headers["X-Forwarded-For"]
+            forwarded = head.headers["Forwarded"]
+            self.peer = peer?.ipAddress
+        }
+    }
+
     /// The client's rate-limit key: its address (IPv6: its /64), read through trusted proxies only.
-    func clientKey(_ request: Request, context: DuetRequestContext) -> String {
-        addresses.clientKey(
-            peer: context.remoteAddress?.ipAddress,
-            forwardedFor: request.headers[values: .init("X-Forwarded-For")!],
-            forwarded: request.headers[values: .init("Forwarded")!])
+    func clientKey(_ caller: Caller) -> String {
+        addresses.clientKey(peer: caller.peer, forwardedFor: caller.forwardedFor, forwarded: caller.forwarded)
     }
 
     func refusal(_ request: Request, context: DuetRequestContext, entry: Entry, consume: Bool = true) -> Refusal? {
-        let origin = request.headers[.origin]
-        let host = request.head.authority
-        guard origins.permits(origin: origin, host: host) else { return reject(entry, .forbidden, "origin not allowed") }
+        refusal(Caller(request, context: context), entry: entry, consume: consume)
+    }
+
+    func refusal(_ caller: Caller, entry: Entry, consume: Bool = true) -> Refusal? {
+        guard origins.permits(origin: caller.origin, host: caller.authority) else { return reject(entry, .forbidden, "origin not allowed") }
         guard consume else { return nil }
         let limiter = switch entry {
         case .ws: upgrades
         case .sse: sse
         case .api: api
         }
-        guard limiter.allow(clientKey(request, context: context), nowMs: Int64(Date().timeIntervalSince1970 * 1000)) else {
+        guard limiter.allow(clientKey(caller), nowMs: Int64(Date().timeIntervalSince1970 * 1000)) else {
             return reject(entry, .tooManyRequests, "too many requests from this address; back off and retry", retryAfter: 1)
         }
         return nil
@@ -52,15 +82,23 @@ struct Gatekeeper: Sendable {
 
     /// Takes a connection slot for a WebSocket or SSE stream, or says why not (503 + Retry-After).
     func admit(_ request: Request, context: DuetRequestContext, entry: Entry) -> Result<ConnectionLimiter.Ticket, Refusal> {
-        switch connections.admit(clientKey(request, context: context)) {
+        admit(Caller(request, context: context), entry: entry)
+    }
+
+    func admit(_ caller: Caller, entry: Entry) -> Result<ConnectionLimiter.Ticket, Refusal> {
+        switch connections.admit(clientKey(caller)) {
         case .success(let ticket): return .success(ticket)
         case .failure(let cap): return .failure(capRefusal(cap, entry: entry))
         }
     }
 
-    /// Why an upgrade from this client would be refused for a cap now, if it would.
+    /// Why a connection from this client would be refused for a cap now, if it would.
     func capRefusal(_ request: Request, context: DuetRequestContext, entry: Entry) -> Refusal? {
-        connections.wouldRefuse(clientKey(request, context: context)).map { capRefusal($0, entry: entry) }
+        capRefusal(Caller(request, context: context), entry: entry)
+    }
+
+    func capRefusal(_ caller: Caller, entry: Entry) -> Refusal? {
+        connections.wouldRefuse(clientKey(caller)).map { capRefusal($0, entry: entry) }
     }
 
     private func capRefusal(_ cap: ConnectionLimiter.Refusal, entry: Entry) -> Refusal {

@@ -1,3 +1,4 @@
+import CMallocInfo
 import DuetProtocol
 import Hummingbird
 import NIOCore
@@ -30,6 +31,7 @@ struct OperationsRoutes: Sendable {
             // Counted as seats change (SignalingCore.seatCounts): reading them does not walk the rooms under the lock.
             let snapshot = hub.snapshot()
             metrics.roomCounts(rooms: snapshot.rooms, connected: snapshot.connected, suspended: snapshot.suspended)
+            metrics.heapInUse(bytes: Int(duet_heap_in_use_bytes()))
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))

@@ -47,6 +47,12 @@ public final class ServerMetrics: Sendable {
         gauge("duet_participants", ["status": "connected"]).set(Double(connected))
         gauge("duet_participants", ["status": "suspended"]).set(Double(suspended))
     }
+
+    /// The C heap in use (glibc's `mallinfo2`), read at each scrape: what connections really cost, and whether memory
+    /// comes back after they close, independently of how the allocator holds pages (RSS). benchmarks/compare.sh reads it.
+    public func heapInUse(bytes: Int) {
+        gauge("duet_heap_in_use_bytes", [:]).set(Double(bytes))
+    }
     public func httpRejected(_ route: String, status: Int) {
         counter("duet_http_rejections_total", ["route": route, "status": String(status)]).increment()
     }

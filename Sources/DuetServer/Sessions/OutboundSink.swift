@@ -1,34 +1,49 @@
 import Synchronization
 
-/// Where the hub puts what one connection must send. SSE streams read an `AsyncStream`; a WebSocket hands
-/// its frames to a `WebSocketWriter`, which holds no task while the connection is idle.
+/// Where the hub puts what one connection must send. The hub calls it under its lock, from any thread, so an
+/// implementation only queues: it never writes to a socket there.
 ///
-/// Both are bounded (`OutboundBound`): a client that stops reading would otherwise make the server buffer everything
-/// its partner sends. `yield` answers false when the bound is exceeded; the hub then cuts the connection off.
-public struct OutboundSink: Sendable {
-    let yield: @Sendable (Outbound) -> Bool
-    let finish: @Sendable () -> Void
+/// Every target is bounded (`OutboundBound`): a client that stops reading would otherwise make the server buffer
+/// everything its partner sends. `yield` answers false when the bound is exceeded; the hub then cuts the connection off.
+public protocol OutboundTarget: AnyObject, Sendable {
+    /// Queues one item; false when the bound is exceeded (the item is dropped).
+    func yield(_ item: Outbound) -> Bool
+    /// Nothing more will be queued; what is queued still goes out.
+    func finish()
     /// Closes the connection at once, without writing anything more (its client is not reading).
-    let abort: @Sendable () -> Void
+    func abort()
+}
 
+/// One connection's target. A WebSocket's is its `WebSocketOutbox`; an SSE stream's is its `SSEOutbox`.
+public struct OutboundSink: Sendable {
+    let target: any OutboundTarget
+
+    init(_ target: any OutboundTarget) { self.target = target }
+
+    /// For tests and embedders: a target made of closures.
     public init(yield: @escaping @Sendable (Outbound) -> Bool, finish: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) {
-        self.yield = yield
-        self.finish = finish
-        self.abort = abort
+        target = ClosureTarget(yield: yield, finish: finish, abort: abort)
     }
 
-    /// An SSE stream's queue; `budget.written(_:)` must be called by the reader once a text is written.
-    static func stream(budget: OutboundBudget, abort: @escaping @Sendable () -> Void) -> (OutboundSink, AsyncStream<Outbound>) {
-        let (stream, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .unbounded)
-        let sink = OutboundSink(
-            yield: { item in
-                guard budget.admit(item) else { return false }
-                continuation.yield(item)
-                return true
-            },
-            finish: { continuation.finish() }, abort: abort)
-        return (sink, stream)
+    func yield(_ item: Outbound) -> Bool { target.yield(item) }
+    func finish() { target.finish() }
+    func abort() { target.abort() }
+}
+
+private final class ClosureTarget: OutboundTarget {
+    let yieldItem: @Sendable (Outbound) -> Bool
+    let finishItems: @Sendable () -> Void
+    let abortConnection: @Sendable () -> Void
+
+    init(yield: @escaping @Sendable (Outbound) -> Bool, finish: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) {
+        yieldItem = yield
+        finishItems = finish
+        abortConnection = abort
     }
+
+    func yield(_ item: Outbound) -> Bool { yieldItem(item) }
+    func finish() { finishItems() }
+    func abort() { abortConnection() }
 }
 
 /// How much one connection may have queued and not yet written to its socket.

@@ -49,13 +49,10 @@ public final class SessionHub: Sendable {
 
     // MARK: - Transport side
 
-    /// An SSE stream: its outbound messages are read from the returned stream, the first of which is
-    /// `sse_session {postToken}`; POSTs for `sid` are accepted only with that token.
-    /// `budget` is what the stream has queued and not written (the reader reports what it writes); `abort` closes
-    /// the stream's connection at once.
-    func openSSE(sid: String, postToken: String, budget: OutboundBudget, abort: @escaping @Sendable () -> Void) -> (ConnectionID, AsyncStream<Outbound>) {
-        let (sink, stream) = OutboundSink.stream(budget: budget, abort: abort)
-        return (locked { $0.open(.sse, sid: sid, postToken: postToken, sink: sink) }, stream)
+    /// An SSE stream: what the hub queues for it goes to `sink`; POSTs for `sid` are accepted only with `postToken`
+    /// (the stream's first message, `sse_session`, gives it to the client).
+    func openSSE(sid: String, postToken: String, sink: OutboundSink) -> ConnectionID {
+        locked { $0.open(.sse, sid: sid, postToken: postToken, sink: sink) }
     }
 
     /// A connection whose outbound messages go to `sink` (WebSocket).

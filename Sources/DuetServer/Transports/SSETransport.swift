@@ -4,7 +4,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import ServiceLifecycle
 
 /// Server-Sent Events fallback: `GET /sse?sid=` streams messages, `POST /sse?sid=` carries one message.
 struct SSETransport: Sendable {
@@ -25,18 +24,25 @@ struct SSETransport: Sendable {
             case .success(let ticket): admission.hold(ticket, of: gate.connections)
             case .failure(let refusal): return refusal.response
             }
-            let budget = OutboundBudget()
             let channel = context.channel
             let postToken = secureRandomToken()
-            let (id, queue) = hub.openSSE(sid: sid, postToken: postToken, budget: budget, abort: { channel.close() })
+            let outbox = SSEOutbox(abort: { channel.close() })
+            let id = hub.openSSE(sid: sid, postToken: postToken, sink: OutboundSink(outbox))
+            // Pings on the connection's event loop: no task per stream for them.
+            let pings = channel.channel.map { channel in
+                let interval = TimeAmount(pingInterval)
+                return channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in outbox.ping() }
+            }
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
                 body: ResponseBody { writer in
                     // Without this a hung-up client is noticed only at the next write (ping).
                     try? await request.body.consumeWithCancellationOnInboundClose { _ in
-                        try await stream(queue, id: id, postToken: postToken, budget: budget, to: &writer)
+                        try await stream(outbox, id: id, postToken: postToken, to: &writer)
                     }
+                    pings?.cancel()
+                    outbox.finish()
                     hub.closed(id, reason: "client_closed")
                     admission.release()
                     try? await writer.finish(nil)
@@ -67,41 +73,21 @@ struct SSETransport: Sendable {
         }
     }
 
-    private enum Item: Sendable {
-        case outbound(Outbound)
-        case ping
-    }
-
-    private func stream(_ queue: AsyncStream<Outbound>, id: ConnectionID, postToken: String, budget: OutboundBudget, to writer: inout any ResponseBodyWriter) async throws {
-        let (items, continuation) = AsyncStream<Item>.makeStream()
-        let forward = Task {
-            for await item in queue { continuation.yield(.outbound(item)) }
-            continuation.finish()
-        }
-        let interval = pingInterval
-        let pinger = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                continuation.yield(.ping)
-            }
-        }
-        defer {
-            forward.cancel()
-            pinger.cancel()
-        }
+    /// The response's own task writes everything: what the hub queued, and the pings, from one stream.
+    private func stream(_ outbox: SSEOutbox, id: ConnectionID, postToken: String, to writer: inout any ResponseBodyWriter) async throws {
         var reason = "server_closed"
         do {
             // One write: the stream is usable (the client may POST) as soon as its first bytes arrive. Whatever the
             // hub queued for this connection meanwhile follows.
             let session = SSEPostBinding.firstMessage(postToken: postToken, nowMs: Int64(Date().timeIntervalSince1970 * 1000)).encodedString()
             try await writer.write(ByteBuffer(string: ": ready\n\ndata: \(session)\n\n"))
-            loop: for await item in items.cancelOnGracefulShutdown() {
+            loop: for await item in outbox.items {
                 switch item {
                 case .ping:
                     try await writer.write(ByteBuffer(string: ": ping\n\n"))
                 case .outbound(.text(let text)):
                     try await writer.write(ByteBuffer(string: "data: \(text)\n\n"))
-                    budget.written(.text(text))
+                    outbox.written(text)
                 case .outbound(.close(let code, let closeReason)):
                     reason = closeReason
                     // What a WebSocket close frame would say, as a comment (older clients just hear a ping): the

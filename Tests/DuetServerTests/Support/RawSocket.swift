@@ -101,22 +101,27 @@ final class RawSocket: Sendable {
 
 /// WebSocket framing over a `RawSocket` (RFC 6455): client frames are masked.
 extension RawSocket {
-    static func webSocket(port: Int, path: String = "/ws", source: String? = nil, receiveBuffer: Int32? = nil) async throws -> (RawSocket, status: String) {
+    static func webSocket(
+        port: Int, path: String = "/ws", source: String? = nil, receiveBuffer: Int32? = nil, extraHeaders: String = ""
+    ) async throws -> (RawSocket, status: String) {
         let socket = try await connect(port: port, source: source, receiveBuffer: receiveBuffer)
         try await socket.send(
             "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")
         let head = try await socket.receive(until: "\r\n\r\n")
         return (socket, String(head.prefix { $0 != "\r" }))
     }
 
-    static func frame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true) -> [UInt8] {
-        var bytes: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+    /// A client frame; `masked: false` and `rsv` make the broken frames a hostile client sends.
+    static func frame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
+        var bytes: [UInt8] = [(fin ? 0x80 : 0) | (rsv << 4) | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
         switch payload.count {
-        case ..<126: bytes.append(0x80 | UInt8(payload.count))
-        case ..<65_536: bytes += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xff)]
-        default: bytes += [0x80 | 127] + (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xff) }
+        case ..<126: bytes.append(maskBit | UInt8(payload.count))
+        case ..<65_536: bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xff)]
+        default: bytes += [maskBit | 127] + (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xff) }
         }
+        guard masked else { return bytes + payload }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         bytes += mask
         bytes += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }

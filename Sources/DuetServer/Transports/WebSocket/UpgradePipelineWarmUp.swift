@@ -1,5 +1,3 @@
-import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -13,13 +11,10 @@ import NIOEmbedded
 /// threads together, both in `configureUpgradableHTTPServerPipeline`. After this has run on one thread, every type
 /// and conformance that function needs is already instantiated, so real connections only read them.
 enum UpgradePipelineWarmUp {
-    /// Builds the same channel setup the server uses (same configuration; a responder that is never called) on an
-    /// `EmbeddedChannel`. Returns whether the pipeline was built — false only if NIO refused, which the caller logs:
-    /// the server works either way.
+    /// Builds the server's own channel setup (a responder that is never called) on an `EmbeddedChannel`. Returns
+    /// whether the pipeline was built — false only if NIO refused, which the caller logs: the server works either way.
     @discardableResult
-    static func run(configuration: HTTP1WebSocketUpgradeChannel.Configuration, logger: Logger) -> Bool {
-        let setup = HTTP1WebSocketUpgradeChannel(
-            responder: { _, _, _ in }, configuration: configuration, shouldUpgrade: { _, _, _ in .dontUpgrade })
+    static func run(_ setup: DuetHTTPChannel, logger: Logger) -> Bool {
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish() }
         // EmbeddedEventLoop runs everything inline: the future is complete when `setup` returns.
