@@ -1,4 +1,6 @@
 #include "duet_malloc_info.h"
+// A libc header first: it is what defines __GLIBC__ (stddef.h comes from the compiler and does not).
+#include <stdlib.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>

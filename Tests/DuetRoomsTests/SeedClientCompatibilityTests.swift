@@ -18,6 +18,11 @@ import Testing
         #expect(joined.reconnect == .fresh)
         #expect(core.connections[a]?.seat?.cid != "C-someone-else-entirely", "a cid is never taken on its word")
         #expect(core.connections[a]?.seat?.rid == rid, "the socket holds a seat")
+        // The same join sent again (join recovery) is answered again: the seat is kept, not swapped for a third.
+        let seat = core.connections[a]?.seat?.cid
+        let again = try core.joinedForTest(a, rid: rid, now: 10, payload: payload)
+        #expect(again.reconnect == .reattached)
+        #expect(core.connections[a]?.seat?.cid == seat)
     }
 
     @Test func aPingWithoutTsGetsAPongWithoutTs() throws {

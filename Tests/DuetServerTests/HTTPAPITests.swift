@@ -150,6 +150,10 @@ import Testing
         ] {
             #expect(text.contains(line), "missing \(line)")
         }
+        // The C heap in use (mallinfo2): a live server has megabytes of it; 0 would mean the shim reads nothing.
+        let heapLine = try #require(text.split(separator: "\n").first { $0.hasPrefix("duet_heap_in_use_bytes ") })
+        let heap = try #require(Double(heapLine.split(separator: " ")[1]))
+        #expect(heap > 1_000_000, "\(heapLine)")
         await ws.close()
     }
 

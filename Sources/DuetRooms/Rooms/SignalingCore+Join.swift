@@ -14,7 +14,7 @@ extension SignalingCore {
         // A re-sent join (join recovery) on a connection that already holds the seat is answered
         // again, never given a second seat.
         if let seat = connections[connection]?.seat, seat.rid == rid,
-            request.reconnectCid == nil || request.reconnectCid == seat.cid
+            request.reconnectCid == nil || request.reconnectToken == nil || request.reconnectCid == seat.cid
         {
             sendJoined(cid: seat.cid, rid: rid, kind: .reattached, to: connection, nowMs: nowMs, into: &out)
             if let room = rooms[rid] {

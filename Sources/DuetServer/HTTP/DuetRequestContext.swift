@@ -24,8 +24,12 @@ final class WeakChannel: Sendable {
 
     init(_ channel: any Channel) { self.channel = channel }
 
-    /// Closes the connection at once (nothing more is written).
-    func close() { channel?.close(mode: .all, promise: nil) }
+    /// Closes the connection (nothing more is written), from its event loop and later: the hub calls this under its
+    /// lock, and a close run in place would run the channel's handlers inside it.
+    func close() {
+        guard let channel else { return }
+        channel.eventLoop.execute { channel.close(mode: .all, promise: nil) }
+    }
 
     /// Closes the connection and returns once it is closed: whatever the caller answers next is never written.
     func closeNow() async { try? await channel?.close(mode: .all).get() }

@@ -28,15 +28,19 @@ struct SSETransport: Sendable {
             let postToken = secureRandomToken()
             let outbox = SSEOutbox(abort: { channel.close() })
             let id = hub.openSSE(sid: sid, postToken: postToken, sink: OutboundSink(outbox))
-            // Pings on the connection's event loop: no task per stream for them.
-            let pings = channel.channel.map { channel in
-                let interval = TimeAmount(pingInterval)
-                return channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in outbox.ping() }
+            // Should the client hang up before the body is written (the closure below then never runs), the session
+            // still ends with the socket.
+            channel.channel?.closeFuture.whenComplete { _ in
+                outbox.finish()
+                hub.closed(id, reason: "client_closed")
             }
+            let interval = TimeAmount(pingInterval)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
                 body: ResponseBody { writer in
+                    // Pings on the connection's event loop: no task per stream for them.
+                    let pings = channel.channel?.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in outbox.ping() }
                     // Without this a hung-up client is noticed only at the next write (ping).
                     try? await request.body.consumeWithCancellationOnInboundClose { _ in
                         try await stream(outbox, id: id, postToken: postToken, to: &writer)

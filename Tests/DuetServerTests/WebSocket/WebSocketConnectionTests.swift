@@ -202,6 +202,54 @@ import Testing
         #expect(!connection.channel.isActive)
     }
 
+    /// Swallows writes and never completes them: a client whose socket is full and never drains.
+    final class BlackHole: ChannelOutboundHandler {
+        typealias OutboundIn = WebSocketFrame
+        var held: [EventLoopPromise<Void>] = []
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if let promise { held.append(promise) }
+        }
+        func flush(context: ChannelHandlerContext) {}
+    }
+
+    /// A failed connection (here: its ping unanswered) ends even when its close frame never reaches the socket, and
+    /// the hub and the connection cap hear of it.
+    @Test func aFailedConnectionEndsEvenWhenItsCloseFrameIsNeverWritten() throws {
+        let hub = Self.hub()
+        let limiter = ConnectionLimiter(limits: .init(perAddress: 10, total: 10))
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let hole = BlackHole()
+        let handler = WebSocketConnectionHandler(
+            hub: hub, settings: .init(pingInterval: .seconds(1), closeTimeout: .seconds(5)), limiter: limiter,
+            admission: limiter.admit("127.0.0.1").mapError { _ in Gatekeeper.Refusal(status: .serviceUnavailable, message: "full") })
+        try channel.pipeline.syncOperations.addHandlers([hole, handler])
+        channel.embeddedEventLoop.advanceTime(by: .seconds(2))  // ping, then the timeout: close 1001 queued forever
+        #expect(channel.isActive, "still waiting for its close frame to be written")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(!channel.isActive)
+        #expect(hub.snapshot().connections == 0)
+        #expect(limiter.openConnections == 0)
+        for promise in hole.held { promise.fail(ChannelError.ioOnClosedChannel) }
+    }
+
+    /// A handler added to a channel that already closed (the client left during the upgrade) opens no session, and
+    /// its slot goes back when it is freed.
+    @Test func aHandlerOnAClosedChannelHoldsNothing() throws {
+        let hub = Self.hub()
+        let limiter = ConnectionLimiter(limits: .init(perAddress: 10, total: 10))
+        do {
+            let channel = EmbeddedChannel()
+            let handler = WebSocketConnectionHandler(
+                hub: hub, settings: .init(pingInterval: .seconds(12)), limiter: limiter,
+                admission: limiter.admit("127.0.0.1").mapError { _ in Gatekeeper.Refusal(status: .serviceUnavailable, message: "full") })
+            try channel.pipeline.syncOperations.addHandler(handler)
+            #expect(hub.snapshot().connections == 0)
+            _ = try? channel.finish()
+        }
+        #expect(limiter.openConnections == 0)
+    }
+
     @Test func aClientThatHalfClosesIsClosed() throws {
         let hub = Self.hub()
         let connection = try Connection(hub: hub)

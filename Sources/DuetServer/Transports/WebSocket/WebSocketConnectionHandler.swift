@@ -57,6 +57,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        guard context.channel.isActive else {
+            // Gone before the upgrade completed: no session, and the slot goes back (deinit).
+            closing = .closed
+            return
+        }
         if case .failure(let refusal) = admission {
             // Filled up between the check and the upgrade: what WebSocket has for 503 + Retry-After.
             admission = nil
@@ -75,11 +80,19 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         outbox?.detach()
         outbox = nil
         backlog = []
-        if case .success(let ticket) = admission { limiter.release(ticket) }
-        admission = nil
+        releaseSlot()
         self.context = nil
         context.fireChannelInactive()
     }
+
+    /// The slot goes back exactly once: when the socket closes, or, for a handler never added to a live channel, when
+    /// it is freed.
+    private func releaseSlot() {
+        if case .success(let ticket) = admission { limiter.release(ticket) }
+        admission = nil
+    }
+
+    deinit { releaseSlot() }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
@@ -182,11 +195,19 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
                 outbox?.written(item)
                 needsFlush = true
             case .close(let code, let reason):
-                written = backlog.count
                 sendClose(context, code: WebSocketErrorCode(codeNumber: Int(code.rawValue)), reason: reason)
             }
         }
-        if closing != .open { written = backlog.count }
+        if closing != .open {
+            dropTexts(backlog[written...])
+            written = backlog.count
+        }
+    }
+
+    /// Texts that will never be written (the connection is closing) stop counting against the outbox's bound, so a
+    /// busy peer during the close handshake is not mistaken for a client that stopped reading.
+    private func dropTexts(_ items: ArraySlice<Outbound>) {
+        for item in items { if case .text = item { outbox?.written(item) } }
     }
 
     private func flushIfNeeded(_ context: ChannelHandlerContext) {
@@ -238,8 +259,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         }
         closing = .closed
         needsFlush = false
-        let channel = context.channel
-        answered.whenComplete { _ in channel.close(promise: nil) }
+        closeAfterWrite(answered, context)
     }
 
     /// Fails the connection (RFC 6455 §7.1.7): the close frame says why, and the socket closes once it is written.
@@ -248,6 +268,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         if let hubReason { closeReason = closeReason ?? hubReason }
         let alreadySent = closing == .closeSent
         closing = .closed
+        dropTexts(backlog[...])
         backlog = []
         needsFlush = false
         guard !alreadySent else {
@@ -255,8 +276,15 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             return
         }
         let closed = context.writeAndFlush(wrapOutboundOut(Self.closeFrame(code, reason: reason, allocator: context.channel.allocator)))
+        closeAfterWrite(closed, context)
+    }
+
+    /// Closes the socket once `written` is on the wire, or after `closeTimeout` if it never gets there (a client that
+    /// stopped reading with the socket full): a failed connection always ends, and tells the hub.
+    private func closeAfterWrite(_ written: EventLoopFuture<Void>, _ context: ChannelHandlerContext) {
         let channel = context.channel
-        closed.whenComplete { _ in channel.close(promise: nil) }
+        written.whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: settings.closeTimeout) { channel.close(promise: nil) }
     }
 
     private func endSession(reason: String) {
