@@ -52,11 +52,19 @@ struct Call: AsyncParsableCommand {
 }
 
 struct Idle: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Resident memory per idle WebSocket connection.")
+    static let configuration = CommandConfiguration(
+        abstract: "Memory per idle WebSocket connection (RSS and heap), after a call, the CPU to close them all, and a leak check.")
     @Option var server: ServerUnderTest.Kind = .duet
     @Option(help: "At most 19,900: the machine allows 20,000 open files per process.") var connections = 19_900
+    @Option(help: "Leak check (duet only): rounds of opening and closing --leak-connections.") var leakRounds = 3
+    @Option var leakConnections = 10_000
+    @Option(help: "Wait after each leak round's last close: past one ping interval (12 s) by default.") var leakSettleSeconds = 14
 
-    func run() async throws { try DuetBench.emit(try await IdleRun.run(server, connections: min(connections, 19_900))) }
+    func run() async throws {
+        try DuetBench.emit(try await IdleRun.run(
+            server, connections: min(connections, 19_900), leakRounds: leakRounds, leakRoundConnections: min(leakConnections, 19_900),
+            leakSettleSeconds: leakSettleSeconds))
+    }
 }
 
 struct Storm: AsyncParsableCommand {

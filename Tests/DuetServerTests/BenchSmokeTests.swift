@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `duet-bench` keeps working: a tiny relay run over WebSocket and over SSE, a tiny
-/// call-shaped run and a tiny reconnect storm against the built `duet serve` on
+/// call-shaped run, a tiny idle run and a tiny reconnect storm against the built `duet serve` on
 /// loopback. What it measures is for docs/benchmarks.md; here only that it measures.
 @Suite(.serialized) struct BenchSmokeTests {
     func bench(_ arguments: [String]) async throws -> [String: Any] {
@@ -33,6 +33,18 @@ import Testing
         let server = try #require(result["serverJoinMs"] as? [String: Any], "duet's own join histogram, read from /metrics")
         #expect(server["count"] as? Int == 8)
         #expect((server["p99AtMostMs"] as? Double ?? 0) > 0)
+    }
+
+    /// The idle run that docs/benchmarks.md's Scale table comes from: RSS and heap per connection (the heap read from
+    /// duet's `/metrics`), after a call, the close, and a leak round.
+    @Test func idleRunMeasuresMemoryCloseAndLeakRounds() async throws {
+        let result = try await bench(["idle", "--server", "duet", "--connections", "50", "--leak-rounds", "1", "--leak-connections", "20", "--leak-settle-seconds", "1"])
+        #expect(result["connections"] as? Int == 50)
+        #expect((result["kibPerConnection"] as? Double) != nil)
+        #expect(result["heapKiBPerConnection"] as? Double != nil, "duet's heap, from /metrics")
+        let rounds = try #require(result["heapAfterRoundsMiB"] as? [Double])
+        #expect(rounds.count == 1 && rounds[0] > 1, "a live server's heap is megabytes: \(rounds)")
+        #expect((result["closeCPUSeconds"] as? Double ?? -1) >= 0)
     }
 
     /// `duet-bench hold` (what Tests/e2e/cluster/rolling.py drives): its stdin/stdout protocol against a server of

@@ -27,7 +27,9 @@ enum IdleRun {
     /// An offer's size: what a connection reads once in a call.
     static let callMessageBytes = 4_096
 
-    static func run(_ kind: ServerUnderTest.Kind, connections count: Int, leakRounds: Int = 3, leakRoundConnections: Int = 10_000) async throws -> IdleResult {
+    static func run(
+        _ kind: ServerUnderTest.Kind, connections count: Int, leakRounds: Int = 3, leakRoundConnections: Int = 10_000, leakSettleSeconds: Int = 14
+    ) async throws -> IdleResult {
         let server = try ServerUnderTest(kind)
         let latency = LatencyRecorder()
         // Warm up (allocator arenas, first-connection costs) so the difference is per connection.
@@ -67,7 +69,7 @@ enum IdleRun {
                     for client in round { group.addTask { await client.close() } }
                 }
                 // Past a ping interval (12 s): a closed connection's late ping callback holds its handler until then.
-                try await Task.sleep(for: .seconds(14))
+                try await Task.sleep(for: .seconds(leakSettleSeconds))
                 rounds?.append(Double(try await heap(server) ?? 0) / 1_048_576)
             }
         }
