@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import HummingbirdCore
 import HummingbirdTLS
+import HTTPTypes
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
@@ -13,6 +14,8 @@ import ServiceLifecycle
 /// `duet serve`: assembles the session hub, the transports and the HTTP API, and runs them under
 /// swift-service-lifecycle.
 public final class DuetServer: Sendable {
+    /// The `Server` header of every response.
+    static let serverName = "duet"
     public let configuration: ServerConfiguration
     public let hub: SessionHub
     public let metrics: ServerMetrics
@@ -132,11 +135,14 @@ public final class DuetServer: Sendable {
         let router = Router(context: DuetRequestContext.self)
         let assets = WebAssets.bundled()
         // First: middleware wraps only the routes added after it.
-        router.add(middleware: SecurityHeadersMiddleware(inlineScripts: assets.inlineScripts))
+        let securityHeaders = SecurityHeadersMiddleware<DuetRequestContext>(inlineScripts: assets.inlineScripts)
+        router.add(middleware: securityHeaders)
         let webSocket = WebSocketTransport(
             hub: hub, gate: gate, blocked: configuration.blockWebSocket, settings: .init(pingInterval: .init(configuration.pingInterval)))
         webSocket.registerRefusals(on: router)
-        SSETransport(hub: hub, gate: gate, pingInterval: configuration.pingInterval).register(on: router)
+        var sseHeaders: HTTPFields = [.server: Self.serverName]
+        securityHeaders.apply(to: &sseHeaders)
+        let sse = SSEEndpoint(hub: hub, gate: gate, pingInterval: .init(configuration.pingInterval), commonHeaders: sseHeaders)
         let stun = configuration.stunPort.map {
             STUNService(host: configuration.host, port: $0, required: configuration.stunPortRequired, rateLimits: limits, metrics: metrics, logger: logger)
         }
@@ -166,12 +172,12 @@ public final class DuetServer: Sendable {
         if !UpgradePipelineWarmUp.run(DuetHTTPChannel(responder: { _, _, _ in }, webSocket: webSocket), logger: logger) {
             logger.warning("could not warm up the WebSocket upgrade pipeline; serving anyway")
         }
-        let http = HTTPServerBuilder { responder in DuetHTTPChannel(responder: responder, webSocket: webSocket) }
+        let http = HTTPServerBuilder { responder in DuetHTTPChannel(responder: responder, webSocket: webSocket, sse: sse) }
         let app = Application(
             router: router,
             server: try configuration.tls.map { try .tls(http, tlsConfiguration: Self.tlsConfiguration($0)) } ?? http,
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: "duet"),
+                address: .hostname(configuration.host, port: configuration.port), serverName: Self.serverName),
             onServerRunning: { channel in
                 listeningContinuation.yield(channel.localAddress?.port ?? 0)
                 listeningContinuation.finish()

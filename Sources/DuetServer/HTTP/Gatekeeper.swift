@@ -38,11 +38,16 @@ struct Gatekeeper: Sendable {
         var peer: String?
 
         init(_ request: Request, context: DuetRequestContext) {
-            origin = request.headers[.origin]
-            authority = request.head.authority
-            forwardedFor = request.headers[values: .init("X-Forwarded-For")!]
-            forwarded = request.headers[values: .init("Forwarded")!]
-            peer = context.remoteAddress?.ipAddress
+            self.init(request.head, peer: context.remoteAddress)
+        }
+
+        /// A request head as the HTTP codec hands it over (routed requests, and the SSE handler's).
+        init(_ head: HTTPRequest, peer: SocketAddress?) {
+            origin = head.headerFields[.origin]
+            authority = head.authority
+            forwardedFor = head.headerFields[values: .init("X-Forwarded-For")!]
+            forwarded = head.headerFields[values: .init("Forwarded")!]
+            self.peer = peer?.ipAddress
         }
 
         init(head: HTTPRequestHead, peer: SocketAddress?) {

@@ -33,10 +33,15 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
-        response.headers[.init("Content-Security-Policy")!] = contentSecurityPolicy
-        response.headers[.init("Referrer-Policy")!] = "no-referrer"
-        response.headers[.init("X-Content-Type-Options")!] = "nosniff"
-        response.headers[.init("Permissions-Policy")!] = "camera=(self), microphone=(self), geolocation=(), payment=()"
+        apply(to: &response.headers)
         return response
+    }
+
+    /// The same headers on a response written outside the router (`SSEConnectionHandler`).
+    func apply(to fields: inout HTTPFields) {
+        fields[.init("Content-Security-Policy")!] = contentSecurityPolicy
+        fields[.init("Referrer-Policy")!] = "no-referrer"
+        fields[.init("X-Content-Type-Options")!] = "nosniff"
+        fields[.init("Permissions-Policy")!] = "camera=(self), microphone=(self), geolocation=(), payment=()"
     }
 }

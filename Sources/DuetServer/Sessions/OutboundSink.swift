@@ -14,7 +14,7 @@ public protocol OutboundTarget: AnyObject, Sendable {
     func abort()
 }
 
-/// One connection's target. A WebSocket's is its `WebSocketOutbox`; an SSE stream's is its `SSEOutbox`.
+/// One connection's target: a WebSocket's or an SSE stream's `ConnectionOutbox`.
 public struct OutboundSink: Sendable {
     let target: any OutboundTarget
 
@@ -52,38 +52,4 @@ public enum OutboundBound {
     public static let messages = 512
     /// 16 messages of the maximum size.
     public static let bytes = 1 << 20
-}
-
-/// Messages and bytes queued for one connection and not yet written. Close requests are always admitted.
-final class OutboundBudget: Sendable {
-    private let state = Mutex<(messages: Int, bytes: Int)>((0, 0))
-    private let maxMessages: Int
-    private let maxBytes: Int
-
-    init(maxMessages: Int = OutboundBound.messages, maxBytes: Int = OutboundBound.bytes) {
-        self.maxMessages = maxMessages
-        self.maxBytes = maxBytes
-    }
-
-    func admit(_ item: Outbound) -> Bool {
-        guard case .text(let text) = item else { return true }
-        let size = text.utf8.count
-        return state.withLock { state in
-            guard state.messages + 1 <= maxMessages, state.bytes + size <= maxBytes else { return false }
-            state.messages += 1
-            state.bytes += size
-            return true
-        }
-    }
-
-    func written(_ item: Outbound) {
-        guard case .text(let text) = item else { return }
-        let size = text.utf8.count
-        state.withLock { state in
-            state.messages -= 1
-            state.bytes -= size
-        }
-    }
-
-    var queued: (messages: Int, bytes: Int) { state.withLock { $0 } }
 }

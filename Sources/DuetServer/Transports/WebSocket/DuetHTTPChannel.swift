@@ -8,8 +8,8 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
 
-/// The server's child channel: HTTP/1 for Hummingbird's router, and `/ws` upgraded to plain NIO handlers on the same
-/// port (`--tls-cert` wraps it as it wraps Hummingbird's own channels).
+/// The server's child channel: HTTP/1 for Hummingbird's router, `/ws` upgraded to plain NIO handlers and `/sse`
+/// answered by one (`SSEConnectionHandler`) in front of the router, on the same port (`--tls-cert` wraps it as it wraps Hummingbird's own channels).
 ///
 /// Why not HummingbirdWebSocket: it keeps a Swift task, an actor, an async stream and a ping task per connection,
 /// ≈30 KiB each, and leaks a little per upgrade (docs/benchmarks.md, ../shared/notes/nio-websocket.md). Here
@@ -39,11 +39,17 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: HTTPChannelHandler.Responder
     let webSocket: WebSocketTransport
+    /// `GET`/`POST /sse`, answered in front of the router (`SSEConnectionHandler`); nil: no SSE endpoint (warm-up).
+    let sse: SSEEndpoint?
     let http1: HTTP1Channel.Configuration
 
-    init(responder: @escaping HTTPChannelHandler.Responder, webSocket: WebSocketTransport, http1: HTTP1Channel.Configuration = .init()) {
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, webSocket: WebSocketTransport, sse: SSEEndpoint? = nil,
+        http1: HTTP1Channel.Configuration = .init()
+    ) {
         self.responder = Self.laterUpgradesRedirected(responder)
         self.webSocket = webSocket
+        self.sse = sse
         self.http1 = http1
     }
 
@@ -79,6 +85,7 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     }
                 })
             let http1 = self.http1
+            let sse = self.sse
             let upgradeConfiguration = NIOTypedHTTPServerUpgradeConfiguration<Negotiated>(
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
@@ -88,6 +95,7 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                         try channel.pipeline.syncOperations.addHandlers(http1.additionalChannelHandlers())
                         try channel.pipeline.syncOperations.addHandler(
                             HTTPConnectionStateHandler(idleTimeout: http1.idleTimeout.map { .init($0) }, logger: logger))
+                        if let sse { try channel.pipeline.syncOperations.addHandler(SSEConnectionHandler(endpoint: sse)) }
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                         if case .refused(let why) = gate.value { return .refused(asyncChannel, why) }

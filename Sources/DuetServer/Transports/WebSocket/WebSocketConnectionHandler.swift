@@ -8,10 +8,10 @@ import NIOWebSocket
 /// Reads: each frame goes through `WebSocketMessageAssembler`; a complete message goes to the hub synchronously, and
 /// what the hub queued for this connection meanwhile is written right after, outside the hub's lock. Writes are
 /// flushed once per read burst (`channelReadComplete`) or per scheduled write, never per frame. A peer's messages
-/// arrive through `WebSocketOutbox`, which schedules one write on this loop. Back-pressure: while the channel is not
+/// arrive through its `ConnectionOutbox`, which schedules one write on this loop. Back-pressure: while the channel is not
 /// writable, taken items wait here, still counted by the outbox against `OutboundBound`, so a client that stops
 /// reading is cut off (4002) instead of growing the server.
-final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, NIOScheduledCallbackHandler {
+final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, NIOScheduledCallbackHandler, OutboxWriter {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
@@ -35,7 +35,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     /// The connection slot, or why none was left when the upgrade completed.
     private var admission: Result<ConnectionLimiter.Ticket, Gatekeeper.Refusal>?
     private var context: ChannelHandlerContext?
-    private var outbox: WebSocketOutbox?
+    private var outbox: ConnectionOutbox?
     /// Set while the hub knows this connection.
     private var id: ConnectionID?
     private var assembler = WebSocketMessageAssembler()
@@ -68,7 +68,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
             fail(context, code: .unknown(1013), reason: refusal.message, hubReason: nil)
             return
         }
-        let outbox = WebSocketOutbox(handler: self, channel: context.channel)
+        let outbox = ConnectionOutbox(handler: self, channel: context.channel)
         self.outbox = outbox
         id = hub.open(.ws, sink: OutboundSink(outbox))
         schedulePing(context)

@@ -1,8 +1,14 @@
 import NIOCore
 import Synchronization
 
-/// What the hub has queued for one WebSocket and its handler has not written yet: the connection's `OutboundTarget`,
-/// one object instead of closures.
+/// Who writes a connection's queued items, on its event loop: a WebSocket's or an SSE stream's handler.
+protocol OutboxWriter: AnyObject {
+    /// Takes what the outbox queued (`ConnectionOutbox.take`) and writes it. Runs on the connection's event loop.
+    func writeQueued()
+}
+
+/// What the hub has queued for one connection (a WebSocket, or an SSE stream) and its handler has not written yet: the
+/// connection's `OutboundTarget`, one object instead of closures.
 ///
 /// The hub calls it under its lock, from any thread. It never writes to the channel there (a write can re-enter the
 /// pipeline and reach the hub's lock again): it queues, and asks the connection's event loop to write at most once
@@ -10,7 +16,7 @@ import Synchronization
 /// this produced right after, so a connection's own answers (`joined`, `pong`, errors) cost no extra hop.
 ///
 /// Bounded like every transport (`OutboundBound`): over it `yield` says false and the hub cuts the client off.
-final class WebSocketOutbox: OutboundTarget {
+final class ConnectionOutbox: OutboundTarget {
     private struct State {
         var pending: [Outbound] = []
         /// Texts admitted and not yet taken by the channel: queued here or waiting in the handler for writability.
@@ -21,13 +27,13 @@ final class WebSocketOutbox: OutboundTarget {
         /// The hub finished this connection: nothing more is queued.
         var finished = false
         /// Who writes, on its event loop. Nil once the connection is gone, which also breaks the handler ⇄ outbox cycle.
-        var handler: NIOLoopBound<WebSocketConnectionHandler>?
+        var handler: NIOLoopBound<any OutboxWriter>?
     }
 
     private let state: Mutex<State>
     private let channel: any Channel
 
-    init(handler: WebSocketConnectionHandler, channel: any Channel) {
+    init(handler: any OutboxWriter, channel: any Channel) {
         state = Mutex(State(handler: NIOLoopBound(handler, eventLoop: channel.eventLoop)))
         self.channel = channel
     }
@@ -35,7 +41,7 @@ final class WebSocketOutbox: OutboundTarget {
     // MARK: OutboundTarget (the hub, any thread, under its lock)
 
     func yield(_ item: Outbound) -> Bool {
-        let schedule = state.withLock { state -> NIOLoopBound<WebSocketConnectionHandler>?? in
+        let schedule = state.withLock { state -> NIOLoopBound<any OutboxWriter>?? in
             guard !state.finished else { return .some(nil) }
             if case .text(let text) = item {
                 let size = text.utf8.count

@@ -1,0 +1,317 @@
+import DuetProtocol
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// The SSE endpoint of one HTTP connection, on its event loop, in front of Hummingbird's router (`DuetHTTPChannel`).
+///
+/// `GET /sse` turns the connection into a stream: the hub's messages arrive through a `ConnectionOutbox`, which
+/// schedules one write on this loop; they are written as events and flushed once per batch, pings are an event-loop
+/// timer. `POST /sse` is read and handed to the hub here, and answered at once. Any other request goes on to the
+/// router untouched. Answers keep request order: an SSE request behind a router response still being written (or
+/// behind the stream) waits here until that response has ended.
+///
+/// Back-pressure as for WebSocket: while the channel is not writable, taken items wait here, still counted by the
+/// outbox against `OutboundBound`, so a client that stops reading is cut off instead of growing the server.
+final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, NIOScheduledCallbackHandler, OutboxWriter {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum Current {
+        /// Between requests: the next part is a head.
+        case none
+        /// The router's: its parts go on to Hummingbird.
+        case routed
+        /// A `POST /sse` whose body is being read (nil once it grew past the protocol's limit: it is refused 413).
+        case posting(sid: String, postToken: String?, body: ByteBuffer?, closing: Bool)
+        /// Answered at its head: the rest of it is read and dropped.
+        case discarding(closing: Bool)
+        /// `GET /sse`: the connection is the stream's until it ends.
+        case streaming
+    }
+
+    private struct Stream {
+        var id: ConnectionID
+        var outbox: ConnectionOutbox
+        var ticket: ConnectionLimiter.Ticket
+        /// Why the server ended it (a close item); wins over what the socket reports.
+        var closeReason: String?
+    }
+
+    /// A request waiting for the response ahead of it costs at most this much buffered (a body at the protocol's limit).
+    static let maxWaitingBytes = ProtocolLimits.maxMessageBytes + 16 * 1024
+
+    private let endpoint: SSEEndpoint
+    private var context: ChannelHandlerContext?
+    private var current = Current.none
+    /// Router responses not yet ended.
+    private var routedInFlight = 0
+    /// Parts that arrived while a router response or the stream was still going, handled once it has ended.
+    private var waiting = CircularBuffer<HTTPRequestPart>()
+    private var waitingBytes = 0
+    private var stream: Stream?
+    /// Taken from the outbox, waiting for the channel to become writable.
+    private var backlog: [Outbound] = []
+    private var needsFlush = false
+
+    init(endpoint: SSEEndpoint) {
+        self.endpoint = endpoint
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    // MARK: - Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if !waiting.isEmpty || mustWait(part) {
+            wait(part, context)
+            return
+        }
+        handle(part, context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context)
+        context.fireChannelReadComplete()
+    }
+
+    /// A new request behind a response still going out (ours, or the router's for an SSE request) waits for it.
+    private func mustWait(_ part: HTTPRequestPart) -> Bool {
+        guard case .head(let head) = part else { return false }
+        return stream != nil || (routedInFlight > 0 && SSEEndpoint.handles(head))
+    }
+
+    private func wait(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
+        if case .body(let bytes) = part { waitingBytes += bytes.readableBytes }
+        waiting.append(part)
+        if waitingBytes > Self.maxWaitingBytes || waiting.count > 1024 {
+            // A client pipelining more than a message's worth behind an open response: not one of ours.
+            context.close(promise: nil)
+        }
+    }
+
+    /// What waited, now that nothing is ahead of it.
+    private func handleWaiting(_ context: ChannelHandlerContext) {
+        while let part = waiting.first, !mustWait(part) {
+            waiting.removeFirst()
+            if case .body(let bytes) = part { waitingBytes -= bytes.readableBytes }
+            handle(part, context)
+        }
+        flushIfNeeded(context)
+    }
+
+    private func handle(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
+        switch (current, part) {
+        case (.none, .head(let head)):
+            guard SSEEndpoint.handles(head) else {
+                current = .routed
+                routedInFlight += 1
+                context.fireChannelRead(wrapInboundOut(part))
+                return
+            }
+            let closing = head.headerFields[.connection]?.lowercased().contains("close") == true
+            if head.method == .get { openStream(head, closing: closing, context) } else { beginPost(head, closing: closing, context) }
+        case (.none, _):
+            // The codec only hands over a body or an end after a head.
+            break
+        case (.routed, .end):
+            current = .none
+            context.fireChannelRead(wrapInboundOut(part))
+        case (.routed, _):
+            context.fireChannelRead(wrapInboundOut(part))
+        case (.posting(let sid, let token, var body, let closing), .body(var bytes)):
+            // Out of `current` while it grows, so that appending does not copy it.
+            current = .none
+            if let size = body?.readableBytes, size + bytes.readableBytes <= ProtocolLimits.maxMessageBytes {
+                body!.writeBuffer(&bytes)
+            } else {
+                body = nil
+            }
+            current = .posting(sid: sid, postToken: token, body: body, closing: closing)
+        case (.posting(let sid, let token, let body, let closing), .end):
+            current = .none
+            guard let body else {
+                respond(SSEEndpoint.tooLarge, closing: closing, context)
+                return
+            }
+            respond(endpoint.deliver(Array(body.readableBytesView), sid: sid, postToken: token), closing: closing, context)
+        case (.posting, .head), (.discarding, .head), (.streaming, .head):
+            // The codec never starts a request before the last one's end.
+            break
+        case (.discarding, .end):
+            current = .none
+        case (.discarding, .body), (.streaming, .body), (.streaming, .end):
+            break
+        }
+    }
+
+    // MARK: - POST /sse
+
+    private func beginPost(_ head: HTTPRequest, closing: Bool, _ context: ChannelHandlerContext) {
+        switch endpoint.acceptPost(head, peer: context.channel.remoteAddress) {
+        case .success(let post):
+            current = .posting(sid: post.sid, postToken: post.postToken, body: context.channel.allocator.buffer(capacity: 0), closing: closing)
+        case .failure(let answer):
+            current = .discarding(closing: closing)
+            respond(answer, closing: closing, context)
+        }
+    }
+
+    /// A whole response; the connection closes after it when the request asked so.
+    private func respond(_ answer: SSEEndpoint.Answer?, closing: Bool, _ context: ChannelHandlerContext) {
+        let (head, body) = endpoint.answer(answer, closing: closing)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        if closing {
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+            needsFlush = false
+        } else {
+            context.write(wrapOutboundOut(.end(nil)), promise: nil)
+            needsFlush = true
+        }
+    }
+
+    // MARK: - GET /sse
+
+    private func openStream(_ head: HTTPRequest, closing: Bool, _ context: ChannelHandlerContext) {
+        switch endpoint.openStream(head, peer: context.channel.remoteAddress) {
+        case .failure(let answer):
+            current = .discarding(closing: closing)
+            respond(answer, closing: closing, context)
+        case .success(let opened):
+            current = .streaming
+            let outbox = ConnectionOutbox(handler: self, channel: context.channel)
+            let postToken = secureRandomToken()
+            // The hub knows the stream before its client can read the post token and POST (from any other connection);
+            // what the hub queues meanwhile is written below, after the opening.
+            outbox.handlerWillWrite()
+            let id = endpoint.hub.openSSE(sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox))
+            stream = Stream(id: id, outbox: outbox, ticket: opened.ticket)
+            context.write(wrapOutboundOut(.head(endpoint.streamHead())), promise: nil)
+            context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.streamOpening(postToken: postToken)))), promise: nil)
+            needsFlush = true
+            writeQueued(context)
+            schedulePing(context)
+        }
+    }
+
+    /// Scheduled by the outbox when the hub queued something for this stream.
+    func writeQueued() {
+        guard let context else { return }
+        writeQueued(context)
+        flushIfNeeded(context)
+    }
+
+    private func writeQueued(_ context: ChannelHandlerContext) {
+        guard let outbox = stream?.outbox else { return }
+        let taken = outbox.take()
+        if backlog.isEmpty { backlog = taken } else { backlog.append(contentsOf: taken) }
+        writeBacklog(context)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !backlog.isEmpty {
+            writeBacklog(context)
+            flushIfNeeded(context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Writes in order while the channel takes more; a close item ends the stream.
+    private func writeBacklog(_ context: ChannelHandlerContext) {
+        var written = 0
+        var closedBy: String?
+        loop: while written < backlog.count, stream != nil, context.channel.isWritable {
+            let item = backlog[written]
+            written += 1
+            switch item {
+            case .text(let text):
+                context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.event(text)))), promise: nil)
+                stream?.outbox.written(item)
+                needsFlush = true
+            case .close(let code, let reason):
+                context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.close(code, reason: reason)))), promise: nil)
+                // The response ends; the connection may carry more requests, as any other.
+                context.write(wrapOutboundOut(.end(nil)), promise: nil)
+                needsFlush = true
+                closedBy = reason
+                break loop
+            }
+        }
+        guard let closedBy else {
+            if written == backlog.count { backlog = [] } else if written > 0 { backlog.removeFirst(written) }
+            return
+        }
+        if stream?.closeReason == nil { stream?.closeReason = closedBy }
+        endStream(reason: "server_closed")  // drops what was queued behind the close
+        current = .none
+        handleWaiting(context)
+    }
+
+    private func flushIfNeeded(_ context: ChannelHandlerContext) {
+        guard needsFlush else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    /// The hub forgets the stream and its slot is given back, exactly once.
+    private func endStream(reason: String) {
+        guard let stream else { return }
+        self.stream = nil
+        backlog = []
+        stream.outbox.detach()
+        endpoint.gate.connections.release(stream.ticket)
+        endpoint.hub.closed(stream.id, reason: stream.closeReason ?? reason)
+    }
+
+    // MARK: - Keep-alive
+
+    private func schedulePing(_ context: ChannelHandlerContext) {
+        // Never cancelled: once the stream ends the callback finds none and does nothing, holding this handler at most
+        // one interval (cancelling is a linear search of the loop's timers).
+        _ = try? context.eventLoop.assumeIsolated().scheduleCallback(in: endpoint.pingInterval, handler: self)
+    }
+
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        guard let context, stream != nil else { return }
+        context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.ping))), promise: nil)
+        schedulePing(context)
+    }
+
+    // MARK: - Writes from the router, and the connection's end
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Only the router writes through here (this handler writes from its own context, past itself).
+        context.write(data, promise: promise)
+        if case .end = unwrapOutboundIn(data) {
+            routedInFlight -= 1
+            if routedInFlight == 0, !waiting.isEmpty { handleWaiting(context) }
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed, stream != nil {
+            // The client half-closed its stream's connection: it is gone.
+            endStream(reason: "client_closed")
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        endStream(reason: "client_closed")
+        waiting.removeAll()
+        self.context = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        endStream(reason: "client_closed")
+        self.context = nil
+    }
+}
