@@ -95,12 +95,16 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     /// What waited, now that nothing is ahead of it.
     private func handleWaiting(_ context: ChannelHandlerContext) {
+        var routed = false
         while let part = waiting.first, !mustWait(part) {
             waiting.removeFirst()
             if case .body(let bytes) = part { waitingBytes -= bytes.readableBytes }
+            if case .none = current, case .head(let head) = part, !SSEEndpoint.handles(head) { routed = true }
             handle(part, context)
         }
         flushIfNeeded(context)
+        // The router's channel hands reads on at the end of a read burst: this is one.
+        if routed { context.fireChannelReadComplete() }
     }
 
     private func handle(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
@@ -287,9 +291,14 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         // Only the router writes through here (this handler writes from its own context, past itself).
         context.write(data, promise: promise)
-        if case .end = unwrapOutboundIn(data) {
-            routedInFlight -= 1
-            if routedInFlight == 0, !waiting.isEmpty { handleWaiting(context) }
+        guard case .end = unwrapOutboundIn(data) else { return }
+        routedInFlight -= 1
+        guard routedInFlight == 0, !waiting.isEmpty else { return }
+        // Not from inside the router's write (which would re-enter it): once this write has returned, on the same loop.
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            guard let context = handler.value.context else { return }
+            handler.value.handleWaiting(context)
         }
     }
 

@@ -1,0 +1,115 @@
+@testable import DuetServer
+import DuetProtocol
+import DuetTestSupport
+import Foundation
+import Testing
+
+/// The real server on an ephemeral port, met by raw sockets: the HTTP rules that are Duet's own since `/sse` is
+/// answered by `SSEConnectionHandler` in front of the router — order on a kept-alive connection, the body limit, the
+/// client's `Connection: close`, and the headers every response carries.
+@Suite struct SSEHTTPRulesTests {
+    static func post(_ sid: String, body: String, extra: String = "") -> String {
+        "POST /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+    }
+
+    /// The status lines of a raw response stream, in order (a text body ends in a bare newline, so a status line may
+    /// follow it on the same line).
+    static func statuses(_ text: String) -> [String] {
+        text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0.prefix { $0 != "\r" } }
+    }
+
+    @Test func answersOnOneConnectionKeepRequestOrderWhenPipelinedBehindTheRouter() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        let ping = #"{"v":1,"type":"ping"}"#
+        // A routed request (the router answers it in a task of its own), then two SSE POSTs and another routed one,
+        // all in one write: the answers must come back in the order asked.
+        try await socket.send(
+            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + Self.post(SessionIdFormat.random(), body: ping)
+                + Self.post("nope", body: ping) + "GET /no-such-page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        var text = ""
+        while Self.statuses(text).count < 4 {
+            let chunk = try await socket.receive()
+            #expect(!chunk.isEmpty, "the connection ended after \(Self.statuses(text))")
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["200", "410", "400", "404"], "\(text)")
+    }
+
+    @Test func aBodyOverTheLimitIs413AndTheConnectionGoesOn() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        let big = String(repeating: "x", count: ProtocolLimits.maxMessageBytes + 1)
+        try await socket.send(Self.post(SessionIdFormat.random(), body: big))
+        let first = try await socket.receive(until: "\n\r\n")
+        #expect(Self.statuses(first).first?.contains("413") == true, "\(first.prefix(200))")
+        #expect(first.contains("messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"))
+        // At the limit exactly it is read and handed on (no stream: 410), on the same connection.
+        try await socket.send(Self.post(SessionIdFormat.random(), body: String(repeating: " ", count: ProtocolLimits.maxMessageBytes - 2) + "{}"))
+        let second = try await socket.receive(until: "\n\r\n")
+        #expect(Self.statuses(second).first?.contains("410") == true, "\(second.prefix(200))")
+    }
+
+    @Test func aClientAskingToCloseIsAnsweredThenClosed() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        try await socket.send(Self.post(SessionIdFormat.random(), body: "{}", extra: "Connection: close\r\n"))
+        let answer = try await socket.receive(until: "\n\r\n")
+        #expect(Self.statuses(answer).first?.contains("410") == true)
+        #expect(answer.lowercased().contains("connection: close"))
+        #expect(try await socket.receive().isEmpty, "the server closed the connection after its answer")
+    }
+
+    @Test func theStreamAndThePostAnswersCarryTheServersHeaders() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let sid = SessionIdFormat.random()
+        let stream = try await RawSocket.connect(port: server.port)
+        defer { stream.close() }
+        try await stream.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        let opening = try await stream.receive(until: "sse_session")
+        let poster = try await RawSocket.connect(port: server.port)
+        defer { poster.close() }
+        try await poster.send(Self.post(sid, body: "{}"))
+        let answer = try await poster.receive(until: "\n\r\n")
+        for (name, head) in [("stream", opening), ("POST", answer)] {
+            let lower = head.lowercased()
+            #expect(lower.contains("x-content-type-options: nosniff"), "\(name)")
+            #expect(lower.contains("referrer-policy: no-referrer"), "\(name)")
+            #expect(lower.contains("content-security-policy: default-src 'self'"), "\(name)")
+            #expect(lower.contains("server: duet"), "\(name)")
+            #expect(lower.contains("date: "), "\(name)")
+        }
+        #expect(opening.lowercased().contains("content-type: text/event-stream"))
+        // Without this stream's post token the POST did nothing.
+        #expect(Self.statuses(answer).first?.contains("401") == true)
+    }
+
+    @Test func aRequestBehindAnOpenStreamWaitsForItsEnd() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let sid = SessionIdFormat.random()
+        let stream = try await RawSocket.connect(port: server.port)
+        defer { stream.close() }
+        // The stream, and a routed request pipelined behind it on the same connection.
+        try await stream.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let opening = try await stream.receive(until: "sse_session")
+        #expect(Self.statuses(opening).count == 1, "only the stream has been answered: \(opening)")
+        // A newer stream of the same (unseated) sid replaces it: the old one ends, then the waiting request is answered.
+        let newer = try await RawSocket.connect(port: server.port)
+        defer { newer.close() }
+        try await newer.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        _ = try await newer.receive(until: "sse_session")
+        let rest = try await stream.receive(until: "\r\n\r\nok")
+        #expect(rest.contains(": close 4001 replaced"), "\(rest)")
+        #expect(rest.contains("\r\n0\r\n\r\n"), "the stream's response ended (last chunk)")
+        #expect(Self.statuses(rest).first?.contains("200") == true, "then the request behind it: \(rest)")
+    }
+}
