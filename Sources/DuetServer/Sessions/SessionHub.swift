@@ -60,15 +60,22 @@ public final class SessionHub: Sendable {
         locked { $0.open(kind, sid: nil, postToken: nil, sink: sink) }
     }
 
-    /// One inbound message (a WebSocket text frame or an SSE POST body).
+    /// One inbound message (a WebSocket text frame or an SSE POST body). Parsed before the lock: parsing is the
+    /// largest part of a message's work and needs nothing shared (docs/benchmarks.md: the lock was contended).
     @discardableResult
     public func receive(_ bytes: [UInt8], from id: ConnectionID) -> Verdict {
-        locked { $0.receive(bytes, from: id) }
+        let parsed = Self.parse(bytes)
+        return locked { $0.receive(parsed, from: id) }
     }
 
     /// An SSE POST: find the stream by sid; it must carry that stream's POST token.
     public func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> Verdict {
-        locked { $0.receive(bytes, sid: sid, postToken: postToken) }
+        let parsed = Self.parse(bytes)
+        return locked { $0.receive(parsed, sid: sid, postToken: postToken) }
+    }
+
+    private static func parse(_ bytes: [UInt8]) -> Result<Envelope, ProtocolError> {
+        do throws(ProtocolError) { return .success(try Envelope.decode(bytes)) } catch { return .failure(error) }
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.

@@ -88,15 +88,16 @@ struct SessionState {
         return id
     }
 
-    /// One inbound message (a WebSocket text frame or an SSE POST body).
-    mutating func receive(_ bytes: [UInt8], from id: ConnectionID) -> SessionHub.Verdict {
+    /// One inbound message (a WebSocket text frame or an SSE POST body), parsed by the caller before the lock.
+    mutating func receive(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID) -> SessionHub.Verdict {
         guard outlets[id] != nil else { return .unknownSession }
         let nowMs = now()
         guard admit(id, nowMs: nowMs) else { return .accepted }
         let envelope: Envelope
-        do {
-            envelope = try Envelope.decode(bytes)
-        } catch {
+        switch parsed {
+        case .success(let parsed):
+            envelope = parsed
+        case .failure(let error):
             metrics.messageIn("invalid")
             note(.debug, "rejected message", metadata: ["conn": "\(id)", "error": "\(error)"])
             send(SignalingCore.errorEnvelope(error, nowMs: nowMs), to: id)
@@ -120,7 +121,7 @@ struct SessionState {
     }
 
     /// An SSE POST: find the stream by sid; without that stream's POST token nothing happens.
-    mutating func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> SessionHub.Verdict {
+    mutating func receive(_ parsed: Result<Envelope, ProtocolError>, sid: String, postToken: String?) -> SessionHub.Verdict {
         // 192 random bits: a guess cannot hit, and looking the token up leaks nothing worth timing.
         guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else {
             guard let current = core.sseConnection(for: sid) else { return .unknownSession }
@@ -128,7 +129,7 @@ struct SessionState {
             note(.notice, "refused SSE POST without the post token of an open stream of its sid", metadata: ["conn": "\(current)"])
             return .wrongPostToken
         }
-        return receive(bytes, from: id)
+        return receive(parsed, from: id)
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.

@@ -57,7 +57,7 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         channel.eventLoop.makeCompletedFuture {
             // A connection keeps its largest read buffer (NIO's pooled allocator only grows it): start small, grow
             // for large requests, and hold one buffer at a time. This is most of an idle WebSocket's memory.
-            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
             try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
             let gate = NIOLoopBoundBox(Gate.none, eventLoop: channel.eventLoop)
             let webSocket = self.webSocket
