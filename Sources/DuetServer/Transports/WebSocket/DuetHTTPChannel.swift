@@ -55,10 +55,12 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            // A connection keeps its largest read buffer (NIO's pooled allocator only grows it): start small, grow
-            // for large requests, and hold one buffer at a time. This is most of an idle WebSocket's memory.
+            // A connection keeps its largest read buffer (NIO's pooled allocator only grows it): start small (256
+            // bytes: most of an idle WebSocket's memory) and grow for large messages. Below 512 bytes the allocator
+            // grows in 64-byte steps, so a 2 KB offer takes six reads: up to four per wake-up keeps it within one
+            // (one per wake-up doubled the call-shaped join p99, docs/benchmarks.md).
             try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
-            try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
+            try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 4)
             let gate = NIOLoopBoundBox(Gate.none, eventLoop: channel.eventLoop)
             let webSocket = self.webSocket
             let upgrader = NIOTypedWebSocketServerUpgrader<Negotiated>(
