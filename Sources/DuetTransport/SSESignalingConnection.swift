@@ -90,10 +90,13 @@ public final class SSESignalingConnection: SignalingConnection {
                 }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        // The watchdog ends the read when the stream goes silent (half-open).
+                        // The watchdog ends the read when the stream goes silent (half-open). It sleeps until the
+                        // silence could first reach the limit, not on a fixed tick: a stream that hears the server's
+                        // comments wakes it about once per `silenceTimeout`, not four times a second.
                         while true {
-                            try await Task.sleep(for: .milliseconds(250))
-                            if activity.silence > silenceTimeout { throw SilentStream() }
+                            let silence = activity.silence
+                            if silence > silenceTimeout { throw SilentStream() }
+                            try await Task.sleep(for: silenceTimeout - silence + .milliseconds(10))
                         }
                     }
                     group.addTask {
