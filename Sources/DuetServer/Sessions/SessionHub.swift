@@ -70,8 +70,11 @@ public final class SessionHub: Sendable {
 
     /// An SSE POST: find the stream by sid; it must carry that stream's POST token.
     public func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> Verdict {
+        let (target, refused) = locked { $0.postTarget(sid: sid, postToken: postToken) }
+        guard let id = target else { return refused }
+        // The stream may end meanwhile: the hub then answers `unknownSession`, as for any closed connection.
         let parsed = Self.parse(bytes)
-        return locked { $0.receive(parsed, sid: sid, postToken: postToken) }
+        return locked { $0.receive(parsed, from: id) }
     }
 
     private static func parse(_ bytes: [UInt8]) -> Result<Envelope, ProtocolError> {

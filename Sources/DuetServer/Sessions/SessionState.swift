@@ -120,16 +120,17 @@ struct SessionState {
         return .accepted
     }
 
-    /// An SSE POST: find the stream by sid; without that stream's POST token nothing happens.
-    mutating func receive(_ parsed: Result<Envelope, ProtocolError>, sid: String, postToken: String?) -> SessionHub.Verdict {
+    /// An SSE POST: the stream it is for, found by its POST token (which must belong to a stream of `sid`), or why
+    /// nothing happens. Asked before the body is parsed: a POST without the token costs no parse.
+    mutating func postTarget(sid: String, postToken: String?) -> (ConnectionID?, refused: SessionHub.Verdict) {
         // 192 random bits: a guess cannot hit, and looking the token up leaks nothing worth timing.
         guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else {
-            guard let current = core.sseConnection(for: sid) else { return .unknownSession }
+            guard let current = core.sseConnection(for: sid) else { return (nil, .unknownSession) }
             metrics.httpRejected("sse", status: 401)
             note(.notice, "refused SSE POST without the post token of an open stream of its sid", metadata: ["conn": "\(current)"])
-            return .wrongPostToken
+            return (nil, .wrongPostToken)
         }
-        return receive(parsed, from: id)
+        return (id, .accepted)
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.

@@ -112,4 +112,71 @@ import Testing
         #expect(rest.contains("\r\n0\r\n\r\n"), "the stream's response ended (last chunk)")
         #expect(Self.statuses(rest).first?.contains("200") == true, "then the request behind it: \(rest)")
     }
+
+    /// Everything until the server closes the socket (or 10 s pass: RawSocket's read timeout), and whether it closed.
+    static func readToEnd(_ socket: RawSocket) async throws -> (text: String, closedByServer: Bool) {
+        let started = ContinuousClock.now
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try await socket.receive()
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        return (String(decoding: bytes, as: UTF8.self), ContinuousClock.now - started < .seconds(8))
+    }
+
+    @Test func nothingAfterARequestThatAskedToCloseIsAnswered() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        // Refused at its head (bad sid), with a body still to come, then another request pipelined behind it.
+        try await socket.send(Self.post("nope", body: "{}", extra: "Connection: close\r\n") + "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let (text, closed) = try await Self.readToEnd(socket)
+        #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["400"], "\(text)")
+        #expect(closed, "the server closed the socket after its answer")
+    }
+
+    @Test func aStreamThatAskedToCloseEndsItsConnection() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let sid = SessionIdFormat.random()
+        let stream = try await RawSocket.connect(port: server.port)
+        defer { stream.close() }
+        try await stream.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let opening = try await stream.receive(until: "sse_session")
+        #expect(opening.lowercased().contains("connection: close"))
+        let newer = try await RawSocket.connect(port: server.port)
+        defer { newer.close() }
+        try await newer.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        _ = try await newer.receive(until: "sse_session")
+        let (rest, closed) = try await Self.readToEnd(stream)
+        #expect(rest.contains(": close 4001 replaced"), "\(rest)")
+        #expect(closed, "replaced, the stream ended and so did its connection")
+    }
+
+    @Test func aHalfClosedClientStillGetsEveryAnswerItWaitsFor() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        try await socket.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + Self.post(SessionIdFormat.random(), body: "{}"))
+        socket.shutdownWrite()
+        let (text, _) = try await Self.readToEnd(socket)
+        #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["200", "410"], "\(text)")
+    }
+
+    @Test func garbageInsideAStreamClosesItWithoutAnAnswerInTheMiddle() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let stream = try await RawSocket.connect(port: server.port)
+        defer { stream.close() }
+        try await stream.send("GET /sse?sid=\(SessionIdFormat.random()) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        _ = try await stream.receive(until: "sse_session")
+        try await stream.send("\u{1}\u{2} not HTTP at all\r\n\r\n")
+        let (rest, closed) = try await Self.readToEnd(stream)
+        #expect(!rest.contains("HTTP/1.1"), "no response head inside the stream: \(rest)")
+        #expect(closed)
+        #expect(server.server.hub.snapshot().connections == 0, "the hub forgot the stream")
+    }
 }

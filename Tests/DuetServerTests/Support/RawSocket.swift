@@ -80,6 +80,12 @@ final class RawSocket: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Half-closes: the server reads end of input, and can still write.
+    func shutdownWrite() {
+        let fd = descriptor.withLock { $0 }
+        if fd >= 0 { Glibc.shutdown(fd, Int32(SHUT_WR)) }
+    }
+
     func close() {
         let fd = descriptor.withLock { fd in
             defer { fd = -1 }

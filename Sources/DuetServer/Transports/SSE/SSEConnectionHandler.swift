@@ -36,6 +36,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
         var id: ConnectionID
         var outbox: ConnectionOutbox
         var ticket: ConnectionLimiter.Ticket
+        /// Its request said `Connection: close`: the connection ends with the stream.
+        var closing: Bool
         /// Why the server ended it (a close item); wins over what the socket reports.
         var closeReason: String?
     }
@@ -49,8 +51,18 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     /// Router responses not yet ended.
     private var routedInFlight = 0
     /// Parts that arrived while a router response or the stream was still going, handled once it has ended.
-    private var waiting = CircularBuffer<HTTPRequestPart>()
+    /// (An array: empty, it allocates nothing, and a connection almost never has anything waiting.)
+    private var waiting: [HTTPRequestPart] = []
     private var waitingBytes = 0
+    /// The client half-closed while requests were waiting: told on once they are answered.
+    private var inputClosedWhileWaiting = false
+    /// A response said `Connection: close`: nothing more is read, and the socket closes once it is written and its
+    /// request read to the end (closing with unread input would reset the connection and lose the answer).
+    private var closingConnection = false
+    /// A keep-alive timer is pending: a stream that follows another on the same connection reuses it.
+    private var pingArmed = false
+    /// The answer that said `Connection: close`, once written.
+    private var lastAnswer: EventLoopFuture<Void>?
     private var stream: Stream?
     /// Taken from the outbox, waiting for the channel to become writable.
     private var backlog: [Outbound] = []
@@ -66,6 +78,10 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
+        guard !closingConnection else {
+            if case .end = part { closeOnceWritten(context) }
+            return
+        }
         if !waiting.isEmpty || mustWait(part) {
             wait(part, context)
             return
@@ -96,15 +112,27 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     /// What waited, now that nothing is ahead of it.
     private func handleWaiting(_ context: ChannelHandlerContext) {
         var routed = false
-        while let part = waiting.first, !mustWait(part) {
+        while let part = waiting.first, closingConnection || !mustWait(part) {
             waiting.removeFirst()
             if case .body(let bytes) = part { waitingBytes -= bytes.readableBytes }
+            if closingConnection {
+                // Behind an answer that closes the connection: read to its request's end, answer nothing more.
+                if case .end = part {
+                    waiting = []
+                    closeOnceWritten(context)
+                }
+                continue
+            }
             if case .none = current, case .head(let head) = part, !SSEEndpoint.handles(head) { routed = true }
             handle(part, context)
         }
         flushIfNeeded(context)
         // The router's channel hands reads on at the end of a read burst: this is one.
         if routed { context.fireChannelReadComplete() }
+        if waiting.isEmpty, inputClosedWhileWaiting {
+            inputClosedWhileWaiting = false
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
     }
 
     private func handle(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
@@ -139,14 +167,17 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
             current = .none
             guard let body else {
                 respond(SSEEndpoint.tooLarge, closing: closing, context)
+                if closing { closeOnceWritten(context) }
                 return
             }
             respond(endpoint.deliver(Array(body.readableBytesView), sid: sid, postToken: token), closing: closing, context)
+            if closing { closeOnceWritten(context) }
         case (.posting, .head), (.discarding, .head), (.streaming, .head):
             // The codec never starts a request before the last one's end.
             break
-        case (.discarding, .end):
+        case (.discarding(let closing), .end):
             current = .none
+            if closing { closeOnceWritten(context) }
         case (.discarding, .body), (.streaming, .body), (.streaming, .end):
             break
         }
@@ -164,19 +195,31 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
         }
     }
 
-    /// A whole response; the connection closes after it when the request asked so.
+    /// A whole response. When the request asked to close, nothing after it is read or answered; the socket closes
+    /// once its request has been read to the end (`closeOnceWritten`).
     private func respond(_ answer: SSEEndpoint.Answer?, closing: Bool, _ context: ChannelHandlerContext) {
         let (head, body) = endpoint.answer(answer, closing: closing)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
-        if closing {
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-            needsFlush = false
-        } else {
+        needsFlush = true
+        guard closing else {
             context.write(wrapOutboundOut(.end(nil)), promise: nil)
-            needsFlush = true
+            return
         }
+        lastAnswer = context.write(wrapOutboundOut(.end(nil)))
+        closingConnection = true
+    }
+
+    /// The last request has been read: close the socket once everything written so far is out.
+    private func closeOnceWritten(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        needsFlush = false
+        context.flush()
+        guard let lastAnswer else {
+            channel.close(promise: nil)
+            return
+        }
+        lastAnswer.whenComplete { _ in channel.close(promise: nil) }
     }
 
     // MARK: - GET /sse
@@ -194,8 +237,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
             // what the hub queues meanwhile is written below, after the opening.
             outbox.handlerWillWrite()
             let id = endpoint.hub.openSSE(sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox))
-            stream = Stream(id: id, outbox: outbox, ticket: opened.ticket)
-            context.write(wrapOutboundOut(.head(endpoint.streamHead())), promise: nil)
+            stream = Stream(id: id, outbox: outbox, ticket: opened.ticket, closing: closing)
+            context.write(wrapOutboundOut(.head(endpoint.streamHead(closing: closing))), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.streamOpening(postToken: postToken)))), promise: nil)
             needsFlush = true
             writeQueued(context)
@@ -229,6 +272,7 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     private func writeBacklog(_ context: ChannelHandlerContext) {
         var written = 0
         var closedBy: String?
+        var streamEnded: EventLoopFuture<Void>?
         loop: while written < backlog.count, stream != nil, context.channel.isWritable {
             let item = backlog[written]
             written += 1
@@ -239,8 +283,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
                 needsFlush = true
             case .close(let code, let reason):
                 context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.close(code, reason: reason)))), promise: nil)
-                // The response ends; the connection may carry more requests, as any other.
-                context.write(wrapOutboundOut(.end(nil)), promise: nil)
+                // The response ends; the connection may carry more requests, as any other (unless it asked to close).
+                streamEnded = context.write(wrapOutboundOut(.end(nil)))
                 needsFlush = true
                 closedBy = reason
                 break loop
@@ -251,8 +295,15 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
             return
         }
         if stream?.closeReason == nil { stream?.closeReason = closedBy }
+        let closing = stream?.closing ?? false
         endStream(reason: "server_closed")  // drops what was queued behind the close
         current = .none
+        guard !closing else {
+            closingConnection = true
+            lastAnswer = streamEnded
+            closeOnceWritten(context)
+            return
+        }
         handleWaiting(context)
     }
 
@@ -276,11 +327,14 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     private func schedulePing(_ context: ChannelHandlerContext) {
         // Never cancelled: once the stream ends the callback finds none and does nothing, holding this handler at most
-        // one interval (cancelling is a linear search of the loop's timers).
-        _ = try? context.eventLoop.assumeIsolated().scheduleCallback(in: endpoint.pingInterval, handler: self)
+        // one interval (cancelling is a linear search of the loop's timers). A stream that follows another on this
+        // connection keeps the one pending: one ping chain per connection.
+        guard !pingArmed else { return }
+        pingArmed = (try? context.eventLoop.assumeIsolated().scheduleCallback(in: endpoint.pingInterval, handler: self)) != nil
     }
 
     func handleScheduledCallback(eventLoop: some EventLoop) {
+        pingArmed = false
         guard let context, stream != nil else { return }
         context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.ping))), promise: nil)
         schedulePing(context)
@@ -291,7 +345,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         // Only the router writes through here (this handler writes from its own context, past itself).
         context.write(data, promise: promise)
-        guard case .end = unwrapOutboundIn(data) else { return }
+        // (Also the router's own answer to a request the codec could not parse: not one it was handed.)
+        guard case .end = unwrapOutboundIn(data), routedInFlight > 0 else { return }
         routedInFlight -= 1
         guard routedInFlight == 0, !waiting.isEmpty else { return }
         // Not from inside the router's write (which would re-enter it): once this write has returned, on the same loop.
@@ -303,13 +358,33 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? ChannelEvent, event == .inputClosed, stream != nil {
-            // The client half-closed its stream's connection: it is gone.
-            endStream(reason: "client_closed")
-            context.close(promise: nil)
-            return
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            if stream != nil {
+                // The client half-closed its stream's connection: it is gone.
+                endStream(reason: "client_closed")
+                context.close(promise: nil)
+                return
+            }
+            if !waiting.isEmpty {
+                // Told on once what waits is answered: the router closes the connection when it hears it.
+                inputClosedWhileWaiting = true
+                return
+            }
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// A request the codec could not parse. Inside one of this endpoint's requests (or its stream) the router must
+    /// not answer it (its 400 would land inside our response): the connection is closed. Otherwise the router's.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch current {
+        case .none, .routed:
+            guard stream == nil else { fallthrough }
+            context.fireErrorCaught(error)
+        case .posting, .discarding, .streaming:
+            endStream(reason: "socket_error")
+            context.close(promise: nil)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

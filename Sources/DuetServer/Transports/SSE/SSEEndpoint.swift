@@ -70,8 +70,9 @@ struct SSEEndpoint: Sendable {
 
     // MARK: - What is written
 
-    func streamHead() -> HTTPResponse {
+    func streamHead(closing: Bool) -> HTTPResponse {
         var fields = commonHeaders
+        if closing { fields[.connection] = "close" }
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-store"
         fields[HTTPField.Name("X-Accel-Buffering")!] = "no"

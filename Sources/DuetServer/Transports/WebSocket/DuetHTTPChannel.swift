@@ -109,6 +109,8 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // Hummingbird handles these
             configuration.enableResponseHeaderValidation = false  // Swift HTTP Types validate already
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<Negotiated>.self)
+            try channel.pipeline.syncOperations.addHandler(UpgradeRequestCheck(), position: .before(upgradeHandler))
             return Value(negotiated: negotiated, channel: channel)
         }
     }
