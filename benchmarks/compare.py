@@ -41,6 +41,15 @@ def median_run(key, *args):
     return runs[len(runs) // 2]
 
 
+def git(*args):
+    return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout.strip()
+
+
+# What was measured, and which run this is: recorded in docs/benchmarks.json and said in the table's first line.
+COMMIT = git("rev-parse", "--short", "HEAD") + (", dirty tree" if git("status", "--porcelain", "--untracked-files=no") else "")
+RUN_ID = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(3).hex()
+
+
 def measure():
     rate = lambda r: r["messagesPerSecond"]
     p99 = lambda r: r["latencyMs"]["p99"]
@@ -55,7 +64,8 @@ def measure():
     }
     idle = {s: bench("idle", "--server", s, "--connections", "19900") for s in SERVERS}
     storm = bench("storm", "--clients", "10000")
-    results = {"saturated": saturated, "paced": paced, "calls": calls, "sse": sse, "idle": idle, "storm": storm, "runs": RUNS}
+    results = {"saturated": saturated, "paced": paced, "calls": calls, "sse": sse, "idle": idle, "storm": storm, "runs": RUNS,
+               "commit": COMMIT, "run": RUN_ID}
     with open(os.path.join(ROOT, "docs", "benchmarks.json"), "w") as f:
         json.dump(results, f, indent=2, sort_keys=True)
     return results
@@ -73,7 +83,9 @@ def render(results):
     lines = [
         "# Benchmarks",
         "",
-        f"One run of `benchmarks/compare.sh` on {datetime.date.today().isoformat()}: {os.cpu_count()} cores ({cpu or platform.machine()}), "
+        f"One run of `benchmarks/compare.sh` on {datetime.date.today().isoformat()}"
+        + (f" (run `{results['run']}`, commit `{results['commit']}`)" if results.get("run") else "")
+        + f": {os.cpu_count()} cores ({cpu or platform.machine()}), "
         "release builds, loopback. One generator (`duet-bench`, real WebSocket clients from `DuetTransport`, latencies in "
         "HdrHistogram) against three servers with the same envelope: `duet serve` (rate limits off), the usual tutorial relay "
         "(`benchmarks/node-relay.js`: Node.js on Debian's `node-ws`, rooms in a Map) and a bare WebSocket echo on SwiftNIO "
