@@ -4,6 +4,7 @@ import DuetServer
 import DuetTransport
 import Foundation
 import Logging
+import Synchronization
 import NIOCore
 import NIOHTTP1
 
@@ -60,7 +61,18 @@ public final class TestServer: Sendable {
     /// Stops this server and starts a new process-equivalent with the same configuration (port, data directory,
     /// database): rooms in memory are gone; secrets and what the store remembers are kept.
     public func restarted() async throws -> TestServer {
-        await stop()
+        // A restart means the old server is gone, with everything it had to write on disk. `stop` gives up waiting
+        // after 10 s and cancels the server (a connection that never closes must not hang a test): under CI's load
+        // that cancelled the old server's last store writes and started the new one beside it, and a left seat came
+        // back (DurableRoomsTests, seen once). Here the wait is longer, and a server that does not stop is said.
+        await server.shutdown()
+        let task = self.task
+        let stopped = StopFlag()
+        await awaitAtMost(.seconds(60)) {
+            _ = await task.result
+            stopped.set()
+        }
+        guard stopped.isSet else { throw TestFailure("the server did not stop within 60 s: a restart would start beside it") }
         var configuration = server.configuration
         configuration.port = port
         var lastError: (any Error)?
@@ -115,4 +127,11 @@ public final class TestServer: Sendable {
     }
 
     public static func temporaryDirectory() -> String { DuetTestBasics.temporaryDirectory() }
+}
+
+/// Set once, from any task.
+final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
