@@ -115,14 +115,8 @@ import Testing
 
     /// Everything until the server closes the socket (or 10 s pass: RawSocket's read timeout), and whether it closed.
     static func readToEnd(_ socket: RawSocket) async throws -> (text: String, closedByServer: Bool) {
-        let started = ContinuousClock.now
-        var bytes: [UInt8] = []
-        while true {
-            let chunk = try await socket.receive()
-            if chunk.isEmpty { break }
-            bytes += chunk
-        }
-        return (String(decoding: bytes, as: UTF8.self), ContinuousClock.now - started < .seconds(8))
+        let (text, took) = try await socket.receiveToEnd()
+        return (text, took < .seconds(8))
     }
 
     @Test func nothingAfterARequestThatAskedToCloseIsAnswered() async throws {

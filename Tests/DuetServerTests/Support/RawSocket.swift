@@ -80,6 +80,19 @@ final class RawSocket: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Everything until the stream ends (the server closed it, or a read timed out); and how long that took, which
+    /// tells the two apart (the read timeout is 10 s).
+    func receiveToEnd() async throws -> (text: String, took: Duration) {
+        let started = ContinuousClock.now
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try await receive()
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        return (String(decoding: bytes, as: UTF8.self), ContinuousClock.now - started)
+    }
+
     /// Half-closes: the server reads end of input, and can still write.
     func shutdownWrite() {
         let fd = descriptor.withLock { $0 }
