@@ -58,6 +58,8 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnectionsPerIp: Int?
     @Option(help: "Open WebSocket/SSE connections in total. Env: DUET_MAX_CONNECTIONS. Default: 20000")
     var maxConnections: Int?
+    @Option(help: "Shards of the rooms in this process: rooms of different shards never wait on each other. Env: DUET_HUB_SHARDS. Default: one per core")
+    var hubShards: Int?
     @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
     var metricsToken: String?
     @Option(help: "Seconds a ring rings before it is no answer. Env: DUET_RING_TIMEOUT. Default: 45")
@@ -172,6 +174,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         config.maxConnectionsPerAddress = try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
         config.maxConnections = try count(maxConnections, "DUET_MAX_CONNECTIONS", 1...10_000_000) ?? config.maxConnections
+        config.hubShards = try count(hubShards, "DUET_HUB_SHARDS", 1...256) ?? config.hubShards
         config.metricsToken = try value(metricsToken, "DUET_METRICS_TOKEN")
         if let token = config.metricsToken, token.utf8.count < 16 {
             throw ValidationError("--metrics-token must be at least 16 characters")

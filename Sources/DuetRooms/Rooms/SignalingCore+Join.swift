@@ -2,15 +2,8 @@ import DuetProtocol
 
 extension SignalingCore {
     mutating func join(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
-        guard let rid = envelope.rid else { throw ProtocolError(.badRequest, "join needs rid in the envelope") }
-        guard authorities.roomIds.isAuthentic(rid) else {
-            throw ProtocolError(.invalidRoomId, "\(rid.prefix(64)) is not a room id issued by this server")
-        }
-        let request = try envelope.payload.decode(JoinPayload.self)
+        let (rid, request) = try joinable(envelope)
         connections[connection]?.joinDevice = request.deviceId.flatMap { RingLimits.isValidId($0, minimum: 16) ? $0 : nil }
-        if let tombstone = tombstones[rid] {
-            throw ProtocolError(.roomEnded, "this room was ended (\(tombstone.reason))")
-        }
         // A re-sent join (join recovery) on a connection that already holds the seat is answered
         // again, never given a second seat.
         if let seat = connections[connection]?.seat, seat.rid == rid,
@@ -51,6 +44,20 @@ extension SignalingCore {
                 excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint),
                 excludedDevices: rooms[rid]!.participants.compactMap(\.deviceId))))
         }
+    }
+
+    /// What a join must be before anything changes: a room id issued here, a well-formed payload, a room not ended.
+    /// The hub's shards ask the room's shard this before they move a connection to it (`handOver`).
+    func joinable(_ envelope: Envelope) throws(ProtocolError) -> (rid: String, request: JoinPayload) {
+        guard let rid = envelope.rid else { throw ProtocolError(.badRequest, "join needs rid in the envelope") }
+        guard authorities.roomIds.isAuthentic(rid) else {
+            throw ProtocolError(.invalidRoomId, "\(rid.prefix(64)) is not a room id issued by this server")
+        }
+        let request = try envelope.payload.decode(JoinPayload.self)
+        if let tombstone = tombstones[rid] {
+            throw ProtocolError(.roomEnded, "this room was ended (\(tombstone.reason))")
+        }
+        return (rid, request)
     }
 
     /// A join alert from the room's budget (`RingLimits.joinAlertBurst`, refilled one per interval).

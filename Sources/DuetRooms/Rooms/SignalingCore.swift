@@ -288,16 +288,9 @@ public struct SignalingCore: Sendable {
     // MARK: - Messages
 
     private mutating func message(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
-        if let mustProve = connections[connection]?.mustProveCid {
-            guard envelope.messageType == .join, let join = try? envelope.payload.decode(JoinPayload.self),
-                join.reconnectCid == mustProve, let token = join.reconnectToken, let rid = envelope.rid,
-                case .valid = authorities.reconnectTokens.verify(token, cid: mustProve, rid: rid, nowMs: nowMs),
-                !isRevoked(cid: mustProve, rid: rid, nowMs: nowMs)
-            else {
-                out.append(.unauthorized(connection))
-                return
-            }
-            connections[connection]?.mustProveCid = nil
+        guard provesWhatItMust(envelope, from: connection, nowMs: nowMs) else {
+            out.append(.unauthorized(connection))
+            return
         }
         connections[connection]?.lastHeardMs = nowMs
         do throws(ProtocolError) {
@@ -345,6 +338,19 @@ public struct SignalingCore: Sendable {
         } catch {
             out.append(.send(connection, Self.errorEnvelope(error, rid: envelope.rid, nowMs: nowMs)))
         }
+    }
+
+    /// An SSE stream that reused a seated sid must first prove that seat (a join with its reconnect token); once it
+    /// has, nothing more is asked of it.
+    mutating func provesWhatItMust(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64) -> Bool {
+        guard let mustProve = connections[connection]?.mustProveCid else { return true }
+        guard envelope.messageType == .join, let join = try? envelope.payload.decode(JoinPayload.self),
+            join.reconnectCid == mustProve, let token = join.reconnectToken, let rid = envelope.rid,
+            case .valid = authorities.reconnectTokens.verify(token, cid: mustProve, rid: rid, nowMs: nowMs),
+            !isRevoked(cid: mustProve, rid: rid, nowMs: nowMs)
+        else { return false }
+        connections[connection]?.mustProveCid = nil
+        return true
     }
 
     func requireSeat(_ connection: ConnectionID) throws(ProtocolError) -> (rid: String, cid: String) {

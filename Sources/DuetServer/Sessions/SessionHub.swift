@@ -21,60 +21,194 @@ public final class SessionHub: Sendable {
         case wrongPostToken
     }
 
-    private let state: Mutex<SessionState>
+    /// One per shard of the rooms: a room lives in one shard (`shard(of:)`), and so does every connection — in its
+    /// room's shard once it joined, before that where its URL's `rid` (the room it comes for) or its id put it. Two
+    /// rooms of different shards never wait on each other. The shards learn what the others write and broadcast as the
+    /// nodes of a cluster do (`SessionState.crossShard`): a page watching or listening for rooms of several shards
+    /// sees them through that, as it sees rooms of other nodes.
+    private let shards: [Locked<SessionState>]
+    /// Connection → its shard, in stripes (with one shard, none). A connection moves once it joins a room of another
+    /// shard; the move holds its stripe, so that nothing is delivered to it halfway.
+    private let routes: [Locked<[ConnectionID: Int]>]
+    private let nextConnection = Atomic<UInt64>(0)
     private let logger: Logger
 
+    /// `shards`: how many; 1 is one lock for everything (the hub before issue 33).
     public init(
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         store: StoreQueue? = nil,
         pushAlerts: (@Sendable (PushAlert) -> Void)? = nil,
-        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil
+        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil,
+        shards count: Int = 1
     ) {
-        state = Mutex(SessionState(
-            core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
-            ringBus: ringBus))
+        let count = max(1, count)
+        shards = (0..<count).map { _ in
+            Locked(SessionState(
+                core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
+                ringBus: ringBus, sharded: count > 1))
+        }
+        routes = count > 1 ? (0..<64).map { _ in Locked([:]) } : []
         self.logger = logger
     }
 
-    /// Runs `body` under the lock, then writes what it logged, outside the lock.
-    private func locked<Result: Sendable>(_ body: (inout SessionState) -> Result) -> Result {
-        let (result, logs) = state.withLock { state in (body(&state), state.takeLogs()) }
+    public var shardCount: Int { shards.count }
+
+    /// How long a ring that reached no device waits before it is unreachable when the callee's page may listen in
+    /// another shard: that shard hears of the ring and says it rang the page once the ringing call returns, well
+    /// within this, but the push dispatcher's report can come first.
+    public static let crossShardRingGraceMs: Int64 = 1_000
+
+    /// The shard of a room: FNV-1a of its id, the same in every run (a test can say which rooms share a shard). Room ids
+    /// are the server's own random, authenticated values: nobody picks one to crowd a shard.
+    func shard(of rid: String) -> Int {
+        guard shards.count > 1 else { return 0 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in rid.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(shards.count))
+    }
+
+    /// Runs `body` under one shard's lock, then writes what it logged and hands what the other shards must hear to
+    /// them, outside the lock.
+    private func locked<Result: Sendable>(_ index: Int, _ body: (inout SessionState) -> Result) -> Result {
+        let (result, logs, crossShard) = shards[index].withLock { state in
+            (body(&state), state.takeLogs(), !state.crossShard.isEmpty)
+        }
         for entry in logs { logger.log(level: entry.level, entry.message, metadata: entry.metadata) }
+        if crossShard { deliverCrossShard(from: index) }
         return result
     }
 
-    public var isDraining: Bool { locked { $0.isDraining } }
+    private func everyShard(_ body: (inout SessionState) -> Void) {
+        for index in shards.indices { locked(index, body) }
+    }
+
+    /// What `source` wrote and broadcast, to every other shard, in the order it was said: one thread at a time delivers
+    /// a shard's items (`crossShardDelivering`); one that finds another delivering leaves its items to it.
+    private func deliverCrossShard(from source: Int) {
+        var first = true
+        while true {
+            let batch: [SessionState.CrossShard]? = shards[source].withLock { state -> [SessionState.CrossShard]? in
+                if first {
+                    guard !state.crossShardDelivering else { return nil }
+                    state.crossShardDelivering = true
+                }
+                let items = state.takeCrossShard()
+                if items.isEmpty { state.crossShardDelivering = false }
+                return items.isEmpty ? nil : items
+            }
+            first = false
+            guard let batch else { return }
+            for target in shards.indices where target != source {
+                locked(target) { state in
+                    for item in batch {
+                        switch item {
+                        case .fact(let fact): state.learn([fact])
+                        case .ring(let message): state.heard(message)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func stripe(_ id: ConnectionID) -> Int { Int(id.raw % UInt64(routes.count)) }
+
+    private func route(_ id: ConnectionID) -> Int? {
+        shards.count == 1 ? 0 : routes[stripe(id)].withLock { $0[id] }
+    }
+
+    /// `body` in the shard that holds `id`; nil when no shard does (closed). A connection that moved meanwhile is
+    /// followed to its new shard.
+    private func routed<Result: Sendable>(_ id: ConnectionID, _ body: (inout SessionState) -> Result) -> Result? {
+        while let index = route(id) {
+            if let result = locked(index, { $0.holds(id) ? body(&$0) : nil }) { return result }
+            if route(id) == index { return nil }
+        }
+        return nil
+    }
+
+    public var isDraining: Bool { locked(0) { $0.isDraining } }
 
     // MARK: - Transport side
 
-    /// An SSE stream: what the hub queues for it goes to `sink`; POSTs for `sid` are accepted only with `postToken`
-    /// (the stream's first message, `sse_session`, gives it to the client).
-    func openSSE(sid: String, postToken: String, sink: OutboundSink) -> ConnectionID {
-        locked { $0.open(.sse, sid: sid, postToken: postToken, sink: sink) }
+    private func openConnection(_ kind: TransportKind, shard index: Int?, sid: String?, postToken: String?, sink: OutboundSink) -> ConnectionID {
+        let id = ConnectionID(nextConnection.wrappingAdd(1, ordering: .relaxed).newValue)
+        let index = index ?? Int(id.raw % UInt64(shards.count))
+        if shards.count > 1 { routes[stripe(id)].withLock { $0[id] = index } }
+        locked(index) { $0.open(id, kind, sid: sid, postToken: postToken, sink: sink) }
+        return id
     }
 
-    /// A connection whose outbound messages go to `sink` (WebSocket).
-    public func open(_ kind: TransportKind, sink: OutboundSink) -> ConnectionID {
-        locked { $0.open(kind, sid: nil, postToken: nil, sink: sink) }
+    /// An SSE stream: what the hub queues for it goes to `sink`; POSTs for `sid` are accepted only with `postToken`
+    /// (the stream's first message, `sse_session`, gives it to the client). `rid`: the room it comes for (its URL's).
+    func openSSE(sid: String, postToken: String, sink: OutboundSink, rid: String? = nil) -> ConnectionID {
+        // Without a room, its sid places it: a stream reopened with the same sid finds what its sid did before.
+        openConnection(.sse, shard: shard(of: rid ?? sid), sid: sid, postToken: postToken, sink: sink)
+    }
+
+    /// A connection whose outbound messages go to `sink` (WebSocket). `rid`: the room it comes for (its URL's).
+    public func open(_ kind: TransportKind, sink: OutboundSink, rid: String? = nil) -> ConnectionID {
+        openConnection(kind, shard: rid.map(shard(of:)), sid: nil, postToken: nil, sink: sink)
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body). Parsed before the lock: parsing is the
     /// largest part of a message's work and needs nothing shared (docs/benchmarks.md: the lock was contended).
     @discardableResult
     public func receive(_ bytes: [UInt8], from id: ConnectionID) -> Verdict {
-        let parsed = Self.parse(bytes)
-        return locked { $0.receive(parsed, from: id) }
+        deliver(Self.parse(bytes), from: id)
     }
 
     /// An SSE POST: find the stream by sid; it must carry that stream's POST token.
     public func receive(_ bytes: [UInt8], sid: String, postToken: String?) -> Verdict {
-        let (target, refused) = locked { $0.postTarget(sid: sid, postToken: postToken) }
-        guard let id = target else { return refused }
-        // The stream may end meanwhile: the hub then answers `unknownSession`, as for any closed connection.
-        let parsed = Self.parse(bytes)
-        return locked { $0.receive(parsed, from: id) }
+        guard shards.count > 1 else {
+            let (target, refused) = locked(0) { $0.postTarget(sid: sid, postToken: postToken) }
+            guard let id = target else { return refused }
+            // The stream may end meanwhile: the hub then answers `unknownSession`, as for any closed connection.
+            return deliver(Self.parse(bytes), from: id)
+        }
+        for index in shards.indices {
+            if let id = locked(index, { $0.postStream(sid: sid, postToken: postToken) }) { return deliver(Self.parse(bytes), from: id) }
+        }
+        for index in shards.indices where locked(index, { $0.hasStream(sid: sid) }) {
+            locked(index) { $0.refusedPost(sid: sid) }
+            return .wrongPostToken
+        }
+        return .unknownSession
+    }
+
+    private func deliver(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID) -> Verdict {
+        guard shards.count > 1 else { return locked(0) { $0.receive(parsed, from: id) } }
+        if case .success(let envelope) = parsed, envelope.messageType == .join, let rid = envelope.rid {
+            return join(envelope, room: shard(of: rid), from: id)
+        }
+        return routed(id) { $0.receive(parsed, from: id) } ?? .unknownSession
+    }
+
+    /// A join, in its room's shard: a connection held by another shard moves there first (`SessionState.handOver`),
+    /// unless the room's shard refuses the join as it stands (then nothing moves, as with one shard).
+    private func join(_ envelope: Envelope, room target: Int, from id: ConnectionID) -> Verdict {
+        while let current = route(id) {
+            if current == target {
+                if let verdict = locked(current, { $0.holds(id) ? $0.receive(.success(envelope), from: id) : nil }) { return verdict }
+                if route(id) == current { return .unknownSession }
+                continue
+            }
+            let moved: Verdict? = routes[stripe(id)].withLock { table in
+                guard table[id] == current else { return nil }
+                let refusal = locked(target) { $0.joinRefusal(envelope) }
+                switch locked(current, { $0.handOver(id, for: envelope, refusal: refusal) }) {
+                case .stays(let verdict):
+                    return verdict
+                case .moves(let outlet, let moving):
+                    table[id] = target
+                    return locked(target) { $0.takeOver(id, outlet, moving, join: envelope) }
+                }
+            }
+            if let moved { return moved }
+        }
+        return .unknownSession
     }
 
     private static func parse(_ bytes: [UInt8]) -> Result<Envelope, ProtocolError> {
@@ -83,56 +217,75 @@ public final class SessionHub: Sendable {
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     public func closed(_ id: ConnectionID, reason: String) {
-        locked { $0.closed(id, reason: reason) }
+        guard shards.count > 1 else { return locked(0) { $0.closed(id, reason: reason) } }
+        _ = routed(id) { $0.closed(id, reason: reason) }
+        routes[stripe(id)].withLock { $0[id] = nil }
     }
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     public func refuseOversize(_ id: ConnectionID) {
-        locked { $0.refuseOversize(id) }
+        _ = routed(id) { $0.refuseOversize(id) }
     }
 
     // MARK: - Server side
 
-    public func tick() { locked { $0.tick() } }
+    public func tick() { everyShard { $0.tick() } }
 
-    /// What the store says: at start, another node's write, a dead node's rooms.
+    /// What the store says: at start, another node's write, a dead node's rooms. Every shard hears it, as every node
+    /// of a cluster does: a room's shard holds it, the others know it for their watchers.
     public func learn(_ facts: [DurableFact]) {
         guard !facts.isEmpty else { return }
-        locked { $0.learn(facts) }
+        everyShard { $0.learn(facts) }
     }
 
     public func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
-        locked { $0.leave(request) }
+        locked(shard(of: request.rid)) { $0.leave(request) }
     }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
-    public func drain() { locked { $0.drain() } }
+    public func drain() { everyShard { $0.drain() } }
 
     /// Graceful shutdown, last step.
-    public func closeAll() { locked { $0.closeAll() } }
+    public func closeAll() { everyShard { $0.closeAll() } }
 
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
-        locked { $0.snapshot() }
+        var total = (rooms: 0, connections: 0, connected: 0, suspended: 0)
+        for index in shards.indices {
+            let part = locked(index) { $0.snapshot() }
+            total = (total.rooms + part.rooms, total.connections + part.connections, total.connected + part.connected, total.suspended + part.suspended)
+        }
+        return total
     }
 
-    public func occupancy(of rid: String) -> Int { locked { $0.occupancy(of: rid) } }
+    public func occupancy(of rid: String) -> Int { locked(shard(of: rid)) { $0.occupancy(of: rid) } }
 
-    public func hasSeat(rid: String, cid: String) -> Bool { locked { $0.hasSeat(rid: rid, cid: cid) } }
+    public func hasSeat(rid: String, cid: String) -> Bool { locked(shard(of: rid)) { $0.hasSeat(rid: rid, cid: cid) } }
 
     /// See `SignalingCore.provesSeat`.
-    public func provesSeat(rid: String, cid: String, token: String) -> Bool { locked { $0.provesSeat(rid: rid, cid: cid, token: token) } }
+    public func provesSeat(rid: String, cid: String, token: String) -> Bool {
+        locked(shard(of: rid)) { $0.provesSeat(rid: rid, cid: cid, token: token) }
+    }
 
     /// Whether `token` is the member token of `deviceId` in `rid` (issue 31: it has been in this call).
     public func provesMember(rid: String, deviceId: String, token: String) -> Bool {
-        locked { $0.provesMember(rid: rid, deviceId: deviceId, token: token) }
+        locked(shard(of: rid)) { $0.provesMember(rid: rid, deviceId: deviceId, token: token) }
     }
 
-    /// The push dispatcher's report on a ring's pushes.
-    public func ringPushed(_ report: SignalingCore.RingPushReport) { locked { $0.ringPushed(report) } }
+    /// The push dispatcher's report on a ring's pushes (the ring is its room's shard's).
+    public func ringPushed(_ report: SignalingCore.RingPushReport) { locked(shard(of: report.rid)) { $0.ringPushed(report) } }
 
-    /// What another node of the cluster said of a ring.
-    public func heard(_ message: RingBroadcast) { locked { $0.heard(message) } }
+    /// What another node of the cluster said of a ring: every shard hears it, as every node does.
+    public func heard(_ message: RingBroadcast) { everyShard { $0.heard(message) } }
 
     /// `POST /api/ring/answer`; false when it does not prove its device.
-    public func answerRing(_ answer: RingAnswerPayload) -> Bool { locked { $0.answerRing(answer) } }
+    public func answerRing(_ answer: RingAnswerPayload) -> Bool { locked(shard(of: answer.rid ?? "")) { $0.answerRing(answer) } }
+}
+
+/// A `Mutex` that can sit in an array (a `Mutex` cannot be copied, so an array of them cannot be built).
+final class Locked<Value: ~Copyable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: consuming sending Value) { mutex = Mutex(value) }
+    func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
+        try mutex.withLock(body)
+    }
 }

@@ -8,7 +8,6 @@ import Logging
 struct SessionState {
     private var core: SignalingCore
     private var outlets: [ConnectionID: Outlet] = [:]
-    private var nextConnection: UInt64 = 0
     private let metrics: ServerMetrics
     private let logLevel: Logger.Level
     /// Written by `SessionHub` once its lock is released: a stalled stderr must not stall every connection.
@@ -21,8 +20,19 @@ struct SessionState {
     private let pushAlerts: (@Sendable (PushAlert) -> Void)?
     /// The other nodes of a cluster (`RingBroadcast`); nil on a single node.
     private let ringBus: (@Sendable (RingBroadcast) -> Void)?
+    /// One of several shards (`SessionHub`): what the core writes and broadcasts is also for the other shards, which
+    /// hear it as other nodes of a cluster would (`crossShard`, delivered by the hub once this shard's lock is released).
+    private let sharded: Bool
+    private(set) var crossShard: [CrossShard] = []
+    /// Whether some thread is delivering this shard's `crossShard` now: one at a time, so the others hear them in order.
+    var crossShardDelivering = false
 
-    private struct Outlet {
+    enum CrossShard: Sendable {
+        case fact(DurableFact)
+        case ring(RingBroadcast)
+    }
+
+    struct Outlet {
         var kind: TransportKind
         var sink: OutboundSink
         var bucket: TokenBucket?
@@ -55,8 +65,9 @@ struct SessionState {
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?,
         pushAlerts: (@Sendable (PushAlert) -> Void)? = nil,
-        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil
+        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil, sharded: Bool = false
     ) {
+        self.sharded = sharded
         self.core = core
         self.store = store
         self.pushAlerts = pushAlerts
@@ -72,9 +83,7 @@ struct SessionState {
     // MARK: - Transport side
 
     /// A new connection of either transport; what it must send goes to `sink`.
-    mutating func open(_ kind: TransportKind, sid: String?, postToken: String?, sink: OutboundSink) -> ConnectionID {
-        nextConnection += 1
-        let id = ConnectionID(nextConnection)
+    mutating func open(_ id: ConnectionID, _ kind: TransportKind, sid: String?, postToken: String?, sink: OutboundSink) {
         outlets[id] = Outlet(
             kind: kind, sink: sink, bucket: messageRate.map { TokenBucket(capacity: $0.capacity, refillPerSecond: $0.perSecond) },
             postToken: postToken)
@@ -85,7 +94,57 @@ struct SessionState {
         metrics.connectionOpened(kind)
 
         perform(core.handle(.opened(id, kind, sid: sid), nowMs: now()))
-        return id
+    }
+
+    func holds(_ id: ConnectionID) -> Bool { outlets[id] != nil }
+
+    // MARK: - Between shards
+
+    /// The room's shard: why it would refuse this join before anything changes (`SignalingCore.joinRefusal`).
+    func joinRefusal(_ envelope: Envelope) -> Envelope? { core.joinRefusal(envelope, nowMs: now()) }
+
+    enum HandOver {
+        /// Nothing moves: the message was dropped for rate, refused or not proven (the verdict says which).
+        case stays(SessionHub.Verdict)
+        case moves(Outlet, MovingConnection)
+    }
+
+    /// A join for a room of another shard: admitted here (the rate limit is the connection's), refused with what the
+    /// room's shard said (`refusal`), or handed over with what the transport gave it.
+    mutating func handOver(_ id: ConnectionID, for envelope: Envelope, refusal: Envelope?) -> HandOver {
+        guard outlets[id] != nil else { return .stays(.unknownSession) }
+        let nowMs = now()
+        guard admit(id, nowMs: nowMs) else { return .stays(.accepted) }
+        let (moving, outputs) = core.handOver(id, for: envelope, refusal: refusal, nowMs: nowMs)
+        guard let moving else {
+            metrics.messageIn(envelope.type)
+            if outputs.contains(.unauthorized(id)) {
+                note(.notice, "refused message on an unproven SSE stream", metadata: ["conn": "\(id)", "type": "join"])
+                return .stays(.unauthorized)
+            }
+            perform(outputs)
+            return .stays(.accepted)
+        }
+        perform(outputs)
+        guard let outlet = outlets.removeValue(forKey: id) else { return .stays(.accepted) }
+        forgetStream(outlet, id)
+        return .moves(outlet, moving)
+    }
+
+    /// A connection another shard handed over, and the join it moved for (already admitted there).
+    mutating func takeOver(_ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope) -> SessionHub.Verdict {
+        outlets[id] = outlet
+        if let token = outlet.postToken, let sid = moving.sid {
+            postTokens[token] = id
+            streamSids[id] = sid
+        }
+        core.takeOver(id, moving)
+        return handle(join, from: id, nowMs: now())
+    }
+
+    mutating func takeCrossShard() -> [CrossShard] {
+        defer { crossShard = [] }
+        return crossShard
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body), parsed by the caller before the lock.
@@ -103,6 +162,10 @@ struct SessionState {
             send(SignalingCore.errorEnvelope(error, nowMs: nowMs), to: id)
             return .accepted
         }
+        return handle(envelope, from: id, nowMs: nowMs)
+    }
+
+    private mutating func handle(_ envelope: Envelope, from id: ConnectionID, nowMs: Int64) -> SessionHub.Verdict {
         metrics.messageIn(envelope.type)
         if envelope.messageType == nil {
             note(.debug, "ignored unknown message type", metadata: ["conn": "\(id)", "type": "\(envelope.type.prefix(64))"])
@@ -123,14 +186,27 @@ struct SessionState {
     /// An SSE POST: the stream it is for, found by its POST token (which must belong to a stream of `sid`), or why
     /// nothing happens. Asked before the body is parsed: a POST without the token costs no parse.
     mutating func postTarget(sid: String, postToken: String?) -> (ConnectionID?, refused: SessionHub.Verdict) {
+        if let id = postStream(sid: sid, postToken: postToken) { return (id, .accepted) }
+        guard hasStream(sid: sid) else { return (nil, .unknownSession) }
+        refusedPost(sid: sid)
+        return (nil, .wrongPostToken)
+    }
+
+    /// The stream of `sid` that `postToken` belongs to, if it is here.
+    func postStream(sid: String, postToken: String?) -> ConnectionID? {
         // 192 random bits: a guess cannot hit, and looking the token up leaks nothing worth timing.
-        guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else {
-            guard let current = core.sseConnection(for: sid) else { return (nil, .unknownSession) }
-            metrics.httpRejected("sse", status: 401)
-            note(.notice, "refused SSE POST without the post token of an open stream of its sid", metadata: ["conn": "\(current)"])
-            return (nil, .wrongPostToken)
-        }
-        return (id, .accepted)
+        guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else { return nil }
+        return id
+    }
+
+    /// Whether a stream of `sid` is open here.
+    func hasStream(sid: String) -> Bool { core.sseConnection(for: sid) != nil }
+
+    /// A POST for an open stream of `sid` without that stream's token (401).
+    mutating func refusedPost(sid: String) {
+        metrics.httpRejected("sse", status: 401)
+        let stream = core.sseConnection(for: sid).map { "\($0)" } ?? "?"
+        note(.notice, "refused SSE POST without the post token of an open stream of its sid", metadata: ["conn": "\(stream)"])
     }
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
@@ -290,10 +366,12 @@ struct SessionState {
                 log(event)
             case .persist(let fact):
                 store?.add(fact)
+                if sharded { crossShard.append(.fact(fact)) }
             case .push(let alert):
                 pushAlerts?(alert)
             case .broadcast(let message):
                 ringBus?(message)
+                if sharded { crossShard.append(.ring(message)) }
             }
         }
     }

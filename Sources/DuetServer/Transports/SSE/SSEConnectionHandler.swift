@@ -236,7 +236,7 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
             // The hub knows the stream before its client can read the post token and POST (from any other connection);
             // what the hub queues meanwhile is written below, after the opening.
             outbox.handlerWillWrite()
-            let id = endpoint.hub.openSSE(sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox))
+            let id = endpoint.hub.openSSE(sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox), rid: RoomHint.rid(in: head.path))
             stream = Stream(id: id, outbox: outbox, ticket: opened.ticket, closing: closing)
             context.write(wrapOutboundOut(.head(endpoint.streamHead(closing: closing))), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.streamOpening(postToken: postToken)))), promise: nil)

@@ -38,6 +38,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var outbox: ConnectionOutbox?
     /// Set while the hub knows this connection.
     private var id: ConnectionID?
+    /// The upgrade URL's `rid` (`RoomHint`), until the hub has placed the connection.
+    private var roomHint: String?
     private var assembler = WebSocketMessageAssembler()
     /// Taken from the outbox, waiting for the channel to become writable.
     private var backlog: [Outbound] = []
@@ -46,7 +48,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var needsFlush = false
     private var closeReason: String?
 
-    init(hub: SessionHub, settings: Settings, limiter: ConnectionLimiter, admission: Result<ConnectionLimiter.Ticket, Gatekeeper.Refusal>) {
+    init(
+        hub: SessionHub, settings: Settings, limiter: ConnectionLimiter, roomHint: String? = nil,
+        admission: Result<ConnectionLimiter.Ticket, Gatekeeper.Refusal>
+    ) {
+        self.roomHint = roomHint
         self.hub = hub
         self.settings = settings
         self.limiter = limiter
@@ -70,7 +76,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
         }
         let outbox = ConnectionOutbox(handler: self, channel: context.channel)
         self.outbox = outbox
-        id = hub.open(.ws, sink: OutboundSink(outbox))
+        id = hub.open(.ws, sink: OutboundSink(outbox), rid: roomHint)
+        roomHint = nil
         schedulePing(context)
     }
 

@@ -43,7 +43,7 @@ struct WebSocketTransport: Sendable {
     /// server filled up since `decide`.
     func handler(_ head: HTTPRequestHead, peer: SocketAddress?) -> WebSocketConnectionHandler {
         WebSocketConnectionHandler(
-            hub: hub, settings: settings, limiter: gate.connections,
+            hub: hub, settings: settings, limiter: gate.connections, roomHint: RoomHint.rid(in: head.uri),
             admission: gate.admit(Gatekeeper.Caller(head: head, peer: peer), entry: .ws))
     }
 

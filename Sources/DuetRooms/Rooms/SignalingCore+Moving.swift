@@ -1,0 +1,62 @@
+import DuetProtocol
+
+/// A connection handed from one core to another: the server's hub runs one core per shard of its rooms, and a
+/// connection lives in the core of the room it joined (`SessionHub`). What moves is what the connection is, not what
+/// it holds: its SSE sid, the rooms it watches and listens for. Its seat stays behind, given up as when a connection
+/// switches rooms, because a seat belongs to its room's core.
+public struct MovingConnection: Sendable {
+    var state: ConnectionState
+}
+
+extension SignalingCore {
+    /// Why `envelope` (a join) would be refused by this core — the room's — before anything changes, as the error to
+    /// send; nil when it would be taken. Asked before a connection is moved here for it, so that a refused join leaves
+    /// the connection, and its seat elsewhere, as they were (as one core does).
+    public func joinRefusal(_ envelope: Envelope, nowMs: Int64) -> Envelope? {
+        do throws(ProtocolError) {
+            _ = try joinable(envelope)
+            return nil
+        } catch {
+            return Self.errorEnvelope(error, rid: envelope.rid, nowMs: nowMs)
+        }
+    }
+
+    /// The connection leaves this core for another, to join a room there with `join`. First what one core would do
+    /// before that join: an SSE stream that must prove its seat does so (else `.unauthorized` and it stays here, nil),
+    /// and a seat held here is given up (`switched_room`: its partner is told).
+    /// `refusal`: what the room's core said of the join (`joinRefusal`); it is sent, and nothing moves.
+    public mutating func handOver(
+        _ connection: ConnectionID, for join: Envelope, refusal: Envelope?, nowMs: Int64
+    ) -> (MovingConnection?, [Output]) {
+        guard connections[connection] != nil else { return (nil, []) }
+        guard provesWhatItMust(join, from: connection, nowMs: nowMs) else { return (nil, [.unauthorized(connection)]) }
+        connections[connection]?.lastHeardMs = nowMs
+        if let refusal { return (nil, [.send(connection, refusal)]) }
+        var out: [Output] = []
+        if let seat = connections[connection]?.seat {
+            removeParticipant(seat.cid, from: seat.rid, reason: "switched_room", nowMs: nowMs, into: &out)
+        }
+        guard var state = connections.removeValue(forKey: connection) else { return (nil, out) }
+        if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
+        for rid in state.watchedRooms { unwatch(rid, connection) }
+        for rid in state.listenedRooms { unlisten(rid, connection) }
+        state.seat = nil
+        return (MovingConnection(state: state), out)
+    }
+
+    /// A connection another core handed over (`handOver`): it watches and listens here for what it did there. Rings in
+    /// progress are not rung again: the connection already rang for them where it was.
+    public mutating func takeOver(_ connection: ConnectionID, _ moving: MovingConnection) {
+        let state = moving.state
+        if let sid = state.sid { sseStreams[sid] = connection }
+        for rid in state.watchedRooms { watchers[rid, default: []].insert(connection) }
+        if let device = state.listeningDevice {
+            for rid in state.listenedRooms { listeners[rid, default: [:]][connection] = device }
+        }
+        connections[connection] = state
+    }
+}
+
+extension MovingConnection {
+    public var sid: String? { state.sid }
+}
