@@ -58,7 +58,8 @@ public enum SignalingSendError: Error, Sendable, Equatable {
 }
 
 /// The signaling URLs of a Duet server (docs/protocol.md, Transports). A connection for a room names it in the query
-/// (`?rid=ROOM`): the server ignores it, and a proxy in front of several nodes routes on it
+/// (`?rid=ROOM`): the server starts the connection in that room's shard (a hint: a join moves it to its room's), and a
+/// proxy in front of several nodes routes on it
 /// (deploy/nginx/duet-cluster.conf hashes it), so every connection of a room — both people's, each SSE POST —
 /// reaches the node that holds it. A connection for no room (a watcher, the bench) carries none.
 public enum SignalingURL {
