@@ -61,6 +61,8 @@ def measure():
     sse = {
         "saturated": median_run(rate, "relay", "--server", "duet", "--transport", "sse", "--pairs", PAIRS, "--seconds", SECONDS),
         "call": median_run(join99, "call", "--server", "duet", "--transport", "sse", "--rooms", "1000", "--join-rate", "500", "--seconds", "10"),
+        # The same at a fifth of the rate: whether the SSE join's tail follows the load on the generator or the server.
+        "call100": median_run(join99, "call", "--server", "duet", "--transport", "sse", "--rooms", "200", "--join-rate", "100", "--seconds", "10"),
     }
     idle = {s: bench("idle", "--server", s, "--connections", "19900") for s in SERVERS}
     storm = bench("storm", "--clients", "10000")
@@ -125,12 +127,12 @@ def render(results):
         "Join latency is timed by the clients (send `join` → `joined` arrives); the server's own time per join "
         "(`duet_join_latency_seconds`, read from `/metrics`; bucket bounds) is beside it.",
         "",
-        "| server | join p50 / p90 / p99 / max (ms) | server's own join time p50 / p99 (ms) | relay p50 / p90 / p99 / max (ms) | messages/s | server CPU | server RSS |",
-        "|---|---|---|---|---|---|---|",
+        "| server | join p50 / p90 / p99 / max (ms) | server's own join time p50 / p99 (ms) | relay p50 / p90 / p99 / max (ms) | messages/s | server CPU | generator CPU | server RSS |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s, r in calls.items():
         lines.append(f"| {s} | {ms(r['joinLatencyMs'])} | {server_join(r)} | {ms(r['relayLatencyMs'])} | {r['messagesPerSecond']:,.0f} | "
-                     f"{r['serverCPUPercent']:.0f} % | {r['serverRSSKiB'] / 1024:.1f} MiB |")
+                     f"{r['serverCPUPercent']:.0f} % | {generator_cpu(r)} | {r['serverRSSKiB'] / 1024:.1f} MiB |")
     sat, call = sse["saturated"], sse["call"]
     lines += [
         "",
@@ -139,11 +141,15 @@ def render(results):
         "The same runs with every client on `GET /sse` + one `POST /sse` per message (only Duet speaks SSE). A POST is "
         "an HTTP request each, so this is what a client behind a WebSocket-hostile proxy gets, not a race.",
         "",
-        "| run | messages/s | relay p50 / p90 / p99 / max (ms) | join p50 / p90 / p99 / max (ms) | server CPU |",
-        "|---|---|---|---|---|",
-        f"| relay, saturated ({pairs} pairs) | {sat['messagesPerSecond']:,.0f} | {ms(sat['latencyMs'])} | — | {sat['serverCPUPercent']:.0f} % |",
-        f"| call-shaped, 500 joins/s | {call['messagesPerSecond']:,.0f} | {ms(call['relayLatencyMs'])} | {ms(call['joinLatencyMs'])} | {call['serverCPUPercent']:.0f} % |",
+        "| run | messages/s | relay p50 / p90 / p99 / max (ms) | join p50 / p90 / p99 / max (ms) | server CPU | generator CPU |",
+        "|---|---|---|---|---|---|",
+        f"| relay, saturated ({pairs} pairs) | {sat['messagesPerSecond']:,.0f} | {ms(sat['latencyMs'])} | — | {sat['serverCPUPercent']:.0f} % | — |",
+        f"| call-shaped, 500 joins/s | {call['messagesPerSecond']:,.0f} | {ms(call['relayLatencyMs'])} | {ms(call['joinLatencyMs'])} | {call['serverCPUPercent']:.0f} % | {generator_cpu(call)} |",
     ]
+    if "call100" in sse:
+        low = sse["call100"]
+        lines.append(f"| call-shaped, 100 joins/s | {low['messagesPerSecond']:,.0f} | {ms(low['relayLatencyMs'])} | {ms(low['joinLatencyMs'])} | "
+                     f"{low['serverCPUPercent']:.0f} % | {generator_cpu(low)} |")
     lines += [
         "",
         "## Scale",
@@ -218,6 +224,12 @@ def render(results):
 def server_join(result):
     j = result.get("serverJoinMs")
     return f"≤ {j['p50AtMostMs']:g} / ≤ {j['p99AtMostMs']:g}" if j else "—"
+
+
+def generator_cpu(result):
+    # The load generator's own CPU (every client of the run is in it); absent from runs before it was recorded.
+    value = result.get("generatorCPUPercent")
+    return "—" if value is None else f"{value:.0f} %"
 
 
 def per_cpu(result):

@@ -6,8 +6,8 @@ import Testing
 
 /// `?rid=ROOM` on either transport (docs/protocol.md, Transports): clients name the room of a call in their signaling
 /// URLs — `/ws?rid=`, `GET /sse?sid=&rid=` and every `POST /sse?sid=&rid=` — so that a proxy in front of several nodes
-/// (deploy/nginx/duet-cluster.conf hashes it) routes all of a room's connections to one node. The server itself
-/// ignores it: the room is what `join` names.
+/// (deploy/nginx/duet-cluster.conf hashes it) routes all of a room's connections to one node. The server takes it as
+/// a hint only (the hub shard a connection starts in): the room is what `join` names.
 @Suite struct RoomInQueryTests {
     @Test("a call whose connections all carry ?rid= works", arguments: CallExchangeTests.transports)
     func callWithRidInTheQuery(first: SignalingTransportKind, second: SignalingTransportKind) async throws {
@@ -40,8 +40,9 @@ import Testing
         await back.close()
     }
 
-    @Test func ridIsIgnoredByTheServerWhateverItSays() async throws {
-        let server = try await TestServer.start()
+    /// With one hub shard and with four (where the URL's rid places the connection and the join moves it).
+    @Test(arguments: [1, 4]) func ridIsIgnoredByTheServerWhateverItSays(shards: Int) async throws {
+        let server = try await TestServer.start { $0.hubShards = shards }
         defer { Task { await server.stop() } }
         let rid = try await server.roomId()
         // A rid naming another room (or nothing valid): the join decides the room, not the URL.
@@ -50,6 +51,7 @@ import Testing
             let joined = try await client.join(rid)
             #expect(joined.payload.reconnect == .fresh)
             #expect(server.server.hub.hasSeat(rid: rid, cid: joined.cid))
+            #expect(server.server.hub.snapshot().rooms == 1, "the room was made twice")
             await client.close()
         }
         // The transports' own answers are unchanged by it.

@@ -57,6 +57,16 @@ extension SignalingCore {
     }
 }
 
+extension SignalingCore {
+    /// Whether this core has a stream of `sid` open, or a seat it holds (what a new stream of it is checked against).
+    public func knows(sid: String) -> Bool { sseStreams[sid] != nil || sseSeats[sid] != nil }
+
+    /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
+    public func drainingNotice(nowMs: Int64) -> Envelope {
+        Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs))
+    }
+}
+
 extension MovingConnection {
     public var sid: String? { state.sid }
 }

@@ -60,23 +60,22 @@ public final class SessionHub: Sendable {
     /// within this, but the push dispatcher's report can come first.
     public static let crossShardRingGraceMs: Int64 = 1_000
 
-    /// The shard of a room: FNV-1a of its id, the same in every run (a test can say which rooms share a shard). Room ids
-    /// are the server's own random, authenticated values: nobody picks one to crowd a shard.
+    /// The shard of a room: its id's `hashValue`, SipHash under a key drawn for each process, so that nobody can pick
+    /// room ids (`/api/room-id` is free) that crowd one shard. Tests ask this function which rooms share a shard.
     func shard(of rid: String) -> Int {
-        guard shards.count > 1 else { return 0 }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in rid.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return Int(hash % UInt64(shards.count))
+        shards.count == 1 ? 0 : Int(UInt(bitPattern: rid.hashValue) % UInt(shards.count))
     }
 
     /// Runs `body` under one shard's lock, then writes what it logged and hands what the other shards must hear to
     /// them, outside the lock.
-    private func locked<Result: Sendable>(_ index: Int, _ body: (inout SessionState) -> Result) -> Result {
+    /// `deliver` false: the caller hands the other shards their items itself, later (`deliverCrossShard`), because it
+    /// holds a route stripe now.
+    private func locked<Result: Sendable>(_ index: Int, deliver: Bool = true, _ body: (inout SessionState) -> Result) -> Result {
         let (result, logs, crossShard) = shards[index].withLock { state in
             (body(&state), state.takeLogs(), !state.crossShard.isEmpty)
         }
         for entry in logs { logger.log(level: entry.level, entry.message, metadata: entry.metadata) }
-        if crossShard { deliverCrossShard(from: index) }
+        if crossShard, deliver { deliverCrossShard(from: index) }
         return result
     }
 
@@ -129,7 +128,9 @@ public final class SessionHub: Sendable {
         return nil
     }
 
-    public var isDraining: Bool { locked(0) { $0.isDraining } }
+    /// Asked on every upgrade and SSE open: a flag, not a lock.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+    private let draining = Atomic<Bool>(false)
 
     // MARK: - Transport side
 
@@ -144,8 +145,10 @@ public final class SessionHub: Sendable {
     /// An SSE stream: what the hub queues for it goes to `sink`; POSTs for `sid` are accepted only with `postToken`
     /// (the stream's first message, `sse_session`, gives it to the client). `rid`: the room it comes for (its URL's).
     func openSSE(sid: String, postToken: String, sink: OutboundSink, rid: String? = nil) -> ConnectionID {
-        // Without a room, its sid places it: a stream reopened with the same sid finds what its sid did before.
-        openConnection(.sse, shard: shard(of: rid ?? sid), sid: sid, postToken: postToken, sink: sink)
+        // Where its sid is known (a stream of it, or the seat it holds), whatever the URL says: a reused sid must prove
+        // that seat, and a newer stream replaces an older one, in the shard that knows them. Else its room, else its sid.
+        let known = shards.count == 1 ? 0 : shards.indices.first { index in locked(index) { $0.knows(sid: sid) } }
+        return openConnection(.sse, shard: known ?? shard(of: rid ?? sid), sid: sid, postToken: postToken, sink: sink)
     }
 
     /// A connection whose outbound messages go to `sink` (WebSocket). `rid`: the room it comes for (its URL's).
@@ -197,15 +200,18 @@ public final class SessionHub: Sendable {
             }
             let moved: Verdict? = routes[stripe(id)].withLock { table in
                 guard table[id] == current else { return nil }
-                let refusal = locked(target) { $0.joinRefusal(envelope) }
-                switch locked(current, { $0.handOver(id, for: envelope, refusal: refusal) }) {
+                let refusal = locked(target, deliver: false) { $0.joinRefusal(envelope) }
+                switch locked(current, deliver: false, { $0.handOver(id, for: envelope, refusal: refusal) }) {
                 case .stays(let verdict):
                     return verdict
-                case .moves(let outlet, let moving):
+                case .moves(let outlet, let moving, let toldDraining):
                     table[id] = target
-                    return locked(target) { $0.takeOver(id, outlet, moving, join: envelope) }
+                    return locked(target, deliver: false) { $0.takeOver(id, outlet, moving, join: envelope, toldDraining: toldDraining) }
                 }
             }
+            // What the two shards said for the others, now that the stripe is released.
+            deliverCrossShard(from: current)
+            deliverCrossShard(from: target)
             if let moved { return moved }
         }
         return .unknownSession
@@ -243,7 +249,12 @@ public final class SessionHub: Sendable {
     }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
-    public func drain() { everyShard { $0.drain() } }
+    /// A connection that moves from a shard not yet drained to one drained already is told on arrival
+    /// (`SessionState.takeOver`).
+    public func drain() {
+        draining.store(true, ordering: .relaxed)
+        everyShard { $0.drain() }
+    }
 
     /// Graceful shutdown, last step.
     public func closeAll() { everyShard { $0.closeAll() } }

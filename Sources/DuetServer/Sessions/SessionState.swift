@@ -106,7 +106,8 @@ struct SessionState {
     enum HandOver {
         /// Nothing moves: the message was dropped for rate, refused or not proven (the verdict says which).
         case stays(SessionHub.Verdict)
-        case moves(Outlet, MovingConnection)
+        /// `toldDraining`: this shard had told it to reconnect elsewhere (drain).
+        case moves(Outlet, MovingConnection, toldDraining: Bool)
     }
 
     /// A join for a room of another shard: admitted here (the rate limit is the connection's), refused with what the
@@ -128,18 +129,25 @@ struct SessionState {
         perform(outputs)
         guard let outlet = outlets.removeValue(forKey: id) else { return .stays(.accepted) }
         forgetStream(outlet, id)
-        return .moves(outlet, moving)
+        return .moves(outlet, moving, toldDraining: core.isDraining)
     }
 
     /// A connection another shard handed over, and the join it moved for (already admitted there).
-    mutating func takeOver(_ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope) -> SessionHub.Verdict {
+    mutating func takeOver(
+        _ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope, toldDraining: Bool
+    ) -> SessionHub.Verdict {
         outlets[id] = outlet
         if let token = outlet.postToken, let sid = moving.sid {
             postTokens[token] = id
             streamSids[id] = sid
         }
         core.takeOver(id, moving)
-        return handle(join, from: id, nowMs: now())
+        let verdict = handle(join, from: id, nowMs: now())
+        // This shard drained before it came, the one it left had not: it has not been told yet.
+        if core.isDraining, !toldDraining {
+            send(core.drainingNotice(nowMs: now()), to: id)
+        }
+        return verdict
     }
 
     mutating func takeCrossShard() -> [CrossShard] {
@@ -198,6 +206,9 @@ struct SessionState {
         guard let postToken, let id = postTokens[postToken], streamSids[id] == sid, outlets[id] != nil else { return nil }
         return id
     }
+
+    /// Whether this shard knows `sid`: a stream of it is open here, or it holds a seat here.
+    func knows(sid: String) -> Bool { core.knows(sid: sid) }
 
     /// Whether a stream of `sid` is open here.
     func hasStream(sid: String) -> Bool { core.sseConnection(for: sid) != nil }

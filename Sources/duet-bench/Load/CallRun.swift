@@ -16,6 +16,9 @@ struct CallResult: Codable, Sendable {
     var messagesPerSecond: Double
     var serverRSSKiB: Int
     var serverCPUPercent: Double
+    /// The load generator's own CPU over the run (this process: every client, AsyncHTTPClient's POSTs for SSE): on a
+    /// machine of few cores a generator that needs them all is where a latency comes from, not the server.
+    var generatorCPUPercent: Double
 }
 
 enum CallRun {
@@ -28,6 +31,7 @@ enum CallRun {
         let relay = LatencyRecorder(), joins = LatencyRecorder()
         let rids = try await Rooms.make(rooms, on: server)
         let before = server.sample
+        let generatorBefore = ProcessSample(pid: getpid())
         let started = ContinuousClock.now
         let end = started + .milliseconds(Int64(seconds * 1_000))
         let pairInterval = Duration.nanoseconds(Int64(2e9 / joinsPerSecond))
@@ -59,11 +63,13 @@ enum CallRun {
         }
         let elapsed = (ContinuousClock.now - started).seconds
         let after = server.sample
+        let generatorAfter = ProcessSample(pid: getpid())
         let serverJoins = try await ServerJoinHistogram.read(from: server)
         server.stop()
         return CallResult(
             server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, serverJoinMs: serverJoins, relayLatencyMs: relay.summary,
             messagesPerSecond: Double(delivered) / elapsed, serverRSSKiB: after.rssKiB,
-            serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / elapsed)
+            serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / elapsed,
+            generatorCPUPercent: 100 * (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / elapsed)
     }
 }

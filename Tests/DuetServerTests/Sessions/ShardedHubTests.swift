@@ -15,9 +15,14 @@ import Testing
     @Test func fourShardsAnswerEveryClientAsOneDoes() {
         let authorities = LimitsTests.authorities()
         var generator = SplitMix64(seed: 33)
-        let rooms = (0..<8).map { _ in authorities.roomIds.issue(using: &generator) }
+        // Two rooms in each of the four shards (which rooms share a shard changes with each run's keys).
         let four = HubDriver.hub(authorities: authorities, shards: 4)
-        #expect(Set(rooms.map { four.shard(of: $0) }).count == 4, "the rooms of the scripts do not span the shards")
+        var byShard: [Int: [String]] = [:]
+        while byShard.values.map(\.count).reduce(0, +) < 8 {
+            let rid = authorities.roomIds.issue(using: &generator)
+            if byShard[four.shard(of: rid), default: []].count < 2 { byShard[four.shard(of: rid), default: []].append(rid) }
+        }
+        let rooms = (0..<4).flatMap { byShard[$0]! }
         for seed in 0..<150 {
             let script = HubScript(seed: UInt64(seed), clients: 10, rooms: rooms.count, steps: 120)
             let one = HubDriver(authorities: authorities, rooms: rooms, shards: 1).play(script)
@@ -76,6 +81,28 @@ import Testing
         answered.start()
         while !heard.texts.contains(where: { $0.contains(#""type":"pong""#) }), Date() < deadline { usleep(1_000) }
         #expect(heard.texts.contains { $0.contains(#""type":"pong""#) }, "a room of another shard waited for the busy one")
+    }
+
+    /// A stream that reuses a seated sid must prove the seat, whichever shard the seat went to: here the owner's stream
+    /// named no room and its join moved it to the room's shard; a second stream of the sid, naming no room either, is
+    /// refused until it proves the seat, and does not take the owner's seat or its POSTs.
+    @Test func aReusedSidMustProveItsSeatWhereverTheSeatWent() throws {
+        let authorities = LimitsTests.authorities()
+        let hub = HubDriver.hub(authorities: authorities, shards: 4)
+        var generator = SplitMix64(seed: 5)
+        let sid = "S-00000000000000aa"
+        var rid = authorities.roomIds.issue(using: &generator)
+        while hub.shard(of: rid) == hub.shard(of: sid) { rid = authorities.roomIds.issue(using: &generator) }
+        let owner = Recorder(), intruder = Recorder()
+        _ = hub.openSSE(sid: sid, postToken: "owner-token", sink: owner.sink)
+        #expect(hub.receive(HubDriver.join(rid), sid: sid, postToken: "owner-token") == .accepted)
+        #expect(owner.texts.contains { $0.contains(#""type":"joined""#) })
+        _ = hub.openSSE(sid: sid, postToken: "intruder-token", sink: intruder.sink)
+        let ping = Array(#"{"v":1,"type":"ping"}"#.utf8)
+        #expect(hub.receive(ping, sid: sid, postToken: "intruder-token") == .unauthorized, "a reused sid was not asked to prove its seat")
+        #expect(hub.receive(HubDriver.join(rid), sid: sid, postToken: "intruder-token") == .unauthorized)
+        #expect(hub.receive(ping, sid: sid, postToken: "owner-token") == .accepted, "the owner lost its stream")
+        #expect(hub.snapshot().connected == 1)
     }
 
     /// A connection that did not name its room, joining a room of another shard, moves there: its partner, who named
@@ -275,7 +302,7 @@ final class HubDriver {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
     }
 
-    /// Ids by order of appearance (to each client: shards draw ids of their own); tokens as one word (they are signatures over ids and times); a room's status said
+    /// Ids by order of appearance, to each client; tokens as one word (they are signatures over ids and times); a room's status said
     /// again with the same count left out (one hub says it again on a reconnect, the other only when it changes: a page
     /// is told what changed).
     private func normalized() -> [[String]] {

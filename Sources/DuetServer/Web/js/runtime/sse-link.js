@@ -19,7 +19,7 @@ export function newSseSid() {
 /**
  * `sse?sid=SID`, and `&rid=ROOM` when the link is for a room: the same URL for the stream and every POST, so a
  * proxy routing rooms to nodes by rid (deploy/nginx/duet-cluster.conf) sends them to the node that holds the sid's
- * stream. The server ignores rid (docs/protocol.md, Transports).
+ * stream. The server takes rid as a hint only (docs/protocol.md, Transports).
  */
 export function sseUrl(baseUrl, sid, roomId = null) {
   const query = `?sid=${encodeURIComponent(sid)}` + (roomId != null ? `&rid=${encodeURIComponent(roomId)}` : '');

@@ -1,7 +1,7 @@
 // One WebSocket signaling connection. It only reports what happened; when to retry or fall back
 // to SSE is the engine's decision (SignalingLinkMachine), so nothing here reconnects by itself.
 
-// `/ws?rid=ROOM` when the link is for a room (docs/protocol.md, Transports): the server ignores it, a proxy in
+// `/ws?rid=ROOM` when the link is for a room (docs/protocol.md, Transports): the server takes it as a hint, a proxy in
 // front of several nodes routes on it (deploy/nginx/duet-cluster.conf hashes it), so both people of a call reach
 // the same node. A link for no room (the home page's watcher) has none.
 export function webSocketUrl(baseUrl, roomId = null) {
