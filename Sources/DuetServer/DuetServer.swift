@@ -95,8 +95,6 @@ public final class DuetServer: Sendable {
         settings.ringTimeoutMs = configuration.ringTimeout.milliseconds
         // In a cluster another node may ring the callee's open page: a ring waits a moment for it to say so.
         if configuration.databaseURL != nil { settings.remoteListenerGraceMs = RingLimits.clusterUnreachableGraceMs }
-        // Likewise another shard of this process (`SessionHub`), which hears of the ring a moment after it began.
-        if configuration.hubShards > 1 { settings.remoteListenerGraceMs = max(settings.remoteListenerGraceMs, SessionHub.crossShardRingGraceMs) }
         let metrics = ServerMetrics()
         metrics.nodeInfo(configuration.resolvedNodeId)
         var pushSettings = WebPushSender.Settings()
@@ -118,7 +116,7 @@ public final class DuetServer: Sendable {
                 ? (capacity: configuration.rateRules.messages.capacity, perSecond: configuration.rateRules.messages.refillPerSecond) : nil,
             store: storeQueue,
             pushAlerts: { pushDispatcher.alert($0) },
-            ringBus: ringBus, shards: configuration.hubShards)
+            ringBus: ringBus, shards: configuration.resolvedHubShards)
         self.hub = hub
         self.metrics = metrics
         pushDispatcher.reportRings { hub.ringPushed($0) }

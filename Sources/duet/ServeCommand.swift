@@ -58,7 +58,7 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnectionsPerIp: Int?
     @Option(help: "Open WebSocket/SSE connections in total. Env: DUET_MAX_CONNECTIONS. Default: 20000")
     var maxConnections: Int?
-    @Option(help: "Shards of the rooms in this process: rooms of different shards never wait on each other (single node only; up to one per core). Env: DUET_HUB_SHARDS. Default: 1")
+    @Option(help: "Shards of the rooms in this process: rooms of different shards never wait on each other (single node only; up to one per core). Env: DUET_HUB_SHARDS. Default: one per core (1 with --database-url)")
     var hubShards: Int?
     @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
     var metricsToken: String?
@@ -175,10 +175,10 @@ struct ServeCommand: AsyncParsableCommand {
         config.maxConnectionsPerAddress = try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
         config.maxConnections = try count(maxConnections, "DUET_MAX_CONNECTIONS", 1...10_000_000) ?? config.maxConnections
         config.hubShards = try count(hubShards, "DUET_HUB_SHARDS", 1...256) ?? config.hubShards
-        // The shards of a node hear each other as nodes do, but a fact from the store would reach every shard before
-        // the room's: in a cluster a node is one shard.
-        if config.hubShards > 1, config.databaseURL != nil {
-            throw ValidationError("--hub-shards must be 1 with --database-url (a cluster node is one shard; got \(config.hubShards))")
+        // The shards of a node learn each other's facts as nodes do, but a fact from the store would reach every shard
+        // before the room's: in a cluster a node is one shard.
+        if let shards = config.hubShards, shards > 1, config.databaseURL != nil {
+            throw ValidationError("--hub-shards must be 1 with --database-url (a cluster node is one shard; got \(shards))")
         }
         config.metricsToken = try value(metricsToken, "DUET_METRICS_TOKEN")
         if let token = config.metricsToken, token.utf8.count < 16 {

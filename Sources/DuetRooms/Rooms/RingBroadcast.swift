@@ -23,3 +23,9 @@ struct RemoteRing: Sendable, Equatable {
     /// Listening connections here that ring for it, with their device.
     var live: [ConnectionID: String] = [:]
 }
+
+/// What a connection listens as in one core: its device, and the rooms of that core it proved membership of.
+struct Listening: Sendable, Equatable {
+    var device: String
+    var rooms: Set<String>
+}

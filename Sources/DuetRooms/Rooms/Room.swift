@@ -102,9 +102,6 @@ struct ConnectionState: Sendable, Equatable {
     /// reconnect token before anything else is accepted.
     var mustProveCid: String?
     var watchedRooms: Set<String> = []
-    /// Rooms whose rings this connection listens for (issue 31), and the device it proved.
-    var listenedRooms: Set<String> = []
-    var listeningDevice: String?
     /// The `deviceId` of this connection's last `join`, when well-formed: `joined` then carries its member token.
     var joinDevice: String?
     /// When this connection last delivered a message the core accepted (an SSE stream: its sid's last POST).

@@ -133,13 +133,7 @@ extension SignalingCore {
     // MARK: - watch_rooms
 
     mutating func watchRooms(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
-        let request = try envelope.payload.decode(WatchRoomsPayload.self)
-        guard request.rids.count <= ProtocolLimits.maxWatchedRooms else {
-            throw ProtocolError(.badRequest, "watch at most \(ProtocolLimits.maxWatchedRooms) rooms")
-        }
-        if let bad = request.rids.first(where: { !authorities.roomIds.isAuthentic($0) }) {
-            throw ProtocolError(.invalidRoomId, "\(bad.prefix(64)) is not a room id issued by this server")
-        }
+        let request = try validatedWatch(envelope)
         for rid in connections[connection]?.watchedRooms ?? [] { unwatch(rid, connection) }
         let rids = Set(request.rids)
         connections[connection]?.watchedRooms = rids
@@ -150,6 +144,18 @@ extension SignalingCore {
         }
         listen(request.listen, rids: rids, connection: connection, nowMs: nowMs, into: &out)
         out.append(.send(connection, Self.envelope(.roomStatuses, ts: nowMs, payload: .object(counts))))
+    }
+
+    /// A `watch_rooms` request, or why it is refused (nothing changes then).
+    func validatedWatch(_ envelope: Envelope) throws(ProtocolError) -> WatchRoomsPayload {
+        let request = try envelope.payload.decode(WatchRoomsPayload.self)
+        guard request.rids.count <= ProtocolLimits.maxWatchedRooms else {
+            throw ProtocolError(.badRequest, "watch at most \(ProtocolLimits.maxWatchedRooms) rooms")
+        }
+        if let bad = request.rids.first(where: { !authorities.roomIds.isAuthentic($0) }) {
+            throw ProtocolError(.invalidRoomId, "\(bad.prefix(64)) is not a room id issued by this server")
+        }
+        return request
     }
 
     mutating func unwatch(_ rid: String, _ connection: ConnectionID) {

@@ -2,8 +2,9 @@ import DuetProtocol
 
 /// A connection handed from one core to another: the server's hub runs one core per shard of its rooms, and a
 /// connection lives in the core of the room it joined (`SessionHub`). What moves is what the connection is, not what
-/// it holds: its SSE sid, the rooms it watches and listens for. Its seat stays behind, given up as when a connection
-/// switches rooms, because a seat belongs to its room's core.
+/// it holds: its SSE sid and the rooms it watches. Its seat stays behind, given up as when a connection switches
+/// rooms, because a seat belongs to its room's core; so does its listening, which is kept in the core of each room it
+/// listens for wherever the connection is (`listenAsVisitor`).
 public struct MovingConnection: Sendable {
     var state: ConnectionState
 }
@@ -39,25 +40,28 @@ extension SignalingCore {
         guard var state = connections.removeValue(forKey: connection) else { return (nil, out) }
         if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
         for rid in state.watchedRooms { unwatch(rid, connection) }
-        for rid in state.listenedRooms { unlisten(rid, connection) }
         state.seat = nil
+        // What it listens for and was rung for here still reaches it, until it closes.
+        visitors.insert(connection)
         return (MovingConnection(state: state), out)
     }
 
-    /// A connection another core handed over (`handOver`): it watches and listens here for what it did there. Rings in
-    /// progress are not rung again: the connection already rang for them where it was.
+    /// A connection another core handed over (`handOver`): it watches here what it watched there. What it listens for
+    /// in this core's rooms it listened for already, as a visitor.
     public mutating func takeOver(_ connection: ConnectionID, _ moving: MovingConnection) {
         let state = moving.state
         if let sid = state.sid { sseStreams[sid] = connection }
         for rid in state.watchedRooms { watchers[rid, default: []].insert(connection) }
-        if let device = state.listeningDevice {
-            for rid in state.listenedRooms { listeners[rid, default: [:]][connection] = device }
-        }
+        visitors.remove(connection)
         connections[connection] = state
     }
 }
 
 extension SignalingCore {
+    /// Whether `connection` is an SSE stream that reused a seated sid and has not proven the seat yet: nothing it sends
+    /// but that proof is served.
+    public func mustProve(_ connection: ConnectionID) -> Bool { connections[connection]?.mustProveCid != nil }
+
     /// Whether this core has a stream of `sid` open, or a seat it holds (what a new stream of it is checked against).
     public func knows(sid: String) -> Bool { sseStreams[sid] != nil || sseSeats[sid] != nil }
 

@@ -10,18 +10,17 @@ extension SignalingCore {
     // MARK: Listening
 
     /// `watch_rooms {rids, listen:{deviceId, members}}`: the rooms whose member token is valid for the device ring
-    /// this connection. Called by `watchRooms` after the watch set is replaced.
+    /// this connection. Called by `watchRooms` after the watch set is replaced, and for a visitor (`listenAsVisitor`).
+    /// Only rooms of this core's `shard`: the core of each other room registers it there.
     mutating func listen(_ request: ListenPayload?, rids: Set<String>, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
-        for rid in connections[connection]?.listenedRooms ?? [] { unlisten(rid, connection) }
-        connections[connection]?.listenedRooms = []
-        connections[connection]?.listeningDevice = nil
+        stopListening(connection)
         guard let request, RingLimits.isValidId(request.deviceId, minimum: 16) else { return }
         var proven: Set<String> = []
-        for (rid, token) in request.members where rids.contains(rid) {
+        for (rid, token) in request.members where rids.contains(rid) && shard.holds(rid) {
             if authorities.memberTokens.isValid(token, rid: rid, deviceId: request.deviceId, nowMs: nowMs) { proven.insert(rid) }
         }
-        connections[connection]?.listenedRooms = proven
-        connections[connection]?.listeningDevice = request.deviceId
+        guard !proven.isEmpty else { return }
+        listening[connection] = Listening(device: request.deviceId, rooms: proven)
         for rid in proven.sorted() {
             listeners[rid, default: [:]][connection] = request.deviceId
             // A page that comes (back) while its room rings: it rings too, and hears how the ring ends.
@@ -48,6 +47,46 @@ extension SignalingCore {
         listeners[rid]?[connection] = nil
         if listeners[rid]?.isEmpty == true { listeners[rid] = nil }
     }
+
+    mutating func stopListening(_ connection: ConnectionID) {
+        for rid in listening.removeValue(forKey: connection)?.rooms ?? [] { unlisten(rid, connection) }
+    }
+
+    /// A `watch_rooms` of a connection another core holds, for the listening it asks of this core's rooms (what it
+    /// watches is its own core's business). Checked as its own core checks it: a request that core refuses changes
+    /// nothing here either.
+    public mutating func listenAsVisitor(_ connection: ConnectionID, _ envelope: Envelope, nowMs: Int64) -> [Output] {
+        guard connections[connection] == nil else { return [] }
+        visitors.insert(connection)
+        guard let request = try? validatedWatch(envelope) else { return [] }
+        var out: [Output] = []
+        listen(request.listen, rids: Set(request.rids), connection: connection, nowMs: nowMs, into: &out)
+        return out
+    }
+
+    /// The visitor's connection is gone: it listens here no more.
+    public mutating func visitorLeft(_ connection: ConnectionID) {
+        guard connections[connection] == nil else { return }
+        visitors.remove(connection)
+        stopListening(connection)
+    }
+
+    /// A `ring_answer` of a connection another core holds, for a ring of this core's room: answered as from a
+    /// connection of this core (it listens here, or proves its device), its error sent back to it.
+    public mutating func answerAsVisitor(_ connection: ConnectionID, _ envelope: Envelope, nowMs: Int64) -> [Output] {
+        guard connections[connection] == nil, envelope.messageType == .ringAnswer else { return [] }
+        var out: [Output] = []
+        do throws(ProtocolError) {
+            try ringAnswer(envelope, from: connection, nowMs: nowMs, into: &out)
+        } catch {
+            out.append(.send(connection, Self.errorEnvelope(error, rid: envelope.rid, nowMs: nowMs)))
+        }
+        return out
+    }
+
+
+    /// Whether a ringing device can still be told its ring ended: its connection is open (held here, or a visitor).
+    func reachable(_ listener: ConnectionID) -> Bool { connections[listener] != nil || visitors.contains(listener) }
 
     // MARK: Caller
 
@@ -164,13 +203,13 @@ extension SignalingCore {
         var request = try envelope.payload.decode(RingAnswerPayload.self)
         if request.rid == nil { request.rid = envelope.rid }
         guard let rid = request.rid else { throw ProtocolError(.badRequest, "ring_answer needs rid") }
-        let listening = connections[connection]?.listenedRooms.contains(rid) == true
+        let listening = self.listening[connection]?.rooms.contains(rid) == true
         guard listening || proves(request, nowMs: nowMs) else {
             throw ProtocolError(.notInRoom, "only a device that has been in this call may answer its rings")
         }
         // A ring another node holds: the answer goes there, from the device this connection listens as.
         if rings[rid] == nil, let remote = remoteRings[rid], remote.incoming.callId == request.callId,
-           let device = listening ? connections[connection]?.listeningDevice : request.deviceId {
+           let device = listening ? self.listening[connection]?.device : request.deviceId {
             out.append(.broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer, secret: request.secret)))
             return
         }
@@ -196,7 +235,7 @@ extension SignalingCore {
     private mutating func answer(_ request: RingAnswerPayload, rid: String, from connection: ConnectionID?, nowMs: Int64, into out: inout [Output]) {
         // A late answer (the ring ended, or another device answered first) changes nothing.
         guard let ring = rings[rid], ring.callId == request.callId else { return }
-        if let device = request.deviceId ?? connection.flatMap({ connections[$0]?.listeningDevice }), device == ring.callerDevice { return }
+        if let device = request.deviceId ?? connection.flatMap({ listening[$0]?.device }), device == ring.callerDevice { return }
         // A ring with commitments counts only an answer that shows its secret (a member token alone is not the key).
         if let answers = ring.answers, !Self.reveals(request.secret, answers.commitment(for: request.answer)) { return }
         // An answer over HTTP from a device that also rang live counts as that page's: it hears `accepted`, not
@@ -248,7 +287,7 @@ extension SignalingCore {
         case .ended(let rid, let callId, let reason):
             guard let remote = remoteRings[rid], remote.incoming.callId == callId else { return }
             remoteRings[rid] = nil
-            for listener in remote.live.keys.sorted() where connections[listener] != nil {
+            for listener in remote.live.keys.sorted() where reachable(listener) {
                 out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: callId, reason: reason))))
             }
         case .rang(let rid, let callId, let device):
@@ -303,7 +342,7 @@ extension SignalingCore {
                 callerCid: ring.callerCid, callId: ring.callId, state: outcome.callerState, devices: ring.devices,
                 untilMs: nowMs + RingLimits.outcomeMemoryMs)
         }
-        for listener in ring.live.keys.sorted() where connections[listener] != nil {
+        for listener in ring.live.keys.sorted() where reachable(listener) {
             let reason = outcome.deviceReason(for: listener)
             out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: ring.callId, reason: reason))))
         }

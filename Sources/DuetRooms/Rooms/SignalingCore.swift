@@ -136,6 +136,16 @@ public struct SignalingCore: Sendable {
     var watchers: [String: Set<ConnectionID>] = [:]
     /// rid → the connections that listen for its rings (`watch_rooms` with a valid member token), with their device.
     var listeners: [String: [ConnectionID: String]] = [:]
+    /// Connection → the device it listens as and the rooms of this core it listens for: the same as `listeners`, by
+    /// connection. Not part of `connections`: with several cores (`shard`), a connection listens in the core of each
+    /// room it listens for, wherever the connection itself is held (a visitor of this core: `listenAsVisitor`).
+    var listening: [ConnectionID: Listening] = [:]
+    /// Connections another core holds that listen here or were held here once (`listenAsVisitor`, `handOver`), until
+    /// they close: a ring of this core's rooms that rang one tells it how the ring ends, as it tells a connection of its
+    /// own, even if it stopped listening meanwhile.
+    var visitors: Set<ConnectionID> = []
+    /// The rooms this core may hold listeners for: every room, unless the server runs a core per shard of its rooms.
+    public var shard: RoomShard = .whole
     /// rid → the ring in progress there (one at a time).
     var rings: [String: Ring] = [:]
     /// rid → a ring another node holds, for this node's listeners of the room (`RingBroadcast`).
@@ -278,7 +288,7 @@ public struct SignalingCore: Sendable {
         guard let state = connections.removeValue(forKey: connection) else { return }
         if let sid = state.sid, sseStreams[sid] == connection { sseStreams[sid] = nil }
         for rid in state.watchedRooms { unwatch(rid, connection) }
-        for rid in state.listenedRooms { unlisten(rid, connection) }
+        stopListening(connection)
         if let seat = state.seat { suspend(seat.cid, in: seat.rid, nowMs: nowMs, into: &out) }
     }
 

@@ -62,9 +62,14 @@ public struct ServerConfiguration: Sendable {
     /// users behind one address.
     public var maxConnectionsPerAddress = 200
     public var maxConnections = 20_000
-    /// Shards of the hub's rooms (`SessionHub`): rooms of different shards never wait on each other's lock. 1 unless
-    /// asked: with more, rings and watches across shards work as across the nodes of a cluster (docs/architecture.md).
-    public var hubShards = 1
+    /// Shards of the hub's rooms (`SessionHub`): rooms of different shards never wait on each other's lock. nil: one per
+    /// core, or 1 with a database (a cluster node is one shard: `resolvedHubShards`).
+    public var hubShards: Int?
+
+    public var resolvedHubShards: Int {
+        if let hubShards { return hubShards }
+        return databaseURL != nil ? 1 : min(256, max(1, ProcessInfo.processInfo.activeProcessorCount))
+    }
     /// `/metrics` with `Authorization: Bearer <token>`; without a token only loopback peers may read it.
     public var metricsToken: String?
     /// `--push-allow-private-endpoints`: pushes may go to loopback, private and link-local addresses (a lab's or a

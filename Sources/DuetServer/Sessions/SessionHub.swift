@@ -23,13 +23,24 @@ public final class SessionHub: Sendable {
 
     /// One per shard of the rooms: a room lives in one shard (`shard(of:)`), and so does every connection — in its
     /// room's shard once it joined, before that where its URL's `rid` (the room it comes for) or its id put it. Two
-    /// rooms of different shards never wait on each other. The shards learn what the others write and broadcast as the
-    /// nodes of a cluster do (`SessionState.crossShard`): a page watching or listening for rooms of several shards
-    /// sees them through that, as it sees rooms of other nodes.
+    /// rooms of different shards never wait on each other.
+    /// - A page watching rooms of several shards sees their counts as a page sees rooms of other cluster nodes: the
+    ///   shards learn what the others write (`SessionState.crossShard`).
+    /// - A page listening for rings of several shards listens in the shard of each room (a visitor there,
+    ///   `SessionState.visit`), so that a ring counts it, rings it and ends for it exactly as in one shard; its answer is
+    ///   served in the ring's shard.
     private let shards: [Locked<SessionState>]
-    /// Connection → its shard, in stripes (with one shard, none). A connection moves once it joins a room of another
-    /// shard; the move holds its stripe, so that nothing is delivered to it halfway.
-    private let routes: [Locked<[ConnectionID: Int]>]
+    /// Connection → its shard and the others it listens in, in stripes (with one shard, none). A connection moves once
+    /// it joins a room of another shard; the move holds its stripe, so that nothing is delivered to it halfway, and so
+    /// does every change of where it listens.
+    private let routes: [Locked<[ConnectionID: Route]>]
+
+    struct Route {
+        var shard: Int
+        /// Other shards it visits (it listens there, or was held there once: `SignalingCore.visitors`): told when it
+        /// closes.
+        var visits: Set<Int> = []
+    }
     private let nextConnection = Atomic<UInt64>(0)
     private let logger: Logger
 
@@ -44,10 +55,10 @@ public final class SessionHub: Sendable {
         shards count: Int = 1
     ) {
         let count = max(1, count)
-        shards = (0..<count).map { _ in
+        shards = (0..<count).map { index in
             Locked(SessionState(
                 core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
-                ringBus: ringBus, sharded: count > 1))
+                ringBus: ringBus, shard: RoomShard(index: index, count: count)))
         }
         routes = count > 1 ? (0..<64).map { _ in Locked([:]) } : []
         self.logger = logger
@@ -55,16 +66,8 @@ public final class SessionHub: Sendable {
 
     public var shardCount: Int { shards.count }
 
-    /// How long a ring that reached no device waits before it is unreachable when the callee's page may listen in
-    /// another shard: that shard hears of the ring and says it rang the page once the ringing call returns, well
-    /// within this, but the push dispatcher's report can come first.
-    public static let crossShardRingGraceMs: Int64 = 1_000
-
-    /// The shard of a room: its id's `hashValue`, SipHash under a key drawn for each process, so that nobody can pick
-    /// room ids (`/api/room-id` is free) that crowd one shard. Tests ask this function which rooms share a shard.
-    func shard(of rid: String) -> Int {
-        shards.count == 1 ? 0 : Int(UInt(bitPattern: rid.hashValue) % UInt(shards.count))
-    }
+    /// The shard of a room (`RoomShard`). Tests ask this function which rooms share a shard.
+    func shard(of rid: String) -> Int { RoomShard.index(of: rid, count: shards.count) }
 
     /// Runs `body` under one shard's lock, then writes what it logged and hands what the other shards must hear to
     /// them, outside the lock.
@@ -83,12 +86,41 @@ public final class SessionHub: Sendable {
         for index in shards.indices { locked(index, body) }
     }
 
+    /// `body` with two shards' locks held, taken in index order (nothing else holds two, so this cannot deadlock):
+    /// a move is one step for every other thread.
+    private func locked<Result: Sendable>(
+        _ first: Int, _ second: Int, _ body: (inout SessionState, inout SessionState) -> Result
+    ) -> Result {
+        let (low, high) = first < second ? (first, second) : (second, first)
+        let (result, logs) = shards[low].withLock { lowState in
+            shards[high].withLock { highState in
+                let result = first < second ? body(&lowState, &highState) : body(&highState, &lowState)
+                return (result, lowState.takeLogs() + highState.takeLogs())
+            }
+        }
+        for entry in logs { logger.log(level: entry.level, entry.message, metadata: entry.metadata) }
+        return result
+    }
+
+    /// `body` over every shard with all their locks held (taken in index order): what no connection's move can split,
+    /// for what is asked rarely (a snapshot, a POST whose stream was not where it was looked for).
+    private func allLocked(_ body: (inout SessionState) -> Void) {
+        func hold(_ index: Int) {
+            guard index < shards.count else { return }
+            shards[index].withLock { state in
+                body(&state)
+                hold(index + 1)
+            }
+        }
+        hold(0)
+    }
+
     /// What `source` wrote and broadcast, to every other shard, in the order it was said: one thread at a time delivers
     /// a shard's items (`crossShardDelivering`); one that finds another delivering leaves its items to it.
     private func deliverCrossShard(from source: Int) {
         var first = true
         while true {
-            let batch: [SessionState.CrossShard]? = shards[source].withLock { state -> [SessionState.CrossShard]? in
+            let batch: [DurableFact]? = shards[source].withLock { state -> [DurableFact]? in
                 if first {
                     guard !state.crossShardDelivering else { return nil }
                     state.crossShardDelivering = true
@@ -100,14 +132,7 @@ public final class SessionHub: Sendable {
             first = false
             guard let batch else { return }
             for target in shards.indices where target != source {
-                locked(target) { state in
-                    for item in batch {
-                        switch item {
-                        case .fact(let fact): state.learn([fact])
-                        case .ring(let message): state.heard(message)
-                        }
-                    }
-                }
+                locked(target) { $0.learn(batch) }
             }
         }
     }
@@ -115,7 +140,7 @@ public final class SessionHub: Sendable {
     private func stripe(_ id: ConnectionID) -> Int { Int(id.raw % UInt64(routes.count)) }
 
     private func route(_ id: ConnectionID) -> Int? {
-        shards.count == 1 ? 0 : routes[stripe(id)].withLock { $0[id] }
+        shards.count == 1 ? 0 : routes[stripe(id)].withLock { $0[id]?.shard }
     }
 
     /// `body` in the shard that holds `id`; nil when no shard does (closed). A connection that moved meanwhile is
@@ -137,7 +162,7 @@ public final class SessionHub: Sendable {
     private func openConnection(_ kind: TransportKind, shard index: Int?, sid: String?, postToken: String?, sink: OutboundSink) -> ConnectionID {
         let id = ConnectionID(nextConnection.wrappingAdd(1, ordering: .relaxed).newValue)
         let index = index ?? Int(id.raw % UInt64(shards.count))
-        if shards.count > 1 { routes[stripe(id)].withLock { $0[id] = index } }
+        if shards.count > 1 { routes[stripe(id)].withLock { $0[id] = Route(shard: index) } }
         locked(index) { $0.open(id, kind, sid: sid, postToken: postToken, sink: sink) }
         return id
     }
@@ -174,19 +199,90 @@ public final class SessionHub: Sendable {
         for index in shards.indices {
             if let id = locked(index, { $0.postStream(sid: sid, postToken: postToken) }) { return deliver(Self.parse(bytes), from: id) }
         }
-        for index in shards.indices where locked(index, { $0.hasStream(sid: sid) }) {
-            locked(index) { $0.refusedPost(sid: sid) }
-            return .wrongPostToken
+        // Not found one shard at a time: the stream may have moved behind the search. Looked for again with every lock
+        // held, where no move can hide it.
+        var found: ConnectionID?
+        var refused = false
+        allLocked { state in
+            guard found == nil, !refused else { return }
+            if let id = state.postStream(sid: sid, postToken: postToken) {
+                found = id
+            } else if state.hasStream(sid: sid) {
+                state.refusedPost(sid: sid)
+                refused = true
+            }
         }
-        return .unknownSession
+        if let found { return deliver(Self.parse(bytes), from: found) }
+        return refused ? .wrongPostToken : .unknownSession
     }
 
     private func deliver(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID) -> Verdict {
         guard shards.count > 1 else { return locked(0) { $0.receive(parsed, from: id) } }
-        if case .success(let envelope) = parsed, envelope.messageType == .join, let rid = envelope.rid {
-            return join(envelope, room: shard(of: rid), from: id)
+        if case .success(let envelope) = parsed {
+            switch envelope.messageType {
+            case .join?:
+                if let rid = envelope.rid { return join(envelope, room: shard(of: rid), from: id) }
+            case .watchRooms?:
+                return watch(envelope, from: id)
+            case .ringAnswer?:
+                let rid = (try? envelope.payload.decode(RingAnswerPayload.self))?.rid ?? envelope.rid
+                if let rid { return answer(envelope, ring: shard(of: rid), from: id) }
+            default:
+                break
+            }
         }
         return routed(id) { $0.receive(parsed, from: id) } ?? .unknownSession
+    }
+
+    /// A `watch_rooms`: served in the connection's shard, and, for the rings it listens for, in the shard of each room
+    /// (and in each shard where it listened until now, which it may no longer). The other shards first: a ring in
+    /// progress there rings it before its shard answers `room_statuses`, as one shard does, and a ring begun once it
+    /// has that answer counts it.
+    private func watch(_ envelope: Envelope, from id: ConnectionID) -> Verdict {
+        let listened = Set(((try? envelope.payload.decode(WatchRoomsPayload.self))?.listen?.members.keys).map { $0.map(shard(of:)) } ?? [])
+        var involved: Set<Int> = []
+        let verdict: Verdict = routes[stripe(id)].withLock { table in
+            guard var route = table[id] else { return .unknownSession }
+            let home = route.shard
+            involved = route.visits.union(listened).union([home])
+            switch locked(home, deliver: false, { $0.admission(id) }) {
+            case .notHeld: return .unknownSession
+            case .dropped: return .accepted
+            case .mustProve: break
+            case .admitted(let sink):
+                for target in involved.sorted() where target != home {
+                    locked(target, deliver: false) { $0.visit(id, sink: sink, watch: envelope) }
+                    route.visits.insert(target)
+                }
+                table[id] = route
+            }
+            return locked(home, deliver: false) { $0.receive(.success(envelope), from: id, admitted: true) }
+        }
+        for index in involved.sorted() { deliverCrossShard(from: index) }
+        return verdict
+    }
+
+    /// A `ring_answer`: served in the ring's shard, where the connection listens for the room if it does (admitted in
+    /// its own shard: the rate limit is the connection's).
+    private func answer(_ envelope: Envelope, ring target: Int, from id: ConnectionID) -> Verdict {
+        var home: Int?
+        let verdict: Verdict? = routes[stripe(id)].withLock { table in
+            guard let route = table[id] else { return .unknownSession }
+            guard route.shard != target else { return nil }
+            home = route.shard
+            switch locked(route.shard, deliver: false, { $0.admission(id) }) {
+            case .notHeld: return .unknownSession
+            case .dropped: return .accepted
+            case .mustProve: return locked(route.shard, deliver: false) { $0.receive(.success(envelope), from: id, admitted: true) }
+            case .admitted(let sink):
+                locked(target, deliver: false) { $0.visit(id, sink: sink, answer: envelope) }
+                return .accepted
+            }
+        }
+        guard let verdict else { return routed(id) { $0.receive(.success(envelope), from: id) } ?? .unknownSession }
+        if let home { deliverCrossShard(from: home) }
+        deliverCrossShard(from: target)
+        return verdict
     }
 
     /// A join, in its room's shard: a connection held by another shard moves there first (`SessionState.handOver`),
@@ -199,14 +295,27 @@ public final class SessionHub: Sendable {
                 continue
             }
             let moved: Verdict? = routes[stripe(id)].withLock { table in
-                guard table[id] == current else { return nil }
-                let refusal = locked(target, deliver: false) { $0.joinRefusal(envelope) }
-                switch locked(current, deliver: false, { $0.handOver(id, for: envelope, refusal: refusal) }) {
-                case .stays(let verdict):
-                    return verdict
-                case .moves(let outlet, let moving, let toldDraining):
-                    table[id] = target
-                    return locked(target, deliver: false) { $0.takeOver(id, outlet, moving, join: envelope, toldDraining: toldDraining) }
+                guard var route = table[id], route.shard == current else { return nil }
+                // The rate limit first, with one lock: a flood of joins for another shard's room does not take its lock.
+                switch locked(current, deliver: false, { $0.admission(id) }) {
+                case .notHeld: return .unknownSession
+                case .dropped: return .accepted
+                case .mustProve, .admitted: break
+                }
+                // Both shards held: nothing that happens in either (a count a watcher must see, a ring ending) falls
+                // between the connection leaving one and arriving in the other.
+                return locked(current, target) { from, to in
+                    let refusal = to.joinRefusal(envelope)
+                    switch from.handOver(id, for: envelope, refusal: refusal, admitted: true) {
+                    case .stays(let verdict):
+                        return verdict
+                    case .moves(let outlet, let moving, let toldDraining):
+                        route.shard = target
+                        route.visits.remove(target)
+                        route.visits.insert(current)
+                        table[id] = route
+                        return to.takeOver(id, outlet, moving, join: envelope, toldDraining: toldDraining)
+                    }
                 }
             }
             // What the two shards said for the others, now that the stripe is released.
@@ -224,8 +333,10 @@ public final class SessionHub: Sendable {
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     public func closed(_ id: ConnectionID, reason: String) {
         guard shards.count > 1 else { return locked(0) { $0.closed(id, reason: reason) } }
-        _ = routed(id) { $0.closed(id, reason: reason) }
-        routes[stripe(id)].withLock { $0[id] = nil }
+        // Out of the table first: nothing routed to it from now on, and no shard it listens in can be added behind.
+        guard let route = routes[stripe(id)].withLock({ $0.removeValue(forKey: id) }) else { return }
+        locked(route.shard) { $0.closed(id, reason: reason) }
+        for index in route.visits.sorted() where index != route.shard { locked(index) { $0.visitEnded(id) } }
     }
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
@@ -259,10 +370,11 @@ public final class SessionHub: Sendable {
     /// Graceful shutdown, last step.
     public func closeAll() { everyShard { $0.closeAll() } }
 
+    /// With every shard's lock held: a connection moving between two is counted once.
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
         var total = (rooms: 0, connections: 0, connected: 0, suspended: 0)
-        for index in shards.indices {
-            let part = locked(index) { $0.snapshot() }
+        allLocked { state in
+            let part = state.snapshot()
             total = (total.rooms + part.rooms, total.connections + part.connections, total.connected + part.connected, total.suspended + part.suspended)
         }
         return total

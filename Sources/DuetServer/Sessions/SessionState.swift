@@ -8,6 +8,10 @@ import Logging
 struct SessionState {
     private var core: SignalingCore
     private var outlets: [ConnectionID: Outlet] = [:]
+    /// Connections another shard holds that visit this one (`SignalingCore.visitors`: they listen for rings of its rooms,
+    /// or were held here once): what this shard sends them (`incoming_call`, `ring_ended`, an answer's error) goes to
+    /// their sink from here, until they close.
+    private var visitors: [ConnectionID: OutboundSink] = [:]
     private let metrics: ServerMetrics
     private let logLevel: Logger.Level
     /// Written by `SessionHub` once its lock is released: a stalled stderr must not stall every connection.
@@ -20,17 +24,13 @@ struct SessionState {
     private let pushAlerts: (@Sendable (PushAlert) -> Void)?
     /// The other nodes of a cluster (`RingBroadcast`); nil on a single node.
     private let ringBus: (@Sendable (RingBroadcast) -> Void)?
-    /// One of several shards (`SessionHub`): what the core writes and broadcasts is also for the other shards, which
-    /// hear it as other nodes of a cluster would (`crossShard`, delivered by the hub once this shard's lock is released).
+    /// One of several shards (`SessionHub`): what the core writes is also for the other shards, which learn it as other
+    /// nodes of a cluster would, for their watchers (`crossShard`, delivered by the hub once this shard's lock is
+    /// released). Rings need nothing of the kind: a room's listeners all listen in the room's shard.
     private let sharded: Bool
-    private(set) var crossShard: [CrossShard] = []
+    private(set) var crossShard: [DurableFact] = []
     /// Whether some thread is delivering this shard's `crossShard` now: one at a time, so the others hear them in order.
     var crossShardDelivering = false
-
-    enum CrossShard: Sendable {
-        case fact(DurableFact)
-        case ring(RingBroadcast)
-    }
 
     struct Outlet {
         var kind: TransportKind
@@ -65,10 +65,11 @@ struct SessionState {
         core: SignalingCore, metrics: ServerMetrics, logger: Logger,
         messageRate: (capacity: Double, perSecond: Double)?, now: @escaping @Sendable () -> Int64, store: StoreQueue?,
         pushAlerts: (@Sendable (PushAlert) -> Void)? = nil,
-        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil, sharded: Bool = false
+        ringBus: (@Sendable (RingBroadcast) -> Void)? = nil, shard: RoomShard = .whole
     ) {
-        self.sharded = sharded
+        self.sharded = shard.count > 1
         self.core = core
+        self.core.shard = shard
         self.store = store
         self.pushAlerts = pushAlerts
         self.ringBus = ringBus
@@ -112,10 +113,11 @@ struct SessionState {
 
     /// A join for a room of another shard: admitted here (the rate limit is the connection's), refused with what the
     /// room's shard said (`refusal`), or handed over with what the transport gave it.
-    mutating func handOver(_ id: ConnectionID, for envelope: Envelope, refusal: Envelope?) -> HandOver {
+    /// `admitted`: the hub had it admitted already (`admission`).
+    mutating func handOver(_ id: ConnectionID, for envelope: Envelope, refusal: Envelope?, admitted: Bool = false) -> HandOver {
         guard outlets[id] != nil else { return .stays(.unknownSession) }
         let nowMs = now()
-        guard admit(id, nowMs: nowMs) else { return .stays(.accepted) }
+        guard admitted || admit(id, nowMs: nowMs) else { return .stays(.accepted) }
         let (moving, outputs) = core.handOver(id, for: envelope, refusal: refusal, nowMs: nowMs)
         guard let moving else {
             metrics.messageIn(envelope.type)
@@ -129,14 +131,18 @@ struct SessionState {
         perform(outputs)
         guard let outlet = outlets.removeValue(forKey: id) else { return .stays(.accepted) }
         forgetStream(outlet, id)
+        // A visitor now: what it listens for here, and the rings that rang it here, still reach it.
+        visitors[id] = outlet.sink
         return .moves(outlet, moving, toldDraining: core.isDraining)
     }
+
 
     /// A connection another shard handed over, and the join it moved for (already admitted there).
     mutating func takeOver(
         _ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope, toldDraining: Bool
     ) -> SessionHub.Verdict {
         outlets[id] = outlet
+        visitors[id] = nil
         if let token = outlet.postToken, let sid = moving.sid {
             postTokens[token] = id
             streamSids[id] = sid
@@ -150,16 +156,17 @@ struct SessionState {
         return verdict
     }
 
-    mutating func takeCrossShard() -> [CrossShard] {
+    mutating func takeCrossShard() -> [DurableFact] {
         defer { crossShard = [] }
         return crossShard
     }
 
     /// One inbound message (a WebSocket text frame or an SSE POST body), parsed by the caller before the lock.
-    mutating func receive(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID) -> SessionHub.Verdict {
+    /// `admitted`: the hub had it admitted already (`admission`).
+    mutating func receive(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID, admitted: Bool = false) -> SessionHub.Verdict {
         guard outlets[id] != nil else { return .unknownSession }
         let nowMs = now()
-        guard admit(id, nowMs: nowMs) else { return .accepted }
+        guard admitted || admit(id, nowMs: nowMs) else { return .accepted }
         let envelope: Envelope
         switch parsed {
         case .success(let parsed):
@@ -171,6 +178,47 @@ struct SessionState {
             return .accepted
         }
         return handle(envelope, from: id, nowMs: nowMs)
+    }
+
+    enum Admission {
+        case notHeld
+        /// Dropped for rate (the connection was told, as for any message).
+        case dropped
+        /// An SSE stream that must prove its seat first: its message is for its own shard to refuse.
+        case mustProve
+        case admitted(OutboundSink)
+    }
+
+    /// A message of `id` that another shard will serve (its rooms' listening, an answer to its ring): the rate limit is
+    /// the connection's, here; the other shard sends to `sink`.
+    mutating func admission(_ id: ConnectionID) -> Admission {
+        guard let outlet = outlets[id] else { return .notHeld }
+        guard admit(id, nowMs: now()) else { return .dropped }
+        return core.mustProve(id) ? .mustProve : .admitted(outlet.sink)
+    }
+
+    /// A `watch_rooms` of a connection another shard holds (admitted there), for the rooms of this shard it listens
+    /// for. A visitor from now until it closes (the hub tells this shard then).
+    mutating func visit(_ id: ConnectionID, sink: OutboundSink, watch envelope: Envelope) {
+        guard outlets[id] == nil else { return }
+        visitors[id] = sink
+        perform(core.listenAsVisitor(id, envelope, nowMs: now()))
+    }
+
+    /// A `ring_answer` of a connection another shard holds (admitted there), for a ring of this shard's.
+    mutating func visit(_ id: ConnectionID, sink: OutboundSink, answer envelope: Envelope) {
+        guard outlets[id] == nil else { return }
+        metrics.messageIn(envelope.type)
+        let known = visitors[id] != nil
+        visitors[id] = sink
+        perform(core.answerAsVisitor(id, envelope, nowMs: now()))
+        if !known { visitors[id] = nil }
+    }
+
+    /// A visitor's connection closed in its own shard.
+    mutating func visitEnded(_ id: ConnectionID) {
+        core.visitorLeft(id)
+        visitors[id] = nil
     }
 
     private mutating func handle(_ envelope: Envelope, from id: ConnectionID, nowMs: Int64) -> SessionHub.Verdict {
@@ -222,6 +270,7 @@ struct SessionState {
 
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     mutating func closed(_ id: ConnectionID, reason: String) {
+        visitors[id] = nil
         guard let outlet = outlets.removeValue(forKey: id) else { return }
         forgetStream(outlet, id)
         outlet.sink.finish()
@@ -332,7 +381,16 @@ struct SessionState {
     }
 
     private mutating func send(_ envelope: Envelope, to id: ConnectionID) {
-        guard let outlet = outlets[id] else { return }
+        guard let outlet = outlets[id] else {
+            guard let sink = visitors[id] else { return }
+            if sink.yield(.text(envelope.encodedString())) {
+                metrics.messageOut(envelope.type)
+            } else {
+                // A visitor that stopped reading: its own shard cuts it off as the transport closes.
+                sink.abort()
+            }
+            return
+        }
         guard outlet.sink.yield(.text(envelope.encodedString())) else {
             cutOff(id, undelivered: envelope)
             return
@@ -377,12 +435,11 @@ struct SessionState {
                 log(event)
             case .persist(let fact):
                 store?.add(fact)
-                if sharded { crossShard.append(.fact(fact)) }
+                if sharded { crossShard.append(fact) }
             case .push(let alert):
                 pushAlerts?(alert)
             case .broadcast(let message):
                 ringBus?(message)
-                if sharded { crossShard.append(.ring(message)) }
             }
         }
     }

@@ -10,8 +10,9 @@ import Testing
 @Suite struct ShardedHubTests {
     /// The same calls, played on a hub of one shard and on one of four: every client hears the same, message for
     /// message (its own ids and tokens aside). The scripts mix clients that name their room in the URL with clients that
-    /// do not (a join moves them), clients that switch rooms, reconnects with tokens, leaves, ends, relays, and pages
-    /// that watch rooms of every shard.
+    /// do not (a join moves them), clients that switch rooms, reconnects with tokens, leaves, ends, relays, pages
+    /// that watch rooms of every shard, and pages that listen for rings of rooms of every shard, rung, answering and
+    /// cancelled while they move.
     @Test func fourShardsAnswerEveryClientAsOneDoes() {
         let authorities = LimitsTests.authorities()
         var generator = SplitMix64(seed: 33)
@@ -23,10 +24,17 @@ import Testing
             if byShard[four.shard(of: rid), default: []].count < 2 { byShard[four.shard(of: rid), default: []].append(rid) }
         }
         let rooms = (0..<4).flatMap { byShard[$0]! }
+        var heard: [String: Int] = [:]
         for seed in 0..<150 {
             let script = HubScript(seed: UInt64(seed), clients: 10, rooms: rooms.count, steps: 120)
             let one = HubDriver(authorities: authorities, rooms: rooms, shards: 1).play(script)
             let sharded = HubDriver(authorities: authorities, rooms: rooms, shards: 4).play(script)
+            for message in sharded.joined() {
+                for kind in [#""type":"incoming_call""#, #""reason":"accepted""#, #""reason":"declined""#, #""reason":"cancelled""#,
+                    #""reason":"answered_elsewhere""#, #""type":"room_status_update""#, #""type":"offer""#] where message.contains(kind) {
+                    heard[kind, default: 0] += 1
+                }
+            }
             for client in one.indices where one[client] != sharded[client] {
                 let common = min(one[client].count, sharded[client].count)
                 let index = (0..<common).first { one[client][$0] != sharded[client][$0] } ?? common
@@ -38,6 +46,10 @@ import Testing
                 return
             }
         }
+        // The scripts did what they are for: pages rung, answered both ways and cancelled, counts, relays. (The same
+        // counts every run: the scripts are seeded, and which rooms are drawn changes only their names.)
+        for (kind, count) in heard.sorted(by: { $0.key < $1.key }) { #expect(count >= 5, "only \(count) of \(kind) in all scripts") }
+        #expect(heard.count == 7, "never heard: \(heard.keys.sorted())")
     }
 
     /// A room whose shard is busy (here: a connection's sink that does not return) does not hold up a room of another
@@ -156,6 +168,12 @@ struct HubScript {
         case watch(client: Int, rooms: [Int])
         case ping(client: Int)
         case advance(ms: Int64)
+        /// `watch_rooms` that listens for the rings of these rooms, as the client's device.
+        case listen(client: Int, rooms: [Int])
+        case ring(client: Int)
+        /// One of the clients ringing now answers its ring.
+        case answer(client: Int, accept: Bool)
+        case cancel(client: Int)
     }
 
     var steps: [Step] = []
@@ -167,7 +185,7 @@ struct HubScript {
         let home = (0..<clients).map { _ in pick(rooms) }
         for _ in 0..<count {
             let client = pick(clients)
-            switch pick(20) {
+            switch pick(30) {
             case 0...2: steps.append(.open(client: client, hint: pick(3) == 0 ? nil : home[client]))
             case 3...6: steps.append(.join(client: client, room: pick(8) == 0 ? pick(rooms) : home[client], withToken: pick(2) == 0))
             case 7...10: steps.append(.relay(client: client))
@@ -176,7 +194,16 @@ struct HubScript {
             case 13...14: steps.append(.close(client: client))
             case 15: steps.append(.watch(client: client, rooms: (0..<1 + pick(4)).map { _ in pick(rooms) }))
             case 16...17: steps.append(.ping(client: client))
-            default: steps.append(.advance(ms: [100, 1_000, 30_000, 700_000][pick(4)]))
+            case 18...19: steps.append(.advance(ms: [100, 1_000, 30_000, 700_000][pick(4)]))
+            // Pages listen for the rooms the others come for, so that rings find them.
+            case 20...22: steps.append(.listen(client: client, rooms: (0..<2 + pick(4)).map { _ in home[pick(clients)] }))
+            case 23...25:
+                // Rung pages answer while the ring is on (or after it ended: a late answer changes nothing).
+                steps.append(.ring(client: client))
+                if pick(4) == 0 { steps.append(.cancel(client: client)) }
+                for _ in 0..<pick(4) { steps.append(.answer(client: pick(clients), accept: pick(2) == 0)) }
+            case 26...28: steps.append(.answer(client: client, accept: pick(2) == 0))
+            default: steps.append(.cancel(client: client))
             }
         }
     }
@@ -188,6 +215,8 @@ final class HubDriver {
     private let hub: SessionHub
     private let rooms: [String]
     private let clock: Clock
+    private let authorities: SignalingCore.Authorities
+    private var rings = 0
 
     private final class Clock: Sendable {
         let ms = Atomic<Int64>(1_000_000)
@@ -199,6 +228,9 @@ final class HubDriver {
         var seen = 0
         var seats: [String: (cid: String, token: String)] = [:]
         var room: String?
+        /// The last ring it was rung for (rid, callId) and the last it started.
+        var rungFor: (rid: String, callId: String)?
+        var calling: String?
         /// How many items it had been sent after each step.
         var steps: [Int] = []
     }
@@ -210,6 +242,7 @@ final class HubDriver {
         let clock = clock
         hub = Self.hub(authorities: authorities, shards: shards, now: { clock.ms.load(ordering: .relaxed) })
         self.rooms = rooms
+        self.authorities = authorities
     }
 
     static func hub(authorities: SignalingCore.Authorities, shards: Int, now: (@Sendable () -> Int64)? = nil) -> SessionHub {
@@ -275,6 +308,28 @@ final class HubDriver {
         case .advance(let ms):
             _ = clock.ms.wrappingAdd(ms, ordering: .relaxed)
             hub.tick()
+        case .listen(let client, let listened):
+            let device = "device-of-client-\(client)"
+            let nowMs = clock.ms.load(ordering: .relaxed)
+            let rids = listened.map { #""\#(rooms[$0])""# }.joined(separator: ",")
+            let members = Set(listened).sorted().map { #""\#(rooms[$0])":"\#(authorities.memberTokens.issue(rid: rooms[$0], deviceId: device, nowMs: nowMs))""# }
+                .joined(separator: ",")
+            send(client, #"{"v":1,"type":"watch_rooms","payload":{"rids":[\#(rids)],"listen":{"deviceId":"\#(device)","members":{\#(members)}}}}"#)
+        case .ring(let client):
+            guard let rid = clients[client].room else { return }
+            rings += 1
+            clients[client].calling = "call-\(rings)"
+            send(client, #"{"v":1,"type":"ring","rid":"\#(rid)","payload":{"callId":"call-\#(rings)"}}"#)
+        case .answer(let pick, let accept):
+            // One of the clients that are ringing now (as each was told), so that answers meet live rings.
+            let ringing = clients.indices.filter { clients[$0].rungFor != nil && clients[$0].id != nil }
+            guard !ringing.isEmpty else { return }
+            let client = ringing[pick % ringing.count]
+            guard let (rid, callId) = clients[client].rungFor else { return }
+            send(client, #"{"v":1,"type":"ring_answer","rid":"\#(rid)","payload":{"rid":"\#(rid)","callId":"\#(callId)","answer":"\#(accept ? "accept" : "decline")"}}"#)
+        case .cancel(let client):
+            guard let rid = clients[client].room, let callId = clients[client].calling else { return }
+            send(client, #"{"v":1,"type":"ring_cancel","rid":"\#(rid)","payload":{"callId":"\#(callId)"}}"#)
         }
     }
 
@@ -287,6 +342,11 @@ final class HubDriver {
                 if let id = clients[index].id { hub.closed(id, reason: "asked") }
                 clients[index].id = nil
             case .text(let text):
+                if let object = Self.object(text), object["type"] as? String == "incoming_call", let payload = object["payload"] as? [String: Any],
+                    let rid = payload["rid"] as? String, let callId = payload["callId"] as? String {
+                    clients[index].rungFor = (rid, callId)
+                }
+                if let object = Self.object(text), object["type"] as? String == "ring_ended" { clients[index].rungFor = nil }
                 guard let object = Self.object(text), object["type"] as? String == "joined", let rid = object["rid"] as? String,
                     let cid = object["cid"] as? String, let payload = object["payload"] as? [String: Any],
                     let token = payload["reconnectToken"] as? String
@@ -311,15 +371,19 @@ final class HubDriver {
 
     /// Within one step, messages of different rooms in the order of their rooms: rooms of different shards are told
     /// what happened to them independently (a tick that ends two rooms), so only the order within a room is the same.
+    /// And within a room, its counts for a watching page after its other messages: a page watches from its own shard,
+    /// which learns a count from the room's shard once that shard's lock is released (as a page learns counts of a
+    /// room on another cluster node), while a ring it listens for reaches it from the room's shard at once. The counts
+    /// themselves, and everything else, keep their order.
     private static func roomOrder(_ items: [Outbound], steps: [Int]) -> [Outbound] {
         var ordered: [Outbound] = []
         var start = 0
         for end in steps + [items.count] where end > start {
-            let chunk = items[start..<end].enumerated().map { offset, item -> (String, Int, Outbound) in
-                guard case .text(let text) = item, let rid = object(text)?["rid"] as? String else { return ("", offset, item) }
-                return (rid, offset, item)
+            let chunk = items[start..<end].enumerated().map { offset, item -> (String, Int, Int, Outbound) in
+                guard case .text(let text) = item, let object = object(text), let rid = object["rid"] as? String else { return ("", 0, offset, item) }
+                return (rid, object["type"] as? String == "room_status_update" ? 1 : 0, offset, item)
             }
-            ordered += chunk.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
+            ordered += chunk.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }.map(\.3)
             start = end
         }
         return ordered
