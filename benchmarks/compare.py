@@ -183,6 +183,18 @@ def render(results):
         f"Reconnect storm: {storm['clients']:,} clients in {storm['clients'] // 2:,} rooms, `duet serve` killed and restarted on the "
         f"same port and data directory; the clients reconnect with the engine's backoff (500 ms · 2ⁿ ≤ 5 s, ± 20 %) and prove "
         f"their seats: **all back {storm['secondsUntilAllBack']:.2f} s after the restart** ({kinds}).",
+    ]
+    if "secondsUntilLastFirstTry" in storm:
+        am = storm["attemptMs"]
+        lines += [
+            "",
+            f"Where that time goes: the restart took {storm['secondsToRestart']:.2f} s from the kill (the clients' attempts meanwhile "
+            f"fail); after it, the last client's first attempt came {storm['secondsUntilLastFirstTry']:.2f} s later — its backoff's next "
+            f"slot, before which no server can bring it back; each client's successful attempt (connect, upgrade, join with its "
+            f"proof) took p50 {am[0]:.1f} / p99 {am[1]:.1f} / max {am[2]:.1f} ms; {storm['failedAfterRestart']:,} attempts failed after "
+            f"the restart.",
+        ]
+    lines += [
         "",
         "## Targets",
         "",

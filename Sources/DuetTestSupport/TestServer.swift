@@ -27,6 +27,9 @@ public final class TestServer: Sendable {
         configuration.rateLimits = false
         configuration.drainGrace = .milliseconds(100)
         configure(&configuration)
+        // Two shards whatever this machine's cores (one per core is the default): every test meets rooms and
+        // connections of different shards, the same on every machine. A cluster node is one shard.
+        if configuration.hubShards == nil, configuration.databaseURL == nil { configuration.hubShards = 2 }
         return try await start(configuration)
     }
 

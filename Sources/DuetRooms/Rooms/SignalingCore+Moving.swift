@@ -58,6 +58,9 @@ extension SignalingCore {
 }
 
 extension SignalingCore {
+    /// A message of `connection` that another core serves (an answer to that core's ring): it was heard from now.
+    public mutating func heard(from connection: ConnectionID, nowMs: Int64) { connections[connection]?.lastHeardMs = nowMs }
+
     /// Whether `connection` is an SSE stream that reused a seated sid and has not proven the seat yet: nothing it sends
     /// but that proof is served.
     public func mustProve(_ connection: ConnectionID) -> Bool { connections[connection]?.mustProveCid != nil }

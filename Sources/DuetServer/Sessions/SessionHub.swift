@@ -102,17 +102,29 @@ public final class SessionHub: Sendable {
         return result
     }
 
-    /// `body` over every shard with all their locks held (taken in index order): what no connection's move can split,
-    /// for what is asked rarely (a snapshot, a POST whose stream was not where it was looked for).
-    private func allLocked(_ body: (inout SessionState) -> Void) {
+    /// Moves so far (counted with both shards' locks held): a look at every shard, one at a time, that saw the same
+    /// count before and after saw no connection move behind it.
+    private let moves = Atomic<UInt64>(0)
+
+    /// `look` over every shard, one lock at a time, until no move happened meanwhile (a moving connection is seen once,
+    /// never twice or not at all). After a few tries, with every lock held (in index order): never needed unless
+    /// connections move without pause, and then once.
+    private func consistently<Result>(_ look: (_ shard: Int, inout SessionState) -> Void, result: () -> Result, reset: () -> Void) -> Result {
+        for _ in 0..<4 {
+            let before = moves.load(ordering: .acquiring)
+            for index in shards.indices { locked(index) { look(index, &$0) } }
+            if moves.load(ordering: .acquiring) == before { return result() }
+            reset()
+        }
         func hold(_ index: Int) {
             guard index < shards.count else { return }
             shards[index].withLock { state in
-                body(&state)
+                look(index, &state)
                 hold(index + 1)
             }
         }
         hold(0)
+        return result()
     }
 
     /// What `source` wrote and broadcast, to every other shard, in the order it was said: one thread at a time delivers
@@ -199,21 +211,22 @@ public final class SessionHub: Sendable {
         for index in shards.indices {
             if let id = locked(index, { $0.postStream(sid: sid, postToken: postToken) }) { return deliver(Self.parse(bytes), from: id) }
         }
-        // Not found one shard at a time: the stream may have moved behind the search. Looked for again with every lock
-        // held, where no move can hide it.
+        // Not found one shard at a time: the stream may have moved behind the search. Looked for again where no move
+        // can hide it.
         var found: ConnectionID?
-        var refused = false
-        allLocked { state in
-            guard found == nil, !refused else { return }
+        var stream: Int?
+        let (id, refusedIn) = consistently({ index, state in
+            guard found == nil, stream == nil else { return }
             if let id = state.postStream(sid: sid, postToken: postToken) {
                 found = id
             } else if state.hasStream(sid: sid) {
-                state.refusedPost(sid: sid)
-                refused = true
+                stream = index
             }
-        }
-        if let found { return deliver(Self.parse(bytes), from: found) }
-        return refused ? .wrongPostToken : .unknownSession
+        }, result: { (found, stream) }, reset: { (found, stream) = (nil, nil) })
+        if let id { return deliver(Self.parse(bytes), from: id) }
+        guard let refusedIn else { return .unknownSession }
+        locked(refusedIn) { $0.refusedPost(sid: sid) }
+        return .wrongPostToken
     }
 
     private func deliver(_ parsed: Result<Envelope, ProtocolError>, from id: ConnectionID) -> Verdict {
@@ -266,9 +279,10 @@ public final class SessionHub: Sendable {
     /// its own shard: the rate limit is the connection's).
     private func answer(_ envelope: Envelope, ring target: Int, from id: ConnectionID) -> Verdict {
         var home: Int?
-        let verdict: Verdict? = routes[stripe(id)].withLock { table in
+        let verdict: Verdict = routes[stripe(id)].withLock { table in
             guard let route = table[id] else { return .unknownSession }
-            guard route.shard != target else { return nil }
+            // Its own shard's ring: served there, the stripe still held, so that a move cannot take it elsewhere first.
+            guard route.shard != target else { return locked(target, deliver: false) { $0.receive(.success(envelope), from: id) } }
             home = route.shard
             switch locked(route.shard, deliver: false, { $0.admission(id) }) {
             case .notHeld: return .unknownSession
@@ -279,7 +293,6 @@ public final class SessionHub: Sendable {
                 return .accepted
             }
         }
-        guard let verdict else { return routed(id) { $0.receive(.success(envelope), from: id) } ?? .unknownSession }
         if let home { deliverCrossShard(from: home) }
         deliverCrossShard(from: target)
         return verdict
@@ -310,6 +323,7 @@ public final class SessionHub: Sendable {
                     case .stays(let verdict):
                         return verdict
                     case .moves(let outlet, let moving, let toldDraining):
+                        moves.wrappingAdd(1, ordering: .releasing)
                         route.shard = target
                         route.visits.remove(target)
                         route.visits.insert(current)
@@ -335,8 +349,9 @@ public final class SessionHub: Sendable {
         guard shards.count > 1 else { return locked(0) { $0.closed(id, reason: reason) } }
         // Out of the table first: nothing routed to it from now on, and no shard it listens in can be added behind.
         guard let route = routes[stripe(id)].withLock({ $0.removeValue(forKey: id) }) else { return }
-        locked(route.shard) { $0.closed(id, reason: reason) }
+        // Where it visits first: a ring starting there meanwhile must not count a page that is gone.
         for index in route.visits.sorted() where index != route.shard { locked(index) { $0.visitEnded(id) } }
+        locked(route.shard) { $0.closed(id, reason: reason) }
     }
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
@@ -370,14 +385,13 @@ public final class SessionHub: Sendable {
     /// Graceful shutdown, last step.
     public func closeAll() { everyShard { $0.closeAll() } }
 
-    /// With every shard's lock held: a connection moving between two is counted once.
+    /// A connection moving between two shards is counted once (`consistently`).
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
         var total = (rooms: 0, connections: 0, connected: 0, suspended: 0)
-        allLocked { state in
+        return consistently({ _, state in
             let part = state.snapshot()
             total = (total.rooms + part.rooms, total.connections + part.connections, total.connected + part.connected, total.suspended + part.suspended)
-        }
-        return total
+        }, result: { total }, reset: { total = (0, 0, 0, 0) })
     }
 
     public func occupancy(of rid: String) -> Int { locked(shard(of: rid)) { $0.occupancy(of: rid) } }

@@ -193,8 +193,12 @@ struct SessionState {
     /// the connection's, here; the other shard sends to `sink`.
     mutating func admission(_ id: ConnectionID) -> Admission {
         guard let outlet = outlets[id] else { return .notHeld }
-        guard admit(id, nowMs: now()) else { return .dropped }
-        return core.mustProve(id) ? .mustProve : .admitted(outlet.sink)
+        let nowMs = now()
+        guard admit(id, nowMs: nowMs) else { return .dropped }
+        guard !core.mustProve(id) else { return .mustProve }
+        // Heard from, as for a message its own shard serves (an SSE stream whose POSTs are answers is not silent).
+        core.heard(from: id, nowMs: nowMs)
+        return .admitted(outlet.sink)
     }
 
     /// A `watch_rooms` of a connection another shard holds (admitted there), for the rooms of this shard it listens
@@ -384,7 +388,7 @@ struct SessionState {
         guard let outlet = outlets[id] else {
             guard let sink = visitors[id] else { return }
             if sink.yield(.text(envelope.encodedString())) {
-                metrics.messageOut(envelope.type)
+                counted(envelope)
             } else {
                 // A visitor that stopped reading: its own shard cuts it off as the transport closes.
                 sink.abort()
@@ -395,6 +399,10 @@ struct SessionState {
             cutOff(id, undelivered: envelope)
             return
         }
+        counted(envelope)
+    }
+
+    private func counted(_ envelope: Envelope) {
         metrics.messageOut(envelope.type)
         if envelope.messageType == .error, let code = envelope.payload["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) {
             metrics.error(code)

@@ -7,6 +7,17 @@ struct StormResult: Codable, Sendable {
     var clients: Int
     var secondsUntilAllBack: Double
     var kinds: [String: Int]
+    /// Where the time goes. From the kill until the new server answered (`restarted`): the clients' first attempts
+    /// in that time fail.
+    var secondsToRestart: Double
+    /// From the restart until the last client made its first attempt since: its backoff's next slot. No server can
+    /// bring a client back before it tries.
+    var secondsUntilLastFirstTry: Double
+    /// Each client's successful attempt, its start to `joined` (connect, upgrade, join with its proof), p50 / p99 /
+    /// max in milliseconds: what the server took once asked.
+    var attemptMs: [Double]
+    /// Attempts that failed after the restart (refused, dropped or timed out), all clients together.
+    var failedAfterRestart: Int
 }
 
 enum StormRun {
@@ -36,27 +47,52 @@ enum StormRun {
         let killedAt = ContinuousClock.now
         let server = try first.restarted()
         let back = ContinuousClock.now
-        let kinds = try await withThrowingTaskGroup(of: String.self) { group in
+        /// One client's way back: how it came back, when it first tried after the restart, how long that last
+        /// attempt took, and how many attempts failed after the restart.
+        struct Return: Sendable {
+            var kind: String
+            var firstTryAfterRestart: Duration
+            var attempt: Duration
+            var failedAfterRestart: Int
+        }
+        let returns = try await withThrowingTaskGroup(of: Return.self) { group in
             for seat in seats {
                 group.addTask {
                     var attempt = 0
                     var next = killedAt
+                    var firstTry: Duration?
+                    var failed = 0
                     while true {
                         let base = min(5_000, 500 << min(attempt, 4))
                         next += .milliseconds(Int.random(in: base * 8 / 10...base * 12 / 10))
                         try await Task.sleep(until: next)
                         attempt += 1
+                        let started = ContinuousClock.now
+                        if started >= back, firstTry == nil { firstTry = started - back }
                         guard let client = try? await BenchClient.connect(server.webSocketURL, latency: latency),
                             let (joined, _) = try? await client.join(seat.rid, reconnect: (seat.cid, seat.token))
-                        else { continue }
-                        return joined.payload["reconnect"]?.stringValue ?? "?"
+                        else {
+                            if started >= back { failed += 1 }
+                            continue
+                        }
+                        return Return(
+                            kind: joined.payload["reconnect"]?.stringValue ?? "?", firstTryAfterRestart: firstTry ?? .zero,
+                            attempt: ContinuousClock.now - started, failedAfterRestart: failed)
                     }
                 }
             }
-            return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
+            return try await group.reduce(into: [Return]()) { $0.append($1) }
         }
         let took = (ContinuousClock.now - back).seconds
         server.stop()
-        return StormResult(clients: seats.count, secondsUntilAllBack: took, kinds: kinds)
+        let attempts = returns.map { $0.attempt.seconds * 1000 }.sorted()
+        func quantile(_ q: Double) -> Double { attempts.isEmpty ? 0 : attempts[min(attempts.count - 1, Int(Double(attempts.count) * q))] }
+        return StormResult(
+            clients: seats.count, secondsUntilAllBack: took,
+            kinds: returns.reduce(into: [String: Int]()) { $0[$1.kind, default: 0] += 1 },
+            secondsToRestart: (back - killedAt).seconds,
+            secondsUntilLastFirstTry: returns.map(\.firstTryAfterRestart.seconds).max() ?? 0,
+            attemptMs: [quantile(0.5), quantile(0.99), attempts.last ?? 0],
+            failedAfterRestart: returns.map(\.failedAfterRestart).reduce(0, +))
     }
 }

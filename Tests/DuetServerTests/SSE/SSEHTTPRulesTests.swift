@@ -39,6 +39,39 @@ import Testing
         #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["200", "410", "400", "404"], "\(text)")
     }
 
+    /// `/sse` takes GET and POST; any other method is answered 405 with `Allow` (a HEAD without a body), and the
+    /// connection goes on. `/sse/` is `/sse`, as it was when the router answered it.
+    @Test func otherMethodsAre405WithAllowAndSlashSSEIsSSE() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let socket = try await RawSocket.connect(port: server.port)
+        defer { socket.close() }
+        let sid = SessionIdFormat.random()
+        try await socket.send(
+            "HEAD /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + "PUT /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+                + Self.post(sid, body: #"{"v":1,"type":"ping"}"#).replacingOccurrences(of: "POST /sse?", with: "POST /sse/?"))
+        var text = ""
+        while Self.statuses(text).count < 3 {
+            let chunk = try await socket.receive()
+            #expect(!chunk.isEmpty, "the connection ended after \(Self.statuses(text))")
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        // The POST to /sse/ reaches the SSE endpoint: no stream of that sid, 410 (the router would say 404).
+        #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["405", "405", "410"], "\(text)")
+        let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
+        let head = try #require(answers.first)
+        #expect(head.lowercased().contains("allow: get, post"), "\(head)")
+        #expect(!head.contains("/sse takes GET"), "the answer to HEAD has a body: \(head)")
+        #expect(answers.dropFirst().first?.contains("/sse takes GET") == true)
+        // And a stream opens at /sse/.
+        let stream = try await RawSocket.connect(port: server.port)
+        defer { stream.close() }
+        try await stream.send("GET /sse/?sid=\(SessionIdFormat.random()) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let opened = try await stream.receive(until: "sse_session")
+        #expect(Self.statuses(opened).first?.contains("200") == true && opened.contains("text/event-stream"), "\(opened.prefix(300))")
+    }
+
     @Test func aBodyOverTheLimitIs413AndTheConnectionGoesOn() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -100,13 +100,14 @@ import Testing
         }
     }
 
-    /// A page rung from another shard that then joins a room of a third shard (it moves) still hears how the ring ends;
-    /// once it closes, the ring's shard no longer counts it.
-    @Test func aPageThatMovesWhileRungHearsTheEndAndIsForgottenOnceClosed() throws {
+    /// A page rung that then joins a room of another shard (it moves) still hears how the ring ends, and still
+    /// listens; once it closes, the ring's shard no longer counts it. From the ring's own shard (the page leaves the
+    /// shard that rang it) and from another (its listening never was where the page was).
+    @Test(arguments: [0, 1]) func aPageThatMovesWhileRungHearsTheEndAndIsForgottenOnceClosed(from shard: Int) throws {
         let setup = Setup()
         let a = Recorder(), page = Recorder()
         let caller = setup.caller(a)
-        let listener = setup.connection(in: 1, page)
+        let listener = setup.connection(in: shard, page)
         setup.listen(listener)
         setup.ring(caller, "call-1")
         #expect(Self.payloads(page, "incoming_call").count == 1)

@@ -145,7 +145,13 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
                 return
             }
             let closing = head.headerFields[.connection]?.lowercased().contains("close") == true
-            if head.method == .get { openStream(head, closing: closing, context) } else { beginPost(head, closing: closing, context) }
+            switch head.method {
+            case .get: openStream(head, closing: closing, context)
+            case .post: beginPost(head, closing: closing, context)
+            default:
+                current = .discarding(closing: closing)
+                respond(SSEEndpoint.methodNotAllowed, closing: closing, bodiless: head.method == .head, context)
+            }
         case (.none, _):
             // The codec only hands over a body or an end after a head.
             break
@@ -197,10 +203,11 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     /// A whole response. When the request asked to close, nothing after it is read or answered; the socket closes
     /// once its request has been read to the end (`closeOnceWritten`).
-    private func respond(_ answer: SSEEndpoint.Answer?, closing: Bool, _ context: ChannelHandlerContext) {
+    /// `bodiless`: the answer to a HEAD, its head only.
+    private func respond(_ answer: SSEEndpoint.Answer?, closing: Bool, bodiless: Bool = false, _ context: ChannelHandlerContext) {
         let (head, body) = endpoint.answer(answer, closing: closing)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        if let body, !bodiless { context.write(wrapOutboundOut(.body(body)), promise: nil) }
         needsFlush = true
         guard closing else {
             context.write(wrapOutboundOut(.end(nil)), promise: nil)

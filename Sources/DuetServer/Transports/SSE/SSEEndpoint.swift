@@ -18,11 +18,12 @@ struct SSEEndpoint: Sendable {
     /// An answer that is not a stream: a status, a text, maybe `Retry-After`.
     typealias Answer = Gatekeeper.Refusal
 
-    /// Whether this request is the SSE endpoint's (every other request goes on to the router).
+    /// Whether this request is the SSE endpoint's (every other request goes on to the router): `/sse`, or `/sse/` as
+    /// the router before it took both, whatever the method (those it does not take are answered 405).
     static func handles(_ head: HTTPRequest) -> Bool {
-        guard head.method == .get || head.method == .post, let path = head.path else { return false }
+        guard let path = head.path else { return false }
         let route = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return route == "/sse"
+        return route == "/sse" || route == "/sse/"
     }
 
     /// The query's `sid`, when it is well formed.
@@ -38,6 +39,8 @@ struct SSEEndpoint: Sendable {
     }
 
     static let badSid = Answer(status: .badRequest, message: "sid is required: S- followed by 16 lowercase hex digits")
+    /// Any method but GET and POST (HEAD too: a stream's head cannot be told without opening it), with `Allow`.
+    static let methodNotAllowed = Answer(status: .methodNotAllowed, message: "/sse takes GET (the stream) and POST (one message)")
     static let tooLarge = Answer(status: .contentTooLarge, message: "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes")
 
     /// A new stream: its sid and connection slot, or why not.
@@ -104,6 +107,7 @@ struct SSEEndpoint: Sendable {
         fields[.contentType] = "text/plain; charset=utf-8"
         fields[.contentLength] = "\(body.readableBytes)"
         if let seconds = answer.retryAfterSeconds { fields[.retryAfter] = "\(seconds)" }
+        if answer.status == .methodNotAllowed { fields[.allow] = "GET, POST" }
         return (HTTPResponse(status: answer.status, headerFields: fields), body)
     }
 }
