@@ -30,6 +30,25 @@ import Testing
         await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
     }
 
+    /// `leave()` then `shutdown()` at once (what an app does as it closes): the seat is gone on the server, never left
+    /// suspended for the partner to wait on. The shutdown used to cancel the queued `leave` when it ran before the
+    /// teardown did (RingingRuntimeTests' partner then saw the old seat and never waited alone).
+    @Test func leaveThenShutdownLeavesTheSeat() async throws {
+        let server = try await TestServer.start()
+        let media = SimulatedMediaNetwork()
+        for round in 0..<10 {
+            let rid = try await server.roomId()
+            let call = DuetCall(configuration: .init(server: server.baseURL), engine: await media.makeEngine(name: "leaver-\(round)"))
+            await call.join(roomId: rid)
+            _ = try await eventually("joined") { await call.cid }
+            await call.leave()
+            await call.shutdown()
+            _ = try await eventually("the seat left, round \(round)") { server.server.hub.occupancy(of: rid) == 0 ? true : nil }
+            #expect(server.server.hub.snapshot().suspended == 0, "round \(round): the seat was suspended, not left")
+        }
+        await media.shutdown(); await server.stop()
+    }
+
     @Test func killedSocketReattachesWithoutTouchingMedia() async throws {
         let server = try await TestServer.start()
         let media = SimulatedMediaNetwork()

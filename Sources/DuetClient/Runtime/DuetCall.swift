@@ -232,11 +232,13 @@ public actor DuetCall {
     public var hostCid: String? { engine.hostCid }
     public var participants: [ParticipantInfo] { engine.participants }
 
-    /// Stops every task of this call object (after `leave()`, or when discarding it).
+    /// Stops every task of this call object (after `leave()`, or when discarding it). What was already queued to send
+    /// goes out first (bounded by `GOODBYE_FLUSH_TIMEOUT_MS`): a `leave()` right before it still reaches the server,
+    /// even when this runs before the teardown `leave()` started.
     public func shutdown() async {
         for (_, timer) in timers { timer.task.cancel() }
         timers.removeAll()
-        await dropConnection()
+        await dropConnection(afterPendingSends: true)
         webRtcQueue.finish()
         for task in background { task.cancel() }
         eventSink.finish()
