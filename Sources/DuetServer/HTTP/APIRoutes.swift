@@ -48,9 +48,11 @@ struct APIRoutes: Sendable {
             } catch {
                 return .text(.badRequest, "body must be JSON {rid, cid, reconnectToken}")
             }
-            switch hub.leave(leave) {
-            case .left: return Response(status: .noContent)
-            case .invalidToken: return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")
+            // Answered once the store has it: a 204 is never undone by a crash (issue 34).
+            switch await hub.leave(leave) {
+            case (.left, true): return Response(status: .noContent)
+            case (.left, false): return .text(.serviceUnavailable, "the server is stopping and did not store the leave; send it again")
+            case (.invalidToken, _): return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")
             }
         }
     }

@@ -32,6 +32,7 @@ struct OperationsRoutes: Sendable {
             let snapshot = hub.snapshot()
             metrics.roomCounts(rooms: snapshot.rooms, connected: snapshot.connected, suspended: snapshot.suspended)
             metrics.heapInUse(bytes: Int(duet_heap_in_use_bytes()))
+            metrics.waitingForStore(hub.waitingForStore)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))

@@ -94,6 +94,9 @@ extension ServerMetrics {
         gaugeValue("duet_store_up", [:], up ? 1 : 0)
         gaugeValue("duet_store_pending_facts", [:], Double(pending))
     }
+    /// `duet_store_waiting_messages`: news of final facts (`room_ended`, a partner's `room_state` after a leave) that
+    /// waits for the store to have them (`DurableGate`); above 0 for more than a moment only while the store is away.
+    func waitingForStore(_ count: Int) { gaugeValue("duet_store_waiting_messages", [:], Double(count)) }
     public func storeWrite(facts: Int, ok: Bool) {
         CoreMetrics.Counter(label: "duet_store_writes_total", dimensions: [("result", ok ? "ok" : "failed")], factory: factory)
             .increment(by: Int64(facts))

@@ -43,6 +43,7 @@ public final class SessionHub: Sendable {
     }
     private let nextConnection = Atomic<UInt64>(0)
     private let logger: Logger
+    private let store: StoreQueue?
 
     /// `shards`: how many; 1 is one lock for everything (the hub before issue 33).
     public init(
@@ -62,6 +63,7 @@ public final class SessionHub: Sendable {
         }
         routes = count > 1 ? (0..<64).map { _ in Locked([:]) } : []
         self.logger = logger
+        self.store = store
     }
 
     public var shardCount: Int { shards.count }
@@ -322,13 +324,13 @@ public final class SessionHub: Sendable {
                     switch from.handOver(id, for: envelope, refusal: refusal, admitted: true) {
                     case .stays(let verdict):
                         return verdict
-                    case .moves(let outlet, let moving, let toldDraining):
+                    case .moves(let outlet, let moving, let toldDraining, let waiting):
                         moves.wrappingAdd(1, ordering: .releasing)
                         route.shard = target
                         route.visits.remove(target)
                         route.visits.insert(current)
                         table[id] = route
-                        return to.takeOver(id, outlet, moving, join: envelope, toldDraining: toldDraining)
+                        return to.takeOver(id, outlet, moving, join: envelope, toldDraining: toldDraining, waiting: waiting)
                     }
                 }
             }
@@ -370,8 +372,22 @@ public final class SessionHub: Sendable {
         everyShard { $0.learn(facts) }
     }
 
-    public func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
-        locked(shard(of: request.rid)) { $0.leave(request) }
+    /// `POST /api/leave`: answered once the leave is in the store (acknowledged means durable, issue 34); false for
+    /// `stored` when the server stopped before the store took it.
+    public func leave(_ request: LeaveRequest) async -> (result: SignalingCore.HTTPLeaveResult, stored: Bool) {
+        let (result, ticket) = locked(shard(of: request.rid)) { $0.leave(request) }
+        guard let ticket, let store else { return (result, true) }
+        return (result, await store.durable(ticket))
+    }
+
+    /// The store has every fact up to `durable` (`StoreQueue.written`): the news of them goes out (`DurableGate`).
+    public func durable(through durable: UInt64) { everyShard { $0.release(through: durable) } }
+
+    /// News of final facts waiting for the store, over every shard (a gauge: it stays near 0 while the store is up).
+    public var waitingForStore: Int {
+        var total = 0
+        everyShard { total += $0.waitingForStore }
+        return total
     }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.

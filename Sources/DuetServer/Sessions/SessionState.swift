@@ -53,8 +53,10 @@ struct SessionState {
     /// SSE stream → its sid (a POST's token must belong to a stream of the sid in its URL).
     private var streamSids: [ConnectionID: String] = [:]
     /// Connections cut off while outputs were being performed, with the message that did not fit (`cutOff`).
-    private var cutOffs: [(ConnectionID, Envelope)] = []
+    private var cutOffs: [(ConnectionID, Envelope?)] = []
     private var performing = 0
+    /// News of final facts waiting for the store, and what their connections are sent after it (issue 34).
+    private var gate = DurableGate()
 
     /// Messages dropped for rate within `floodWindowMs` before the connection is closed as abusive: a client that
     /// keeps sending twice what it may for 10 s.
@@ -108,7 +110,8 @@ struct SessionState {
         /// Nothing moves: the message was dropped for rate, refused or not proven (the verdict says which).
         case stays(SessionHub.Verdict)
         /// `toldDraining`: this shard had told it to reconnect elsewhere (drain).
-        case moves(Outlet, MovingConnection, toldDraining: Bool)
+        /// `waiting`: what it was to hear here once the store has it (`DurableGate`), still to hear in order.
+        case moves(Outlet, MovingConnection, toldDraining: Bool, waiting: [(ticket: UInt64, item: DurableGate.Item)])
     }
 
     /// A join for a room of another shard: admitted here (the rate limit is the connection's), refused with what the
@@ -133,16 +136,18 @@ struct SessionState {
         forgetStream(outlet, id)
         // A visitor now: what it listens for here, and the rings that rang it here, still reach it.
         visitors[id] = outlet.sink
-        return .moves(outlet, moving, toldDraining: core.isDraining)
+        return .moves(outlet, moving, toldDraining: core.isDraining, waiting: gate.forget(id))
     }
 
 
     /// A connection another shard handed over, and the join it moved for (already admitted there).
     mutating func takeOver(
-        _ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope, toldDraining: Bool
+        _ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope, toldDraining: Bool,
+        waiting: [(ticket: UInt64, item: DurableGate.Item)] = []
     ) -> SessionHub.Verdict {
         outlets[id] = outlet
         visitors[id] = nil
+        gate.adopt(waiting, for: id)
         if let token = outlet.postToken, let sid = moving.sid {
             postTokens[token] = id
             streamSids[id] = sid
@@ -223,6 +228,7 @@ struct SessionState {
     mutating func visitEnded(_ id: ConnectionID) {
         core.visitorLeft(id)
         visitors[id] = nil
+        gate.forget(id)
     }
 
     private mutating func handle(_ envelope: Envelope, from id: ConnectionID, nowMs: Int64) -> SessionHub.Verdict {
@@ -275,6 +281,7 @@ struct SessionState {
     /// The transport is gone (socket closed, stream ended). The participant, if any, is suspended.
     mutating func closed(_ id: ConnectionID, reason: String) {
         visitors[id] = nil
+        gate.forget(id)
         guard let outlet = outlets.removeValue(forKey: id) else { return }
         forgetStream(outlet, id)
         outlet.sink.finish()
@@ -287,7 +294,7 @@ struct SessionState {
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     mutating func refuseOversize(_ id: ConnectionID) {
         send(SignalingCore.errorEnvelope(ProtocolError(.messageTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"), nowMs: now()), to: id)
-        requestClose(id, .messageTooBig, reason: "message too large")
+        requestClose(id, .messageTooBig, reason: "message too large", after: nil)
     }
 
     // MARK: - Server side
@@ -302,11 +309,29 @@ struct SessionState {
         for fact in facts { perform(core.handle(.learned(fact), nowMs: now())) }
     }
 
-    mutating func leave(_ request: LeaveRequest) -> SignalingCore.HTTPLeaveResult {
+    /// `ticket`: the leave is in the store once `StoreQueue.durable` says so (nil: nothing to wait for).
+    mutating func leave(_ request: LeaveRequest) -> (SignalingCore.HTTPLeaveResult, ticket: UInt64?) {
         let (result, outputs) = core.httpLeave(request, nowMs: now())
-        perform(outputs)
-        return result
+        return (result, perform(outputs))
     }
+
+    /// The store has every fact up to `durable`: what waited for them goes out (`DurableGate`).
+    mutating func release(through durable: UInt64) {
+        let ready = gate.release(through: durable)
+        guard !ready.isEmpty else { return }
+        performing += 1
+        defer { performing -= 1 }
+        for (id, item) in ready {
+            switch item {
+            case .send(let envelope): deliver(envelope, to: id)
+            case .close(let code, let reason): closeNow(id, code, reason: reason)
+            }
+        }
+        handleCutOffs()
+    }
+
+    /// News of final facts waiting for the store (`DurableGate`).
+    var waitingForStore: Int { gate.waitingCount }
 
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
     mutating func drain() {
@@ -317,8 +342,10 @@ struct SessionState {
 
     /// Graceful shutdown, last step.
     mutating func closeAll() {
+        // What still waits for the store is not said: the last step of a shutdown closes every connection now.
+        gate.removeAll()
         for id in outlets.keys {
-            requestClose(id, .serviceRestart, reason: "server shutting down")
+            closeNow(id, .serviceRestart, reason: "server shutting down")
             outlets[id]?.sink.finish()
         }
     }
@@ -377,14 +404,36 @@ struct SessionState {
         return false
     }
 
-    private mutating func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String) {
+    /// A close the core asked for: after what waits for the connection (`DurableGate`).
+    private mutating func requestClose(_ id: ConnectionID, _ code: CloseCode, reason: String, after ticket: UInt64?) {
+        guard outlets[id] != nil else { return }
+        switch gate.admit(.close(code, reason: reason), for: id, ticket: ticket) {
+        case .now: closeNow(id, code, reason: reason)
+        case .held: break
+        case .full: cutOff(id, undelivered: nil)
+        }
+    }
+
+    private mutating func closeNow(_ id: ConnectionID, _ code: CloseCode, reason: String) {
         guard var outlet = outlets[id] else { return }
         outlet.closeReason = outlet.closeReason ?? reason.replacingOccurrences(of: " ", with: "_")
         _ = outlet.sink.yield(.close(code, reason: reason))
         outlets[id] = outlet
     }
 
-    private mutating func send(_ envelope: Envelope, to id: ConnectionID) {
+    /// `ticket`: the final fact this message tells of (`DurableGate`); it waits for it, and behind whatever waits for
+    /// the connection already. A pong tells nothing and never waits: a client whose partner's leave waits for a store
+    /// that is away must not think its own connection dead.
+    private mutating func send(_ envelope: Envelope, to id: ConnectionID, after ticket: UInt64? = nil) {
+        if envelope.messageType == .pong { return deliver(envelope, to: id) }
+        switch gate.admit(.send(envelope), for: id, ticket: ticket) {
+        case .now: deliver(envelope, to: id)
+        case .held: break
+        case .full: cutOff(id, undelivered: envelope)
+        }
+    }
+
+    private mutating func deliver(_ envelope: Envelope, to id: ConnectionID) {
         guard let outlet = outlets[id] else {
             guard let sink = visitors[id] else { return }
             if sink.yield(.text(envelope.encodedString())) {
@@ -411,22 +460,39 @@ struct SessionState {
 
     /// Room and participant gauges are not touched here: counting them walks every room, so `/metrics`
     /// refreshes them when it is scraped (OperationsRoutes).
-    private mutating func perform(_ outputs: [SignalingCore.Output]) {
+    /// The ticket of the last final fact among `outputs` (nil: none).
+    @discardableResult
+    private mutating func perform(_ outputs: [SignalingCore.Output]) -> UInt64? {
         performing += 1
         defer { performing -= 1 }
-        performOutputs(outputs)
-        // Outermost only: cut-offs met while performing are handed to the core after the whole batch went out.
+        let ticket = performOutputs(outputs)
+        handleCutOffs()
+        return ticket
+    }
+
+    /// Outermost only: cut-offs met while performing are handed to the core after the whole batch went out.
+    private mutating func handleCutOffs() {
         while performing == 1, !cutOffs.isEmpty {
             let (id, envelope) = cutOffs.removeFirst()
-            performOutputs(core.handle(.undeliverable(id, envelope), nowMs: now()))
+            if let envelope { performOutputs(core.handle(.undeliverable(id, envelope), nowMs: now())) } else {
+                performOutputs(core.handle(.closed(id), nowMs: now()))
+            }
         }
     }
 
-    private mutating func performOutputs(_ outputs: [SignalingCore.Output]) {
+    /// The facts first, so that every message of a step that decided a final fact waits for it (`DurableGate`): the
+    /// core lists a step's facts after its messages.
+    @discardableResult
+    private mutating func performOutputs(_ outputs: [SignalingCore.Output]) -> UInt64? {
+        var ticket: UInt64?
+        for case .persist(let fact) in outputs {
+            if let added = store?.add(fact), fact.isFinal { ticket = added }
+            if sharded { crossShard.append(fact) }
+        }
         for output in outputs {
             switch output {
             case .send(let id, let envelope):
-                send(envelope, to: id)
+                send(envelope, to: id, after: ticket)
             case .close(let id, let reason):
                 let code: CloseCode = switch reason {
                 case .replaced: .replaced
@@ -436,28 +502,34 @@ struct SessionState {
                 case .notReading: .notReading
                 case .moved: .serviceRestart
                 }
-                requestClose(id, code, reason: reason.rawValue)
+                requestClose(id, code, reason: reason.rawValue, after: ticket)
             case .unauthorized:
                 break
             case .event(let event):
                 log(event)
-            case .persist(let fact):
-                store?.add(fact)
-                if sharded { crossShard.append(fact) }
+            case .persist:
+                break
             case .push(let alert):
                 pushAlerts?(alert)
             case .broadcast(let message):
                 ringBus?(message)
             }
         }
+        return ticket
     }
 
     /// The client stopped reading and its queue reached `OutboundBound`: nothing more is buffered for it. The
     /// connection is closed at once (a close frame could not reach a client that does not read) and the core treats
     /// it as a lost transport — the seat is suspended, the partner is told, and the partner's message that did not
     /// fit is answered `relay_failed`. The client reconnects and reattaches when it reads again.
-    private mutating func cutOff(_ id: ConnectionID, undelivered envelope: Envelope) {
-        guard let outlet = outlets.removeValue(forKey: id) else { return }
+    /// `envelope` nil: what did not fit was a close that waited for the store (the core hears of a lost transport).
+    private mutating func cutOff(_ id: ConnectionID, undelivered envelope: Envelope?) {
+        gate.forget(id)
+        guard let outlet = outlets.removeValue(forKey: id) else {
+            // A visitor whose news did not fit: its own shard cuts it off as the transport closes.
+            visitors[id]?.abort()
+            return
+        }
         forgetStream(outlet, id)
         note(.notice, "cut off a connection that stopped reading", metadata: ["conn": "\(id)", "bound": "\(OutboundBound.messages) messages / \(OutboundBound.bytes) bytes"])
         metrics.connectionClosed(outlet.kind, reason: CloseCode.notReading.reason)

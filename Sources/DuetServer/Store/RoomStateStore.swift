@@ -3,8 +3,9 @@ import DuetRooms
 /// Where a node keeps what must survive it (`DurableFact`): SQLite in the data directory by default
 /// (`SQLiteRoomStateStore`), PostgreSQL shared by every node of a cluster (`PostgresRoomStateStore`, `--database-url`).
 ///
-/// The server never waits for it on the relay path: `StoreWriter` queues the core's facts, coalesces them by key and
-/// writes batches; when the store is down signaling carries on from memory and the queue is written when it returns.
+/// The server never waits for it on the relay path: `StoreQueue` holds the core's facts, coalesces them by key, and
+/// `StoreService` writes batches; when the store is down signaling carries on from memory and the queue is written when
+/// it returns. Only the news of a final fact waits for its batch (`DurableGate`).
 public protocol RoomStateStore: Sendable {
     /// Opens the connection and creates or migrates the schema (idempotent; several nodes may race to do it).
     func prepare() async throws

@@ -5,11 +5,36 @@ import Synchronization
 /// and never waits: the relay path does not know whether the store is up. Facts with the same key replace each
 /// other (only the newest state of a room or seat matters), so while the store is down the queue holds at most one
 /// fact per room and remembered seat — bounded by what the core itself holds.
+///
+/// Each fact added gets a ticket (1, 2, 3, …); `durableThrough` is the highest ticket whose fact, and every fact
+/// before it, is in the store. What a client is told of a final fact waits for its ticket (`DurableGate`, issue 34):
+/// group commit, since the writer takes everything queued as one transaction and one ticket covers the whole batch.
 public final class StoreQueue: Sendable {
+    struct Entry {
+        /// Where it sorts: the ticket of the newest fact merged into it (a room's `roomEnded` after the `roomLive` it
+        /// follows).
+        var order: UInt64
+        /// The oldest ticket it stands for: a fact replaced by a newer one of its key is in the store only once the
+        /// newer one is.
+        var since: UInt64
+        var fact: DurableFact
+    }
+
     private struct Pending {
-        var facts: [String: (order: UInt64, fact: DurableFact)] = [:]
-        var next: UInt64 = 0
+        var facts: [String: Entry] = [:]
+        var next: UInt64 = 1
+        /// The oldest ticket of the batch being written (nil: none is).
+        var writing: UInt64?
+        var durable: UInt64 = 0
+        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var finished = false
         var waiter: AsyncStream<Void>.Continuation?
+
+        /// Every ticket below the oldest one still pending or being written.
+        var durableNow: UInt64 {
+            let oldest = facts.values.lazy.map(\.since).min().map { min($0, writing ?? $0) } ?? writing ?? next
+            return oldest - 1
+        }
     }
 
     private let pending = Mutex(Pending())
@@ -22,36 +47,60 @@ public final class StoreQueue: Sendable {
         pending.withLock { $0.waiter = continuation }
     }
 
-    public func add(_ fact: DurableFact) {
-        let waiter = pending.withLock { state in
-            let kept = state.facts[fact.key].map { $0.fact.merged(with: fact) } ?? fact
-            state.facts[fact.key] = (state.next, kept)
+    /// Queues `fact`; its ticket: it is in the store once `durableThrough` reaches it.
+    @discardableResult
+    public func add(_ fact: DurableFact) -> UInt64 {
+        let (ticket, waiter) = pending.withLock { state in
+            let ticket = state.next
             state.next += 1
-            return state.waiter
+            if let older = state.facts[fact.key] {
+                state.facts[fact.key] = Entry(order: ticket, since: older.since, fact: older.fact.merged(with: fact))
+            } else {
+                state.facts[fact.key] = Entry(order: ticket, since: ticket, fact: fact)
+            }
+            return (ticket, state.waiter)
         }
         waiter?.yield()
+        return ticket
     }
 
-    /// The oldest `limit` facts queued, oldest first (a room's `roomEnded` after the `roomLive` it follows). A batch
-    /// is one transaction with a time limit: after a long outage the backlog is written in batches that each fit.
-    func take(limit: Int = StoreQueue.batchLimit) -> [(order: UInt64, fact: DurableFact)] {
+    /// The oldest `limit` facts queued, oldest first. A batch is one transaction with a time limit: after a long
+    /// outage the backlog is written in batches that each fit. It is being written until `written` or `putBack`.
+    func take(limit: Int = StoreQueue.batchLimit) -> [Entry] {
         pending.withLock { state in
-            let batch = state.facts.values.sorted { $0.order < $1.order }.prefix(limit)
+            let batch = Array(state.facts.values.sorted { $0.order < $1.order }.prefix(limit))
             for entry in batch { state.facts[entry.fact.key] = nil }
-            return Array(batch)
+            state.writing = batch.lazy.map(\.since).min()
+            return batch
         }
     }
 
     /// Facts per write: a few round trips each, well inside the store's 5 s limit per operation.
     static let batchLimit = 200
 
+    /// The batch taken last is in the store: how far the store now has everything, and the waiters that reach it are
+    /// resumed.
+    @discardableResult
+    func written() -> UInt64 {
+        let (durable, ready) = pending.withLock { state in
+            state.writing = nil
+            state.durable = state.durableNow
+            let ready = state.waiters.filter { $0.ticket <= state.durable }.map(\.continuation)
+            state.waiters.removeAll { $0.ticket <= state.durable }
+            return (state.durable, ready)
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+        return durable
+    }
+
     /// A batch the store refused goes back, under any newer fact with the same key that arrived meanwhile (a
-    /// claim that did not reach the store stays a claim).
-    func putBack(_ batch: [(order: UInt64, fact: DurableFact)]) {
+    /// claim that did not reach the store stays a claim, and the newer fact still stands for the older tickets).
+    func putBack(_ batch: [Entry]) {
         pending.withLock { state in
+            state.writing = nil
             for entry in batch {
                 if let newer = state.facts[entry.fact.key] {
-                    state.facts[entry.fact.key] = (newer.order, entry.fact.merged(with: newer.fact))
+                    state.facts[entry.fact.key] = Entry(order: newer.order, since: entry.since, fact: entry.fact.merged(with: newer.fact))
                 } else {
                     state.facts[entry.fact.key] = entry
                 }
@@ -61,5 +110,30 @@ public final class StoreQueue: Sendable {
 
     public var count: Int { pending.withLock { $0.facts.count } }
 
-    func finish() { pending.withLock { $0.waiter?.finish() } }
+    /// Every fact up to this ticket is in the store.
+    public var durableThrough: UInt64 { pending.withLock { $0.durable } }
+
+    /// Returns once the fact of `ticket` is in the store (true), or when the queue is finished without it (false: the
+    /// server is stopping and the store did not take it).
+    public func durable(_ ticket: UInt64) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let now: Bool? = pending.withLock { state in
+                if state.durable >= ticket { return true }
+                if state.finished { return false }
+                state.waiters.append((ticket, continuation))
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    func finish() {
+        let waiters = pending.withLock { state in
+            state.finished = true
+            state.waiter?.finish()
+            defer { state.waiters = [] }
+            return state.waiters.map(\.continuation)
+        }
+        for continuation in waiters { continuation.resume(returning: false) }
+    }
 }

@@ -3,9 +3,10 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// Runs the store beside the server: writes what the core queued (`StoreQueue`), hands the core what other nodes
-/// wrote (`changes`), and keeps the cluster's heartbeats (`maintain`). Every failure is reported (`StoreHealth`,
-/// metrics, one log line per outage) and retried with backoff; none of it ever blocks signaling.
+/// Runs the store beside the server: writes what the core queued (`StoreQueue`) and lets out what clients may hear
+/// only once it is stored (`SessionHub.durable`), hands the core what other nodes wrote (`changes`), and keeps the
+/// cluster's heartbeats (`maintain`). Every failure is reported (`StoreHealth`, metrics, one log line per outage) and
+/// retried with backoff. No join, relay or ping waits for it; only the news of a final fact does (`DurableGate`).
 ///
 /// Listed before the HTTP server in the service group, so it is shut down after it: what the last connections'
 /// ends wrote is flushed before the store closes.
@@ -42,6 +43,8 @@ struct StoreService: Service {
             group.cancelAll()
         }
         await flushBeforeClosing()
+        // A request still waiting for a fact the store did not take hears so (`StoreQueue.durable`).
+        queue.finish()
         await store.close()
     }
 
@@ -67,6 +70,8 @@ struct StoreService: Service {
         guard !batch.isEmpty else { return true }
         do {
             try await store.write(batch.map(\.fact), nowMs: now())
+            // Group commit: whatever a client must hear only once it is stored goes out now (`DurableGate`).
+            hub.durable(through: queue.written())
             metrics.storeWrite(facts: batch.count, ok: true)
             markUp()
             return true

@@ -69,6 +69,36 @@ final class TestClient: Sendable {
         return envelope
     }
 
+    /// The first message of one of `types`, or nil if none comes within `timeout`.
+    func first(of types: Set<MessageType>, timeout: Duration = .seconds(5)) async -> Envelope? {
+        let names = Set(types.map(\.rawValue))
+        let found = await inbox.take(timeout: timeout) { event in
+            if case .message(let envelope) = event { return names.contains(envelope.type) }
+            return false
+        }
+        guard case .message(let envelope)? = found else { return nil }
+        return envelope
+    }
+
+    /// The first message of `type` that matches, or nil once the connection closed before one came (the close stays in
+    /// the inbox for `expectClosed`).
+    func untilClosed(_ type: MessageType, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async -> Envelope? {
+        let found = await inbox.take(timeout: timeout) { event in
+            switch event {
+            case .message(let envelope): envelope.type == type.rawValue && predicate(envelope)
+            case .closed: true
+            case .undecodable: false
+            }
+        }
+        switch found {
+        case .message(let envelope)?: return envelope
+        case let closed?:
+            await inbox.put(closed)
+            return nil
+        case nil: return nil
+        }
+    }
+
     func expectError(_ code: ErrorCode, timeout: Duration = .seconds(5)) async throws -> ErrorPayload {
         let envelope = try await expect(.error, timeout: timeout) { $0.payload["code"]?.stringValue == code.rawValue }
         return try envelope.payload.decode(ErrorPayload.self)
@@ -98,8 +128,8 @@ final class TestClient: Sendable {
         return Joined(envelope: envelope, payload: try envelope.payload.decode(JoinedPayload.self))
     }
 
-    func roomState(where predicate: @escaping @Sendable (RoomStatePayload) -> Bool = { _ in true }) async throws -> RoomStatePayload {
-        let envelope = try await expect(.roomState) { envelope in
+    func roomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool = { _ in true }) async throws -> RoomStatePayload {
+        let envelope = try await expect(.roomState, timeout: timeout) { envelope in
             (try? envelope.payload.decode(RoomStatePayload.self)).map(predicate) ?? false
         }
         return try envelope.payload.decode(RoomStatePayload.self)
