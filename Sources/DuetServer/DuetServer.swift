@@ -16,6 +16,10 @@ import ServiceLifecycle
 public final class DuetServer: Sendable {
     /// The `Server` header of every response.
     static let serverName = "duet"
+    /// Connections the kernel may hold before they are accepted. Hummingbird's default (256) overflowed when the clients
+    /// of a stopped cluster node all came to this one at once (docs/benchmarks.md, Cluster: 450 SYNs dropped a phase,
+    /// each retried after 1 s, which was exactly nginx's connect timeout). Linux caps it at `net.core.somaxconn` (4096).
+    static let listenBacklog = 4096
     public let configuration: ServerConfiguration
     public let hub: SessionHub
     public let metrics: ServerMetrics
@@ -177,7 +181,8 @@ public final class DuetServer: Sendable {
             router: router,
             server: try configuration.tls.map { try .tls(http, tlsConfiguration: Self.tlsConfiguration($0)) } ?? http,
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: Self.serverName),
+                address: .hostname(configuration.host, port: configuration.port), serverName: Self.serverName,
+                backlog: Self.listenBacklog),
             onServerRunning: { channel in
                 listeningContinuation.yield(channel.localAddress?.port ?? 0)
                 listeningContinuation.finish()

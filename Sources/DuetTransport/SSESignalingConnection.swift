@@ -88,6 +88,8 @@ public final class SSESignalingConnection: SignalingConnection {
                     opened.fulfil(.failure(.refused(status: Int(response.status.code))))
                     throw CancellationError()
                 }
+                // Silence counts from the answer, not from the request: a server slow to answer is not a dead stream.
+                activity.touch()
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         // The watchdog ends the read when the stream goes silent (half-open). It sleeps until the
@@ -123,12 +125,16 @@ public final class SSESignalingConnection: SignalingConnection {
                     group.cancelAll()
                 }
             } catch is SilentStream {
+                opened.fulfil(.failure(.unreachable("the stream was silent for \(silenceTimeout) before it said how to post")))
                 reason = .silent
             } catch is CancellationError {
             } catch {
                 opened.fulfil(.failure(.unreachable("\(error)")))
                 reason = .failed("\(error)")
             }
+            // A stream that ended before its first message: `connect` says so now, not at its timeout (does nothing
+            // once it opened).
+            opened.fulfil(.failure(.unreachable("the stream ended before it said how to post")))
             // The server said why it ended the stream (`: close CODE REASON`): the same reason a WebSocket would give.
             if case .byServer(nil, nil) = reason, let (code, text) = serverClose.announced { reason = .byServer(code: code, reason: text) }
             eventSink.yield(.closed(closedByClient.isSet ? .byClient : reason))

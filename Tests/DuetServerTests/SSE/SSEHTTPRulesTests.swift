@@ -18,6 +18,18 @@ import Testing
         text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0.prefix { $0 != "\r" } }
     }
 
+    /// What the socket says until it has given `count` status lines (or ended: recorded as an issue).
+    static func answers(_ count: Int, from socket: RawSocket) async throws -> String {
+        var text = ""
+        while statuses(text).count < count {
+            let chunk = try await socket.receive()
+            #expect(!chunk.isEmpty, "the connection ended after \(statuses(text))")
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text
+    }
+
     @Test func answersOnOneConnectionKeepRequestOrderWhenPipelinedBehindTheRouter() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -29,13 +41,7 @@ import Testing
         try await socket.send(
             "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + Self.post(SessionIdFormat.random(), body: ping)
                 + Self.post("nope", body: ping) + "GET /no-such-page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        var text = ""
-        while Self.statuses(text).count < 4 {
-            let chunk = try await socket.receive()
-            #expect(!chunk.isEmpty, "the connection ended after \(Self.statuses(text))")
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
+        let text = try await Self.answers(4, from: socket)
         #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["200", "410", "400", "404"], "\(text)")
     }
 
@@ -50,13 +56,7 @@ import Testing
         try await socket.send(
             "HEAD /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + "PUT /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
                 + Self.post(sid, body: #"{"v":1,"type":"ping"}"#).replacingOccurrences(of: "POST /sse?", with: "POST /sse/?"))
-        var text = ""
-        while Self.statuses(text).count < 3 {
-            let chunk = try await socket.receive()
-            #expect(!chunk.isEmpty, "the connection ended after \(Self.statuses(text))")
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
+        let text = try await Self.answers(3, from: socket)
         // The POST to /sse/ reaches the SSE endpoint: no stream of that sid, 410 (the router would say 404).
         #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["405", "405", "410"], "\(text)")
         let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
