@@ -114,6 +114,30 @@ import Testing
         #expect(after.roomView(rid)?.cids == [guestCid, hostCid])
     }
 
+    /// Issue 34, drain that nobody notices: a stopping node's rooms reconnect spread over `drainSpreadMs` after
+    /// `drainReconnectAfterMs`, both clients of a room alike (they arrive together, the room whole on its next node); a
+    /// connection without a seat reconnects after the base delay.
+    @Test func aDrainSpreadsItsRoomsAndKeepsEachRoomTogether() throws {
+        var core = makeCore()
+        let rids = (0..<4).map { _ in authorities.roomIds.issue() }
+        for (index, rid) in rids.enumerated() {
+            join(&core, ConnectionID(UInt64(2 * index + 1)), rid: rid, now: 0)
+            join(&core, ConnectionID(UInt64(2 * index + 2)), rid: rid, now: 0)
+        }
+        _ = core.handle(.opened(ConnectionID(99), .ws, sid: nil), nowMs: 0)
+        var delays: [ConnectionID: Int64] = [:]
+        for case .send(let target, let envelope) in core.handle(.drain, nowMs: 1_000) where envelope.messageType == .draining {
+            delays[target] = try envelope.payload.decode(DrainingPayload.self).reconnectAfterMs
+        }
+        #expect(delays.count == 9, "every connection is told")
+        #expect(delays[ConnectionID(99)] == 1_000)
+        for index in 0..<4 {
+            #expect(delays[ConnectionID(UInt64(2 * index + 1))] == delays[ConnectionID(UInt64(2 * index + 2))], "room \(index) split")
+        }
+        let roomDelays = (0..<4).compactMap { delays[ConnectionID(UInt64(2 * $0 + 1))] }.sorted()
+        #expect(roomDelays == [1_000, 1_250, 1_500, 1_750], "spread evenly over the second after the base delay")
+    }
+
     /// Another node claims a room this one still holds (nginx routes the room there now): the clients here are
     /// told to reconnect and closed, nothing is revoked, and only this node's own record is dropped.
     @Test func aRoomClaimedByAnotherNodeIsReleasedHere() throws {

@@ -69,6 +69,23 @@ extension SignalingCore {
     public func knows(sid: String) -> Bool { sseStreams[sid] != nil || sseSeats[sid] != nil }
 
     /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
+    /// A drain's delay for each seated connection: room `i` of `n` (in id order) reconnects after
+    /// `drainReconnectAfterMs + i · drainSpreadMs / n`, both of its clients alike. Unseated connections (a page watching
+    /// rooms) get no entry: they reconnect after `drainReconnectAfterMs`.
+    func drainDelays() -> [ConnectionID: Int64] {
+        var byRoom: [String: [ConnectionID]] = [:]
+        for (connection, state) in connections {
+            if let rid = state.seat?.rid { byRoom[rid, default: []].append(connection) }
+        }
+        let rids = byRoom.keys.sorted()
+        var delays: [ConnectionID: Int64] = [:]
+        for (index, rid) in rids.enumerated() {
+            let after = settings.drainReconnectAfterMs + Int64(index) * settings.drainSpreadMs / Int64(rids.count)
+            for connection in byRoom[rid]! { delays[connection] = after }
+        }
+        return delays
+    }
+
     public func drainingNotice(nowMs: Int64) -> Envelope {
         Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs))
     }

@@ -13,6 +13,10 @@ public struct SignalingCore: Sendable {
         /// call is over rather than be seated in a new, empty room under the old link.
         public var endedSeatMemoryMs: Int64 = 60 * 60_000
         public var drainReconnectAfterMs: Int64 = 1_000
+        /// A drain spreads its rooms' reconnects over this much after `drainReconnectAfterMs` (issue 34: the clients of a
+        /// stopping node must not all reach the next one in the same instant). Both clients of a room get the same delay,
+        /// so that they arrive together and the room is whole on its new node.
+        public var drainSpreadMs: Int64 = 1_000
         /// `SSELiveness`: silent SSE streams are closed and their seats suspended. Off only in the simulator's
         /// `sseLivenessRemoved` mutation, which proves the rule is needed.
         public var closesSilentSSEStreams = true
@@ -209,9 +213,10 @@ public struct SignalingCore: Sendable {
             heard(message, nowMs: nowMs, into: &out)
         case .drain:
             isDraining = true
-            let payload = DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs)
+            let delays = drainDelays()
             for connection in connections.keys.sorted() {
-                out.append(.send(connection, Self.envelope(.draining, ts: nowMs, payload)))
+                let after = delays[connection] ?? settings.drainReconnectAfterMs
+                out.append(.send(connection, Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: after))))
             }
         }
         return out
