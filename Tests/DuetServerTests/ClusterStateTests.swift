@@ -162,6 +162,7 @@ import Testing
             let staysJoined = try await stays.join(left)
             let leaver = try await TestClient.connect(.ws, to: a, roomId: left)
             let leaverJoined = try await leaver.join(left)
+            try await stays.settledRoomState { $0.participants.count == 2 }
             try await leaver.send(.leave, rid: left)
             _ = try await stays.roomState { $0.participants.count == 1 }
             // B hears of both without a restart (within milliseconds). A recovery that beats the news is seated, and

@@ -38,6 +38,8 @@ import Testing
         let hostJoined = try await host.join(rid)
         let guest = try await TestClient.connect(.ws, to: original, roomId: rid)
         let guestJoined = try await guest.join(rid)
+        // The host's state from before the guest came also shows one participant: it must not pass for the leave.
+        try await host.settledRoomState { $0.participants.count == 2 }
         try await guest.send(.leave, rid: rid)
         _ = try await host.roomState { $0.participants.count == 1 }
 

@@ -87,6 +87,7 @@ import Testing
         let pair = try await server.callPair()
         let (rid, host, guestJoined) = (pair.rid, pair.host, pair.guestJoined)
         try await pair.dropGuest()
+        try await host.settledRoomState { $0.participants.count == 2 }
 
         let body = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)), as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave", body: body).status == 204)

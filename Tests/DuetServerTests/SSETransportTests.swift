@@ -157,19 +157,19 @@ import Testing
     /// A stream that answers 200 but never sends its first message (`sse_session`), and either ends or stays silent:
     /// `connect` fails at once with the reason, not after its timeout (it used to wait the whole 5 s and then say
     /// "timed out", and a server slow to answer was taken for a silent one: the watchdog counted from the request).
+    /// The error is the evidence: a connect that waited for its timeout throws `.timedOut` (a wall-clock bound was
+    /// not: at the start of the suite, with every suite starting at once, even a trivial suite took 8 s).
     @Test(arguments: [ScriptedHTTPServer.Then.close, .staySilent])
     func aStreamThatNeverOpensFailsAtOnceWithItsReason(then: ScriptedHTTPServer.Then) async throws {
         let server = try ScriptedHTTPServer(answer: "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n: hello\n\n", then: then)
         defer { server.stop() }
-        let started = ContinuousClock.now
         do {
-            let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(5), silenceTimeout: .milliseconds(300))
+            let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(30), silenceTimeout: .milliseconds(300))
             await connection.close()
             Issue.record("connected to a stream that never said how to post")
         } catch {
             guard case .unreachable(let why) = error else { throw TestFailure("expected unreachable, got \(error)") }
             #expect(why.contains(then == .close ? "ended" : "silent"), "\(why)")
         }
-        #expect(ContinuousClock.now - started < .seconds(4), "connect waited for its timeout")
     }
 }

@@ -135,6 +135,26 @@ final class TestClient: Sendable {
         return try envelope.payload.decode(RoomStatePayload.self)
     }
 
+    /// Like `roomState`, and every `room_state` that came before the matching one is dropped: what the client waits
+    /// for next is newer than this state. Wait for the state a change starts from before making the change, or a
+    /// stale state queued earlier (the one-participant state after the host's own join) matches what the change
+    /// should produce.
+    @discardableResult
+    func settledRoomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool) async throws -> RoomStatePayload {
+        let isRoomState: @Sendable (SignalingEvent) -> Bool = { event in
+            if case .message(let envelope) = event { return envelope.type == MessageType.roomState.rawValue }
+            return false
+        }
+        let found = await inbox.take(timeout: timeout, droppingEarlier: isRoomState) { event in
+            guard isRoomState(event), case .message(let envelope) = event else { return false }
+            return (try? envelope.payload.decode(RoomStatePayload.self)).map(predicate) ?? false
+        }
+        guard case .message(let envelope)? = found else {
+            throw TestFailure("no matching room_state within \(timeout); inbox: \(await inbox.summary())")
+        }
+        return try envelope.payload.decode(RoomStatePayload.self)
+    }
+
     func close() async {
         await connection.close()
         reader.cancel()
@@ -150,18 +170,36 @@ final class TestClient: Sendable {
 
 actor Inbox {
     private var events: [SignalingEvent] = []
-    private var waiters: [(id: UUID, match: @Sendable (SignalingEvent) -> Bool, continuation: CheckedContinuation<SignalingEvent?, Never>)] = []
+    private var waiters: [Waiter] = []
+
+    private struct Waiter {
+        var id: UUID
+        var match: @Sendable (SignalingEvent) -> Bool
+        /// Queued events this selects are removed when the match comes: they all came before it.
+        var dropEarlier: (@Sendable (SignalingEvent) -> Bool)?
+        var continuation: CheckedContinuation<SignalingEvent?, Never>
+    }
 
     func put(_ event: SignalingEvent) {
         if let index = waiters.firstIndex(where: { $0.match(event) }) {
-            waiters.remove(at: index).continuation.resume(returning: event)
+            let waiter = waiters.remove(at: index)
+            if let dropEarlier = waiter.dropEarlier { events.removeAll(where: dropEarlier) }
+            waiter.continuation.resume(returning: event)
         } else {
             events.append(event)
         }
     }
 
-    func take(timeout: Duration, matching match: @escaping @Sendable (SignalingEvent) -> Bool) async -> SignalingEvent? {
-        if let index = events.firstIndex(where: match) { return events.remove(at: index) }
+    func take(timeout: Duration, droppingEarlier dropEarlier: (@Sendable (SignalingEvent) -> Bool)? = nil,
+              matching match: @escaping @Sendable (SignalingEvent) -> Bool) async -> SignalingEvent? {
+        if let index = events.firstIndex(where: match) {
+            let found = events.remove(at: index)
+            if let dropEarlier {
+                let earlier = events[..<index].filter { !dropEarlier($0) }
+                events.replaceSubrange(..<index, with: earlier)
+            }
+            return found
+        }
         let id = UUID()
         let timer = Task {
             try await Task.sleep(for: timeout)
@@ -169,7 +207,7 @@ actor Inbox {
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
-            waiters.append((id, match, continuation))
+            waiters.append(Waiter(id: id, match: match, dropEarlier: dropEarlier, continuation: continuation))
         }
     }
 
