@@ -80,17 +80,23 @@ final class RawSocket: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Everything until the stream ends (the server closed it, or a read timed out); and how long that took, which
-    /// tells the two apart (the read timeout is 10 s).
-    func receiveToEnd() async throws -> (text: String, took: Duration) {
-        let started = ContinuousClock.now
+    /// Everything until the stream ends, and whether it ended because the server closed it (recv read end of stream)
+    /// (or reset it) or because a read timed out (10 s without a byte: EAGAIN).
+    func receiveToEnd() async throws -> (text: String, closedByServer: Bool) {
+        let fd = descriptor.withLock { $0 }
         var bytes: [UInt8] = []
         while true {
-            let chunk = try await receive()
-            if chunk.isEmpty { break }
+            let (chunk, received, error) = try await Self.offPool {
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                return (received > 0 ? Array(buffer.prefix(received)) : [], received, received < 0 ? errno : 0)
+            }
+            if received <= 0 {
+                let timedOut = received < 0 && (error == EAGAIN || error == EWOULDBLOCK)
+                return (String(decoding: bytes, as: UTF8.self), !timedOut)
+            }
             bytes += chunk
         }
-        return (String(decoding: bytes, as: UTF8.self), ContinuousClock.now - started)
     }
 
     /// Half-closes: the server reads end of input, and can still write.

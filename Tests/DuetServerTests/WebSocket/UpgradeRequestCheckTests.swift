@@ -41,8 +41,8 @@ import Testing
         #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(80))")
         // NIO's decoder parses nothing after a request that asked to upgrade: the server closes the socket after it
         // (well before the socket's own 10 s read timeout would end the read).
-        let (rest, took) = try await socket.receiveToEnd()
-        #expect(took < .seconds(5), "closed by the server, not timed out")
+        let (rest, closedByServer) = try await socket.receiveToEnd()
+        #expect(closedByServer, "closed by the server, not timed out")
         #expect(!rest.contains("HTTP/1.1"))
     }
 
