@@ -68,7 +68,6 @@ extension SignalingCore {
     /// Whether this core has a stream of `sid` open, or a seat it holds (what a new stream of it is checked against).
     public func knows(sid: String) -> Bool { sseStreams[sid] != nil || sseSeats[sid] != nil }
 
-    /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
     /// A drain's delay for each seated connection: room `i` of `n` (in id order) reconnects after
     /// `drainReconnectAfterMs + i · drainSpreadMs / n`, both of its clients alike. Unseated connections (a page watching
     /// rooms) get no entry: they reconnect after `drainReconnectAfterMs`.
@@ -86,6 +85,7 @@ extension SignalingCore {
         return delays
     }
 
+    /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
     public func drainingNotice(nowMs: Int64) -> Envelope {
         Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs))
     }

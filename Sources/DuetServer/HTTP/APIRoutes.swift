@@ -51,7 +51,10 @@ struct APIRoutes: Sendable {
             // Answered once the store has it: a 204 is never undone by a crash (issue 34).
             switch await hub.leave(leave) {
             case (.left, true): return Response(status: .noContent)
-            case (.left, false): return .text(.serviceUnavailable, "the server is stopping and did not store the leave; send it again")
+            case (.left, false):
+                var response = Response.text(.serviceUnavailable, "the leave is not stored yet (the store is down or the server is stopping); send it again")
+                response.headers[.retryAfter] = "1"
+                return response
             case (.invalidToken, _): return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")
             }
         }

@@ -17,6 +17,17 @@ struct DurableGate {
     }
 
     private var held: [ConnectionID: [(ticket: UInt64, item: Item)]] = [:]
+    /// The encoded size of what waits, per connection: bounded as a connection's queue is (`OutboundBound.bytes`),
+    /// so that a store that is away cannot make a connection hold more than it could have queued.
+    private var bytes: [ConnectionID: Int] = [:]
+
+    /// What an item would take in the connection's queue (a close: its frame, a few bytes).
+    static func cost(_ item: Item) -> Int {
+        switch item {
+        case .send(let envelope): envelope.encodedString().utf8.count
+        case .close(_, let reason): 4 + reason.utf8.count
+        }
+    }
 
     var isEmpty: Bool { held.isEmpty }
 
@@ -24,8 +35,8 @@ struct DurableGate {
         /// Nothing waits for it: send it now.
         case now
         case held
-        /// The connection already has as much waiting as it may have queued (`OutboundBound`): it is not reading,
-        /// or the store has been away long enough that it cannot be told anything more.
+        /// The connection already has as much waiting as it may have queued (`OutboundBound`, in messages or in
+        /// bytes): it is not reading, or the store has been away long enough that it cannot be told anything more.
         case full
     }
 
@@ -33,12 +44,15 @@ struct DurableGate {
     /// for the connection already.
     mutating func admit(_ item: Item, for id: ConnectionID, ticket: UInt64?) -> Verdict {
         if let waiting = held[id], let last = waiting.last {
-            guard waiting.count < OutboundBound.messages else { return .full }
+            let cost = Self.cost(item)
+            guard waiting.count < OutboundBound.messages, bytes[id, default: 0] + cost <= OutboundBound.bytes else { return .full }
             held[id]!.append((max(last.ticket, ticket ?? 0), item))
+            bytes[id, default: 0] += cost
             return .held
         }
         guard let ticket else { return .now }
         held[id] = [(ticket, item)]
+        bytes[id] = Self.cost(item)
         return .held
     }
 
@@ -51,26 +65,39 @@ struct DurableGate {
             let ready = waiting.prefix { $0.ticket <= durable }
             guard !ready.isEmpty else { continue }
             out.append(contentsOf: ready.map { (id, $0.item) })
-            held[id] = ready.count == waiting.count ? nil : Array(waiting.dropFirst(ready.count))
+            if ready.count == waiting.count {
+                held[id] = nil
+                bytes[id] = nil
+            } else {
+                held[id] = Array(waiting.dropFirst(ready.count))
+                bytes[id, default: 0] -= ready.reduce(0) { $0 + Self.cost($1.item) }
+            }
         }
         return out
     }
 
     /// What waited for a connection that closed, was cut off or moved to another shard (`take`).
     @discardableResult
-    mutating func forget(_ id: ConnectionID) -> [(ticket: UInt64, item: Item)] { held.removeValue(forKey: id) ?? [] }
+    mutating func forget(_ id: ConnectionID) -> [(ticket: UInt64, item: Item)] {
+        bytes[id] = nil
+        return held.removeValue(forKey: id) ?? []
+    }
 
     /// What a moving connection brings to its new shard, still waiting for the same tickets.
     mutating func adopt(_ waiting: [(ticket: UInt64, item: Item)], for id: ConnectionID) {
         guard !waiting.isEmpty else { return }
         held[id, default: []].append(contentsOf: waiting)
+        bytes[id, default: 0] += waiting.reduce(0) { $0 + Self.cost($1.item) }
     }
 
     func waiting(for id: ConnectionID) -> Int { held[id]?.count ?? 0 }
 
     var waitingCount: Int { held.values.reduce(0) { $0 + $1.count } }
 
-    mutating func removeAll() { held = [:] }
+    mutating func removeAll() {
+        held = [:]
+        bytes = [:]
+    }
 }
 
 extension DurableFact {

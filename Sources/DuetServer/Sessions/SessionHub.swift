@@ -134,7 +134,7 @@ public final class SessionHub: Sendable {
     private func deliverCrossShard(from source: Int) {
         var first = true
         while true {
-            let batch: [DurableFact]? = shards[source].withLock { state -> [DurableFact]? in
+            let batch: [SessionState.SharedFact]? = shards[source].withLock { state -> [SessionState.SharedFact]? in
                 if first {
                     guard !state.crossShardDelivering else { return nil }
                     state.crossShardDelivering = true
@@ -373,12 +373,17 @@ public final class SessionHub: Sendable {
     }
 
     /// `POST /api/leave`: answered once the leave is in the store (acknowledged means durable, issue 34); false for
-    /// `stored` when the server stopped before the store took it.
-    public func leave(_ request: LeaveRequest) async -> (result: SignalingCore.HTTPLeaveResult, stored: Bool) {
+    /// `stored` when the server stopped before the store took it, or the store did not take it within `bound` (it
+    /// is down: the leave stays queued and is written when it is back, but the client is not told it is stored).
+    public func leave(_ request: LeaveRequest, within bound: Duration = SessionHub.leaveStoreBound) async -> (result: SignalingCore.HTTPLeaveResult, stored: Bool) {
         let (result, ticket) = locked(shard(of: request.rid)) { $0.leave(request) }
         guard let ticket, let store else { return (result, true) }
-        return (result, await store.durable(ticket))
+        return (result, await store.durable(ticket, within: bound))
     }
+
+    /// How long `POST /api/leave` waits for the store before answering 503: a healthy store writes within
+    /// milliseconds, and a request must not hold a shutdown or a client for a store that is down.
+    public static let leaveStoreBound: Duration = .seconds(5)
 
     /// The store has every fact up to `durable` (`StoreQueue.written`): the news of them goes out (`DurableGate`).
     public func durable(through durable: UInt64) { everyShard { $0.release(through: durable) } }

@@ -28,7 +28,8 @@ struct SessionState {
     /// nodes of a cluster would, for their watchers (`crossShard`, delivered by the hub once this shard's lock is
     /// released). Rings need nothing of the kind: a room's listeners all listen in the room's shard.
     private let sharded: Bool
-    private(set) var crossShard: [DurableFact] = []
+    /// Each with the ticket of its write when it is final: what another shard tells of it waits for the store too.
+    private(set) var crossShard: [SharedFact] = []
     /// Whether some thread is delivering this shard's `crossShard` now: one at a time, so the others hear them in order.
     var crossShardDelivering = false
 
@@ -148,6 +149,9 @@ struct SessionState {
         outlets[id] = outlet
         visitors[id] = nil
         gate.adopt(waiting, for: id)
+        // What it brought may have been written while it moved: the next write may be long in coming on a quiet
+        // node, and must not be what sends it.
+        if !waiting.isEmpty, let store { release(through: store.durableThrough) }
         if let token = outlet.postToken, let sid = moving.sid {
             postTokens[token] = id
             streamSids[id] = sid
@@ -161,7 +165,13 @@ struct SessionState {
         return verdict
     }
 
-    mutating func takeCrossShard() -> [DurableFact] {
+    /// A fact one shard wrote, for the others; `ticket`: the write a final fact's news waits for (nil: none).
+    struct SharedFact: Sendable {
+        var fact: DurableFact
+        var ticket: UInt64?
+    }
+
+    mutating func takeCrossShard() -> [SharedFact] {
         defer { crossShard = [] }
         return crossShard
     }
@@ -304,9 +314,15 @@ struct SessionState {
     /// What another node of the cluster said of a ring.
     mutating func heard(_ message: RingBroadcast) { perform(core.handle(.heard(message), nowMs: now())) }
 
-    /// What the store says (at start, or another node's write), in order.
+    /// What the store says (at start, or another node's write), in order: in the store already.
     mutating func learn(_ facts: [DurableFact]) {
         for fact in facts { perform(core.handle(.learned(fact), nowMs: now())) }
+    }
+
+    /// What another shard of this node wrote, in order: what this shard tells of a final fact (a watcher's count)
+    /// waits for the write as the writing shard's own news does.
+    mutating func learn(_ facts: [SharedFact]) {
+        for shared in facts { perform(core.handle(.learned(shared.fact), nowMs: now()), holding: shared.ticket) }
     }
 
     /// `ticket`: the leave is in the store once `StoreQueue.durable` says so (nil: nothing to wait for).
@@ -460,12 +476,13 @@ struct SessionState {
 
     /// Room and participant gauges are not touched here: counting them walks every room, so `/metrics`
     /// refreshes them when it is scraped (OperationsRoutes).
-    /// The ticket of the last final fact among `outputs` (nil: none).
+    /// The ticket of the last final fact among `outputs` (nil: none). `holding`: every message and close of
+    /// `outputs` waits for this ticket too.
     @discardableResult
-    private mutating func perform(_ outputs: [SignalingCore.Output]) -> UInt64? {
+    private mutating func perform(_ outputs: [SignalingCore.Output], holding: UInt64? = nil) -> UInt64? {
         performing += 1
         defer { performing -= 1 }
-        let ticket = performOutputs(outputs)
+        let ticket = performOutputs(outputs, holding: holding)
         handleCutOffs()
         return ticket
     }
@@ -480,16 +497,30 @@ struct SessionState {
         }
     }
 
-    /// The facts first, so that every message of a step that decided a final fact waits for it (`DurableGate`): the
-    /// core lists a step's facts after its messages.
+    /// The facts first, then the messages: a message about a room waits for the final fact of that room that the
+    /// same step decided (`DurableGate`) — `room_ended`, the partner's `room_state` after a leave or an eviction,
+    /// a watcher's `room_status_update`. A tick that evicts seats in several rooms, or suspends one room's silent
+    /// stream while it evicts in another, holds each room's news for its own write only; a room with nothing final
+    /// is not held at all. What a connection is sent after something held waits behind it anyway (the gate keeps
+    /// each connection's order), and `holding` (another shard's final fact) holds everything of the step.
     @discardableResult
-    private mutating func performOutputs(_ outputs: [SignalingCore.Output]) -> UInt64? {
-        var ticket: UInt64?
-        for case .persist(let fact) in outputs {
-            if let added = store?.add(fact), fact.isFinal { ticket = added }
-            if sharded { crossShard.append(fact) }
-        }
+    private mutating func performOutputs(_ outputs: [SignalingCore.Output], holding: UInt64? = nil) -> UInt64? {
+        var finals: [String: UInt64] = [:]
+        var last: UInt64?
         for output in outputs {
+            guard case .persist(let fact) = output else { continue }
+            let ticket = store?.add(fact)
+            if fact.isFinal, let ticket {
+                finals[fact.rid] = ticket
+                last = ticket
+            }
+            if sharded { crossShard.append(SharedFact(fact: fact, ticket: fact.isFinal ? ticket : nil)) }
+        }
+        let holds: [UInt64?] = outputs.map { output in
+            guard case .send(_, let envelope) = output else { return holding }
+            return [envelope.rid.flatMap { finals[$0] }, holding].compactMap { $0 }.max()
+        }
+        for (output, ticket) in zip(outputs, holds) {
             switch output {
             case .send(let id, let envelope):
                 send(envelope, to: id, after: ticket)
@@ -515,7 +546,7 @@ struct SessionState {
                 ringBus?(message)
             }
         }
-        return ticket
+        return last
     }
 
     /// The client stopped reading and its queue reached `OutboundBound`: nothing more is buffered for it. The

@@ -26,7 +26,8 @@ public final class StoreQueue: Sendable {
         /// The oldest ticket of the batch being written (nil: none is).
         var writing: UInt64?
         var durable: UInt64 = 0
-        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var waiters: [(id: UInt64, ticket: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var nextWaiter: UInt64 = 0
         var finished = false
         var waiter: AsyncStream<Void>.Continuation?
 
@@ -64,11 +65,18 @@ public final class StoreQueue: Sendable {
         return ticket
     }
 
-    /// The oldest `limit` facts queued, oldest first. A batch is one transaction with a time limit: after a long
-    /// outage the backlog is written in batches that each fit. It is being written until `written` or `putBack`.
+    /// The `limit` facts queued longest (oldest `since`), in the order they were last changed. A batch is one
+    /// transaction with a time limit: after a long outage the backlog is written in batches that each fit. It is
+    /// being written until `written` or `putBack`.
+    ///
+    /// Chosen by `since`, not by `order`: a key changed again and again (a busy room) keeps a late `order` but stands
+    /// for an early ticket, and taken by `order` it could stay behind the batch limit while new facts keep coming —
+    /// `durableThrough` would stall behind it and every final fact's news with it. A room's `roomEnded` still never
+    /// goes before its live record: that record was queued first, so its `since` is older.
     func take(limit: Int = StoreQueue.batchLimit) -> [Entry] {
         pending.withLock { state in
-            let batch = Array(state.facts.values.sorted { $0.order < $1.order }.prefix(limit))
+            let oldest = state.facts.count <= limit ? Array(state.facts.values) : Array(state.facts.values.sorted { $0.since < $1.since }.prefix(limit))
+            let batch = oldest.sorted { $0.order < $1.order }
             for entry in batch { state.facts[entry.fact.key] = nil }
             state.writing = batch.lazy.map(\.since).min()
             return batch
@@ -114,16 +122,43 @@ public final class StoreQueue: Sendable {
     public var durableThrough: UInt64 { pending.withLock { $0.durable } }
 
     /// Returns once the fact of `ticket` is in the store (true), or when the queue is finished without it (false: the
-    /// server is stopping and the store did not take it).
+    /// server is stopping and the store did not take it), or when the waiting task is cancelled (false: the caller's
+    /// bound ran out, and its waiter is gone from the queue).
     public func durable(_ ticket: UInt64) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let now: Bool? = pending.withLock { state in
-                if state.durable >= ticket { return true }
-                if state.finished { return false }
-                state.waiters.append((ticket, continuation))
-                return nil
+        let id = pending.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now: Bool? = pending.withLock { state in
+                    if state.durable >= ticket { return true }
+                    if state.finished || Task.isCancelled { return false }
+                    state.waiters.append((id, ticket, continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
             }
-            if let now { continuation.resume(returning: now) }
+        } onCancel: {
+            let cancelled = pending.withLock { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0).continuation }
+            }
+            cancelled?.resume(returning: false)
+        }
+    }
+
+    /// `durable(ticket)`, waiting at most `bound`: false when the store did not take the fact in time (it stays
+    /// queued and is written when the store is back; only the answer gives up).
+    public func durable(_ ticket: UInt64, within bound: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.durable(ticket) }
+            group.addTask {
+                try? await Task.sleep(for: bound)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 

@@ -3,6 +3,7 @@ import DuetProtocol
 @testable import DuetRooms
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 /// Issue 34, point 1, as pure logic: the store's tickets (`StoreQueue`), and the hub holding the news of a final fact
@@ -30,11 +31,43 @@ import Testing
         let other = queue.add(.seatRevoked(rid: "r2", cid: "b", untilMs: 1))
         _ = queue.add(.roomGone(rid: "r1"))
         let batch = queue.take(limit: 1)
-        #expect(batch.map(\.fact) == [.seatRevoked(rid: "r2", cid: "b", untilMs: 1)], "oldest by order: the room's entry moved behind")
-        #expect(queue.written() == live - 1, "r1's first ticket is still waiting, inside its replacement")
+        #expect(batch.map(\.fact) == [.roomGone(rid: "r1")], "queued longest: the room's entry stands for ticket 1")
+        #expect(queue.written() == live, "r1's tickets are in; r2's is still waiting")
         #expect(other > live)
         _ = queue.take()
         #expect(queue.written() == 3)
+    }
+
+    /// A room that changes again and again while the store works through a backlog must not hold the watermark
+    /// back: taken by when it last changed, it stayed behind the batch limit as long as new facts kept coming.
+    @Test func aBusyRoomDoesNotStallTheWatermark() {
+        let queue = StoreQueue()
+        let busy = queue.add(.roomLive(rid: "busy", hostCid: "a", epoch: 1, occupancy: 2))
+        for index in 0..<10 { queue.add(.seatRevoked(rid: "r\(index)", cid: "c", untilMs: 1)) }
+        var through: UInt64 = 0
+        for round in 0..<5 {
+            // Each round the busy room changes and more rooms queue than one batch takes.
+            queue.add(.roomLive(rid: "busy", hostCid: "a", epoch: Int64(round + 2), occupancy: 2))
+            for index in 0..<4 { queue.add(.seatRevoked(rid: "n\(round)-\(index)", cid: "c", untilMs: 1)) }
+            _ = queue.take(limit: 3)
+            through = queue.written()
+        }
+        #expect(through >= busy, "the busy room's first ticket was never written: durableThrough \(through)")
+    }
+
+    /// A bounded wait gives up without the fact (which stays queued), and a cancelled waiter is gone from the queue:
+    /// a request that gave up leaves nothing behind, and writing the fact later resumes nobody twice.
+    @Test func aBoundedWaitGivesUpAndLeavesNoWaiterBehind() async {
+        let queue = StoreQueue()
+        let ticket = queue.add(.seatRevoked(rid: "r1", cid: "a", untilMs: 1))
+        #expect(await queue.durable(ticket, within: .milliseconds(50)) == false)
+        let waiting = Task { await queue.durable(ticket) }
+        waiting.cancel()
+        #expect(await waiting.value == false)
+        #expect(queue.count == 1, "the fact is still queued")
+        _ = queue.take()
+        #expect(queue.written() == ticket)
+        #expect(await queue.durable(ticket, within: .seconds(5)), "written: at once")
     }
 
     @Test func aRefusedBatchKeepsItsTickets() {
@@ -143,6 +176,82 @@ import Testing
         _ = host
     }
 
+    /// One tick evicts a seat in each of two rooms: each room's news waits for its own room's write, not for the
+    /// whole tick's (the store may write the first room's facts in one batch and the second's in the next).
+    @Test func eachRoomsNewsWaitsForItsOwnRoomsWrite() throws {
+        let clock = Mutex<Int64>(1_000_000)
+        let queue = StoreQueue()
+        let hub = SessionHub(
+            core: SignalingCore(settings: .init(), authorities: Self.authorities, ids: .system), metrics: ServerMetrics(),
+            logger: Logger(label: "test"), messageRate: nil, now: { clock.withLock { $0 } }, store: queue)
+        let rids = [Self.roomId(), Self.roomId()].sorted()
+        let guests = [Recorder(), Recorder()]
+        var hosts: [ConnectionID] = []
+        for (rid, guest) in zip(rids, guests) { hosts.append(Self.room(hub, rid, Recorder(), guest).0) }
+        for host in hosts { hub.closed(host, reason: "gone") }
+        _ = queue.take()
+        hub.durable(through: queue.written())
+        let heard = guests.map(\.texts.count)
+        clock.withLock { $0 += SignalingCore.Settings().evictionTimeoutMs + 1 }
+        hub.tick()
+        #expect(guests.map(\.texts.count) == heard, "told of an eviction before the store had it")
+        // The first room (the tick goes in rid order) is two facts: its record and the revoked seat.
+        _ = queue.take(limit: 2)
+        hub.durable(through: queue.written())
+        #expect(Self.types(guests[0]).suffix(from: heard[0]).contains("room_state"), "the first room's write is in: its guest is told")
+        #expect(guests[1].texts.count == heard[1], "the second room's write is not: its guest waits")
+        _ = queue.take()
+        hub.durable(through: queue.written())
+        #expect(Self.types(guests[1]).suffix(from: heard[1]).contains("room_state"))
+    }
+
+    /// A watcher whose connection is in another shard hears a room's end once the store has it, like the room's own
+    /// participants (it learns through the hub's cross-shard delivery, not through the room's shard).
+    @Test func aWatcherInAnotherShardHearsOfAnEndOnceStored() throws {
+        let queue = StoreQueue()
+        let hub = Self.hub(queue, shards: 4)
+        let rid = Self.roomId()
+        var elsewhere = Self.roomId()
+        while hub.shard(of: elsewhere) == hub.shard(of: rid) { elsewhere = Self.roomId() }
+        let a = Recorder(), b = Recorder(), page = Recorder()
+        let (host, _) = Self.room(hub, rid, a, b)
+        let watcher = hub.open(.ws, sink: page.sink, rid: elsewhere)
+        Self.send(hub, watcher, #"{"v":1,"type":"watch_rooms","payload":{"rids":["\#(rid)"]}}"#)
+        _ = queue.take()
+        hub.durable(through: queue.written())
+        let heard = page.texts.count
+        #expect(Self.types(page).contains("room_statuses"))
+        Self.send(hub, host, #"{"v":1,"type":"end_room","rid":"\#(rid)","payload":{}}"#)
+        #expect(page.texts.count == heard, "the watcher heard of the end before the store had it: \(Self.types(page).suffix(2))")
+        _ = queue.take()
+        hub.durable(through: queue.written())
+        #expect(Self.types(page).suffix(from: heard) == ["room_status_update"])
+    }
+
+    /// A connection that moves to another shard brings what waits for it; what the store wrote while it moved goes
+    /// out on arrival, in order, and not only when the store next writes (which may be long on a quiet node).
+    @Test func whatWaitsMovesWithItsConnectionAndGoesOutOnceWritten() throws {
+        let queue = StoreQueue()
+        let hub = Self.hub(queue, shards: 4)
+        let rid = Self.roomId()
+        var other = Self.roomId()
+        while hub.shard(of: other) == hub.shard(of: rid) { other = Self.roomId() }
+        let a = Recorder(), b = Recorder()
+        let (host, guest) = Self.room(hub, rid, a, b)
+        _ = queue.take()
+        hub.durable(through: queue.written())
+        let heard = b.texts.count
+        Self.send(hub, host, #"{"v":1,"type":"leave","rid":"\#(rid)","payload":{}}"#)
+        #expect(b.texts.count == heard)
+        // Written, and the hub not told yet: the guest joins a room of another shard meanwhile.
+        _ = queue.take()
+        _ = queue.written()
+        Self.send(hub, guest, #"{"v":1,"type":"join","rid":"\#(other)","payload":{}}"#)
+        let types = Self.types(b).suffix(from: heard)
+        #expect(types.first == "room_state", "the leave's news first: \(Array(types))")
+        #expect(types.contains("joined"))
+    }
+
     /// While the store is away, what waits is bounded like a connection's queue: past it the connection is cut off.
     @Test func whatWaitsIsBounded() {
         var gate = DurableGate()
@@ -154,5 +263,22 @@ import Testing
         #expect(gate.release(through: 7).count == OutboundBound.messages)
         #expect(gate.isEmpty)
         #expect(gate.admit(.close(.goingAway, reason: "x"), for: id, ticket: nil) == .now)
+    }
+
+    /// Bounded in bytes too: a few large messages (an offer's SDP) fill it long before the message count does.
+    @Test func whatWaitsIsBoundedInBytes() throws {
+        var gate = DurableGate()
+        let id = ConnectionID(1)
+        let big = Envelope(type: "offer", payload: ["sdp": .string(String(repeating: "a", count: 60_000))])
+        let fits = OutboundBound.bytes / DurableGate.cost(.send(big))
+        #expect(gate.admit(.send(big), for: id, ticket: 7) == .held)
+        for _ in 1..<fits { #expect(gate.admit(.send(big), for: id, ticket: nil) == .held) }
+        #expect(fits < OutboundBound.messages)
+        #expect(gate.admit(.send(big), for: id, ticket: nil) == .full)
+        #expect(gate.release(through: 7).count == fits)
+        // Released, the bytes are free again.
+        #expect(gate.admit(.send(big), for: id, ticket: 8) == .held)
+        for _ in 1..<fits { #expect(gate.admit(.send(big), for: id, ticket: nil) == .held) }
+        #expect(gate.admit(.send(big), for: id, ticket: nil) == .full)
     }
 }

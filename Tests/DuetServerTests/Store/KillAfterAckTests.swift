@@ -102,7 +102,7 @@ import Glibc
         var ended = false, left = false, leftOverHTTP = false
     }
 
-    /// What reached the clients; the first of it kills the server (SIGKILL, at once, from the thread that heard it).
+    /// What reached the clients; the last of it kills the server (SIGKILL, at once, from the thread that heard it).
     final class Acknowledgements: Sendable {
         private let told = Mutex(Told())
         private let killed = Atomic<Bool>(false)
@@ -155,8 +155,8 @@ import Glibc
             return Round(endedHost: a.0, endedGuest: a.1, endedSeat: a.2, leftHost: b.0, leftGuest: b.1, leftSeat: b.2, httpHost: c.0, httpSeat: c.2)
         }
 
-        /// The three steps at once; SIGKILL as soon as one acknowledgement arrives; then which of them had reached a
-        /// client before its connection died with the process.
+        /// The three steps at once; SIGKILL the instant the last of the three acknowledgements arrives; then which of
+        /// them had reached a client before its connection died with the process.
         func stepAndKill(_ server: ServerProcess) async throws -> Told {
             let told = Acknowledgements(killing: server.process.processIdentifier)
             @Sendable func acknowledged(_ mark: @Sendable (inout Told) -> Void) { told.heard(mark) }
