@@ -39,6 +39,19 @@ import Testing
         let health = try await httpStatus(base + "healthz")
         #expect(health == 503, "healthz turns 503 while draining")
         #expect(try await httpStatus(base + "sse?sid=" + SessionIdFormat.random()) == 503, "no new sessions while draining")
+        // A new WebSocket is refused with a status a proxy retries elsewhere and a client can act on (it used to be
+        // closed unanswered), and so is a new SSE stream.
+        for request in [
+            "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+            "GET /sse?sid=\(SessionIdFormat.random()) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        ] {
+            let socket = try await RawSocket.connect(port: port)
+            defer { socket.close() }
+            try await socket.send(request)
+            let answer = try await socket.receive(until: "\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 503 "), "\(answer.prefix(80))")
+            #expect(answer.lowercased().contains("retry-after: 1\r\n"), "\(answer)")
+        }
 
         #expect(try await ws.expectClosed(timeout: .seconds(5)) == .byServer(code: 1012, reason: "server shutting down"))
         _ = try await sse.expectClosed(timeout: .seconds(5))

@@ -145,3 +145,9 @@ extension Response {
             body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
+
+extension Gatekeeper.Refusal {
+    /// What a draining node answers a new session (`/ws` upgrade, `/sse` stream): a status a proxy retries on the next
+    /// node (`proxy_next_upstream http_503`, deploy/nginx/duet-cluster.conf) and a client without one waits on.
+    static let draining = Self(status: .serviceUnavailable, message: "server is draining; reconnect shortly", retryAfterSeconds: 1)
+}

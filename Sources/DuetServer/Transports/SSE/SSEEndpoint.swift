@@ -48,7 +48,7 @@ struct SSEEndpoint: Sendable {
         guard let sid = Self.sid(of: head) else { return .failure(Self.badSid) }
         let caller = Gatekeeper.Caller(head, peer: peer)
         if let refusal = gate.refusal(caller, entry: .sse) { return .failure(refusal) }
-        if hub.isDraining { return .failure(Answer(status: .serviceUnavailable, message: "server is draining; reconnect shortly")) }
+        if hub.isDraining { return .failure(Answer.draining) }
         return gate.admit(caller, entry: .sse).map { (sid, $0) }
     }
 

@@ -21,15 +21,12 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         /// The upgrade was refused: the request head is gone (NIO's upgrader does not replay it), so the refusal is
         /// answered here, with its own status, and the connection closed.
         case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, Gatekeeper.Refusal)
-        /// Closed without an answer (a draining node).
-        case dropped
     }
 
     /// What `shouldUpgrade` decided, for `notUpgradingCompletionHandler`.
     private enum Gate {
         case none
         case refused(Gatekeeper.Refusal)
-        case dropped
     }
 
     struct Value: ServerChildChannelValue {
@@ -74,10 +71,6 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     case .refuse(let why):
                         gate.value = .refused(why)
                         return channel.eventLoop.makeSucceededFuture(nil)
-                    case .drop:
-                        gate.value = .dropped
-                        channel.close(promise: nil)
-                        return channel.eventLoop.makeSucceededFuture(nil)
                     }
                 },
                 upgradePipelineHandler: { channel, head in
@@ -92,7 +85,6 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        if case .dropped = gate.value { return .dropped }
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                         try channel.pipeline.syncOperations.addHandlers(http1.additionalChannelHandlers())
                         try channel.pipeline.syncOperations.addHandler(
@@ -118,7 +110,7 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.negotiated.get() {
-            case .webSocket, .dropped:
+            case .webSocket:
                 return
             case .http(let http):
                 await handleHTTP(asyncChannel: http, logger: logger)

@@ -19,8 +19,6 @@ struct WebSocketTransport: Sendable {
     enum Decision {
         case upgrade
         case refuse(Gatekeeper.Refusal)
-        /// Close without an answer (draining; see `decide`).
-        case drop
     }
 
     func decide(_ head: HTTPRequestHead, peer: SocketAddress?) -> Decision {
@@ -30,10 +28,10 @@ struct WebSocketTransport: Sendable {
         if blocked { return .refuse(.init(status: .forbidden, message: "WebSocket is disabled on this server; use /sse")) }
         let caller = Gatekeeper.Caller(head: head, peer: peer)
         if let refusal = gate.refusal(caller, entry: .ws) { return .refuse(refusal) }
-        // A connection closed before any answer is what `proxy_next_upstream error` passes on: nginx tries the next
-        // node of the ring and takes this one out for `fail_timeout`, so a draining node's rooms move at once
-        // (deploy/nginx/duet-cluster.conf). A client without a proxy sees a failed connection and retries.
-        if hub.isDraining { return .drop }
+        // A 503 is what `proxy_next_upstream http_503` passes on: nginx tries the next node of the ring and takes this
+        // one out for `fail_timeout`, so a draining node's rooms move at once (deploy/nginx/duet-cluster.conf). A
+        // client without a proxy is told why and when to come back (it used to be closed unanswered: issue 34).
+        if hub.isDraining { return .refuse(Gatekeeper.Refusal.draining) }
         // Only a check here: the slot is taken when the upgrade completes (`handler`), by the connection itself.
         if let refusal = gate.capRefusal(caller, entry: .ws) { return .refuse(refusal) }
         return .upgrade
@@ -52,7 +50,7 @@ struct WebSocketTransport: Sendable {
         router.get("/ws") { request, context -> Response in
             if blocked { return .text(.forbidden, "WebSocket is disabled on this server; use /sse") }
             if let refusal = gate.refusal(request, context: context, entry: .ws, consume: false) { return refusal.response }
-            if hub.isDraining { return .text(.serviceUnavailable, "server is draining; reconnect shortly") }
+            if hub.isDraining { return Gatekeeper.Refusal.draining.response }
             if let refusal = gate.capRefusal(request, context: context, entry: .ws) { return refusal.response }
             return .text(.upgradeRequired, "this endpoint speaks WebSocket")
         }

@@ -58,7 +58,7 @@ try {
 let announcedLocal = { audio: local.audio, video: local.video, screen: false };
 let peerPresent = false;
 const remoteSeen = { count: 0, lastAt: null, peerJoinedAt: null, knownAt: null };
-const statusLog = [];  // the connection status changes of this page's calls, oldest first (bounded)
+const statusLog = [];  // the connection status changes of this page's calls, oldest first (bounded), each with when (epoch ms)
 let hadCall = false;  // both people were in this call at some point: the ended screen has a summary to show
 
 const currentPc = () => call?.peer?.pc ?? null;
@@ -337,7 +337,7 @@ function onChange({ detail: event }) {
   if (event.type === 'transport') runBadge({ type: 'signaling', up: event.transport !== null });
   if (event.type === 'connectionStatus') runBadge({ type: 'status', status: event.status });
   if (event.type === 'connectionStatus') {
-    statusLog.push({ status: event.status, phase: state.phase });
+    statusLog.push({ status: event.status, phase: state.phase, at: Date.now() });
     if (statusLog.length > 100) statusLog.shift();
   }
   // The quality tracker decides what counts (sampling in the call, reconnects): the same rule as DuetClient's.
