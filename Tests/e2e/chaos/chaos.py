@@ -18,6 +18,7 @@ in both pages before they load: `RTCPeerConnection.prototype.restartIce` does no
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -113,20 +114,59 @@ def frames(peer):
     return stats(peer.page)["videoFramesDecoded"]
 
 
-def wait_whole(net, timeout, what):
+def constant(name):
+    """A resilience constant as the browser client has it (the one table, `js/constants.js`)."""
+    path = os.path.join(HERE, "..", "..", "..", "Sources", "DuetServer", "Web", "js", "constants.js")
+    found = re.search(rf"\b{name}:\s*([0-9_]+)", open(path).read())
+    expect(found is not None, f"{name} is in constants.js")
+    return int(found.group(1).replace("_", ""))
+
+
+# After a heal, a side whose media watchdog counted the fault's silence may still speak: a stall (no media for
+# MEDIA_STALL_TIMEOUT_MS) that began before the heal is noticed at most a stall timeout and two samples later.
+WATCHDOG_AFTERSHOCK_S = (constant("MEDIA_STALL_TIMEOUT_MS") + 2 * constant("MEDIA_SAMPLE_INTERVAL_MS")) / 1000
+
+
+def wait_whole(net, timeout, what, healed=None):
     """Both sides in the call, connected, on live signaling, and receiving after this call new video frames and
-    decoded audio above silence (scenarios.media_flows: one window of at least AUDIO_WINDOW_S of audio)."""
+    decoded audio above silence (scenarios.media_flows: one window of at least AUDIO_WINDOW_S of audio), and still
+    connected once it did. After a fault (`healed` given), a side that leaves connected as media comes back, within
+    WATCHDOG_AFTERSHOCK_S of the heal, is its watchdog noticing the fault's silence (Chromium under a Firefox host
+    renews its connection, so the host hears nothing until the new DTLS handshake gets through the heal): it must
+    come back whole; leaving connected later is a flap and fails."""
     marks = {peer.name: mark(peer.page) for peer in (net.a, net.b)}
     for peer in (net.a, net.b):
-        try:
-            peer.page.wait_for(HEALTHY, timeout, poll=0.1, message=f"{peer.name}: {what}")
-            media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
-            if not peer.page.evaluate(HEALTHY):
+        while True:
+            try:
+                peer.page.wait_for(HEALTHY, timeout, poll=0.1, message=f"{peer.name}: {what}")
+                media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
+            except TimeoutError:
                 log_state(net)
-                raise AssertionError(f"{peer.name} still connected once media flowed: {what}")
-        except TimeoutError:
+                raise
+            if peer.page.evaluate(HEALTHY):
+                break
             log_state(net)
-            raise
+            left = left_connected_after_heal(peer, healed)
+            if left is not None and left < WATCHDOG_AFTERSHOCK_S:
+                log(f"{peer.name} left connected {left:.1f} s after the heal, as media came back (within "
+                    f"{WATCHDOG_AFTERSHOCK_S} s: its watchdog counted the fault's silence): waiting for it to be whole again")
+                marks[peer.name] = mark(peer.page)
+                continue
+            raise AssertionError(f"{peer.name} still connected once media flowed: {what}")
+
+
+def left_connected_after_heal(peer, healed):
+    """How long after the heal (seconds) the peer last left `connected` (its page's status log, epoch ms, on the
+    clock this machine's namespaces share), or None without a heal to count from."""
+    if healed is None:
+        return None
+    healed_at = time.time() - (time.monotonic() - healed)
+    previous, left = "connected", None
+    for entry in peer.page.evaluate("duet.statusLog"):
+        if previous == "connected" and entry["status"] != "connected":
+            left = entry["at"] / 1000 - healed_at
+        previous = entry["status"]
+    return left
 
 
 def log_state(net):
@@ -148,7 +188,7 @@ def start(net, server, query="", base=None):
 
 
 def measured(net, healed, timeout, what):
-    wait_whole(net, timeout, what)
+    wait_whole(net, timeout, what, healed=healed)
     return round(time.monotonic() - healed, 1)
 
 
