@@ -139,7 +139,7 @@ def measure():
         "settleSeconds": settle_s, "settleAway": settle_away, "rolling": rolling_backs,
         "killPhase": kill_phase, "hold": result, "failures": failures,
         # Cumulative at the end of each phase (this namespace only), and nginx's failover errors over the hold run.
-        "listenOverflows": listen, "nginxFailover": nginx, "upstreamZone": upstream_zone,
+        "listenOverflows": listen, "nginxFailover": nginx, "upstreamZone": upstream_zone, "connectTimeout": connect_timeout(),
         "joinLatency": latency, "nginx": {"workerConnections": rolling.WORKER_CONNECTIONS,
                                           "workerRlimitNofile": rolling.WORKER_RLIMIT_NOFILE},
     }
@@ -166,8 +166,14 @@ def ms(s):
     return f"{s['p50']:.2f} / {s['p90']:.2f} / {s['p99']:.2f} / {s['max']:.1f}"
 
 
+def connect_timeout():
+    with open(os.path.join(ROOT, "deploy", "nginx", "duet-cluster.conf")) as f:
+        m = re.search(r"^\s*proxy_connect_timeout\s+(\S+);", f.read(), re.M)
+    return m.group(1) if m else "?"
+
+
 def failover_paragraph(r):
-    """Why clients see errors and rooms move more than once, from nginx's logs and the namespace's TCP counters."""
+    """What nginx's logs and the namespace's TCP counters say about failing over: measured counts only."""
     n, listen = r.get("nginxFailover"), r.get("listenOverflows")
     if not n or not listen:
         return "(This run recorded no nginx failover counts.)"
@@ -177,20 +183,50 @@ def failover_paragraph(r):
     drops = ", ".join(f"{b} {listen[b]['ListenOverflows'] - listen[a]['ListenOverflows']:,}"
                       for a, b in zip(phases, phases[1:]))
     return (
-        f"What the clients' errors are: over the run nginx logged {sum(n['connectTimedOut'].values()):,} connects to a "
-        f"node timing out (`proxy_connect_timeout 1s`; per node: {timed}), {sum(n['connectRefused'].values()):,} refused, "
-        f"and {n['noLiveUpstreams']:,} requests that found no live upstream, answered 502 ({n['ws502']:,} `/ws` 502s in "
-        "its access log). duet-bench's `connect: refused 400` is that 502: the WebSocket client of DuetTransport "
-        "reports every failed upgrade as status 400. Listen-queue overflows in the namespace (SYNs dropped because a "
-        f"node's accept queue was full) per phase: {drops}. The mechanism: the clients of a killed or draining node "
-        "reconnect together; the node taking them over accepts from a listen backlog of 256 (Hummingbird's default), the SYNs "
-        "beyond it are dropped and retransmitted after 1 s, which is exactly nginx's connect timeout, and with "
-        "`max_fails=1` one such timeout takes that healthy node out for 5 s"
-        f"{' — for every worker, since the upstream has a shared `zone`' if r.get('upstreamZone') else ' in that nginx worker (the upstream has no shared `zone`)'}. With the failed node out as well, nginx has no live upstream and answers 502 until the "
-        "marks expire; meanwhile a room whose first client got in before the mark and whose second comes after is "
-        "split over two nodes, and the claims send it back and forth (`room taken over by another node`) until the "
-        "marks have expired."
+        f"What nginx saw over the run: {sum(n['connectTimedOut'].values()):,} connects to a node timing out "
+        f"(`proxy_connect_timeout {r.get('connectTimeout', connect_timeout())}`; per node: {timed}), "
+        f"{sum(n['connectRefused'].values()):,} refused (a killed node: passed on to the next node), "
+        f"{n['noLiveUpstreams']:,} requests that found no live upstream and {n['ws502']:,} `/ws` answered 502. "
+        f"Listen-queue overflows in the namespace (SYNs dropped because a node's accept queue was full; the nodes "
+        f"listen with a backlog of 4,096) per phase: {drops}. A draining node answers new sessions `503` + "
+        "`Retry-After: 1`, which nginx passes on to the next node (`proxy_next_upstream http_503` on `/ws` and `/sse`); "
+        "its clients are told `draining` with `reconnectAfterMs` spread over 1–2 s by room, both clients of a room alike."
     )
+
+
+ROLLING_BEGIN, ROLLING_END = "<!-- rolling:begin -->", "<!-- rolling:end -->"
+CLUSTER_MD = os.path.join(ROOT, "docs", "cluster.md")
+ROLLING_TARGET_S = 3.0
+
+
+def write_rolling_table(r):
+    """docs/cluster.md's rolling-restart table (issue 34: SIGTERM → every client back ≤ 3 s per node, 0 client
+    errors), from the same run as docs/benchmarks.md's Cluster section."""
+    hold = r["hold"]
+    rows = []
+    for name, back in sorted(r.get("rolling", {}).items()):
+        phase = next(p for p in hold["phases"] if p["label"] == f"sigterm-{name}")
+        errs = sum(phase["errors"].values())
+        met = back["backSeconds"] <= ROLLING_TARGET_S and errs == 0 and not back["away"]
+        rows.append(f"| {name} | {phase['losses']:,} | {back['backSeconds']:.2f} s | {ms(phase['rejoinMs'])} | "
+                    f"{errs:,} | {back['away']} | {'met' if met else '**missed**'} |")
+    section = "\n".join([
+        ROLLING_BEGIN,
+        f"**Rolling restart at {r['clients']:,} clients** ({r['rooms']:,} rooms through nginx; `benchmarks/cluster.sh`, "
+        f"run on {r['date'][:10]}, commit `{r['commit'][:7]}`{', dirty tree' if r['dirty'] else ''}, {r['machine']}; the "
+        "whole run is in docs/benchmarks.md, Cluster). Each node in turn gets SIGTERM, drains, exits and is started "
+        f"again; target: every client back within {ROLLING_TARGET_S:.0f} s of the SIGTERM, no client error.",
+        "",
+        "| node | connections lost | SIGTERM → every client back | rejoin p50 / p90 / p99 / max (ms) | client errors | not back | target |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        ROLLING_END,
+    ])
+    text = open(CLUSTER_MD).read()
+    head, rest = text.split(ROLLING_BEGIN, 1)
+    with open(CLUSTER_MD, "w") as f:
+        f.write(head + section + rest.split(ROLLING_END, 1)[1])
+    print("wrote the rolling-restart table of docs/cluster.md")
 
 
 def render(r):
@@ -273,6 +309,7 @@ def render(r):
         "the same two cores as nginx, PostgreSQL and the generator; through nginx adds one proxy hop each way.",
         END,
     ]
+    write_rolling_table(r)
     section = "\n".join(lines)
     text = open(MD_PATH).read() if os.path.exists(MD_PATH) else "# Benchmarks\n"
     if BEGIN in text and END in text:

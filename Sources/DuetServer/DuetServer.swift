@@ -166,7 +166,7 @@ public final class DuetServer: Sendable {
         ).register(on: router)
         SnapshotRoutes(hub: hub, gate: gate, roomIds: authorities.roomIds, subscriptions: pushStore, snapshots: snapshots).register(on: router)
         RingRoutes(hub: hub, gate: gate).register(on: router)
-        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth).register(on: router)
+        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth, connections: gate.connections).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))

@@ -8,7 +8,7 @@ struct DuetBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "duet-bench",
         abstract: "Measures duet serve (and the usual alternatives) with real WebSocket clients on loopback.",
-        subcommands: [Relay.self, Call.self, Idle.self, Storm.self, Hold.self, JoinLatency.self, EchoServer.self])
+        subcommands: [Relay.self, Call.self, Idle.self, Storm.self, Hold.self, JoinLatency.self, Soak.self, EchoServer.self])
 
     static func emit(_ result: some Encodable) throws {
         let encoder = JSONEncoder()
@@ -106,6 +106,29 @@ struct JoinLatency: AsyncParsableCommand {
 
     func run() async throws {
         try DuetBench.emit(try await JoinLatencyRun.run(url: url, directURL: directURL, rooms: max(2, min(rooms, 5_000)), joinsPerSecond: joinRate))
+    }
+}
+
+struct Soak: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Call-shaped churn on a duet serve of its own for a long time: its memory, descriptors, tables and store, sampled (benchmarks/soak.sh).",
+        discussion: """
+            Prints a `SAMPLE {json}` line per sample as it goes and `BENCH {json}` (SoakResult) at the end: the series, \
+            the growth of each after the warm-up, the errors, and the server's tables once every client has gone and \
+            the eviction timeout has passed. Ends by itself.
+            """)
+    @Option(help: "Clients, two per call slot (at most 4,000).") var clients = 2_000
+    @Option(help: "Seconds of churn (at most 86,400).") var seconds = 1_800.0
+    @Option(help: "Seconds at the start left out of the growth figures.") var warmupSeconds = 300.0
+    @Option(help: "Seconds between samples.") var sampleSeconds = 10.0
+    @Option(help: "The server's --eviction-timeout: how long an abandoned seat keeps waiting.") var evictionSeconds = 30
+
+    func run() async throws {
+        let server = try ServerUnderTest(.duet, extraArguments: ["--eviction-timeout", "\(max(1, evictionSeconds))"])
+        defer { server.stop() }
+        try DuetBench.emit(try await SoakRun.run(
+            server: server, clients: max(2, min(clients, 4_000)), seconds: max(1, min(seconds, 86_400)), warmupSeconds: warmupSeconds,
+            sampleSeconds: max(1, sampleSeconds), evictionSeconds: max(1, evictionSeconds)))
     }
 }
 

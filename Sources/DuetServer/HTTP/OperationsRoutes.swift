@@ -15,6 +15,8 @@ struct OperationsRoutes: Sendable {
     let addresses: ClientAddressResolver
     /// The durable store's state, said by `/healthz` (still 200 when it is down: signaling works from memory).
     var store: StoreHealth? = nil
+    /// The signaling connection caps, whose per-address table `/metrics` counts with the hub's tables.
+    var connections: ConnectionLimiter? = nil
 
     func register(on router: Router<DuetRequestContext>) {
         router.get("/healthz") { _, _ -> Response in
@@ -32,6 +34,12 @@ struct OperationsRoutes: Sendable {
             let snapshot = hub.snapshot()
             metrics.roomCounts(rooms: snapshot.rooms, connected: snapshot.connected, suspended: snapshot.suspended)
             metrics.heapInUse(bytes: Int(duet_heap_in_use_bytes()))
+            var tables = hub.tableSizes()
+            if let connections {
+                tables["connection_slots"] = connections.openConnections
+                tables["connection_slot_addresses"] = connections.addresses
+            }
+            metrics.tableEntries(tables)
             metrics.waitingForStore(hub.waitingForStore)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -57,4 +57,6 @@ public final class ConnectionLimiter: Sendable {
     }
 
     public var openConnections: Int { state.withLock { $0.total } }
+    /// Addresses with an open connection (the per-address table's entries).
+    public var addresses: Int { state.withLock { $0.open.count } }
 }

@@ -42,6 +42,11 @@ public final class ServerMetrics: Sendable {
     public func joinLatency(nanoseconds: Int64) {
         CoreMetrics.Timer(label: "duet_join_latency_seconds", dimensions: [], factory: factory).recordNanoseconds(nanoseconds)
     }
+    /// `duet_table_entries{table}`: how many entries each of the server's tables holds (the soak's leak check).
+    public func tableEntries(_ sizes: [String: Int]) {
+        for (table, count) in sizes { gaugeValue("duet_table_entries", ["table": table], Double(count)) }
+    }
+
     public func roomCounts(rooms: Int, connected: Int, suspended: Int) {
         gauge("duet_rooms", [:]).set(Double(rooms))
         gauge("duet_participants", ["status": "connected"]).set(Double(connected))

@@ -415,6 +415,12 @@ public final class SessionHub: Sendable {
         }, result: { total }, reset: { total = (0, 0, 0, 0) })
     }
 
+    /// Entries per table, summed over the shards (`SessionState.tableSizes`): what the soak watches for leaks.
+    public func tableSizes() -> [String: Int] {
+        var total: [String: Int] = [:]
+        return consistently({ _, state in total.merge(state.tableSizes()) { $0 + $1 } }, result: { total }, reset: { total = [:] })
+    }
+
     public func occupancy(of rid: String) -> Int { locked(shard(of: rid)) { $0.occupancy(of: rid) } }
 
     public func hasSeat(rid: String, cid: String) -> Bool { locked(shard(of: rid)) { $0.hasSeat(rid: rid, cid: cid) } }

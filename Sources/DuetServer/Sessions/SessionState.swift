@@ -370,6 +370,14 @@ struct SessionState {
         (core.roomCount, outlets.count, core.participantCount(.connected), core.participantCount(.suspended))
     }
 
+    /// The core's tables and this shard's own (`SignalingCore.tableSizes`; `duet_table_entries`).
+    func tableSizes() -> [String: Int] {
+        core.tableSizes.merging([
+            "outlets": outlets.count, "visitors": visitors.count, "post_tokens": postTokens.count, "stream_sids": streamSids.count,
+            "cut_offs": cutOffs.count, "cross_shard": crossShard.count, "durable_waiting": gate.waitingCount, "logs": logs.count,
+        ]) { $0 + $1 }
+    }
+
     func occupancy(of rid: String) -> Int { core.occupancy(of: rid) }
 
     func hasSeat(rid: String, cid: String) -> Bool { core.hasSeat(rid: rid, cid: cid) }

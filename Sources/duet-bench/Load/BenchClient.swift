@@ -13,7 +13,7 @@ final class BenchClient: Sendable {
 
     private struct State {
         var received = 0
-        var joinWaiter: CheckedContinuation<Envelope, Never>?
+        var joinWaiter: CheckedContinuation<Envelope?, Never>?
         var joinedUnclaimed: [Envelope] = []
         var onRelay: (@Sendable (Envelope) -> Void)?
         var closed = false
@@ -40,7 +40,7 @@ final class BenchClient: Sendable {
         eventLoopGroupProvider: .singleton,
         configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8_192)))
 
-    private static func start(_ connection: any SignalingConnection, latency: LatencyRecorder) -> BenchClient {
+    static func start(_ connection: any SignalingConnection, latency: LatencyRecorder) -> BenchClient {
         let client = BenchClient(connection: connection, latency: latency)
         Task { await client.receive() }
         return client
@@ -64,12 +64,17 @@ final class BenchClient: Sendable {
                 if case .int(let sent)? = envelope.payload["t"] {
                     latency.record(nanoseconds: Self.now &- UInt64(truncatingIfNeeded: sent))
                 }
-                let (waiter, handler, window) = state.withLock { state -> (CheckedContinuation<Envelope, Never>?, (@Sendable (Envelope) -> Void)?, CheckedContinuation<Void, Never>?) in
+                let (waiter, handler, window) = state.withLock { state -> (CheckedContinuation<Envelope?, Never>?, (@Sendable (Envelope) -> Void)?, CheckedContinuation<Void, Never>?) in
                     state.received += 1
                     var window: CheckedContinuation<Void, Never>?
                     if let waiter = state.windowWaiter, state.received >= waiter.target {
                         window = waiter.continuation
                         state.windowWaiter = nil
+                    }
+                    // An `error` answers a join that waits (a refused join); otherwise it is not a join's answer.
+                    if envelope.type == "error", let waiter = state.joinWaiter {
+                        state.joinWaiter = nil
+                        return (waiter, nil, window)
                     }
                     guard envelope.type == "joined" else { return (nil, state.onRelay, window) }
                     if let waiter = state.joinWaiter {
@@ -84,12 +89,16 @@ final class BenchClient: Sendable {
                 handler?(envelope)
             case .undecodable: break
             case .closed:
-                let (handler, window) = state.withLock { state in
+                let (handler, window, join) = state.withLock { state in
                     state.closed = true
-                    defer { state.windowWaiter = nil }
-                    return (state.onClose, state.windowWaiter?.continuation)
+                    defer {
+                        state.windowWaiter = nil
+                        state.joinWaiter = nil
+                    }
+                    return (state.onClose, state.windowWaiter?.continuation, state.joinWaiter)
                 }
                 window?.resume()
+                join?.resume(returning: nil)
                 handler?()
                 return
             }
@@ -118,19 +127,31 @@ final class BenchClient: Sendable {
         window?.resume()
     }
 
-    /// Sends `join` and waits for `joined`; returns it and the time it took.
-    func join(_ rid: String, reconnect: (cid: String, token: String)? = nil) async throws -> (Envelope, Duration) {
+    /// Sends `join` and waits for its answer, `joined` or an `error` (a refused join); returns it and the time it
+    /// took. Throws when the connection closes first or no answer comes within `timeout`.
+    func join(_ rid: String, reconnect: (cid: String, token: String)? = nil, timeout: Duration = .seconds(60)) async throws -> (Envelope, Duration) {
         let payload = JoinPayload(reconnectCid: reconnect?.cid, reconnectToken: reconnect?.token, device: "bench")
         let started = ContinuousClock.now
         try await connection.send(Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload)))
+        let timer = Task { [weak self] in
+            try await Task.sleep(for: timeout)
+            let waiter = self?.state.withLock { state in
+                defer { state.joinWaiter = nil }
+                return state.joinWaiter
+            }
+            waiter?.resume(returning: nil)
+        }
+        defer { timer.cancel() }
         let envelope = await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Envelope? in
-                if !state.joinedUnclaimed.isEmpty { return state.joinedUnclaimed.removeFirst() }
+            let ready = state.withLock { state -> Envelope?? in
+                if !state.joinedUnclaimed.isEmpty { return .some(state.joinedUnclaimed.removeFirst()) }
+                if state.closed { return .some(nil) }
                 state.joinWaiter = continuation
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
         }
+        guard let envelope else { throw BenchError("join: no answer within \(timeout) (or the connection closed)") }
         return (envelope, ContinuousClock.now - started)
     }
 

@@ -151,16 +151,18 @@ final class HoldClient: Sendable {
         self.recorder = recorder
     }
 
-    /// Reconnects until the run stops: backoff as the engine's link machine, `draining`'s delay as its floor.
+    /// Reconnects until the run stops: backoff as the engine's link machine, `draining`'s delay as its floor, counted
+    /// from when `draining` arrived (as `CallEngine` schedules it), not from when the close handshake was over.
     func run() async {
         var attempt = 0
-        var delayMs: Int64 = 0
+        var next: ContinuousClock.Instant?
         while !state.withLock({ $0.stopped }) {
-            if delayMs > 0 { try? await Task.sleep(for: .milliseconds(delayMs)) }
+            if let next { try? await Task.sleep(until: next) }
             if state.withLock({ $0.stopped }) { return }
-            let (joined, drainAfter) = await session()
+            let (joined, drain) = await session()
             if joined { attempt = 0 }
-            delayMs = max(Self.backoff(attempt: attempt), drainAfter ?? 0)
+            let backoff = ContinuousClock.now + .milliseconds(Self.backoff(attempt: attempt))
+            next = drain.map { max(backoff, $0.at + .milliseconds($0.afterMs)) } ?? backoff
             attempt += 1
         }
     }
@@ -178,8 +180,8 @@ final class HoldClient: Sendable {
     }
 
     /// One connection: connect, join (with the seat's cid and token once it has one), hold. Returns whether it
-    /// joined and the delay `draining` asked for.
-    private func session() async -> (joined: Bool, drainAfterMs: Int64?) {
+    /// joined, and the delay `draining` asked for with when it arrived.
+    private func session() async -> (joined: Bool, drain: (afterMs: Int64, at: ContinuousClock.Instant)?) {
         let connection: WebSocketSignalingConnection
         do {
             connection = try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10))
@@ -236,7 +238,7 @@ final class HoldClient: Sendable {
                 }
             }
         }
-        var drainAfter: Int64?
+        var drain: (afterMs: Int64, at: ContinuousClock.Instant)?
         for await event in connection.events {
             switch event {
             case .message(let envelope):
@@ -259,7 +261,7 @@ final class HoldClient: Sendable {
                         recorder.tokenRefreshed()
                     }
                 case "draining":
-                    drainAfter = (try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0
+                    drain = ((try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0, ContinuousClock.now)
                     if !lost(draining: true) { recorder.drainingOnly() }
                     await connection.close()
                 case "error":
@@ -273,14 +275,14 @@ final class HoldClient: Sendable {
             case .undecodable:
                 recorder.error("undecodable")
             case .closed(let reason):
-                if drainAfter == nil { recorder.close(Self.describe(reason)) } else { recorder.close("after draining") }
+                if drain == nil { recorder.close(Self.describe(reason)) } else { recorder.close("after draining") }
                 _ = lost(draining: false)
             }
         }
         watchdog.cancel()
         keepAlive.cancel()
         state.withLock { if $0.connection === connection { $0.connection = nil } }
-        return (joinedHere.withLock { $0 }, drainAfter)
+        return (joinedHere.withLock { $0 }, drain)
     }
 
     static func describe(_ reason: SignalingCloseReason) -> String {

@@ -15,14 +15,17 @@ final class ServerUnderTest: @unchecked Sendable {
     let process = Process()
     private(set) var port = 0
     private let dataDirectory: URL
+    /// More `duet serve` flags (the soak's eviction timeout).
+    private let extraArguments: [String]
 
     var pid: Int32 { process.processIdentifier }
     var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
     var baseURL: String { "http://127.0.0.1:\(port)/" }
 
-    init(_ kind: Kind, port: Int = 0) throws {
+    init(_ kind: Kind, port: Int = 0, extraArguments: [String] = []) throws {
         self.kind = kind
         self.port = port
+        self.extraArguments = extraArguments
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("duet-bench-\(UUID().uuidString)")
         try start()
     }
@@ -37,7 +40,7 @@ final class ServerUnderTest: @unchecked Sendable {
                                  "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0", "--stun-port", "0",
                                  // Every client is on loopback: one address. The per-address cap (200, since issue 15)
                                  // refused the storm's 1,000 and idle's 19,900 clients (HTTP 400 on the upgrade).
-                                 "--max-connections-per-ip", "1000000"]
+                                 "--max-connections-per-ip", "1000000"] + extraArguments
         case .node:
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["node", benchmarks + "/node-relay.js", "\(port)"]
@@ -64,6 +67,15 @@ final class ServerUnderTest: @unchecked Sendable {
 
     var sample: ProcessSample { ProcessSample(pid: pid) }
 
+    /// The bytes of the server's data directory (its SQLite store, WAL and shared memory, its secrets).
+    var storeBytes: Int {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
+        return files.reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent(name).path)[.size]) as? Int
+            return total + (size ?? 0)
+        }
+    }
+
     func kill() {
         guard process.isRunning else { return }
         Foundation.kill(pid, SIGKILL)
@@ -89,6 +101,7 @@ final class ServerUnderTest: @unchecked Sendable {
         kind = old.kind
         port = old.port
         dataDirectory = old.dataDirectory
+        extraArguments = old.extraArguments
         try start()
     }
 
