@@ -14,7 +14,7 @@ final class SlowReader: Sendable {
     private init(fd: Int32) { self.fd = fd }
 
     static func open(base: String, joining rid: String) async throws -> SlowReader {
-        guard let port = URL(string: base)?.port else { throw SoakError("slow reader: no port in \(base)") }
+        guard let port = URL(string: base)?.port else { throw BenchError("slow reader: no port in \(base)") }
         let join = Envelope(.join, rid: rid, payload: try JSONValue(encoding: JoinPayload(device: "soak-frozen"))).encodedString()
         return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
@@ -25,7 +25,7 @@ final class SlowReader: Sendable {
 
     private static func connect(port: Int, join: String) throws -> SlowReader {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SoakError("slow reader: socket: errno \(errno)") }
+        guard fd >= 0 else { throw BenchError("slow reader: socket: errno \(errno)") }
         var small: Int32 = 4_096
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -41,14 +41,14 @@ final class SlowReader: Sendable {
         let reader = SlowReader(fd: fd)
         guard connected == 0 else {
             reader.close()
-            throw SoakError("slow reader: connect: errno \(errno)")
+            throw BenchError("slow reader: connect: errno \(errno)")
         }
         do {
             try reader.write(Array((
                 "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Key: c29hay1mcm96ZW4tdGFiIQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
             let head = try reader.readHead()
-            guard head.hasPrefix("HTTP/1.1 101") else { throw SoakError("slow reader: upgrade answered \(head.prefix(40))") }
+            guard head.hasPrefix("HTTP/1.1 101") else { throw BenchError("slow reader: upgrade answered \(head.prefix(40))") }
             try reader.write(maskedTextFrame(join))
         } catch {
             reader.close()
@@ -76,7 +76,7 @@ final class SlowReader: Sendable {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw SoakError("slow reader: send: errno \(errno)") }
+            guard n > 0 else { throw BenchError("slow reader: send: errno \(errno)") }
             sent += n
         }
     }
@@ -86,7 +86,7 @@ final class SlowReader: Sendable {
         var head: [UInt8] = []
         var byte: UInt8 = 0
         while !head.ends(with: Array("\r\n\r\n".utf8)) {
-            guard head.count < 4_096, recv(fd, &byte, 1, 0) == 1 else { throw SoakError("slow reader: no upgrade answer") }
+            guard head.count < 4_096, recv(fd, &byte, 1, 0) == 1 else { throw BenchError("slow reader: no upgrade answer") }
             head.append(byte)
         }
         return String(decoding: head, as: UTF8.self)

@@ -143,11 +143,11 @@ struct SoakCall: Sendable {
                     await guest.close()
                     guest = try await connect(sse: guestOnSSE)
                     opened.append(guest)
-                    guard let cid = guestSeat.cid else { throw SoakError("joined without a cid") }
+                    guard let cid = guestSeat.cid else { throw BenchError("joined without a cid") }
                     let back = try await join(guest, rid, reconnect: (cid, guestSeat.payload.reconnectToken))
                     // `reattached` when the server had not yet seen the old connection go, `recovered` when it had
                     // (the seat was suspended); `fresh` would be a seat lost.
-                    guard back.payload.reconnect != .fresh else { throw SoakError("guest back as fresh: its seat was lost") }
+                    guard back.payload.reconnect != .fresh else { throw BenchError("guest back as fresh: its seat was lost") }
                     counts.outcome(back.payload.reconnect.rawValue)
                     try await guest.send(.ice, rid: rid, payload: BenchClient.candidate)
                     try await hold(Int.random(in: 1_000...4_000), until: end)
@@ -182,7 +182,7 @@ struct SoakCall: Sendable {
     }
 
     private func roomId() async throws -> String {
-        do { return try await Rooms.make(1, baseURL: base)[0] } catch { throw SoakError("room id: \(error)") }
+        do { return try await Rooms.make(1, baseURL: base)[0] } catch { throw BenchError("room id: \(error)") }
     }
 
     private func connect(sse: Bool) async throws -> BenchClient {
@@ -193,14 +193,14 @@ struct SoakCall: Sendable {
             }
             return try await BenchClient.connect(SignalingURL.webSocket(server: base, roomId: nil), latency: relay)
         } catch {
-            throw SoakError("connect \(sse ? "sse" : "ws"): \(error)")
+            throw BenchError("connect \(sse ? "sse" : "ws"): \(error)")
         }
     }
 
     private func join(_ client: BenchClient, _ rid: String, reconnect: (cid: String, token: String)? = nil) async throws -> (cid: String?, payload: JoinedPayload) {
         let (envelope, took) = try await client.join(rid, reconnect: reconnect, timeout: .seconds(10))
         guard envelope.type == MessageType.joined.rawValue, let joined = try? envelope.payload.decode(JoinedPayload.self) else {
-            throw SoakError("join answered \(envelope.type): \(envelope.payload)")
+            throw BenchError("join answered \(envelope.type): \(envelope.payload)")
         }
         joins.record(nanoseconds: took.nanoseconds)
         return (envelope.cid, joined)
@@ -216,7 +216,7 @@ struct SoakCall: Sendable {
         do {
             stream = try await SSESignalingConnection.connect(baseURL: base, timeout: .seconds(10), http: BenchClient.sseHTTP)
         } catch {
-            throw SoakError("connect sse (abandoned): \(error)")
+            throw BenchError("connect sse (abandoned): \(error)")
         }
         await stream.close()
     }
@@ -232,9 +232,4 @@ struct SoakCall: Sendable {
         counts.outcome("slowReader")
         try await finish(rid: rid, host: host, guest: nil)
     }
-}
-
-struct SoakError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }

@@ -98,7 +98,7 @@ struct SoakSampler: Sendable {
     static func scrape(_ url: String) async throws -> [String: [(labels: [String: String], value: Double)]] {
         let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
         let body = String(buffer: try await response.body.collect(upTo: 4 << 20))
-        guard response.status == .ok else { throw SoakError("GET \(url): \(response.status.code)") }
+        guard response.status == .ok else { throw BenchError("GET \(url): \(response.status.code)") }
         var metrics: [String: [(labels: [String: String], value: Double)]] = [:]
         for line in body.split(separator: "\n") where !line.hasPrefix("#") {
             guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
