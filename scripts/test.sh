@@ -1,73 +1,131 @@
 #!/usr/bin/env bash
 # The one command that passes every test on a fresh machine: installs what the tests need
 # (Debian packages), builds, and runs the whole suite.
+#
+#   scripts/test.sh            the default tier (what .ci/run runs): everything that proves the product, at most
+#                              35 minutes from a clean clone on a 2-core machine (docs/testing.md)
+#   scripts/test.sh --quick    the pure machines, protocol, rooms, in-process server tests and the JS unit tests:
+#                              at most 5 minutes after the build, the loop to run after every edit
+#   scripts/test.sh --long     the default tier with the long forms: the 10,000-seed sweeps, the 30-minute soak,
+#                              5 minutes of fuzzing per target
+#   scripts/test.sh [--quick|--long] ARGS…   ARGS go to `swift test` (e.g. --filter BrowserCallTests); with ARGS
+#                              the differential replay and the fuzz smoke are left out
+#
+# Every run writes its timing table (stages, suites, scenarios, the 25 slowest, what each waits on) to
+# .build/results/$DUET_RUN_ID/timing/ and prints the total and the slowest at the end (scripts/timing.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-# Real parts the tests start: coturn (TURN), Chromium (the browser client), Node.js (the browser engine's
-# unit tests), GStreamer (duet-call), iproute2 + util-linux (network namespaces), iptables (the chaos suite
-# cuts one plane at a time), curl, python3.
-need=()
-command -v turnserver >/dev/null || need+=(coturn)
-command -v chromium >/dev/null || need+=(chromium)
-# Firefox ESR, driven through its built-in WebDriver BiDi (Tests/e2e/browser/bidi.py; Debian has no geckodriver).
-command -v firefox-esr >/dev/null || need+=(firefox-esr)
-command -v node >/dev/null || need+=(nodejs)
-# GStreamer (webrtcbin, libnice) for duet-call and its tests, with the headers it builds against.
-pkg-config --exists gstreamer-webrtc-1.0 nice 2>/dev/null || need+=(pkg-config gstreamer1.0-plugins-bad gstreamer1.0-nice \
-  gstreamer1.0-plugins-good gstreamer1.0-plugins-base libgstreamer1.0-dev libgstreamer-plugins-bad1.0-dev \
-  libgstreamer-plugins-base1.0-dev libnice-dev)
-command -v ip >/dev/null || need+=(iproute2)
-command -v unshare >/dev/null || need+=(util-linux)
-command -v iptables >/dev/null || need+=(iptables)
-command -v curl >/dev/null || need+=(curl)
-command -v python3 >/dev/null || need+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
-command -v openssl >/dev/null || need+=(openssl)
-# The deployment tests (DeployTests) run deploy/ for real: nginx in front (nginx -t, then a call through it),
-# systemd-analyze verify on the units, nft -c on the firewall.
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
-command -v systemd-analyze >/dev/null || need+=(systemd)
-command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
-# The store tests (Tests/DuetServerTests/Store) and the cluster tests run PostgreSQL 15 of their own, each in a
-# directory of its own (Tests/e2e/cluster/postgres.py), as an unprivileged user.
-[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing: ${need[*]}"
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
-  # The tests start nginx themselves, inside namespaces; a package that started its default site on the machine's
-  # own port 80 (on a host that runs systemd) is stopped again.
-  if [[ " ${need[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
-    $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
-  fi
-  # Likewise the cluster Debian creates and starts on port 5432: the tests never use it.
-  if [[ " ${need[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
-    $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
-  fi
-fi
-
-# aiortc (pip): the DTLS man in the middle of Tests/e2e/browser/dtls_mitm.py (issue 19's safety-code check).
-# (A Debian python3 refuses pip installs into the system unless told; a pyenv or venv python does not need it.)
-python3 -c "import aiortc" 2>/dev/null || python3 -m pip install --quiet "aiortc==1.16.0" \
-  || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0"
-# http_ece and py_vapid (pip): the push service of the Web Push tests (Tests/e2e/push) decrypts and verifies with them,
-# an implementation that is not Duet's.
-python3 -c "import http_ece, py_vapid" 2>/dev/null || python3 -m pip install --quiet "http_ece==1.2.1" "py_vapid==1.9.6" \
-  || python3 -m pip install --quiet --break-system-packages "http_ece==1.2.1" "py_vapid==1.9.6"
+tier=default
+case "${1:-}" in
+  --quick) tier=quick; shift ;;
+  --long) tier=long; shift ;;
+esac
+export DUET_TEST_TIER=$tier
 
 # Every result of this run goes under .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py): run.json with the
-# commit and start, then the end and exit status; each scenario's outcome; the sweep; screenshots. Nothing tracked
-# is written: scripts/publish-results.sh makes docs/ from a complete run.
+# commit and start, then the end and exit status; each scenario's outcome; the sweep; screenshots; the timing. Nothing
+# tracked is written: scripts/publish-results.sh makes docs/ from a complete run.
 export DUET_RUN_ID="${DUET_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')}"
-python3 Tests/e2e/results.py start "$@"
+timing=".build/results/$DUET_RUN_ID/timing"
+mkdir -p "$timing"
+# stage NAME COMMAND…: runs COMMAND, records its wall time and exit status in stages.tsv, returns its status.
+stage() {
+  local name=$1 start end rc=0
+  shift
+  start=$(date +%s.%N)
+  "$@" || rc=$?
+  end=$(date +%s.%N)
+  printf '%s\t%s\t%s\t%s\n' "$name" "$start" "$end" "$rc" >> "$timing/stages.tsv"
+  return "$rc"
+}
+
+install_tools() {
+  # Real parts the tests start: coturn (TURN), Chromium (the browser client), Node.js (the browser engine's
+  # unit tests), GStreamer (duet-call), iproute2 + util-linux (network namespaces), iptables (the chaos suite
+  # cuts one plane at a time), curl, python3.
+  need=()
+  command -v turnserver >/dev/null || need+=(coturn)
+  command -v chromium >/dev/null || need+=(chromium)
+  # Firefox ESR, driven through its built-in WebDriver BiDi (Tests/e2e/browser/bidi.py; Debian has no geckodriver).
+  command -v firefox-esr >/dev/null || need+=(firefox-esr)
+  command -v node >/dev/null || need+=(nodejs)
+  # GStreamer (webrtcbin, libnice) for duet-call and its tests, with the headers it builds against.
+  pkg-config --exists gstreamer-webrtc-1.0 nice 2>/dev/null || need+=(pkg-config gstreamer1.0-plugins-bad gstreamer1.0-nice \
+    gstreamer1.0-plugins-good gstreamer1.0-plugins-base libgstreamer1.0-dev libgstreamer-plugins-bad1.0-dev \
+    libgstreamer-plugins-base1.0-dev libnice-dev)
+  command -v ip >/dev/null || need+=(iproute2)
+  command -v unshare >/dev/null || need+=(util-linux)
+  command -v iptables >/dev/null || need+=(iptables)
+  command -v curl >/dev/null || need+=(curl)
+  command -v python3 >/dev/null || need+=(python3)
+  python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+  command -v openssl >/dev/null || need+=(openssl)
+  # The deployment tests (DeployTests) run deploy/ for real: nginx in front (nginx -t, then a call through it),
+  # systemd-analyze verify on the units, nft -c on the firewall.
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+  command -v systemd-analyze >/dev/null || need+=(systemd)
+  command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
+  # The store tests (Tests/DuetServerTests/Store) and the cluster tests run PostgreSQL 15 of their own, each in a
+  # directory of its own (Tests/e2e/cluster/postgres.py), as an unprivileged user.
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+    # The tests start nginx themselves, inside namespaces; a package that started its default site on the machine's
+    # own port 80 (on a host that runs systemd) is stopped again.
+    if [[ " ${need[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+      $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+    fi
+    # Likewise the cluster Debian creates and starts on port 5432: the tests never use it.
+    if [[ " ${need[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+      $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
+    fi
+  fi
+
+  # aiortc (pip): the DTLS man in the middle of Tests/e2e/browser/dtls_mitm.py (issue 19's safety-code check).
+  # (A Debian python3 refuses pip installs into the system unless told; a pyenv or venv python does not need it.)
+  python3 -c "import aiortc" 2>/dev/null || python3 -m pip install --quiet "aiortc==1.16.0" \
+    || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0"
+  # http_ece and py_vapid (pip): the push service of the Web Push tests (Tests/e2e/push) decrypts and verifies with them,
+  # an implementation that is not Duet's.
+  python3 -c "import http_ece, py_vapid" 2>/dev/null || python3 -m pip install --quiet "http_ece==1.2.1" "py_vapid==1.9.6" \
+    || python3 -m pip install --quiet --break-system-packages "http_ece==1.2.1" "py_vapid==1.9.6"
+}
+stage install install_tools
+python3 Tests/e2e/results.py start "$tier" "$@"
+
+# The quick tier leaves out every suite that starts a browser, a peer, coturn, nginx, PostgreSQL, a load generator or
+# a seed sweep (one regular expression over suite names; docs/testing.md lists what each tier holds).
+quick_skip='BrowserCallTests|BrowserChaosTests|CallExperienceTests|ClusterTests|DeployTests|FirefoxBrowserTests|NATLabTests'
+quick_skip+='|RingingBrowserTests|VerifiedCallTests|SoakTests|ClusterLoadTests|BenchSmokeTests|UpgradeStormTests|SlowReaderTests'
+quick_skip+='|SSELivenessTests|CoturnTests|DuetCallPeerTests|GStreamerEngineTests|RoomStateStoreTests|PostgresClusterStoreTests'
+quick_skip+='|KillAfterAckTests|ClusterStateTests|SimulationTests|ProvenanceTests'
+test_args=("$@")
+[ "$tier" = quick ] && test_args+=(--skip "$quick_skip")
+
 status=0
-swift build --build-tests && swift test --skip-build "$@" || status=$?
+stage build swift build --build-tests || status=$?
+if [ "$status" -eq 0 ]; then
+  stage "swift test" swift test --skip-build --xunit-output "$timing/xunit.xml" ${test_args[@]+"${test_args[@]}"} || status=$?
+fi
 # The browser engine against the Swift engine, step by step, on 1,000 seeds, 1,000 with duet call, every scenario.
-if [ "$status" -eq 0 ] && [ $# -eq 0 ]; then scripts/differential.sh || status=$?; fi
-# Every libFuzzer target (address sanitizer) for 10 s from the checked-in seeds and regressions: a crash fails the run
-# (docs/security.md has the long runs).
-if [ "$status" -eq 0 ] && [ $# -eq 0 ]; then scripts/fuzz.sh all 10 || status=$?; fi
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then stage differential scripts/differential.sh || status=$?; fi
+# Every libFuzzer target (address sanitizer) from the checked-in seeds and regressions, 10 s each (5 minutes each in
+# the long tier): a crash fails the run (docs/security.md has the long runs).
+fuzz_seconds=10
+[ "$tier" = long ] && fuzz_seconds=300
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then stage fuzz scripts/fuzz.sh all "$fuzz_seconds" || status=$?; fi
+# The long tier's soak: 30 minutes of call-shaped churn at 2,000 clients on release builds, its log under
+# .build/results (benchmarks/soak.py LOG RUN publishes it to docs/benchmarks.md; docs/testing.md says how).
+long_soak() {
+  swift build -c release --product duet && swift build -c release --product duet-bench || return
+  mkdir -p ".build/results/$DUET_RUN_ID/soak"
+  DUET_BINARY="$PWD/.build/release/duet" .build/release/duet-bench soak --clients 2000 --seconds 1800 --warmup-seconds 300 \
+    > ".build/results/$DUET_RUN_ID/soak/soak.log"
+}
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
 python3 Tests/e2e/results.py finish "$status"
+python3 scripts/timing.py ".build/results/$DUET_RUN_ID" || true
 exit "$status"

@@ -59,7 +59,8 @@ public final class DuetServer: Sendable {
         guard let url = configuration.databaseURL else {
             return try DuetServer(configuration: configuration, logger: logger, handleSignals: handleSignals)
         }
-        let store = try PostgresRoomStateStore(url: url, nodeId: configuration.resolvedNodeId, logger: logger)
+        let store = try PostgresRoomStateStore(
+            url: url, nodeId: configuration.resolvedNodeId, logger: logger, timeout: configuration.databaseOperationTimeout)
         let secrets: ServerSecrets
         let vapid: VAPIDKey
         do {

@@ -1,27 +1,117 @@
-/// The heavy end-to-end work (a Chromium scenario, a `duet-call` scenario, the 10,000-seed sweep) runs one
-/// piece at a time across all suites: on two cores, a sweep or a second browser next to a call under test
-/// would starve its media and make timing checks lie.
+import Foundation
+
+/// The heavy end-to-end work (a Chromium scenario, a `duet-call` scenario, a seed sweep) runs in a bounded number of
+/// slots across all suites. Work that computes (a sweep on every core, a load run, a soak) takes every slot: on two
+/// cores, a second browser next to it would starve its media and make timing checks lie. Work that mostly waits (a
+/// scenario in a network namespace of its own, waiting on the product's timers) takes one slot, so two such scenarios
+/// run side by side (`DUET_HEAVY_SLOTS`, default 3; 1 runs everything one at a time, as before issue 50).
+///
+/// Slots are granted first come, first served: an exclusive job at the head of the queue is not passed by shared
+/// ones, so it is never starved. Every job's wait and run go to `.build/results/$DUET_RUN_ID/timing/heavy.jsonl`
+/// (scripts/timing.py makes the run's timing table from it).
 public actor OneAtATime {
-    public static let heavyWork = OneAtATime()
+    public static let heavyWork = OneAtATime(slots: configuredSlots())
 
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// How much of the machine a job takes.
+    public enum Load: String, Sendable {
+        /// One slot: the job waits on timers and events far more than it computes (a browser pair in its own namespace).
+        case shared
+        /// Every slot: the job keeps the cores busy (a sweep, a load generator, a soak), or measures time and must not
+        /// share the machine.
+        case exclusive
+    }
 
-    public func run<T: Sendable>(_ work: @Sendable () async throws -> T) async rethrows -> T {
-        await acquire()
-        defer { release() }
+    public let slots: Int
+    private var free: Int
+    private var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    public init(slots: Int) {
+        self.slots = max(1, slots)
+        self.free = self.slots
+    }
+
+    /// `label` names the job in the timing table (the calling function unless given).
+    public func run<T: Sendable>(
+        _ label: String = #function, load: Load = .exclusive, fileID: String = #fileID, _ work: @Sendable () async throws -> T
+    ) async rethrows -> T {
+        let weight = load == .exclusive ? slots : 1
+        let queued = ContinuousClock.now
+        let queuedAt = Date()
+        await acquire(weight)
+        let started = ContinuousClock.now
+        let startedAt = Date()
+        defer {
+            release(weight)
+            HeavyWorkLog.append(
+                label: label, file: fileID, load: load, waited: started - queued, ran: ContinuousClock.now - started,
+                queuedAt: queuedAt, startedAt: startedAt)
+        }
         return try await work()
     }
 
-    private func acquire() async {
-        guard busy else {
-            busy = true
+    /// How many jobs wait for a slot (for the slots' own tests).
+    public var waitingCount: Int { waiting.count }
+
+    private func acquire(_ weight: Int) async {
+        if waiting.isEmpty && free >= weight {
+            free -= weight
             return
         }
-        await withCheckedContinuation { waiting.append($0) }
+        await withCheckedContinuation { waiting.append((weight, $0)) }
     }
 
-    private func release() {
-        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    private func release(_ weight: Int) {
+        free += weight
+        // First come, first served: the head of the queue is served before anyone behind it.
+        while let head = waiting.first, free >= head.weight {
+            waiting.removeFirst()
+            free -= head.weight
+            head.continuation.resume()
+        }
+    }
+
+    static func configuredSlots() -> Int {
+        ProcessInfo.processInfo.environment["DUET_HEAVY_SLOTS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+    }
+}
+
+/// One JSON line per heavy job under `.build/results/$DUET_RUN_ID/timing/heavy.jsonl` (only in a run with an id:
+/// scripts/test.sh sets one). Lines are written whole with O_APPEND, so concurrent jobs never interleave.
+enum HeavyWorkLog {
+    static func append(
+        label: String, file: String, load: OneAtATime.Load, waited: Duration, ran: Duration, queuedAt: Date, startedAt: Date
+    ) {
+        guard let runId = ProcessInfo.processInfo.environment["DUET_RUN_ID"], !runId.isEmpty, !runId.contains("/") else { return }
+        let directory = packageRoot + "/.build/results/" + runId + "/timing"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let line: [String: Any] = [
+            "label": label, "file": file, "load": load.rawValue,
+            "waitedSeconds": seconds(waited), "ranSeconds": seconds(ran),
+            "queuedAt": formatter.string(from: queuedAt), "startedAt": formatter.string(from: startedAt),
+        ]
+        guard var data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) else { return }
+        data.append(0x0A)
+        let fd = open(directory + "/heavy.jsonl", O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (whole, attoseconds) = duration.components
+        return (Double(whole) + Double(attoseconds) / 1e18).rounded(toPlaces: 3)
+    }
+
+    /// Sources/DuetTestBasics/OneAtATime.swift → the package root.
+    static let packageRoot: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+}
+
+extension Double {
+    fileprivate func rounded(toPlaces places: Int) -> Double {
+        let scale = pow(10.0, Double(places))
+        return (self * scale).rounded() / scale
     }
 }

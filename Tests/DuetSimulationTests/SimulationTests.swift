@@ -7,12 +7,14 @@ import Testing
 /// The deterministic simulation: thousands of fault schedules, the named scenarios, and proof that the
 /// invariants catch a broken runtime.
 @Suite struct SimulationTests {
-    static let seedCount = 10_000
+    /// 2,000 seeds in the default tier (about 30 s on two cores), 10,000 in the long one (`scripts/test.sh --long`,
+    /// about 150 s): the sweep's result records its count.
+    static let seedCount = TestTier.pick(2_000, long: 10_000)
 
     /// The sweep: every seed keeps every invariant, and the schedules reach every slow clock (eviction, token and
     /// TURN expiry, a room ended while a guest was away). The result is written, failed or not, to
     /// `.build/results/<run-id>/simulation/sweep.json` — what `scripts/publish-results.sh` makes the table from.
-    @Test func tenThousandFaultSchedulesKeepEveryInvariant() async throws {
+    @Test func everyFaultScheduleOfTheSweepKeepsEveryInvariant() async throws {
         let summary = await OneAtATime.heavyWork.run {
             await SeedSweep.runOffThePool(from: 1, count: Self.seedCount, jobs: ProcessInfo.processInfo.activeProcessorCount)
         }
@@ -50,7 +52,7 @@ import Testing
         #expect(summary.recoveries.count > Self.duetCallSeedCount / 2, "most runs measure a recovery")
     }
 
-    static let duetCallSeedCount = 2_000
+    static let duetCallSeedCount = TestTier.pick(2_000, long: 10_000)
 
     /// The duet-call side really is webrtcbin: seed 4 (duet call hosts) and seed 17 (it is the guest) replace a
     /// given-up session with a fresh one, and its descriptions carry webrtcbin's numbering. (Seed 9, whose guest is frozen

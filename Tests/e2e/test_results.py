@@ -454,5 +454,60 @@ class OutcomeTests(unittest.TestCase):
         self.assertEqual(results.last_seen(), {"A": "unreadable: ConnectionError: Chromium pipe closed"})
 
 
+class TimingTableTests(unittest.TestCase):
+    """scripts/timing.py (issue 50): a run's stages, its slowest tests and jobs, and what each mostly waits on, from
+    what the run wrote as it went."""
+
+    def setUp(self):
+        self.run = tempfile.mkdtemp(prefix="duet-timing-test-")
+        timing = os.path.join(self.run, "timing")
+        os.makedirs(os.path.join(timing, "scenarios"))
+        with open(os.path.join(self.run, "run.json"), "w") as f:
+            json.dump({"runId": "r1", "commit": "abc", "dirty": False, "arguments": ["default"], "exitStatus": 1}, f)
+        with open(os.path.join(timing, "stages.tsv"), "w") as f:
+            f.write("install\t100.0\t110.0\t0\nbuild\t110.0\t400.0\t0\nswift test\t400.0\t1900.5\t1\n")
+        with open(os.path.join(timing, "xunit-swift-testing.xml"), "w") as f:
+            f.write('''<?xml version="1.0"?><testsuites><testsuite name="TestResults">
+<testcase classname="DuetClientTests.CallEngineTests" name="a()" time="2.5"/>
+<testcase classname="DuetClientTests.CallEngineTests" name="b()" time="0.5"><failure message="x"/></testcase>
+<testcase classname="DuetServerTests.BrowserChaosTests" name="cut()" time="400"/>
+</testsuite></testsuites>''')
+        jobs = [{"label": "chaos/chaos.py cut-2min", "file": "DuetServerTests/BrowserChaosTests.swift", "load": "shared",
+                 "waitedSeconds": 250.0, "ranSeconds": 150.0},
+                {"label": "sweepOfSeeds()", "file": "DuetSimulationTests/SimulationTests.swift", "load": "exclusive",
+                 "waitedSeconds": 0.0, "ranSeconds": 30.0},
+                {"label": "cluster/cluster.py failover", "file": "DuetServerTests/ClusterTests.swift", "load": "shared",
+                 "waitedSeconds": 0.0, "ranSeconds": 20.0}]
+        with open(os.path.join(timing, "heavy.jsonl"), "w") as f:
+            f.writelines(json.dumps(j) + "\n" for j in jobs)
+        with open(os.path.join(timing, "scenarios", "chaos_chaos.py cut-2min.json"), "w") as f:
+            json.dump({"job": "chaos/chaos.py cut-2min", "wallSeconds": 150.0, "phases": {"browser start": 1.0}}, f)
+        with open(os.path.join(timing, "scenarios", "cluster_cluster.py failover.json"), "w") as f:
+            json.dump({"job": "cluster/cluster.py failover", "wallSeconds": 20.0, "phases": {"PostgreSQL start": 12.0}}, f)
+
+    def tearDown(self):
+        shutil.rmtree(self.run, ignore_errors=True)
+
+    def test_the_table_says_where_the_time_went(self):
+        import timing
+        t = timing.build(self.run)
+        self.assertEqual(t["totalSeconds"], 1800.5, "from the first stage's start to the last one's end")
+        self.assertEqual([s["stage"] for s in t["stages"]], ["install", "build", "swift test"])
+        self.assertEqual(t["stages"][2]["exit"], 1)
+        self.assertEqual((t["tests"], t["failedTests"]), (3, 1))
+        names = [x["name"] for x in t["slowest"]]
+        # A heavy job counts its run, not its wait for a slot; the test that wrapped it is not counted twice.
+        self.assertEqual(names[0], "chaos/chaos.py cut-2min")
+        self.assertNotIn("DuetServerTests.BrowserChaosTests/cut()", names)
+        self.assertIn("DuetClientTests.CallEngineTests/a()", names)
+        waits = {x["name"]: x["waitsOn"] for x in t["slowest"]}
+        self.assertTrue(waits["chaos/chaos.py cut-2min"].startswith("the product's timers and events (99 %"))
+        self.assertTrue(waits["cluster/cluster.py failover"].startswith("PostgreSQL start (60 %"))
+        self.assertTrue(waits["sweepOfSeeds()"].startswith("CPU"))
+        text = timing.markdown(t)
+        self.assertIn("1,800 s (30.0 min)", text)
+        self.assertIn("| swift test | 1,500 s | 1 |", text)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -12,6 +12,9 @@ public struct ServerConfiguration: Sendable {
     /// `--database-url postgres://…`: durable room state (and the secrets) in PostgreSQL, shared by every node of a
     /// cluster. Nil: SQLite in `dataDirectory` (`rooms.sqlite`), one node.
     public var databaseURL: String?
+    /// How long one PostgreSQL operation may take before it fails with a clear error (`PostgresRoomStateStore`). The
+    /// in-process cluster tests give it more: their nodes start while hundreds of other tests share two cores.
+    public var databaseOperationTimeout: Duration = .seconds(5)
     /// `--node-id`: this node in logs and metrics, and the owner of the rooms it writes to a shared store.
     /// Nil: host and port.
     public var nodeId: String?

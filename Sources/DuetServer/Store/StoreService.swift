@@ -92,6 +92,13 @@ struct StoreService: Service {
 
     private func maintainLoop() async {
         while !Task.isCancelled {
+            // Not before the store is prepared and loaded (`loadUntilDone` owns that and reports its outcome): a prune
+            // on a store still opening failed with "before prepare()" and marked a healthy store down (seen in a
+            // loaded test run, where opening took longer than `startLoadLimit`).
+            guard health.isLoaded else {
+                try? await Task.sleep(for: .milliseconds(200))
+                continue
+            }
             do {
                 let facts = try await store.maintain(nowMs: now())
                 if !facts.isEmpty {

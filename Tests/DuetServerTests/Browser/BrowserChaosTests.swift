@@ -58,7 +58,7 @@ import Testing
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
         let script = packageRoot + "/Tests/e2e/" + script
-        let result = try await OneAtATime.heavyWork.run { try await runCommand(
+        let result = try await OneAtATime.heavyWork.run("\(script.split(separator: "/").suffix(2).joined(separator: "/")) \(scenario)", load: .shared) { try await runCommand(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
             environment: ["DUET_BINARY": duet], timeout: .seconds(320)) }
         #expect(result.status == 0, "chaos \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)

@@ -15,7 +15,7 @@ func runBrowserScenario(
     let duet = packageRoot + "/.build/debug/duet"
     try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing", sourceLocation: sourceLocation)
     let path = packageRoot + "/Tests/e2e/" + script
-    let result = try await OneAtATime.heavyWork.run { try await runCommand(
+    let result = try await OneAtATime.heavyWork.run("\(script) \(scenario)", load: .shared) { try await runCommand(
         ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", path, scenario],
         environment: ["DUET_BINARY": duet],
         timeout: timeout) }

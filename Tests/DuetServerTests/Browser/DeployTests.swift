@@ -41,7 +41,7 @@ import Testing
             command = ["python3", script, scenario]
         }
         let fixed = environment
-        let result = try await OneAtATime.heavyWork.run {
+        let result = try await OneAtATime.heavyWork.run("deploy/deploy_scenarios.py \(scenario)", load: .shared) {
             try await runCommand(command, environment: fixed, timeout: .seconds(150))
         }
         #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)

@@ -24,6 +24,11 @@ import tempfile
 import threading
 import time
 
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import phase_timing  # noqa: E402  (Tests/e2e/phase_timing.py: where a scenario's time goes)
+
 import cdp
 from cdp import CDPError, in_private_netns
 
@@ -224,6 +229,7 @@ class Firefox:
             browser.close()
             raise
         browser.launch_seconds = time.monotonic() - t0
+        phase_timing.add("browser start", browser.launch_seconds)
         return browser
 
     def __enter__(self):

@@ -23,6 +23,11 @@ import tempfile
 import threading
 import time
 
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import phase_timing  # noqa: E402  (Tests/e2e/phase_timing.py: where a scenario's time goes)
+
 CHROMIUM = os.environ.get("CHROMIUM_BIN") or next(
     (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if os.path.exists(p)),
     "chromium")
@@ -42,6 +47,36 @@ FLAGS = (
     # There is no sound device anyway; inbound-rtp audio stats still count samples.
     "--mute-audio",
 )
+
+
+# The fake camera sends small frames (issue 50): Chromium's own fake device gives what the page asks for (1280x720 at
+# 30 fps), and encoding and decoding that both ways in software kept a core busy per call, so two scenarios could not
+# share this 2-core machine without starving each other's media. A 320x180 (16:9, as the page asks) picture with a
+# moving bar costs a fraction of it and still changes every frame; its mean luma (about 110) reads as a live picture
+# to the scenarios' black-frame check (scenarios.BLACK_LUMA). Not used where a scenario asks for several fake
+# cameras (`--use-fake-device-for-media-stream=device-count=N`): a file is one camera only.
+FAKE_CAMERA = (320, 180, 30)
+
+
+def fake_camera_file():
+    """A looping Y4M clip (2 s) for `--use-file-for-fake-video-capture`, made once per machine under /tmp."""
+    width, height, frames = FAKE_CAMERA
+    path = os.path.join(tempfile.gettempdir(), f"duet-fake-camera-{width}x{height}-{frames}-v1.y4m")
+    if os.path.exists(path):
+        return path
+    chroma = bytes([128]) * ((width // 2) * (height // 2) * 2)
+    body = bytearray(f"YUV4MPEG2 W{width} H{height} F{frames}:1 Ip A1:1 C420jpeg\n".encode())
+    bar = width // 8
+    for i in range(2 * frames):
+        x0 = (i * width // (2 * frames)) % width
+        row = bytearray([100]) * width
+        row[x0:x0 + bar] = bytes([235]) * len(row[x0:x0 + bar])
+        body += b"FRAME\n" + bytes(row) * height + chroma
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(body)
+    os.replace(tmp, path)
+    return path
 
 
 class CDPError(Exception):
@@ -86,6 +121,9 @@ class Browser:
         if require_netns and not in_private_netns():
             raise RuntimeError("refusing to start Chromium outside a private network namespace "
                                "(run under `unshare -n`)")
+        several_cameras = "--use-fake-device-for-media-stream" in without_flags or any(
+            f.startswith("--use-fake-device-for-media-stream=") or f.startswith("--use-file-for-fake-video-capture") for f in extra_flags)
+        camera = () if several_cameras else (f"--use-file-for-fake-video-capture={fake_camera_file()}",)
         profile = tempfile.mkdtemp(prefix="duet-chromium-")
         log_path = log_path or os.path.join(profile, "chromium.log")
         cmd_r, cmd_w = os.pipe()        # we write commands -> Chromium's fd 3
@@ -95,7 +133,7 @@ class Browser:
         # first moved to fds >= 10 so they cannot collide with 3/4 while renumbering.
         cmd_r, evt_w = (_high_fd(fd) for fd in (cmd_r, evt_w))
         argv = ["/bin/bash", "-c", f'exec 3<&{cmd_r} 4>&{evt_w} {cmd_r}<&- {evt_w}>&-; exec "$@"',
-                "bash", *prefix, CHROMIUM, *(f for f in FLAGS if f not in without_flags), "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                "bash", *prefix, CHROMIUM, *(f for f in FLAGS if f not in without_flags), *camera, "--remote-debugging-pipe", f"--user-data-dir={profile}",
                 f"--disk-cache-dir={profile}/cache", *extra_flags, "about:blank"]
         t0 = time.monotonic()
         try:
@@ -122,6 +160,7 @@ class Browser:
             browser.close()
             raise
         browser.launch_seconds = time.monotonic() - t0
+        phase_timing.add("browser start", browser.launch_seconds)
         return browser
 
     def __enter__(self):

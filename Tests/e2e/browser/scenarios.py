@@ -19,6 +19,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from cdp import Browser, CDPError  # noqa: E402
+import phase_timing  # noqa: E402
 import results  # noqa: E402
 from results import report, watch  # noqa: E402,F401 — report/watch are the scenarios' API to their outcome
 
@@ -43,6 +44,10 @@ class Server:
         self.start()
 
     def start(self):
+        with phase_timing.spent("duet serve start"):
+            self._start()
+
+    def _start(self):
         self.log = open(os.path.join(self.data, "serve.log"), "ab")
         self.proc = subprocess.Popen(
             [*self.prefix, DUET, "serve", "--host", self.host, "--port", str(self.port), "--data-dir", self.data,

@@ -23,6 +23,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import phase_timing  # noqa: E402  (Tests/e2e/phase_timing.py)
+
 BIN = "/usr/lib/postgresql/15/bin"
 DATABASE = "duet"
 SUPERUSER = "duet"
@@ -89,6 +92,11 @@ def paths(directory):
 
 
 def start(directory, owner_pid=None):
+    with phase_timing.spent("PostgreSQL start"):
+        return _start(directory, owner_pid)
+
+
+def _start(directory, owner_pid=None):
     if not os.path.exists(f"{BIN}/postgres"):
         fail(f"{BIN}/postgres not found: apt-get install -y postgresql")
     directory, data, run, log = paths(directory)

@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 sys.path.insert(0, os.path.join(HERE, "..", "peer"))
+import phase_timing  # noqa: E402
 from cdp import Browser, in_private_netns  # noqa: E402
 import scenarios  # noqa: E402
 from scenarios import Server, collect, expect, in_call, log, media_flows, stats, watch  # noqa: E402
@@ -209,7 +210,8 @@ class Lab:
         self._closed = False
         atexit.register(self.close)
         try:
-            self._build()
+            with phase_timing.spent("namespace set-up"):
+                self._build()
         except BaseException:
             self.close()
             raise

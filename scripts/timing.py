@@ -1,0 +1,159 @@
+"""Where a test run's time went: the timing table of one run of scripts/test.sh (issue 50).
+
+    python3 scripts/timing.py .build/results/<run-id>            writes timing/timing.md and timing/timing.json, prints
+                                                                  the total, the stages and the 10 slowest
+    python3 scripts/timing.py .build/results/<run-id> --markdown  prints the table (what docs/testing.md quotes)
+
+It reads what the run wrote as it went, measured where it happened:
+  timing/stages.tsv          scripts/test.sh: each stage (install, build, swift test, differential, fuzz) with its
+                             wall time and exit status
+  timing/xunit*.xml          `swift test --xunit-output`: every test's time (for a heavy job this includes its wait for
+                             a slot: the jobs table has the wait apart)
+  timing/heavy.jsonl         OneAtATime (Sources/DuetTestBasics): every heavy job's wait for a slot and its run
+  timing/scenarios/*.json    Tests/e2e/phase_timing.py: each e2e process's wall time and its measured set-up phases
+                             (browser start, duet serve start, PostgreSQL start, namespace set-up)
+What a job mostly waits on is the largest of its measured phases and the rest of its time; the rest is the
+scenario's waits on the product's timers and events (or, for a job that computes, its CPU).
+"""
+import glob
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+COMPUTING = ("Sweep", "sweep", "Soak", "soak", "Bench", "bench", "Load", "Storm", "storm", "Simulation")
+
+
+def read_stages(timing):
+    stages = []
+    path = os.path.join(timing, "stages.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 4:
+                name, start, end, rc = parts
+                stages.append({"stage": name, "seconds": round(float(end) - float(start), 1), "exit": int(rc),
+                               "start": float(start), "end": float(end)})
+    return stages
+
+
+def read_tests(timing):
+    tests = []
+    for path in sorted(glob.glob(os.path.join(timing, "xunit*.xml"))):
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError:
+            continue
+        for case in root.iter("testcase"):
+            failed = case.find("failure") is not None or case.find("error") is not None
+            skipped = case.find("skipped") is not None
+            tests.append({"suite": case.get("classname", "?"), "test": case.get("name", "?"),
+                          "seconds": float(case.get("time", "0") or 0), "failed": failed, "skipped": skipped})
+    return tests
+
+
+def read_jobs(timing):
+    jobs = []
+    path = os.path.join(timing, "heavy.jsonl")
+    if os.path.exists(path):
+        for line in open(path):
+            try:
+                jobs.append(json.loads(line))
+            except ValueError:
+                pass
+    phases = {}
+    for path in glob.glob(os.path.join(timing, "scenarios", "*.json")):
+        try:
+            body = json.load(open(path))
+            phases[body["job"]] = body
+        except (ValueError, KeyError, OSError):
+            pass
+    for job in jobs:
+        measured = phases.get(job["label"])
+        job["phases"] = measured["phases"] if measured else {}
+        job["waitsOn"] = waits_on(job, job["phases"])
+    return jobs
+
+
+def waits_on(job, phases):
+    ran = job.get("ranSeconds", 0)
+    if job.get("load") == "exclusive" and not phases:
+        return "CPU (it computes: seeds, load, churn)" if any(k in job["label"] + job.get("file", "") for k in COMPUTING) \
+            else "its own processes (one at a time)"
+    rest = ran - sum(phases.values())
+    kind, seconds = max([("the product's timers and events", rest)] + list(phases.items()), key=lambda kv: kv[1])
+    share = f"{100 * seconds / ran:.0f} %" if ran > 0 else "-"
+    return f"{kind} ({share})"
+
+
+def build(run_dir):
+    timing = os.path.join(run_dir, "timing")
+    stages, tests, jobs = read_stages(timing), read_tests(timing), read_jobs(timing)
+    run = {}
+    if os.path.exists(os.path.join(run_dir, "run.json")):
+        run = json.load(open(os.path.join(run_dir, "run.json")))
+    total = round(stages[-1]["end"] - stages[0]["start"], 1) if stages else None
+    suites = {}
+    for t in tests:
+        s = suites.setdefault(t["suite"], {"suite": t["suite"], "tests": 0, "seconds": 0.0, "failed": 0})
+        s["tests"] += 1
+        s["seconds"] += t["seconds"]
+        s["failed"] += t["failed"]
+    # The slowest: heavy jobs by their run (not their wait), other tests by their own time.
+    slow = [{"name": j["label"], "seconds": j["ranSeconds"], "waitsOn": j["waitsOn"], "load": j["load"]} for j in jobs]
+    heavy_files = {os.path.basename(j.get("file", "")).removesuffix(".swift") for j in jobs}
+    for t in tests:
+        if t["suite"].split(".")[-1] not in heavy_files:
+            slow.append({"name": f"{t['suite']}/{t['test']}", "seconds": t["seconds"], "waitsOn": "in-process (its own awaits)",
+                         "load": "-"})
+    slow.sort(key=lambda x: -x["seconds"])
+    return {"runId": run.get("runId", os.path.basename(run_dir.rstrip("/"))), "commit": run.get("commit"),
+            "dirty": run.get("dirty"), "arguments": run.get("arguments"), "exitStatus": run.get("exitStatus"),
+            "totalSeconds": total, "stages": stages, "tests": len(tests), "failedTests": sum(t["failed"] for t in tests),
+            "heavyJobs": len(jobs), "heavyRunSeconds": round(sum(j["ranSeconds"] for j in jobs), 1),
+            "suites": sorted(suites.values(), key=lambda s: -s["seconds"]), "slowest": slow[:25], "jobs": jobs}
+
+
+def minutes(seconds):
+    return "-" if seconds is None else f"{seconds:,.0f} s ({seconds / 60:.1f} min)"
+
+
+def markdown(t):
+    out = [f"Run `{t['runId']}` on commit `{(t['commit'] or '?')[:10]}`{' (dirty)' if t['dirty'] else ''}, tier "
+           f"`{(t['arguments'] or ['default'])[0]}`, exit status {t['exitStatus']}: **{minutes(t['totalSeconds'])}** in all; "
+           f"{t['tests']} tests ({t['failedTests']} failed), {t['heavyJobs']} heavy jobs running {t['heavyRunSeconds']:,.0f} s.",
+           "", "| stage | wall time | exit |", "|---|---:|---:|"]
+    out += [f"| {s['stage']} | {s['seconds']:,.0f} s | {s['exit']} |" for s in t["stages"]]
+    out += ["", "| suite | tests | summed test time | failed |", "|---|---:|---:|---:|"]
+    out += [f"| {s['suite']} | {s['tests']} | {s['seconds']:,.0f} s | {s['failed']} |" for s in t["suites"]]
+    out += ["", "The 25 slowest (a heavy job by its run, without its wait for a slot):", "",
+            "| # | test or job | seconds | slot | mostly waits on |", "|---:|---|---:|---|---|"]
+    out += [f"| {i} | {x['name']} | {x['seconds']:,.1f} | {x['load']} | {x['waitsOn']} |" for i, x in enumerate(t["slowest"], 1)]
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit("usage: scripts/timing.py .build/results/<run-id> [--markdown]")
+    t = build(argv[1])
+    text = markdown(t)
+    if "--markdown" in argv:
+        print(text, end="")
+        return
+    timing = os.path.join(argv[1], "timing")
+    os.makedirs(timing, exist_ok=True)
+    with open(os.path.join(timing, "timing.json"), "w") as f:
+        json.dump(t, f, indent=1)
+    with open(os.path.join(timing, "timing.md"), "w") as f:
+        f.write(text)
+    print(f"\n== timing of run {t['runId']}: {minutes(t['totalSeconds'])} in all ==")
+    for s in t["stages"]:
+        print(f"   {s['stage']:<14} {s['seconds']:>8,.0f} s  exit {s['exit']}")
+    print("   the 10 slowest:")
+    for x in t["slowest"][:10]:
+        print(f"   {x['seconds']:>8,.1f} s  {x['name']}  — {x['waitsOn']}")
+    print(f"   table: {os.path.relpath(os.path.join(timing, 'timing.md'))} (budget: 35 min default tier, 5 min --quick)")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
