@@ -6,11 +6,11 @@ import Foundation
 /// scenario in a network namespace of its own, waiting on the product's timers) takes one slot, so two such scenarios
 /// run side by side (`DUET_HEAVY_SLOTS`, default 3; 1 runs everything one at a time, as before issue 50).
 ///
-/// Slots are granted first come, first served: an exclusive job at the head of the queue is not passed by shared
-/// ones, so it is never starved. Every job's wait and run go to `.build/results/$DUET_RUN_ID/timing/heavy.jsonl`
+/// An exclusive job waiting goes before every shared one (the slots drain for it); shared jobs are served first come,
+/// first served. Every job's wait and run go to `.build/results/$DUET_RUN_ID/timing/heavy.jsonl`
 /// (scripts/timing.py makes the run's timing table from it).
 public actor OneAtATime {
-    public static let heavyWork = OneAtATime(slots: configuredSlots())
+    public static let heavyWork = OneAtATime(slots: configuredSlots(), recordsTiming: true)
 
     /// How much of the machine a job takes.
     public enum Load: String, Sendable {
@@ -22,11 +22,14 @@ public actor OneAtATime {
     }
 
     public let slots: Int
+    /// Only the suite's own slots write the timing table (not the ones the slots' tests make).
+    private let recordsTiming: Bool
     private var free: Int
     private var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
-    public init(slots: Int) {
+    public init(slots: Int, recordsTiming: Bool = false) {
         self.slots = max(1, slots)
+        self.recordsTiming = recordsTiming
         self.free = self.slots
     }
 
@@ -42,9 +45,11 @@ public actor OneAtATime {
         let startedAt = Date()
         defer {
             release(weight)
-            HeavyWorkLog.append(
-                label: label, file: fileID, load: load, waited: started - queued, ran: ContinuousClock.now - started,
-                queuedAt: queuedAt, startedAt: startedAt)
+            if recordsTiming {
+                HeavyWorkLog.append(
+                    label: label, file: fileID, load: load, waited: started - queued, ran: ContinuousClock.now - started,
+                    queuedAt: queuedAt, startedAt: startedAt)
+            }
         }
         return try await work()
     }
@@ -53,16 +58,34 @@ public actor OneAtATime {
     public var waitingCount: Int { waiting.count }
 
     private func acquire(_ weight: Int) async {
-        if waiting.isEmpty && free >= weight {
+        if mayStart(weight, queuedBehind: waiting.count) {
             free -= weight
             return
         }
         await withCheckedContinuation { waiting.append((weight, $0)) }
     }
 
+    /// Work that computes goes first: while an exclusive job waits, no shared job starts, so the slots drain and it
+    /// runs as soon as they are empty (and the exclusive jobs, queued together as the suites start, run one after the
+    /// other at the start of the run, not spread between scenarios, each waiting for the slots to drain). Shared jobs
+    /// start first come, first served.
+    private func mayStart(_ weight: Int, queuedBehind index: Int) -> Bool {
+        let exclusiveAhead = waiting.prefix(index).contains { $0.weight == slots }
+        if weight == slots { return !exclusiveAhead && free == slots }
+        let exclusiveWaiting = waiting.contains { $0.weight == slots }
+        return !exclusiveWaiting && free >= weight
+    }
+
     private func release(_ weight: Int) {
         free += weight
-        // First come, first served: the head of the queue is served before anyone behind it.
+        if let index = waiting.firstIndex(where: { $0.weight == slots }) {
+            if free == slots {
+                let job = waiting.remove(at: index)
+                free -= job.weight
+                job.continuation.resume()
+            }
+            return
+        }
         while let head = waiting.first, free >= head.weight {
             waiting.removeFirst()
             free -= head.weight

@@ -96,4 +96,30 @@ import Testing
         #expect(await ledger.started == ["first", "exclusive", "later"])
         #expect(await ledger.exclusiveShared == false, "the exclusive job shared the machine")
     }
+
+    /// Work that computes goes first: an exclusive job that comes after shared ones still waiting starts as soon as
+    /// the slots drain, before them — so the run's exclusive jobs run together, not one between every few scenarios.
+    @Test func anExclusiveJobGoesBeforeSharedJobsThatWait() async throws {
+        let slots = OneAtATime(slots: 2)
+        let ledger = Ledger()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for name in ["a", "b"] { group.addTask { await job(slots, ledger, name, .shared) } }
+            try await until(ledger, "two shared jobs run") { await ledger.running == 2 }
+            group.addTask { await job(slots, ledger, "c", .shared) }
+            try await until(ledger, "c waits") { await slots.waitingCount == 1 }
+            group.addTask { await job(slots, ledger, "exclusive", .exclusive) }
+            try await until(ledger, "the exclusive job waits") { await slots.waitingCount == 2 }
+            await ledger.release("a")
+            try await until(ledger, "a ended") { await ledger.running == 1 }
+            #expect(await slots.waitingCount == 2, "c does not take a's slot while the exclusive job waits")
+            await ledger.release("b")
+            try await until(ledger, "the exclusive job started") { await ledger.started.count == 3 }
+            #expect(await ledger.started.last == "exclusive")
+            await ledger.release("exclusive")
+            await ledger.release("c")
+        }
+        let started = await ledger.started
+        #expect(Set(started.prefix(2)) == ["a", "b"] && Array(started.suffix(2)) == ["exclusive", "c"])
+        #expect(await ledger.exclusiveShared == false)
+    }
 }

@@ -498,6 +498,7 @@ class TimingTableTests(unittest.TestCase):
         names = [x["name"] for x in t["slowest"]]
         # A heavy job counts its run, not its wait for a slot; the test that wrapped it is not counted twice.
         self.assertEqual(names[0], "chaos/chaos.py cut-2min")
+        self.assertEqual(t["slowest"][0]["seconds"], 150.0, "its run (150 s), not its run and its wait for a slot (400 s)")
         self.assertNotIn("DuetServerTests.BrowserChaosTests/cut()", names)
         self.assertIn("DuetClientTests.CallEngineTests/a()", names)
         waits = {x["name"]: x["waitsOn"] for x in t["slowest"]}
