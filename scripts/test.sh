@@ -105,6 +105,11 @@ quick_skip+='|KillAfterAckTests|ClusterStateTests|SimulationTests|ProvenanceTest
 test_args=("$@")
 [ "$tier" = quick ] && test_args+=(--skip "$quick_skip")
 
+# At most 64 test cases in flight (Swift Testing starts every one at once otherwise: about 400 on two cores, where
+# in-process servers missed their own 5 s bounds while starting, and the test process once crashed in that crowd).
+# The heavy jobs waiting for a slot count among them (about 25 at most).
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-64}
+
 status=0
 stage build swift build --build-tests || status=$?
 if [ "$status" -eq 0 ]; then
