@@ -7,7 +7,7 @@ import Foundation
 /// run side by side (`DUET_HEAVY_SLOTS`, default 3; 1 runs everything one at a time, as before issue 50).
 ///
 /// An exclusive job waiting goes before every shared one (the slots drain for it); shared jobs are served first come,
-/// first served. Every job's wait and run go to `.build/results/$DUET_RUN_ID/timing/heavy.jsonl`
+/// first served (`SlotQueue`, the rule as a value). Every job's wait and run go to `.build/results/$DUET_RUN_ID/timing/heavy.jsonl`
 /// (scripts/timing.py makes the run's timing table from it).
 public actor OneAtATime {
     public static let heavyWork = OneAtATime(slots: configuredSlots(), recordsTiming: true)
@@ -21,30 +21,34 @@ public actor OneAtATime {
         case exclusive
     }
 
-    public let slots: Int
-    /// Only the suite's own slots write the timing table (not the ones the slots' tests make).
+    public var slots: Int { queue.slots }
+    /// Only the suite's own slots write the timing table.
     private let recordsTiming: Bool
-    private var free: Int
-    private var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var queue: SlotQueue
+    private var nextId = 0
+    private var continuations: [Int: CheckedContinuation<Void, Never>] = [:]
 
     public init(slots: Int, recordsTiming: Bool = false) {
-        self.slots = max(1, slots)
+        self.queue = SlotQueue(slots: slots)
         self.recordsTiming = recordsTiming
-        self.free = self.slots
     }
 
     /// `label` names the job in the timing table (the calling function unless given).
     public func run<T: Sendable>(
         _ label: String = #function, load: Load = .exclusive, fileID: String = #fileID, _ work: @Sendable () async throws -> T
     ) async rethrows -> T {
-        let weight = load == .exclusive ? slots : 1
+        let weight = load == .exclusive ? queue.slots : 1
         let queued = ContinuousClock.now
         let queuedAt = Date()
-        await acquire(weight)
+        nextId += 1
+        let id = nextId
+        if !queue.arrive(id: id, weight: weight) {
+            await withCheckedContinuation { continuations[id] = $0 }
+        }
         let started = ContinuousClock.now
         let startedAt = Date()
         defer {
-            release(weight)
+            for next in queue.leave(weight: weight) { continuations.removeValue(forKey: next)?.resume() }
             if recordsTiming {
                 HeavyWorkLog.append(
                     label: label, file: fileID, load: load, waited: started - queued, ran: ContinuousClock.now - started,
@@ -54,47 +58,52 @@ public actor OneAtATime {
         return try await work()
     }
 
-    /// How many jobs wait for a slot (for the slots' own tests).
-    public var waitingCount: Int { waiting.count }
+    static func configuredSlots() -> Int {
+        ProcessInfo.processInfo.environment["DUET_HEAVY_SLOTS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+    }
+}
 
-    private func acquire(_ weight: Int) async {
-        if mayStart(weight, queuedBehind: waiting.count) {
-            free -= weight
-            return
-        }
-        await withCheckedContinuation { waiting.append((weight, $0)) }
+/// Who may start, as a value (`OneAtATime` keeps one and resumes whom it names): a job asks for a weight of slots
+/// (one, or all of them); it starts when they are free, or waits. Work that computes goes first: while an exclusive
+/// job waits, no shared job starts, so the slots drain and it runs as soon as they are empty — and the exclusive jobs,
+/// queued together as the suites start, run one after the other at the start of the run, not spread between
+/// scenarios. Shared jobs start first come, first served.
+public struct SlotQueue: Sendable {
+    public let slots: Int
+    public private(set) var free: Int
+    /// Waiting jobs in order of arrival.
+    public private(set) var waiting: [(id: Int, weight: Int)] = []
+
+    public init(slots: Int) {
+        self.slots = max(1, slots)
+        self.free = self.slots
     }
 
-    /// Work that computes goes first: while an exclusive job waits, no shared job starts, so the slots drain and it
-    /// runs as soon as they are empty (and the exclusive jobs, queued together as the suites start, run one after the
-    /// other at the start of the run, not spread between scenarios, each waiting for the slots to drain). Shared jobs
-    /// start first come, first served.
-    private func mayStart(_ weight: Int, queuedBehind index: Int) -> Bool {
-        let exclusiveAhead = waiting.prefix(index).contains { $0.weight == slots }
-        if weight == slots { return !exclusiveAhead && free == slots }
+    /// Job `id` asks for `weight` slots: true if it starts now (its slots are taken), false if it waits.
+    public mutating func arrive(id: Int, weight: Int) -> Bool {
+        let weight = min(max(1, weight), slots)
         let exclusiveWaiting = waiting.contains { $0.weight == slots }
-        return !exclusiveWaiting && free >= weight
+        let starts = weight == slots ? !exclusiveWaiting && free == slots : !exclusiveWaiting && free >= weight
+        if starts { free -= weight } else { waiting.append((id, weight)) }
+        return starts
     }
 
-    private func release(_ weight: Int) {
-        free += weight
+    /// A job that held `weight` slots ended: the ids of the waiting jobs that start now (their slots are taken).
+    public mutating func leave(weight: Int) -> [Int] {
+        free = min(slots, free + min(max(1, weight), slots))
         if let index = waiting.firstIndex(where: { $0.weight == slots }) {
-            if free == slots {
-                let job = waiting.remove(at: index)
-                free -= job.weight
-                job.continuation.resume()
-            }
-            return
+            guard free == slots else { return [] }
+            let job = waiting.remove(at: index)
+            free -= job.weight
+            return [job.id]
         }
+        var started: [Int] = []
         while let head = waiting.first, free >= head.weight {
             waiting.removeFirst()
             free -= head.weight
-            head.continuation.resume()
+            started.append(head.id)
         }
-    }
-
-    static func configuredSlots() -> Int {
-        ProcessInfo.processInfo.environment["DUET_HEAVY_SLOTS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+        return started
     }
 }
 
