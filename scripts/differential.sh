@@ -18,8 +18,13 @@ traces=".build/differential/traces"
 mkdir -p "$results"
 rm -rf "$traces"
 
-swift build --product duet-sim >/dev/null
-bin="$(swift build --show-bin-path)/duet-sim"
+# DUET_SIM names an already built duet-sim (scripts/test.sh, whose `swift test` holds the build directory meanwhile).
+if [ -n "${DUET_SIM:-}" ]; then
+  bin=$DUET_SIM
+else
+  swift build --product duet-sim >/dev/null
+  bin="$(swift build --show-bin-path)/duet-sim"
+fi
 "$bin" --engine-traces "$traces" --seeds "$seeds" --duet-call | tee "$results/export.txt"
 
 status=0

@@ -28,6 +28,8 @@ export DUET_TEST_TIER=$tier
 export DUET_RUN_ID="${DUET_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')}"
 timing=".build/results/$DUET_RUN_ID/timing"
 mkdir -p "$timing"
+# How busy the machine is while the run waits or computes (timing/cpu.tsv, every 5 s, ends with this script).
+python3 scripts/timing.py --sample-cpu "$timing/cpu.tsv" $$ >/dev/null 2>&1 &
 # stage NAME COMMAND…: runs COMMAND, records its wall time and exit status in stages.tsv, returns its status.
 stage() {
   local name=$1 start end rc=0
@@ -112,16 +114,41 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM
 
 status=0
 stage build swift build --build-tests || status=$?
+
+# The differential replay and the fuzz smoke run beside `swift test`, one after the other, at the lowest CPU priority
+# (nice 19): they take the cores the scenarios leave idle while they wait on the product's timers (timing/cpu.tsv shows
+# how much that is) and yield them whenever a test computes. Their output goes to a log each, shown at the end.
+side_log=".build/results/$DUET_RUN_ID/side"
+side_pid=""
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then
+  mkdir -p "$side_log"
+  # The browser engine against the Swift engine, step by step, on 1,000 seeds, 1,000 with duet call, every scenario.
+  # Every libFuzzer target (address sanitizer) from the checked-in seeds and regressions, 10 s each (5 minutes each in
+  # the long tier): a crash fails the run (docs/security.md has the long runs).
+  fuzz_seconds=10
+  [ "$tier" = long ] && fuzz_seconds=300
+  side() {
+    local rc=0
+    DUET_SIM="$PWD/.build/debug/duet-sim" stage differential scripts/differential.sh > "$side_log/differential.log" 2>&1 || rc=1
+    stage fuzz scripts/fuzz.sh all "$fuzz_seconds" > "$side_log/fuzz.log" 2>&1 || rc=1
+    return "$rc"
+  }
+  ( renice -n 19 -p "$BASHPID" >/dev/null && side ) &
+  side_pid=$!
+fi
+
 if [ "$status" -eq 0 ]; then
   stage "swift test" swift test --skip-build --xunit-output "$timing/xunit.xml" ${test_args[@]+"${test_args[@]}"} || status=$?
 fi
-# The browser engine against the Swift engine, step by step, on 1,000 seeds, 1,000 with duet call, every scenario.
-if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then stage differential scripts/differential.sh || status=$?; fi
-# Every libFuzzer target (address sanitizer) from the checked-in seeds and regressions, 10 s each (5 minutes each in
-# the long tier): a crash fails the run (docs/security.md has the long runs).
-fuzz_seconds=10
-[ "$tier" = long ] && fuzz_seconds=300
-if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then stage fuzz scripts/fuzz.sh all "$fuzz_seconds" || status=$?; fi
+if [ -n "$side_pid" ]; then
+  side_status=0
+  wait "$side_pid" || side_status=$?
+  for name in differential fuzz; do
+    echo "== $name (log: $side_log/$name.log) =="
+    if [ "$side_status" -ne 0 ]; then cat "$side_log/$name.log"; else tail -8 "$side_log/$name.log"; fi
+  done
+  [ "$side_status" -eq 0 ] || status=1
+fi
 # The long tier's soak: 30 minutes of call-shaped churn at 2,000 clients on release builds, its log under
 # .build/results (benchmarks/soak.py LOG RUN publishes it to docs/benchmarks.md; docs/testing.md says how).
 long_soak() {

@@ -3,6 +3,8 @@
     python3 scripts/timing.py .build/results/<run-id>            writes timing/timing.md and timing/timing.json, prints
                                                                   the total, the stages and the 10 slowest
     python3 scripts/timing.py .build/results/<run-id> --markdown  prints the table (what docs/testing.md quotes)
+    python3 scripts/timing.py --sample-cpu FILE PID                 appends the machine's CPU use every 5 s to FILE
+                                                                  until process PID (the run) ends
 
 It reads what the run wrote as it went, measured where it happened:
   timing/stages.tsv          scripts/test.sh: each stage (install, build, swift test, differential, fuzz) with its
@@ -10,6 +12,8 @@ It reads what the run wrote as it went, measured where it happened:
   timing/xunit*.xml          `swift test --xunit-output`: every test's time (for a heavy job this includes its wait for
                              a slot: the jobs table has the wait apart)
   timing/heavy.jsonl         OneAtATime (Sources/DuetTestBasics): every heavy job's wait for a slot and its run
+  timing/cpu.tsv             this script's --sample-cpu: the share of all cores busy in each 5 s (how much of a
+                             stage is waiting rather than computing)
   timing/scenarios/*.json    Tests/e2e/phase_timing.py: each e2e process's wall time and its measured set-up phases
                              (browser start, duet serve start, PostgreSQL start, namespace set-up)
 What a job mostly waits on is the largest of its measured phases and the rest of its time; the rest is the
@@ -35,6 +39,53 @@ def read_stages(timing):
                 stages.append({"stage": name, "seconds": round(float(end) - float(start), 1), "exit": int(rc),
                                "start": float(start), "end": float(end)})
     return stages
+
+
+def cpu_times():
+    """(busy, total) jiffies of all cores from /proc/stat; iowait counts as idle."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def sample_cpu(path, pid, every=5.0):
+    import time
+    last = cpu_times()
+    while True:
+        time.sleep(every)
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        now = cpu_times()
+        busy, total = now[0] - last[0], now[1] - last[1]
+        last = now
+        with open(path, "a") as f:
+            f.write(f"{time.time():.1f}\t{busy / total if total else 0:.3f}\n")
+
+
+def read_cpu(timing):
+    samples = []
+    path = os.path.join(timing, "cpu.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            try:
+                at, busy = line.split("\t")
+                samples.append((float(at), float(busy)))
+            except ValueError:
+                pass
+    return samples
+
+
+def mean_busy(cpu, start, end):
+    """The mean share of all cores busy in the samples taken between start and end (None without one)."""
+    inside = [busy for at, busy in cpu if start < at <= end]
+    return round(sum(inside) / len(inside), 2) if inside else None
+
+
+def iso_seconds(text):
+    import datetime
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def read_tests(timing):
@@ -89,10 +140,19 @@ def waits_on(job, phases):
 def build(run_dir):
     timing = os.path.join(run_dir, "timing")
     stages, tests, jobs = read_stages(timing), read_tests(timing), read_jobs(timing)
+    cpu = read_cpu(timing)
+    for stage in stages:
+        stage["cpuBusy"] = mean_busy(cpu, stage["start"], stage["end"])
+    for job in jobs:
+        if "startedAt" in job:
+            start = iso_seconds(job["startedAt"])
+            job["cpuBusy"] = mean_busy(cpu, start, start + job["ranSeconds"])
     run = {}
     if os.path.exists(os.path.join(run_dir, "run.json")):
-        run = json.load(open(os.path.join(run_dir, "run.json")))
-    total = round(stages[-1]["end"] - stages[0]["start"], 1) if stages else None
+        with open(os.path.join(run_dir, "run.json")) as f:
+            run = json.load(f)
+    # Stages may overlap (the differential replay and the fuzz smoke run beside swift test): first start to last end.
+    total = round(max(s["end"] for s in stages) - min(s["start"] for s in stages), 1) if stages else None
     suites = {}
     for t in tests:
         s = suites.setdefault(t["suite"], {"suite": t["suite"], "tests": 0, "seconds": 0.0, "failed": 0})
@@ -100,12 +160,13 @@ def build(run_dir):
         s["seconds"] += t["seconds"]
         s["failed"] += t["failed"]
     # The slowest: heavy jobs by their run (not their wait), other tests by their own time.
-    slow = [{"name": j["label"], "seconds": j["ranSeconds"], "waitsOn": j["waitsOn"], "load": j["load"]} for j in jobs]
+    slow = [{"name": j["label"], "seconds": j["ranSeconds"], "waitsOn": j["waitsOn"], "load": j["load"],
+             "cpuBusy": j.get("cpuBusy")} for j in jobs]
     heavy_files = {os.path.basename(j.get("file", "")).removesuffix(".swift") for j in jobs}
     for t in tests:
         if t["suite"].split(".")[-1] not in heavy_files:
             slow.append({"name": f"{t['suite']}/{t['test']}", "seconds": t["seconds"], "waitsOn": "in-process (its own awaits)",
-                         "load": "-"})
+                         "load": "-", "cpuBusy": None})
     slow.sort(key=lambda x: -x["seconds"])
     return {"runId": run.get("runId", os.path.basename(run_dir.rstrip("/"))), "commit": run.get("commit"),
             "dirty": run.get("dirty"), "arguments": run.get("arguments"), "exitStatus": run.get("exitStatus"),
@@ -118,23 +179,31 @@ def minutes(seconds):
     return "-" if seconds is None else f"{seconds:,.0f} s ({seconds / 60:.1f} min)"
 
 
+def percent(share):
+    return "-" if share is None else f"{100 * share:.0f} %"
+
+
 def markdown(t):
     out = [f"Run `{t['runId']}` on commit `{(t['commit'] or '?')[:10]}`{' (dirty)' if t['dirty'] else ''}, tier "
            f"`{(t['arguments'] or ['default'])[0]}`, exit status {t['exitStatus']}: **{minutes(t['totalSeconds'])}** in all; "
            f"{t['tests']} tests ({t['failedTests']} failed), {t['heavyJobs']} heavy jobs running {t['heavyRunSeconds']:,.0f} s.",
-           "", "| stage | wall time | exit |", "|---|---:|---:|"]
-    out += [f"| {s['stage']} | {s['seconds']:,.0f} s | {s['exit']} |" for s in t["stages"]]
+           "", "| stage | wall time | cores busy | exit |", "|---|---:|---:|---:|"]
+    out += [f"| {s['stage']} | {s['seconds']:,.0f} s | {percent(s.get('cpuBusy'))} | {s['exit']} |" for s in t["stages"]]
     out += ["", "| suite | tests | summed test time | failed |", "|---|---:|---:|---:|"]
     out += [f"| {s['suite']} | {s['tests']} | {s['seconds']:,.0f} s | {s['failed']} |" for s in t["suites"]]
     out += ["", "The 25 slowest (a heavy job by its run, without its wait for a slot):", "",
-            "| # | test or job | seconds | slot | mostly waits on |", "|---:|---|---:|---|---|"]
-    out += [f"| {i} | {x['name']} | {x['seconds']:,.1f} | {x['load']} | {x['waitsOn']} |" for i, x in enumerate(t["slowest"], 1)]
+            "| # | test or job | seconds | slot | mostly waits on | cores busy meanwhile |", "|---:|---|---:|---|---|---:|"]
+    out += [f"| {i} | {x['name']} | {x['seconds']:,.1f} | {x['load']} | {x['waitsOn']} | {percent(x['cpuBusy'])} |"
+            for i, x in enumerate(t["slowest"], 1)]
     return "\n".join(out) + "\n"
 
 
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--sample-cpu":
+        sample_cpu(argv[2], int(argv[3]))
+        return
     if len(argv) < 2:
-        sys.exit("usage: scripts/timing.py .build/results/<run-id> [--markdown]")
+        sys.exit("usage: scripts/timing.py .build/results/<run-id> [--markdown] | --sample-cpu FILE PID")
     t = build(argv[1])
     text = markdown(t)
     if "--markdown" in argv:
@@ -148,7 +217,7 @@ def main(argv):
         f.write(text)
     print(f"\n== timing of run {t['runId']}: {minutes(t['totalSeconds'])} in all ==")
     for s in t["stages"]:
-        print(f"   {s['stage']:<14} {s['seconds']:>8,.0f} s  exit {s['exit']}")
+        print(f"   {s['stage']:<14} {s['seconds']:>8,.0f} s  exit {s['exit']}  cores busy {percent(s.get('cpuBusy'))}")
     print("   the 10 slowest:")
     for x in t["slowest"][:10]:
         print(f"   {x['seconds']:>8,.1f} s  {x['name']}  — {x['waitsOn']}")

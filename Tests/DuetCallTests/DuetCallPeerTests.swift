@@ -5,7 +5,7 @@ import Testing
 /// `duet call` (the GStreamer peer) end to end, each scenario in a network namespace of its own with its own
 /// `duet serve` (and Chromium or coturn where the scenario needs them): `Tests/e2e/peer/peer_scenarios.py`
 /// asserts and prints what it checked.
-@Suite(.serialized) struct DuetCallPeerTests {
+@Suite struct DuetCallPeerTests {
     @Test func mediaBothWaysWithChromium() async throws { try await run("chromium") }
     @Test func chromiumAcceptsDuetCallsOfferWhenItHosts() async throws { try await run("chromium-joins-second") }
     @Test func duetCallToDuetCall() async throws { try await run("peer-to-peer") }

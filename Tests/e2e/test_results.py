@@ -465,7 +465,11 @@ class TimingTableTests(unittest.TestCase):
         with open(os.path.join(self.run, "run.json"), "w") as f:
             json.dump({"runId": "r1", "commit": "abc", "dirty": False, "arguments": ["default"], "exitStatus": 1}, f)
         with open(os.path.join(timing, "stages.tsv"), "w") as f:
-            f.write("install\t100.0\t110.0\t0\nbuild\t110.0\t400.0\t0\nswift test\t400.0\t1900.5\t1\n")
+            # The fuzz smoke runs beside swift test (scripts/test.sh) and ends first.
+            f.write("install\t100.0\t110.0\t0\nbuild\t110.0\t400.0\t0\nfuzz\t400.0\t700.0\t0\nswift test\t400.0\t1900.5\t1\n")
+        # Two samples inside the build (both cores busy, then one), one inside swift test, one after the run.
+        with open(os.path.join(timing, "cpu.tsv"), "w") as f:
+            f.write("200.0\t1.000\n300.0\t0.500\n1000.0\t0.250\n2000.0\t0.900\n")
         with open(os.path.join(timing, "xunit-swift-testing.xml"), "w") as f:
             f.write('''<?xml version="1.0"?><testsuites><testsuite name="TestResults">
 <testcase classname="DuetClientTests.CallEngineTests" name="a()" time="2.5"/>
@@ -491,9 +495,9 @@ class TimingTableTests(unittest.TestCase):
     def test_the_table_says_where_the_time_went(self):
         import timing
         t = timing.build(self.run)
-        self.assertEqual(t["totalSeconds"], 1800.5, "from the first stage's start to the last one's end")
-        self.assertEqual([s["stage"] for s in t["stages"]], ["install", "build", "swift test"])
-        self.assertEqual(t["stages"][2]["exit"], 1)
+        self.assertEqual(t["totalSeconds"], 1800.5, "from the first stage's start to the last end, overlapping stages once")
+        self.assertEqual([s["stage"] for s in t["stages"]], ["install", "build", "fuzz", "swift test"])
+        self.assertEqual(t["stages"][3]["exit"], 1)
         self.assertEqual((t["tests"], t["failedTests"]), (3, 1))
         names = [x["name"] for x in t["slowest"]]
         # A heavy job counts its run, not its wait for a slot; the test that wrapped it is not counted twice.
@@ -507,7 +511,9 @@ class TimingTableTests(unittest.TestCase):
         self.assertTrue(waits["sweepOfSeeds()"].startswith("CPU"))
         text = timing.markdown(t)
         self.assertIn("1,800 s (30.0 min)", text)
-        self.assertIn("| swift test | 1,500 s | 1 |", text)
+        self.assertIn("| swift test | 1,500 s | 25 % | 1 |", text, "the mean of the samples inside the stage")
+        self.assertIn("| build | 290 s | 75 % | 0 |", text)
+        self.assertIn("| install | 10 s | - | 0 |", text, "no sample inside: no figure")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import Testing
 /// driven over the DevTools protocol by `Tests/e2e/browser/scenarios.py`. Each scenario runs in a
 /// network namespace of its own (`unshare -n`) with its own `duet serve` (the built binary) and,
 /// where needed, its own coturn; the script asserts and prints what it checked.
-@Suite(.serialized) struct BrowserCallTests {
+@Suite struct BrowserCallTests {
     @Test func twoPagesCallWithVideoAndAudioBothWays() async throws { try await run("call") }
     @Test func refusedWebSocketFallsBackToSSE() async throws { try await run("sse-fallback") }
     @Test func relayOnlyThroughRealCoturn() async throws { try await run("relay") }

@@ -6,7 +6,7 @@ import Testing
 /// veth pairs to the namespace of `duet serve` (and coturn), faults made with `ip link`, iptables and a
 /// delaying relay. `Tests/e2e/chaos/chaos.py` asserts, measures the time to recover, and records the outcome,
 /// recovered or not, under .build/results/$DUET_RUN_ID/chaos/ (scripts/publish-results.sh makes the docs table).
-@Suite(.serialized) struct BrowserChaosTests {
+@Suite struct BrowserChaosTests {
     @Test func fullCutOfTwoSeconds() async throws { try await run("cut-2s") }
     @Test func fullCutOfTenSeconds() async throws { try await run("cut-10s") }
     @Test func fullCutOfTwoMinutes() async throws { try await run("cut-2min") }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Runs one scenario of a Python script under Tests/e2e/ (`script` is relative to it) in a network namespace of its own
-/// (`unshare -n`, loopback up) with the built `duet serve`, one heavy test at a time; the script asserts and ends with
+/// (`unshare -n`, loopback up) with the built `duet serve`, in a shared slot of `OneAtATime`; the script asserts and ends with
 /// `scenario <name>: ok`. Outcomes and screenshots go to .build/results/$DUET_RUN_ID/ (Tests/e2e/results.py), never
 /// to docs/.
 func runBrowserScenario(
@@ -15,7 +15,10 @@ func runBrowserScenario(
     let duet = packageRoot + "/.build/debug/duet"
     try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing", sourceLocation: sourceLocation)
     let path = packageRoot + "/Tests/e2e/" + script
-    let result = try await OneAtATime.heavyWork.run("\(script) \(scenario)", load: .shared) { try await runCommand(
+    // Filed under the calling suite's file, so that the timing table knows its tests wrap this job (scripts/timing.py).
+    let result = try await OneAtATime.heavyWork.run(
+        "\(script) \(scenario)", load: .shared, fileID: sourceLocation.fileID
+    ) { try await runCommand(
         ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", path, scenario],
         environment: ["DUET_BINARY": duet],
         timeout: timeout) }

@@ -13,7 +13,7 @@ import Testing
 /// Time limits: call_ux.py's `WAITS_S` adds up each scenario's wait deadlines and bounds the scenario itself with
 /// (30 s Chromium start + those waits) × 1.2, rounded up to 10 s; the limit here is that + 30 s for the teardown
 /// (server stop 5 s, Chromium close 3 + 5 s, python's start), so the script's own diagnosis always comes first.
-@Suite(.serialized) struct CallExperienceTests {
+@Suite struct CallExperienceTests {
     @Test func preJoinChoicesCarryIntoTheCall() async throws { try await run("prejoin-choices") }
     @Test func deviceSwitchMidCallKeepsMediaFlowing() async throws { try await run("device-switch") }
     @Test func removedDevicesFallBackToTheDefaults() async throws { try await run("device-removed") }

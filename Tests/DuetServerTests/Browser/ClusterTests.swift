@@ -7,7 +7,7 @@ import Testing
 /// placeholders replaced, each asserted), in a network namespace of its own (`unshare -n`), and drives headless
 /// Chromium through https://duet.test/ with the browser scenarios' machinery. Each scenario records its outcome under
 /// .build/results/$DUET_RUN_ID/cluster/ (the failover with its time from the kill to media both ways).
-@Suite(.serialized) struct ClusterTests {
+@Suite struct ClusterTests {
     /// Two pages in a call; `kill -9` of the node holding the room; both recover on another node with the same cids,
     /// video and audio both ways again.
     @Test func killedNodeItsRoomRecoversOnAnotherNodeWithTheSameCids() async throws { try await run("failover") }

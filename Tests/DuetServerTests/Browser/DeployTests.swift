@@ -8,7 +8,7 @@ import Testing
 /// coturn and the built `duet serve` from exactly those files — only their marked placeholders replaced, each
 /// replacement asserted — in a network namespace of its own, with a certificate for duet.test made by the test, and
 /// calls through https://duet.test/ with two headless Chromium pages.
-@Suite(.serialized) struct DeployTests {
+@Suite struct DeployTests {
     @Test func deployFilesPassNginxTAndSystemdAnalyzeVerify() async throws {
         try await run("files", namespace: false)
     }

@@ -4,7 +4,7 @@ import Testing
 /// Every browser (issue 32), first step: Firefox ESR (driven through WebDriver BiDi, `Tests/e2e/browser/bidi.py`)
 /// in a call with Chromium in both join orders, and with another Firefox, each in a network namespace of its own
 /// (`Tests/e2e/browser/firefox.py`): in call, video and decoded audio both ways.
-@Suite(.serialized) struct FirefoxBrowserTests {
+@Suite struct FirefoxBrowserTests {
     /// Firefox joins first (it makes the offer), Chromium answers.
     @Test func firefoxHostsChromium() async throws { try await run("firefox-chromium") }
     /// Chromium joins first (it makes the offer), Firefox answers.

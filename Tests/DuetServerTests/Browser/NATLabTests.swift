@@ -9,7 +9,7 @@ import Testing
 /// and decoded audio) and the candidate types of the path it names, and records its time to connect and the
 /// candidate types under .build/results/$DUET_RUN_ID/natlab/ (scripts/publish-results.sh makes docs/networks.md's
 /// table from a complete run).
-@Suite(.serialized) struct NATLabTests {
+@Suite struct NATLabTests {
     @Test func endpointIndependentNATsConnectDirectlyThroughSTUN() async throws { try await run("direct") }
     @Test func symmetricNATConnectsThroughTheRelay() async throws { try await run("symmetric-turn") }
     @Test func symmetricNATWithoutTURNExplainsThenConnectsOnceTURNIsAdded() async throws { try await run("symmetric-no-turn") }

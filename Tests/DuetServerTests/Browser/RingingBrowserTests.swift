@@ -4,7 +4,7 @@ import Testing
 /// Ringing (issue 31) in real headless Chromium, one scenario per process in a network namespace of its own:
 /// `Tests/e2e/browser/ringing.py`, each under the limit the script works out from its waits (`--limit`). A and B are
 /// two people (two browser profiles) who have been in a call once.
-@Suite(.serialized) struct RingingBrowserTests {
+@Suite struct RingingBrowserTests {
     /// B's home page rings with A's verified name (Accept and Decline, focus on Accept); Decline reaches A.
     @Test func aRingOnAnOpenPageIsDeclinedAndTheCallerSeesIt() async throws { try await run("ring-decline") }
     /// Nobody answers: A sees no answer, B's history shows a missed call.

@@ -3,7 +3,7 @@ import Testing
 
 /// Verified calls (issue 19) in real headless Chromium, one scenario per process in a network namespace of its own:
 /// `Tests/e2e/browser/verified_calls.py`, each under the limit the script works out from its waits (`--limit`).
-@Suite(.serialized) struct VerifiedCallTests {
+@Suite struct VerifiedCallTests {
     @Test func linkKeyStaysInTheBrowser() async throws { try await run("link-key") }
     /// Through a relay that forwards every byte: verified on both pages, the same safety code, media both ways.
     @Test func aKeyedCallIsVerifiedWithEqualSafetyCodes() async throws { try await run("verified") }
