@@ -159,12 +159,16 @@ import Testing
     /// "timed out", and a server slow to answer was taken for a silent one: the watchdog counted from the request).
     /// The error is the evidence: a connect that waited for its timeout throws `.timedOut` (a wall-clock bound was
     /// not: at the start of the suite, with every suite starting at once, even a trivial suite took 8 s).
+    /// The stream that ends gets a silence timeout far longer than the end takes to arrive (its "ended" then shows it
+    /// was neither the silence nor the timeout); with 300 ms for both cases, a loaded machine once read the end late
+    /// and the 300 ms of silence won the race (CI-like run 20261206T071324Z-4d1d08).
     @Test(arguments: [ScriptedHTTPServer.Then.close, .staySilent])
     func aStreamThatNeverOpensFailsAtOnceWithItsReason(then: ScriptedHTTPServer.Then) async throws {
         let server = try ScriptedHTTPServer(answer: "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n: hello\n\n", then: then)
         defer { server.stop() }
+        let silence: Duration = then == .close ? .seconds(20) : .milliseconds(300)
         do {
-            let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(30), silenceTimeout: .milliseconds(300))
+            let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(60), silenceTimeout: silence)
             await connection.close()
             Issue.record("connected to a stream that never said how to post")
         } catch {
