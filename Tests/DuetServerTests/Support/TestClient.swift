@@ -56,9 +56,15 @@ final class TestClient: Sendable {
         }
     }
 
+    /// How long a test waits for a message it expects. Not a promise of the product's (a test that times a promise
+    /// passes its own bound): a wait that ends when the message comes, bounded so that a missing one fails the test.
+    /// 15 s, not 5: at the start of a suite run, with the sweeps on both cores and a hundred tests starting, a room_state
+    /// due 1.5 s after a disconnect took over 5 s to arrive (ReconnectTests, run 20261206T074742Z-4b81c5).
+    static let expectTimeout: Duration = .seconds(15)
+
     /// The first message of `type` (messages of other types stay in the inbox).
     @discardableResult
-    func expect(_ type: MessageType, timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async throws -> Envelope {
+    func expect(_ type: MessageType, timeout: Duration = TestClient.expectTimeout, where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async throws -> Envelope {
         let found = await inbox.take(timeout: timeout) { event in
             if case .message(let envelope) = event, envelope.type == type.rawValue, predicate(envelope) { return true }
             return false
@@ -99,7 +105,7 @@ final class TestClient: Sendable {
         }
     }
 
-    func expectError(_ code: ErrorCode, timeout: Duration = .seconds(5)) async throws -> ErrorPayload {
+    func expectError(_ code: ErrorCode, timeout: Duration = TestClient.expectTimeout) async throws -> ErrorPayload {
         let envelope = try await expect(.error, timeout: timeout) { $0.payload["code"]?.stringValue == code.rawValue }
         return try envelope.payload.decode(ErrorPayload.self)
     }

@@ -132,6 +132,45 @@ import Testing
         #expect(pongs.enumerated().allSatisfy { $0.element.contains(#""ts":\#($0.offset)"#) }, "\(pongs)")
     }
 
+    /// A socket whose write fails ends the connection (the channel closes, as NIO closes one on a write error).
+    final class ClosesOnSecondText: ChannelOutboundHandler {
+        typealias OutboundIn = WebSocketFrame
+        typealias OutboundOut = WebSocketFrame
+        var texts = 0
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if unwrapOutboundIn(data).opcode == .text {
+                texts += 1
+                if texts == 2 {
+                    promise?.fail(ChannelError.ioOnClosedChannel)
+                    context.close(promise: nil)
+                    return
+                }
+            }
+            context.write(data, promise: promise)
+        }
+    }
+
+    /// The connection ends in the middle of writing its backlog (the second write fails and the channel closes, which
+    /// clears the backlog): the rest is dropped, the hub and the slot are released, and nothing indexes into the
+    /// cleared backlog (it did: "Range requires lowerBound <= upperBound" crashed a clean-clone run's test process).
+    @Test func aWriteThatEndsTheConnectionMidBacklogDropsTheRest() throws {
+        let hub = Self.hub()
+        let connection = try Connection(hub: hub)
+        let closer = ClosesOnSecondText()
+        try connection.channel.pipeline.syncOperations.addHandler(closer, position: .first)
+        connection.channel.isWritable = false
+        for index in 0..<5 { try connection.send(#"{"v":1,"type":"ping","payload":{"ts":\#(index)}}"#) }
+        connection.endOfRead()
+        #expect(try connection.texts().isEmpty)
+        connection.channel.isWritable = true
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        #expect(closer.texts == 2, "the first pong written, the second's write ended the connection, no more tried")
+        #expect(try connection.texts().count == 1)
+        #expect(!connection.channel.isActive)
+        #expect(hub.snapshot().connections == 0)
+        #expect(connection.limiter.openConnections == 0, "its slot was given back")
+    }
+
     @Test func aClientThatNeverReadsIsCutOffAtTheBound() throws {
         let hub = Self.hub()
         let connection = try Connection(hub: hub)

@@ -43,6 +43,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     private var assembler = WebSocketMessageAssembler()
     /// Taken from the outbox, waiting for the channel to become writable.
     private var backlog: [Outbound] = []
+    /// Set while `writeBacklog` runs (a write can call back into this handler).
+    private var writingBacklog = false
     private var closing = Closing.open
     private var awaitingPong = false
     private var needsFlush = false
@@ -188,26 +190,39 @@ final class WebSocketConnectionHandler: ChannelInboundHandler, RemovableChannelH
     }
 
     /// Writes in order while the channel takes more; a close item ends the connection's writing for good.
+    ///
+    /// Not re-entrant, and it owns the items it is writing: a write can end the connection inside this loop (a socket
+    /// that fails the write closes the channel, `channelInactive` or `fail` clear `backlog`), and a nested call would
+    /// write newer items before older ones. So the items being written are taken out of `backlog` first, a nested
+    /// call only leaves what it was given queued behind them, and what is left is put back in front of anything that
+    /// arrived meanwhile. (Indexing into `backlog` while a write cleared it crashed the server: "Range requires
+    /// lowerBound <= upperBound", in a clean-clone run, run 20261206T074742Z-4b81c5.)
     private func writeBacklog(_ context: ChannelHandlerContext) {
-        var written = 0
-        defer {
-            if written == backlog.count { backlog = [] } else if written > 0 { backlog.removeFirst(written) }
-        }
-        while written < backlog.count, closing == .open, context.channel.isWritable {
-            let item = backlog[written]
-            written += 1
-            switch item {
-            case .text(let text):
-                context.write(wrapOutboundOut(Self.textFrame(text, allocator: context.channel.allocator)), promise: nil)
-                outbox?.written(item)
-                needsFlush = true
-            case .close(let code, let reason):
-                sendClose(context, code: WebSocketErrorCode(codeNumber: Int(code.rawValue)), reason: reason)
+        guard !writingBacklog else { return }
+        writingBacklog = true
+        defer { writingBacklog = false }
+        while !backlog.isEmpty, closing == .open, context.channel.isWritable {
+            var writing = backlog
+            backlog = []
+            var written = 0
+            while written < writing.count, closing == .open, context.channel.isWritable {
+                let item = writing[written]
+                written += 1
+                switch item {
+                case .text(let text):
+                    context.write(wrapOutboundOut(Self.textFrame(text, allocator: context.channel.allocator)), promise: nil)
+                    outbox?.written(item)
+                    needsFlush = true
+                case .close(let code, let reason):
+                    sendClose(context, code: WebSocketErrorCode(codeNumber: Int(code.rawValue)), reason: reason)
+                }
             }
+            writing.removeFirst(written)
+            backlog = writing + backlog
         }
         if closing != .open {
-            dropTexts(backlog[written...])
-            written = backlog.count
+            dropTexts(backlog[...])
+            backlog = []
         }
     }
 
