@@ -35,6 +35,7 @@ stage() {
   local name=$1 start end rc=0
   shift
   start=$(date +%s.%N)
+  # (Called in a `||` list, where bash ignores -e inside functions: a function stage returns its failures itself.)
   "$@" || rc=$?
   end=$(date +%s.%N)
   printf '%s\t%s\t%s\t%s\n' "$name" "$start" "$end" "$rc" >> "$timing/stages.tsv"
@@ -73,8 +74,8 @@ install_tools() {
   if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+    $sudo apt-get update -qq || return
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null || return
     # The tests start nginx themselves, inside namespaces; a package that started its default site on the machine's
     # own port 80 (on a host that runs systemd) is stopped again.
     if [[ " ${need[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
@@ -89,11 +90,11 @@ install_tools() {
   # aiortc (pip): the DTLS man in the middle of Tests/e2e/browser/dtls_mitm.py (issue 19's safety-code check).
   # (A Debian python3 refuses pip installs into the system unless told; a pyenv or venv python does not need it.)
   python3 -c "import aiortc" 2>/dev/null || python3 -m pip install --quiet "aiortc==1.16.0" \
-    || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0"
+    || python3 -m pip install --quiet --break-system-packages "aiortc==1.16.0" || return
   # http_ece and py_vapid (pip): the push service of the Web Push tests (Tests/e2e/push) decrypts and verifies with them,
   # an implementation that is not Duet's.
   python3 -c "import http_ece, py_vapid" 2>/dev/null || python3 -m pip install --quiet "http_ece==1.2.1" "py_vapid==1.9.6" \
-    || python3 -m pip install --quiet --break-system-packages "http_ece==1.2.1" "py_vapid==1.9.6"
+    || python3 -m pip install --quiet --break-system-packages "http_ece==1.2.1" "py_vapid==1.9.6" || return
 }
 stage install install_tools
 python3 Tests/e2e/results.py start "$tier" "$@"
@@ -136,8 +137,17 @@ if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then
     stage fuzz scripts/fuzz.sh all "$fuzz_seconds" > "$side_log/fuzz.log" 2>&1 || rc=1
     return "$rc"
   }
-  ( renice -n 19 -p "$BASHPID" >/dev/null && side ) &
+  # In a process group of its own (set -m) with a watchdog in it: when this script ends, however (interrupted, killed,
+  # failed), the group is stopped within 5 s rather than building and fuzzing on, orphaned.
+  set -m
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null
+    group=$BASHPID
+    ( while kill -0 $$ 2>/dev/null; do sleep 5; done; kill -TERM -- "-$group" 2>/dev/null ) >/dev/null 2>&1 &
+    side
+  ) &
   side_pid=$!
+  set +m
 fi
 
 if [ "$status" -eq 0 ]; then
@@ -148,7 +158,7 @@ if [ -n "$side_pid" ]; then
   wait "$side_pid" || side_status=$?
   for name in differential fuzz; do
     echo "== $name (log: $side_log/$name.log) =="
-    if [ "$side_status" -ne 0 ]; then cat "$side_log/$name.log"; else tail -8 "$side_log/$name.log"; fi
+    if [ "$side_status" -ne 0 ]; then cat "$side_log/$name.log" || true; else tail -8 "$side_log/$name.log" || true; fi
   done
   [ "$side_status" -eq 0 ] || status=1
 fi

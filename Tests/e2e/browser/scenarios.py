@@ -94,9 +94,16 @@ class Coturn:
         self.proc = subprocess.Popen(
             ["turnserver", "-n", *(f"--listening-ip={ip}" for ip in listen), f"--relay-ip={relay}", f"--listening-port={port}",
              "--use-auth-secret", f"--static-auth-secret={secret}", "--realm=duet.test", "--allow-loopback-peers",
-             *tls_args, "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log"],
+             *tls_args, "--no-dtls", "--no-cli", "--log-file=stdout", "--simple-log",
+             # Its own pid file: scenarios run side by side, each with a coturn (the default is one file for all).
+             f"--pidfile={os.path.join(self.dir, 'turnserver.pid')}"],
             stdout=open(os.path.join(self.dir, "turn.log"), "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        time.sleep(0.5)
+        # Ready once it listens on its UDP port (not after a fixed pause: a loaded machine takes longer).
+        deadline = time.monotonic() + 10
+        while not subprocess.run(["ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True).stdout.strip():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"coturn did not listen on UDP port {port} (log: {self.dir}/turn.log)")
+            time.sleep(0.05)
 
     def stop(self):
         self.proc.kill()  # turnserver takes its time over SIGTERM

@@ -514,7 +514,12 @@ class FarSide:
 
     def __enter__(self):
         self.proc = subprocess.Popen(["unshare", "-n", "sleep", "300"])
-        time.sleep(0.3)
+        # Its namespace exists once unshare has made it (not after a fixed pause: a loaded machine takes longer).
+        deadline = time.monotonic() + 5
+        while os.readlink(f"/proc/{self.proc.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the far side's namespace did not appear")
+            time.sleep(0.01)
         sh(f"ip link add duetA type veth peer name duetB && ip link set duetB netns {self.proc.pid} && "
            "ip addr add 10.78.0.1/24 dev duetA && ip link set duetA up")
         sh(f"nsenter -t {self.proc.pid} -n sh -c 'ip link set lo up && ip addr add 10.78.0.2/24 dev duetB && ip link set duetB up'")
