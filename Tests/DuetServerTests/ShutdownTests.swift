@@ -7,12 +7,17 @@ import Testing
 
 /// The `duet` binary itself: CLI contract and graceful shutdown on SIGTERM.
 @Suite struct ShutdownTests {
+    /// Everything the test checks while the server drains must happen inside the grace: after it the server stops
+    /// listening and a new connection is refused outright (`connect: 111`). 1.5 s was met alone, not on a loaded CI
+    /// machine (two curls and two raw sockets after SIGTERM), so the grace is long and its end is awaited, not assumed.
+    static let drainGrace = 8.0
+
     @Test func sigtermDrainsThenClosesAndExits() async throws {
         let binary = try #require(ServerProcess.binary, "build the package first (swift build): .build/debug/duet not found")
         let dataDirectory = TestServer.temporaryDirectory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "1.5"]
+        process.arguments = ["serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "\(Self.drainGrace)"]
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"]) { _, new in new }
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -32,6 +37,7 @@ import Testing
         _ = try await ws.expect(.pong)
 
         kill(process.processIdentifier, SIGTERM)
+        let signalled = ContinuousClock.now
         for client in [ws, sse] {
             let draining = try await client.expect(.draining).payload.decode(DrainingPayload.self)
             #expect(draining.reconnectAfterMs == 1000)
@@ -52,9 +58,11 @@ import Testing
             #expect(answer.hasPrefix("HTTP/1.1 503 "), "\(answer.prefix(80))")
             #expect(answer.lowercased().contains("retry-after: 1\r\n"), "\(answer)")
         }
+        #expect(ContinuousClock.now - signalled < .seconds(Self.drainGrace), "the draining checks ran inside the grace")
 
-        #expect(try await ws.expectClosed(timeout: .seconds(5)) == .byServer(code: 1012, reason: "server shutting down"))
-        _ = try await sse.expectClosed(timeout: .seconds(5))
+
+        #expect(try await ws.expectClosed(timeout: .seconds(Self.drainGrace + 10)) == .byServer(code: 1012, reason: "server shutting down"))
+        _ = try await sse.expectClosed(timeout: .seconds(10))
         let exited = await waitForExit(process, timeout: .seconds(10))
         #expect(exited)
         #expect(process.terminationStatus == 0)
