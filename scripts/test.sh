@@ -181,4 +181,6 @@ long_soak() {
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
 python3 Tests/e2e/results.py finish "$status"
 python3 scripts/timing.py ".build/results/$DUET_RUN_ID" || true
+# Last, where a CI page that shows only the end of the output still shows it: why each failed test or scenario failed.
+[ "$status" -eq 0 ] || python3 Tests/e2e/results.py failures || true
 exit "$status"

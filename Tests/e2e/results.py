@@ -256,6 +256,53 @@ def outcome(suite, scenario, title):
            _reported.get("details"))
 
 
+# MARK: - failures, for the end of scripts/test.sh
+
+def _clip(text, limit):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + " […]"
+
+
+def print_failures(directory, limit=700):
+    """Why the run failed, in the last lines of its output (all a CI page may show): every failed test case of the
+    xunit files (its first message) and every scenario recorded as not recovered (its reason and what both sides last
+    showed). Prints nothing when nothing failed."""
+    import xml.etree.ElementTree as ElementTree
+    lines = []
+    timing = os.path.join(directory, "timing")
+    for name in sorted(os.listdir(timing)) if os.path.isdir(timing) else []:
+        if not name.endswith(".xml"):
+            continue
+        try:
+            tree = ElementTree.parse(os.path.join(timing, name))
+        except (ElementTree.ParseError, OSError) as error:
+            lines.append(f"{name}: unreadable ({error})")
+            continue
+        for case in tree.iter("testcase"):
+            for failure in [*case.findall("failure"), *case.findall("error")]:
+                message = failure.get("message") or failure.text or "(no message)"
+                lines.append(f"test {case.get('classname', '?')}.{case.get('name', '?')}: {_clip(message, limit)}")
+    for folder, _, files in sorted(os.walk(directory)):
+        if os.path.relpath(folder, directory).split(os.sep)[0] in ("timing", "side"):
+            continue
+        for name in sorted(files):
+            if not name.endswith(".json") or name == "run.json":
+                continue
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    result = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(result, dict) and result.get("recovered") is False:
+                seen = result.get("lastSeen")
+                lines.append(f"scenario {result.get('suite', '?')}/{result.get('scenario', name)}: "
+                             f"{_clip(result.get('reason'), limit)}" + (f" — last seen: {_clip(json.dumps(seen), limit)}" if seen else ""))
+    if lines:
+        print(f"== what failed in run {os.path.basename(directory)} ({len(lines)}) ==")
+        for line in lines:
+            print("  " + line)
+
+
 # MARK: - run.json, for scripts/test.sh
 
 def _cli(argv):
@@ -268,12 +315,15 @@ def _cli(argv):
         # For the Swift copy of this rule (`Provenance` in DuetSimulation), which a test checks against this one.
         print(json.dumps({"commit": commit(), "dirty": dirty()}))
         return
+    elif command == "failures":
+        print_failures(run_dir())
+        return
     elif command == "finish" and len(argv) == 3:
         with open(path) as f:
             run = json.load(f)
         write_json(path, {**run, "finishedAt": now(), "exitStatus": int(argv[2])})
     else:
-        sys.exit("usage: results.py start [ARGS...] | finish STATUS | provenance")
+        sys.exit("usage: results.py start [ARGS...] | finish STATUS | provenance | failures")
     print(f"run {run_id()}: {os.path.relpath(path, ROOT)}")
 
 
