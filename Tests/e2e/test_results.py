@@ -445,6 +445,32 @@ class OutcomeTests(unittest.TestCase):
             self.assertEqual((o["recovered"], o["reason"]), (False, reason))
             self.assertEqual(o["lastSeen"], {})
 
+    def test_the_failures_of_a_run_are_printed_last_each_with_its_reason(self):
+        with contextlib.redirect_stdout(io.StringIO()), results.outcome("chaos", "fine", "Fine"):
+            pass
+        with self.assertRaises(AssertionError), contextlib.redirect_stdout(io.StringIO()), results.outcome("chaos", "bad", "Bad"):
+            raise AssertionError("the media path has a round trip of at least 200 ms (RTT 90 ms)")
+        timing = os.path.join(self.tmp, "test-run", "timing")
+        os.makedirs(timing)
+        with open(os.path.join(timing, "xunit-swift-testing.xml"), "w") as f:
+            f.write('<testsuites><testsuite name="T"><testcase classname="DuetServerTests.ShutdownTests" '
+                    'name="sigtermDrainsThenClosesAndExits()"><failure message="Caught error: connect: 111"/></testcase>'
+                    '<testcase classname="X" name="passes()"/></testsuite></testsuites>')
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results.print_failures(os.path.join(self.tmp, "test-run"))
+        printed = out.getvalue().splitlines()
+        self.assertEqual(printed[0], "== what failed in run test-run (2) ==")
+        self.assertEqual(printed[1:], [
+            "  test DuetServerTests.ShutdownTests.sigtermDrainsThenClosesAndExits(): Caught error: connect: 111",
+            "  scenario chaos/bad: the media path has a round trip of at least 200 ms (RTT 90 ms)"])
+        os.remove(os.path.join(self.tmp, "test-run", "chaos", "bad.json"))
+        os.remove(os.path.join(timing, "xunit-swift-testing.xml"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results.print_failures(os.path.join(self.tmp, "test-run"))
+        self.assertEqual(out.getvalue(), "", "nothing failed: nothing printed")
+
     def test_an_unreadable_side_is_named_not_raised(self):
         class DeadPage:
             def evaluate(self, *args, **kwargs):
