@@ -73,6 +73,10 @@ public struct SignalingCore: Sendable {
         case notReading = "not_reading"
         /// A newer, proven transport took over this participant.
         case replaced
+        /// A newer stream of the same SSE session took over while this one held no seat. Not `replaced`: no seat was
+        /// taken, and the stream ended may be the one its page still wants (two of a page's attempts meeting the
+        /// server in the other order), so its client reconnects rather than ending the call as for another tab.
+        case superseded
         /// An SSE stream whose sid sent nothing for `SSELiveness.silenceLimitMs`: its client is gone.
         case silent
         case rateLimited = "rate_limited"
@@ -278,8 +282,11 @@ public struct SignalingCore: Sendable {
         var state = ConnectionState(kind: kind, sid: sid, nowMs: nowMs)
         if let sid {
             if let previous = sseStreams[sid], previous != connection, connections[previous]?.seat == nil {
-                // Nothing to protect: the newer stream simply replaces the older one.
-                out.append(.close(previous, .replaced))
+                // Nothing to protect: the newer stream simply takes over, and the older one's client, if it still wants
+                // it, reconnects (after a long outage, a page's abandoned attempt and its next one reached the server
+                // in the other order: a `replaced` ended the call of the page whose live stream it was, run
+                // 20261206T105639Z-189218, cut-2min).
+                out.append(.close(previous, .superseded))
             }
             if let seatedCid = sseSeats[sid] {
                 state.mustProveCid = seatedCid

@@ -14,6 +14,8 @@ public enum CloseCode: UInt16, Sendable {
     case replaced = 4001
     /// Private range: the client stopped reading and its queue reached `OutboundBound`; its seat is suspended.
     case notReading = 4002
+    /// Private range: a newer stream of the same SSE session took over a stream without a seat; reconnect if wanted.
+    case superseded = 4003
 }
 
 extension CloseCode {
@@ -26,6 +28,7 @@ extension CloseCode {
         case .serviceRestart: "service_restart"
         case .replaced: "replaced"
         case .notReading: "not_reading"
+        case .superseded: "superseded"
         }
     }
 }

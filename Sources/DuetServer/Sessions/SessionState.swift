@@ -535,6 +535,7 @@ struct SessionState {
             case .close(let id, let reason):
                 let code: CloseCode = switch reason {
                 case .replaced: .replaced
+                case .superseded: .superseded
                 case .rateLimited: .policyViolation
                 case .shutdown: .serviceRestart
                 case .silent: .goingAway
