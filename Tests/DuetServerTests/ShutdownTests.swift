@@ -9,7 +9,8 @@ import Testing
 @Suite struct ShutdownTests {
     /// Everything the test checks while the server drains must happen inside the grace: after it the server stops
     /// listening and a new connection is refused outright (`connect: 111`). 1.5 s was met alone, not on a loaded CI
-    /// machine (two curls and two raw sockets after SIGTERM), so the grace is long and its end is awaited, not assumed.
+    /// machine (two curls and two raw sockets after SIGTERM), so the grace is long, and a refused connection says how
+    /// long after SIGTERM it came.
     static let drainGrace = 8.0
 
     @Test func sigtermDrainsThenClosesAndExits() async throws {
@@ -51,7 +52,13 @@ import Testing
             "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
             "GET /sse?sid=\(SessionIdFormat.random()) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         ] {
-            let socket = try await RawSocket.connect(port: port)
+            let socket: RawSocket
+            do {
+                socket = try await RawSocket.connect(port: port)
+            } catch {
+                // After the grace the server stops listening: say which of the two it was.
+                throw TestFailure("\(error), \(ContinuousClock.now - signalled) after SIGTERM (the grace is \(Self.drainGrace) s)")
+            }
             defer { socket.close() }
             try await socket.send(request)
             let answer = try await socket.receive(until: "\r\n\r\n")
@@ -59,7 +66,6 @@ import Testing
             #expect(answer.lowercased().contains("retry-after: 1\r\n"), "\(answer)")
         }
         #expect(ContinuousClock.now - signalled < .seconds(Self.drainGrace), "the draining checks ran inside the grace")
-
 
         #expect(try await ws.expectClosed(timeout: .seconds(Self.drainGrace + 10)) == .byServer(code: 1012, reason: "server shutting down"))
         _ = try await sse.expectClosed(timeout: .seconds(10))

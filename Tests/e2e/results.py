@@ -286,21 +286,32 @@ def print_failures(directory, limit=700):
         if os.path.relpath(folder, directory).split(os.sep)[0] in ("timing", "side"):
             continue
         for name in sorted(files):
-            if not name.endswith(".json") or name == "run.json":
+            if not name.endswith(".json") or name == "run.json" or name.startswith(".tmp"):
                 continue
             try:
                 with open(os.path.join(folder, name)) as f:
                     result = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as error:
+                lines.append(f"{os.path.relpath(os.path.join(folder, name), directory)}: unreadable ({error})")
                 continue
             if isinstance(result, dict) and result.get("recovered") is False:
                 seen = result.get("lastSeen")
                 lines.append(f"scenario {result.get('suite', '?')}/{result.get('scenario', name)}: "
                              f"{_clip(result.get('reason'), limit)}" + (f" — last seen: {_clip(json.dumps(seen), limit)}" if seen else ""))
-    if lines:
-        print(f"== what failed in run {os.path.basename(directory)} ({len(lines)}) ==")
-        for line in lines:
-            print("  " + line)
+    if not lines:
+        # A red run with no failed test or scenario on record: a stage failed (the build, the differential replay, the
+        # fuzz smoke, the soak) or a test process ended before it wrote its results. Name the stages that failed.
+        stages = os.path.join(timing, "stages.tsv")
+        failed = []
+        if os.path.exists(stages):
+            with open(stages) as f:
+                failed = [row.split("\t")[0] for row in f.read().splitlines() if row.count("\t") >= 3 and row.split("\t")[3] != "0"]
+        if not failed:
+            return
+        lines = [f"stage {name} failed, with no failed test or scenario on record: its output is above" for name in failed]
+    print(f"== what failed in run {os.path.basename(directory)} ({len(lines)} line{'s' if len(lines) != 1 else ''}) ==")
+    for line in lines:
+        print("  " + line)
 
 
 # MARK: - run.json, for scripts/test.sh

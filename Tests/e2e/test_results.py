@@ -460,7 +460,7 @@ class OutcomeTests(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             results.print_failures(os.path.join(self.tmp, "test-run"))
         printed = out.getvalue().splitlines()
-        self.assertEqual(printed[0], "== what failed in run test-run (2) ==")
+        self.assertEqual(printed[0], "== what failed in run test-run (2 lines) ==")
         self.assertEqual(printed[1:], [
             "  test DuetServerTests.ShutdownTests.sigtermDrainsThenClosesAndExits(): Caught error: connect: 111",
             "  scenario chaos/bad: the media path has a round trip of at least 200 ms (RTT 90 ms)"])
@@ -470,6 +470,15 @@ class OutcomeTests(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             results.print_failures(os.path.join(self.tmp, "test-run"))
         self.assertEqual(out.getvalue(), "", "nothing failed: nothing printed")
+        # Red with nothing on record (the build failed, say): the stages that failed are named.
+        with open(os.path.join(timing, "stages.tsv"), "w") as f:
+            f.write("install\t1.0\t2.0\t0\nbuild\t2.0\t9.0\t1\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results.print_failures(os.path.join(self.tmp, "test-run"))
+        self.assertEqual(out.getvalue().splitlines(), [
+            "== what failed in run test-run (1 line) ==",
+            "  stage build failed, with no failed test or scenario on record: its output is above"])
 
     def test_an_unreadable_side_is_named_not_raised(self):
         class DeadPage:

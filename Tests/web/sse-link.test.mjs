@@ -193,3 +193,18 @@ test('a POST refused 401 with the current token closes the link as sidRejected; 
   assert.equal(server.streams[0].aborted, true);
   assert.throws(() => link.send(ping(3)));
 });
+
+test('a stream ended with `: close 4001 replaced` closes the link as replaced; `4003 superseded` as any server close (reconnect)', async (t) => {
+  for (const [comment, detail] of [[': close 4001 replaced', 'replaced'], [': close 4003 superseded', undefined]]) {
+    const server = installFakeSseServer(t);
+    const seen = recorder();
+    const opening = openSseLink(BASE, 'S-4', seen.handlers);
+    await settle();
+    server.streams.at(-1).push(sseSession('tok-C'));
+    await opening;
+    server.streams.at(-1).push(`${comment}\n\n`);
+    server.streams.at(-1).end();
+    await settle();
+    assert.deepEqual(seen.closes, [['closedByServer', detail]], comment);
+  }
+});

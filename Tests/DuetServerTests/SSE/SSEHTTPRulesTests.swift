@@ -135,7 +135,8 @@ import Testing
         try await stream.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let opening = try await stream.receive(until: "sse_session")
         #expect(Self.statuses(opening).count == 1, "only the stream has been answered: \(opening)")
-        // A newer stream of the same (unseated) sid replaces it: the old one ends, then the waiting request is answered.
+        // A newer stream of the same (unseated) sid takes over (4003 superseded): the old one ends, then the waiting
+        // request is answered.
         let newer = try await RawSocket.connect(port: server.port)
         defer { newer.close() }
         try await newer.send("GET /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
