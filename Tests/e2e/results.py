@@ -263,7 +263,7 @@ def _clip(text, limit):
     return text if len(text) <= limit else text[:limit] + " […]"
 
 
-def print_failures(directory, limit=700):
+def print_failures(directory, limit=700, short=160):
     """Why the run failed, in the last lines of its output (all a CI page may show): every failed test case of the
     xunit files (its first message) and every scenario recorded as not recovered (its reason and what both sides last
     showed). Prints nothing when nothing failed."""
@@ -312,6 +312,10 @@ def print_failures(directory, limit=700):
     print(f"== what failed in run {os.path.basename(directory)} ({len(lines)} line{'s' if len(lines) != 1 else ''}) ==")
     for line in lines:
         print("  " + line)
+    # A CI page may show only the last lines' first characters: the same list once more, a short line each, last.
+    print(f"== in short: {len(lines)} failed ==")
+    for line in lines:
+        print("  " + _clip(line, short))
 
 
 # MARK: - run.json, for scripts/test.sh

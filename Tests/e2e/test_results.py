@@ -449,7 +449,7 @@ class OutcomeTests(unittest.TestCase):
         with contextlib.redirect_stdout(io.StringIO()), results.outcome("chaos", "fine", "Fine"):
             pass
         with self.assertRaises(AssertionError), contextlib.redirect_stdout(io.StringIO()), results.outcome("chaos", "bad", "Bad"):
-            raise AssertionError("the media path has a round trip of at least 200 ms (RTT 90 ms)")
+            raise AssertionError("the media path has a round trip of at least 200 ms (RTT 90 ms)" + " and more" * 30)
         timing = os.path.join(self.tmp, "test-run", "timing")
         os.makedirs(timing)
         with open(os.path.join(timing, "xunit-swift-testing.xml"), "w") as f:
@@ -460,10 +460,15 @@ class OutcomeTests(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             results.print_failures(os.path.join(self.tmp, "test-run"))
         printed = out.getvalue().splitlines()
-        self.assertEqual(printed[0], "== what failed in run test-run (2 lines) ==")
-        self.assertEqual(printed[1:], [
+        long_reason = "the media path has a round trip of at least 200 ms (RTT 90 ms)" + " and more" * 30
+        self.assertEqual(printed, [
+            "== what failed in run test-run (2 lines) ==",
             "  test DuetServerTests.ShutdownTests.sigtermDrainsThenClosesAndExits(): Caught error: connect: 111",
-            "  scenario chaos/bad: the media path has a round trip of at least 200 ms (RTT 90 ms)"])
+            "  scenario chaos/bad: " + long_reason,
+            # …and once more in short, last: a CI page that shows only the end and cuts long lines shows them all.
+            "== in short: 2 failed ==",
+            "  test DuetServerTests.ShutdownTests.sigtermDrainsThenClosesAndExits(): Caught error: connect: 111",
+            "  " + ("scenario chaos/bad: " + long_reason)[:160] + " […]"])
         os.remove(os.path.join(self.tmp, "test-run", "chaos", "bad.json"))
         os.remove(os.path.join(timing, "xunit-swift-testing.xml"))
         out = io.StringIO()
@@ -478,6 +483,8 @@ class OutcomeTests(unittest.TestCase):
             results.print_failures(os.path.join(self.tmp, "test-run"))
         self.assertEqual(out.getvalue().splitlines(), [
             "== what failed in run test-run (1 line) ==",
+            "  stage build failed, with no failed test or scenario on record: its output is above",
+            "== in short: 1 failed ==",
             "  stage build failed, with no failed test or scenario on record: its output is above"])
 
     def test_an_unreadable_side_is_named_not_raised(self):

@@ -67,6 +67,23 @@ PREFS = {
 }
 
 
+# The fake camera sends small frames, as Chromium's does (cdp.FAKE_CAMERA, issue 50). Firefox's fake camera gives
+# what the page asks for — 1280x720 at 30 fps for Duet's `ideal` — and encoding and decoding that in software took
+# more than a core per Firefox pair: three scenarios side by side on 2 cores starved each other's video (CI run
+# 20261206T123143Z-63e174: firefox-pair-cut's B decoded no frame for 90 s while its audio flowed). Firefox has no pref
+# that caps the fake camera under an `ideal`, so every document caps the video it asks for, like a small camera
+# would: the page's own constraints (device, facing mode) stay, only the size is bounded.
+SMALL_CAMERA = """() => {
+  const [width, height] = [%d, %d];
+  const original = MediaDevices.prototype.getUserMedia;
+  const small = (video) => ({ ...(typeof video === 'object' ? video : {}),
+                              width: { ideal: width, max: width }, height: { ideal: height, max: height } });
+  MediaDevices.prototype.getUserMedia = function (constraints) {
+    return original.call(this, constraints && constraints.video ? { ...constraints, video: small(constraints.video) } : constraints);
+  };
+}""" % cdp.FAKE_CAMERA[:2]
+
+
 class BiDiError(CDPError):
     """A protocol error, a JS exception (text in .args[0]) or a dead browser. A CDPError, so that what handles a
     Chromium page's errors (wait_for's "not yet") handles a Firefox page's too."""
@@ -294,6 +311,7 @@ class Firefox:
         context = self.send("browsingContext.create", {"type": "tab"})["context"]
         page = Page(self, context)
         self._pages[context] = page
+        self.send("script.addPreloadScript", {"functionDeclaration": SMALL_CAMERA, "contexts": [context]})
         if not prejoin:
             self.send("script.addPreloadScript", {
                 "functionDeclaration": "() => { try { sessionStorage.setItem('duet.prejoin', 'skip'); } catch (e) {} }",
