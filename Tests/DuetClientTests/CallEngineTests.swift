@@ -332,6 +332,19 @@ import Testing
         #expect(outputs.contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-g", reconnectToken: "token-C-g"))))
     }
 
+    /// The host's goodbye over HTTP still ends the call for both (`end`); a guest ending the call leaves it.
+    @Test func theHostEndingWithSignalingDownEndsOverHTTP() throws {
+        var host = CallEngine()
+        _ = host.handle(.joinRoom(rid))
+        _ = host.handle(.transportOpened(.ws))
+        _ = host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        _ = host.handle(.transportClosed(.networkError))
+        #expect(host.handle(.end).contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-h", reconnectToken: "token-C-h", end: true))))
+        var guest = try guestInCall()
+        _ = guest.handle(.transportClosed(.networkError))
+        #expect(guest.handle(.end).contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-g", reconnectToken: "token-C-g"))))
+    }
+
     @Test("the reconnect token is renewed at half its TTL, so it always outlives the server's 10 min seat hold") func tokenRefresh() throws {
         var engine = CallEngine()
         _ = engine.handle(.joinRoom(rid))

@@ -65,6 +65,39 @@ import Testing
         await late.close()
     }
 
+    /// The host's goodbye over HTTP (`end`: signaling down, or the browser's second goodbye after `end_room`) ends the
+    /// call for both, whichever of the two the server takes first; a guest's `end` only leaves. Before, the host's HTTP
+    /// goodbye was a leave: taken before its `end_room` (CI run 20261206T140015Z-bce760), it made the guest the host
+    /// of a room nobody had ended, and the late `end_room` was refused.
+    @Test func theHostsGoodbyeOverHTTPEndsTheCallForBothWhicheverComesFirst() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        func body(_ joined: TestClient.Joined, _ rid: String) throws -> String {
+            String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: joined.cid, reconnectToken: joined.token, end: true)), as: UTF8.self)
+        }
+        let pair = try await server.callPair(host: .ws, guest: .sse)
+        // A guest's `end` is a leave: the host stays, alone, and the room goes on.
+        #expect(try await server.http(.POST, "api/leave", body: try body(pair.guestJoined, pair.rid)).status == 204)
+        _ = try await pair.host.roomState { $0.participants.count == 1 && $0.hostCid == pair.hostJoined.cid }
+
+        let second = try await TestClient.connect(.ws, to: server)
+        let secondJoined = try await second.join(pair.rid)
+        _ = try await pair.host.roomState { $0.participants.count == 2 }
+        // The host's, before its `end_room`: the room ends for both.
+        #expect(try await server.http(.POST, "api/leave", body: try body(pair.hostJoined, pair.rid)).status == 204)
+        for client in [pair.host, second] {
+            let ended = try await client.expect(.roomEnded).payload.decode(RoomEndedPayload.self)
+            #expect(ended == RoomEndedPayload(by: pair.hostJoined.cid, reason: "host_ended"))
+        }
+        // The `end_room` that follows changes nothing, and the goodbye again is still done.
+        try await pair.host.send(.endRoom)
+        #expect(try await server.http(.POST, "api/leave", body: try body(pair.hostJoined, pair.rid)).status == 204)
+        try await second.send(.join, rid: pair.rid, JoinPayload(reconnectCid: secondJoined.cid, reconnectToken: secondJoined.token))
+        _ = try await second.expectError(.roomEnded)
+        await pair.close()
+        await second.close()
+    }
+
     @Test func suspendedPeerLearnsOfEndRoomWhenItReconnects() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -487,6 +487,27 @@ class OutcomeTests(unittest.TestCase):
             "== in short: 1 failed ==",
             "  stage build failed, with no failed test or scenario on record: its output is above"])
 
+    def test_an_error_a_test_threw_and_an_unreadable_result_are_failures_too(self):
+        timing = os.path.join(self.tmp, "test-run", "timing")
+        os.makedirs(timing)
+        with open(os.path.join(timing, "xunit-swift-testing.xml"), "w") as f:
+            f.write('<testsuites><testsuite name="T"><testcase classname="S" name="threw()"><error>Caught error: timeout</error>'
+                    '</testcase></testsuite></testsuites>')
+        with open(os.path.join(timing, "xunit-in-process-swift-testing.xml"), "w") as f:
+            f.write('<testsuites><testsuite name="T"><testcase classname="S" name="cut')  # the process died writing it
+        os.makedirs(os.path.join(self.tmp, "test-run", "chaos"))
+        with open(os.path.join(self.tmp, "test-run", "chaos", "half.json"), "w") as f:
+            f.write('{"recovered": fal')
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results.print_failures(os.path.join(self.tmp, "test-run"))
+        printed = out.getvalue().splitlines()
+        self.assertEqual(printed[0], "== what failed in run test-run (3 lines) ==")
+        self.assertTrue(printed[1].startswith("  xunit-in-process-swift-testing.xml: unreadable ("), printed)
+        self.assertEqual(printed[2], "  test S.threw(): Caught error: timeout")
+        self.assertTrue(printed[3].startswith("  chaos/half.json: unreadable ("), printed)
+        self.assertEqual(printed[4], "== in short: 3 failed ==")
+
     def test_an_unreadable_side_is_named_not_raised(self):
         class DeadPage:
             def evaluate(self, *args, **kwargs):

@@ -239,6 +239,15 @@ test('leaving with signaling down leaves over HTTP', () => {
   assert.ok(!outputs.some((o) => o.type === 'send'));
 });
 
+test('the host ending the call with signaling down ends it over HTTP (`end`); a guest ending it leaves', () => {
+  const host = hostInCall();
+  host.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.ok(has(host.handle({ type: 'end' }), { type: 'httpLeave', request: { rid, cid: 'C-h', reconnectToken: 'token-C-h', end: true } }));
+  const guest = guestInCall();
+  guest.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.ok(has(guest.handle({ type: 'end' }), { type: 'httpLeave', request: { rid, cid: 'C-g', reconnectToken: 'token-C-g' } }));
+});
+
 test('teardown says goodbye (leave has no rid), cancels every timer, and clears the session', () => {
   const engine = guestInCall();
   const outputs = engine.handle({ type: 'leave' });

@@ -85,7 +85,9 @@ extension CallEngine.Output {
         case .prepareSnapshot: return ["type": "prepareSnapshot"]
         case .requestPushEndpoint: return ["type": "requestPushEndpoint"]
         case .httpLeave(let request):
-            return ["type": "httpLeave", "request": ["rid": .string(request.rid), "cid": .string(request.cid), "reconnectToken": .string(request.reconnectToken)]]
+            var form: JSONValue = ["rid": .string(request.rid), "cid": .string(request.cid), "reconnectToken": .string(request.reconnectToken)]
+            if request.end == true { form["end"] = .bool(true) }
+            return ["type": "httpLeave", "request": form]
         case .engine(let command): return ["type": "engine", "command": command.traceForm]
         case .sampleMedia: return ["type": "sampleMedia"]
         case .timer(let command): return ["type": "timer", "command": command.traceForm]

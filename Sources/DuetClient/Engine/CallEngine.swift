@@ -700,11 +700,13 @@ public struct CallEngine: Sendable {
             if tellPeer, isSignalingUp { out.append(.send(Envelope(.verifyFailed, rid: roomId))) }
         }
         if leaves {
+            // Only the host can end the room; anyone else ending the call leaves it.
+            let ends = kind == .endRoom && hostCid == cid
             if isSignalingUp {
-                // Only the host can end the room; anyone else ending the call leaves it.
-                out.append(.send(Envelope(kind == .endRoom && hostCid == cid ? .endRoom : .leave)))
+                out.append(.send(Envelope(ends ? .endRoom : .leave)))
             } else if let roomId, let cid, let reconnectToken {
-                out.append(.httpLeave(LeaveRequest(rid: roomId, cid: cid, reconnectToken: reconnectToken)))
+                // Over HTTP the host's goodbye still ends the call for both (`end`).
+                out.append(.httpLeave(LeaveRequest(rid: roomId, cid: cid, reconnectToken: reconnectToken, end: ends ? true : nil)))
             }
         }
         // `.teardown` closes the transport itself, after the goodbye above has been sent.

@@ -205,9 +205,15 @@ public struct LeaveRequest: Codable, Sendable, Equatable {
     public var rid: String
     public var cid: String
     public var reconnectToken: String
-    public init(rid: String, cid: String, reconnectToken: String) {
+    /// The host ending the call for both (its `end_room` said over HTTP): the room ends, as with `end_room`, when this
+    /// seat is its host; anyone else just leaves. Without it a host's goodbye over HTTP, sent when signaling is down or
+    /// as the browser's second goodbye after `end_room`, only left, and could reach the server before the `end_room`:
+    /// the other person was then made host of a room nobody had ended (docs/protocol.md).
+    public var end: Bool?
+    public init(rid: String, cid: String, reconnectToken: String, end: Bool? = nil) {
         self.rid = rid
         self.cid = cid
         self.reconnectToken = reconnectToken
+        self.end = end
     }
 }

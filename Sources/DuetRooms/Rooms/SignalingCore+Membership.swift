@@ -38,10 +38,15 @@ extension SignalingCore {
         guard let room = rooms[seat.rid], room.hostCid == seat.cid else {
             throw ProtocolError(.notHost, "only the host can end the room")
         }
+        end(room, by: seat.cid, nowMs: nowMs, into: &out)
+    }
+
+    /// The host `cid` ends `room` (`end_room`, or `POST /api/leave` with `end`).
+    mutating func end(_ room: Room, by cid: String, nowMs: Int64, into out: inout [Output]) {
         // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost room
         // recreated by recovery), however long its owner was away.
         let ended = DurableFact.roomEnded(
-            rid: room.rid, endedBy: seat.cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
+            rid: room.rid, endedBy: cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
             seats: room.participants.map(\.cid), seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
         applyRoomEnded(ended, learned: false, nowMs: nowMs, into: &out)
         out.append(.persist(ended))

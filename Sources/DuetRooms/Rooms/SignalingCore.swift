@@ -233,6 +233,10 @@ public struct SignalingCore: Sendable {
             return (.invalidToken, [])
         }
         var out: [Output] = []
+        if request.end == true, let room = rooms[request.rid], room.hostCid == request.cid, room.participant(request.cid) != nil {
+            end(room, by: request.cid, nowMs: nowMs, into: &out)  // the host's end_room, said over HTTP
+            return (.left, out)
+        }
         if rooms[request.rid]?.participant(request.cid) != nil {
             removeParticipant(request.cid, from: request.rid, reason: "leave", nowMs: nowMs, into: &out)
         }

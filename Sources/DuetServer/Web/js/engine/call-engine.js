@@ -871,11 +871,14 @@ export class CallEngine {
       if (tellPeer && this.isSignalingUp) out.push(send(makeEnvelope('verify_failed', this.#roomId)));
     }
     if (kind === 'leave' || kind === 'endRoom' || kind === 'intercepted') {
+      // Only the host can end the room; anyone else ending the call leaves it.
+      const ends = kind === 'endRoom' && this.#hostCid === this.#cid;
       if (this.isSignalingUp) {
-        // Only the host can end the room; anyone else ending the call leaves it.
-        out.push(send(makeEnvelope(kind === 'endRoom' && this.#hostCid === this.#cid ? 'end_room' : 'leave')));
+        out.push(send(makeEnvelope(ends ? 'end_room' : 'leave')));
       } else if (this.#roomId != null && this.#cid != null && this.#reconnectToken != null) {
-        out.push({ type: 'httpLeave', request: { rid: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken } });
+        // Over HTTP the host's goodbye still ends the call for both (`end`).
+        const request = { rid: this.#roomId, cid: this.#cid, reconnectToken: this.#reconnectToken };
+        out.push({ type: 'httpLeave', request: ends ? { ...request, end: true } : request });
       }
     }
     // `teardown` closes the transport itself, after the goodbye above has been sent.

@@ -81,14 +81,21 @@ export class DuetCall extends EventTarget {
   // MARK: the app's commands
   startNewCall() { this.feed({ type: 'startNewCall' }); }
   join(roomId) { this.state.endReason = null; this.feed({ type: 'joinRoom', roomId }); }
-  leave() { this.state.endReason = 'left'; this.goodbye(); this.feed({ type: 'leave' }); }
-  end() { this.state.endReason = this.state.hostCid === this.state.cid ? 'ended' : 'left'; this.goodbye(); this.feed({ type: 'end' }); }
+  leave() { this.state.endReason = 'left'; this.goodbye(false); this.feed({ type: 'leave' }); }
+  end() {
+    const host = this.state.hostCid === this.state.cid;
+    this.state.endReason = host ? 'ended' : 'left';
+    this.goodbye(host);
+    this.feed({ type: 'end' });
+  }
 
   // The seat this page holds, kept for an HTTP leave after the in-band goodbye (which can be lost on a
-  // half-open socket or a dropped POST); the server treats a second leave as done.
-  goodbye() {
+  // half-open socket or a dropped POST); the server treats a second leave as done. The host's says `end`: this
+  // request and the `end_room` travel on two connections, and whichever the server takes first must end the call
+  // for both (a plain leave first made the other person host of a room nobody ended: CI run 20261206T140015Z-bce760).
+  goodbye(ends) {
     const { roomId, cid, reconnectToken } = this.engine;
-    this.farewell = roomId && cid && reconnectToken ? { rid: roomId, cid, reconnectToken } : null;
+    this.farewell = roomId && cid && reconnectToken ? { rid: roomId, cid, reconnectToken, ...(ends ? { end: true } : {}) } : null;
   }
 
   dismissError() { this.feed({ type: 'dismissError' }); }
