@@ -77,6 +77,39 @@ import Testing
         for client in [host, guest, guestBack, hostBack] { await client.close() }
     }
 
+    /// The host, away when the server restarted, ends the call over HTTP (`end`) while the guest holds the room for it:
+    /// the room ends for the guest, who is not left host of a room nobody ended (the review of 72d692c).
+    @Test func theHostEndsOverHTTPWhileTheGuestHoldsTheRoomForIt() async throws {
+        let original = try await TestServer.start()
+        let rid = try await original.roomId()
+        let host = try await TestClient.connect(.ws, to: original, roomId: rid)
+        let hostJoined = try await host.join(rid)
+        let guest = try await TestClient.connect(.ws, to: original, roomId: rid)
+        let guestJoined = try await guest.join(rid)
+        let server = try await original.restarted()
+        defer { Task { await server.stop() } }
+        let guestBack = try await TestClient.connect(.ws, to: server, roomId: rid)
+        _ = try await guestBack.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+        let end = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: hostJoined.cid, reconnectToken: hostJoined.token, end: true)), as: UTF8.self)
+        #expect(try await server.http(.POST, "api/leave?rid=\(rid)", body: end).status == 204)
+        let ended = try await guestBack.expect(.roomEnded).payload.decode(RoomEndedPayload.self)
+        #expect(ended == RoomEndedPayload(by: hostJoined.cid, reason: "host_ended"))
+        // And a room this node knows only from the store: its host's `end` ends it before anyone is back.
+        let other = try await server.roomId()
+        let a = try await TestClient.connect(.ws, to: server, roomId: other)
+        let aJoined = try await a.join(other)
+        let b = try await TestClient.connect(.ws, to: server, roomId: other)
+        let bJoined = try await b.join(other)
+        let again = try await server.restarted()
+        defer { Task { await again.stop() } }
+        let endOther = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: other, cid: aJoined.cid, reconnectToken: aJoined.token, end: true)), as: UTF8.self)
+        #expect(try await again.http(.POST, "api/leave?rid=\(other)", body: endOther).status == 204)
+        let bBack = try await TestClient.connect(.ws, to: again, roomId: other)
+        try await bBack.send(.join, rid: other, JoinPayload(reconnectCid: bJoined.cid, reconnectToken: bJoined.token))
+        _ = try await bBack.expectError(.roomEnded)
+        for client in [host, guest, guestBack, a, b, bBack] { await client.close() }
+    }
+
     /// `kill -9`: no shutdown flushes anything. A fact is in the store once `/metrics` says nothing is pending
     /// (written within milliseconds of the event); the restarted binary then knows the room was ended.
     @Test func anEndedRoomSurvivesKillMinus9() async throws {

@@ -38,16 +38,16 @@ extension SignalingCore {
         guard let room = rooms[seat.rid], room.hostCid == seat.cid else {
             throw ProtocolError(.notHost, "only the host can end the room")
         }
-        end(room, by: seat.cid, nowMs: nowMs, into: &out)
+        end(room.rid, seats: room.participants.map(\.cid), by: seat.cid, nowMs: nowMs, into: &out)
     }
 
-    /// The host `cid` ends `room` (`end_room`, or `POST /api/leave` with `end`).
-    mutating func end(_ room: Room, by cid: String, nowMs: Int64, into out: inout [Output]) {
+    /// The host `cid` ends room `rid`, whose `seats` it knows of (`end_room`, or `POST /api/leave` with `end`).
+    mutating func end(_ rid: String, seats: [String], by cid: String, nowMs: Int64, into out: inout [Output]) {
         // Their tokens outlive the tombstone: a seat of an ended room must never come back (as a ghost room
         // recreated by recovery), however long its owner was away.
         let ended = DurableFact.roomEnded(
-            rid: room.rid, endedBy: cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
-            seats: room.participants.map(\.cid), seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
+            rid: rid, endedBy: cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
+            seats: seats.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }, seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
         applyRoomEnded(ended, learned: false, nowMs: nowMs, into: &out)
         out.append(.persist(ended))
     }

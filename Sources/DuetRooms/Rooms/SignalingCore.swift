@@ -233,9 +233,20 @@ public struct SignalingCore: Sendable {
             return (.invalidToken, [])
         }
         var out: [Output] = []
-        if request.end == true, let room = rooms[request.rid], room.hostCid == request.cid, room.participant(request.cid) != nil {
-            end(room, by: request.cid, nowMs: nowMs, into: &out)  // the host's end_room, said over HTTP
-            return (.left, out)
+        // The host's end_room, said over HTTP: also by a host whose seat the room keeps for its return (after a restart
+        // the guest may be back first), and for a room this node knows only from the store (held before a restart, or
+        // by a node that is gone): the fact ends it wherever it is held.
+        if request.end == true, !isRevoked(cid: request.cid, rid: request.rid, nowMs: nowMs),
+            !seatsRoomEnded(cid: request.cid, rid: request.rid, nowMs: nowMs) {
+            if let room = rooms[request.rid],
+                (room.hostCid == request.cid && room.participant(request.cid) != nil) || room.returningHost == request.cid {
+                end(request.rid, seats: room.participants.map(\.cid) + [request.cid], by: request.cid, nowMs: nowMs, into: &out)
+                return (.left, out)
+            }
+            if rooms[request.rid] == nil, knownRooms[request.rid]?.hostCid == request.cid {
+                end(request.rid, seats: [request.cid], by: request.cid, nowMs: nowMs, into: &out)
+                return (.left, out)
+            }
         }
         if rooms[request.rid]?.participant(request.cid) != nil {
             removeParticipant(request.cid, from: request.rid, reason: "leave", nowMs: nowMs, into: &out)

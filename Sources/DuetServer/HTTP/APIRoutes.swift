@@ -46,7 +46,7 @@ struct APIRoutes: Sendable {
                 let body = try await request.collectBody(upTo: ProtocolLimits.maxMessageBytes)
                 leave = try JSONDecoder().decode(LeaveRequest.self, from: Data(body.readableBytesView))
             } catch {
-                return .text(.badRequest, "body must be JSON {rid, cid, reconnectToken}")
+                return .text(.badRequest, "body must be JSON {rid, cid, reconnectToken, end?}")
             }
             // Answered once the store has it: a 204 is never undone by a crash (issue 34).
             switch await hub.leave(leave) {

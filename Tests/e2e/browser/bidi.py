@@ -74,6 +74,7 @@ PREFS = {
 # that caps the fake camera under an `ideal`, so every document caps the video it asks for, like a small camera
 # would: the page's own constraints (device, facing mode) stay, only the size is bounded.
 SMALL_CAMERA = """() => {
+  if (typeof MediaDevices === 'undefined') return;  // not a secure context: no camera to bound
   const [width, height] = [%d, %d];
   const original = MediaDevices.prototype.getUserMedia;
   const small = (video) => ({ ...(typeof video === 'object' ? video : {}),

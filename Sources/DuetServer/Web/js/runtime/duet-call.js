@@ -83,7 +83,7 @@ export class DuetCall extends EventTarget {
   join(roomId) { this.state.endReason = null; this.feed({ type: 'joinRoom', roomId }); }
   leave() { this.state.endReason = 'left'; this.goodbye(false); this.feed({ type: 'leave' }); }
   end() {
-    const host = this.state.hostCid === this.state.cid;
+    const host = this.engine.hostCid != null && this.engine.hostCid === this.engine.cid;  // as the engine decides end_room
     this.state.endReason = host ? 'ended' : 'left';
     this.goodbye(host);
     this.feed({ type: 'end' });
