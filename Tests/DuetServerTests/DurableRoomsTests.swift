@@ -57,9 +57,16 @@ import Testing
         for client in [host, guest, guestBack, hostBack] { await client.close() }
     }
 
-    /// The host is away when the server restarts and the guest comes back first: the guest holds the room until
-    /// the host returns, then the host hosts again (before, whoever came back first became the host).
-    @Test func theHostIsKeptAcrossARestart() async throws {
+    /// A host and a guest in a call, the server restarted, and the guest back first (holding the room for the host).
+    struct GuestBackFirst {
+        var server: TestServer
+        var rid: String
+        var hostJoined: TestClient.Joined
+        var guestBack: TestClient
+        var clients: [TestClient]
+    }
+
+    func guestBackFirstAfterARestart() async throws -> GuestBackFirst {
         let original = try await TestServer.start()
         let rid = try await original.roomId()
         let host = try await TestClient.connect(.ws, to: original, roomId: rid)
@@ -67,29 +74,30 @@ import Testing
         let guest = try await TestClient.connect(.ws, to: original, roomId: rid)
         let guestJoined = try await guest.join(rid)
         let server = try await original.restarted()
-        defer { Task { await server.stop() } }
         let guestBack = try await TestClient.connect(.ws, to: server, roomId: rid)
         _ = try await guestBack.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
+        return GuestBackFirst(server: server, rid: rid, hostJoined: hostJoined, guestBack: guestBack, clients: [host, guest, guestBack])
+    }
+
+    /// The host is away when the server restarts and the guest comes back first: the guest holds the room until
+    /// the host returns, then the host hosts again (before, whoever came back first became the host).
+    @Test func theHostIsKeptAcrossARestart() async throws {
+        let back = try await guestBackFirstAfterARestart()
+        let (server, rid, hostJoined, guestBack) = (back.server, back.rid, back.hostJoined, back.guestBack)
+        defer { Task { await server.stop() } }
         let hostBack = try await TestClient.connect(.ws, to: server, roomId: rid)
         let hostRecovered = try await hostBack.join(rid, JoinPayload(reconnectCid: hostJoined.cid, reconnectToken: hostJoined.token))
         #expect(hostRecovered.payload.hostCid == hostJoined.cid)
         _ = try await guestBack.roomState { $0.hostCid == hostJoined.cid && $0.participants.count == 2 }
-        for client in [host, guest, guestBack, hostBack] { await client.close() }
+        for client in back.clients + [hostBack] { await client.close() }
     }
 
     /// The host, away when the server restarted, ends the call over HTTP (`end`) while the guest holds the room for it:
     /// the room ends for the guest, who is not left host of a room nobody ended (the review of 72d692c).
     @Test func theHostEndsOverHTTPWhileTheGuestHoldsTheRoomForIt() async throws {
-        let original = try await TestServer.start()
-        let rid = try await original.roomId()
-        let host = try await TestClient.connect(.ws, to: original, roomId: rid)
-        let hostJoined = try await host.join(rid)
-        let guest = try await TestClient.connect(.ws, to: original, roomId: rid)
-        let guestJoined = try await guest.join(rid)
-        let server = try await original.restarted()
+        let back = try await guestBackFirstAfterARestart()
+        let (server, rid, hostJoined, guestBack) = (back.server, back.rid, back.hostJoined, back.guestBack)
         defer { Task { await server.stop() } }
-        let guestBack = try await TestClient.connect(.ws, to: server, roomId: rid)
-        _ = try await guestBack.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token))
         let end = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: hostJoined.cid, reconnectToken: hostJoined.token, end: true)), as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave?rid=\(rid)", body: end).status == 204)
         let ended = try await guestBack.expect(.roomEnded).payload.decode(RoomEndedPayload.self)
@@ -107,7 +115,7 @@ import Testing
         let bBack = try await TestClient.connect(.ws, to: again, roomId: other)
         try await bBack.send(.join, rid: other, JoinPayload(reconnectCid: bJoined.cid, reconnectToken: bJoined.token))
         _ = try await bBack.expectError(.roomEnded)
-        for client in [host, guest, guestBack, a, b, bBack] { await client.close() }
+        for client in back.clients + [a, b, bBack] { await client.close() }
     }
 
     /// `kill -9`: no shutdown flushes anything. A fact is in the store once `/metrics` says nothing is pending
