@@ -125,28 +125,16 @@ def title_of(page, element_id):
     return page.evaluate(f"document.getElementById({json.dumps(element_id)}).title")
 
 
-def ws_media_states(page):
-    """From now on, the media_state messages the page receives over WebSocket or SSE (CDP Network events), as
-    a function returning those received so far: [{audio, video, screen, from}]."""
-    page.send("Network.enable")
-    queues = [page.events("Network.webSocketFrameReceived"), page.events("Network.eventSourceMessageReceived")]
-    for q in queues:  # only what arrives after this call
-        while not q.empty():
-            q.get_nowait()
-    seen = []
+def media_states_from_now(page):
+    """From now on, the media_state messages the page receives, over WebSocket or SSE (window.duet.mediaStatesReceived:
+    the runtime notes each one as it arrives, before the engine, which reports only changes), as a function returning
+    those received so far: [{audio, video, screen, from}]. DevTools cannot see them on SSE: its stream is a fetch."""
+    before = page.evaluate("duet.mediaStatesReceived.count")
 
     def received():
-        for q in queues:
-            while not q.empty():
-                event = q.get_nowait()
-                text = event.get("response", {}).get("payloadData") if "response" in event else event.get("data")
-                try:
-                    envelope = json.loads(text or "")
-                except ValueError:
-                    continue
-                if isinstance(envelope, dict) and envelope.get("type") == "media_state":
-                    seen.append(envelope.get("payload"))
-        return list(seen)
+        seen = page.evaluate("duet.mediaStatesReceived")
+        expect(seen["count"] - before <= len(seen["last"]), f"more media_state messages than the page keeps: {seen}")
+        return [m for m in seen["last"] if m["n"] > before]
     return received
 
 
@@ -471,8 +459,10 @@ def scenario_remote_state(browser):
         devices = a.evaluate("duet.devices")
         a_cid = a.evaluate("duet.cid")
         # B's engine reports only changes (remoteMedia), and A comes back with the state B already shows: what proves
-        # that the reloaded A told it is the media_state message itself reaching B after the reload.
-        media_states = ws_media_states(b)
+        # that the reloaded A told it is the media_state message itself reaching B after the reload (over either
+        # transport: B may have come back from the restart on SSE).
+        log("transports before the reload: A", a.evaluate("duet.transport"), "B", b.evaluate("duet.transport"))
+        media_states = media_states_from_now(b)
         a.reload()
         a.wait_for("window.duet && duet.page === 'call'", 10, message="A reloads")
         in_call(a, 20, what="A back in its seat after the reload")

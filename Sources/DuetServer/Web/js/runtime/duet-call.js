@@ -41,6 +41,10 @@ export class DuetCall extends EventTarget {
     // How many of the other side's descriptions WebRTC applied in this call (window.duet.remoteDescriptionsApplied):
     // counted where it happens, so a test can prove an intercepted call never applied one.
     this.remoteDescriptionsApplied = 0;
+    // The media_state messages this page received, whatever the transport (window.duet.mediaStatesReceived): the
+    // engine reports only changes, so a test that must see a state told again reads the messages here. The SSE
+    // stream is a fetch, which DevTools does not show message by message. Bounded: the last 20.
+    this.mediaStatesReceived = { count: 0, last: [] };
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -228,7 +232,18 @@ export class DuetCall extends EventTarget {
 
   // MARK: verified calls: signed out, checked in, each in order (SignedMessageOrder)
   queueSend(envelope) { this.order.outgoing(envelope, (signed) => this.send(signed)); }
-  receive(envelope, generation) { this.order.incoming(envelope, generation, (input) => this.feed(input)); }
+  receive(envelope, generation) {
+    if (envelope?.type === 'media_state') this.noteMediaState(envelope.payload);
+    this.order.incoming(envelope, generation, (input) => this.feed(input));
+  }
+
+  noteMediaState(payload) {
+    const seen = this.mediaStatesReceived;
+    seen.count += 1;
+    const { from = null, audio = null, video = null, screen = null } = payload ?? {};
+    seen.last.push({ n: seen.count, from, audio, video, screen });
+    if (seen.last.length > 20) seen.last.shift();
+  }
 
   // MARK: signaling
   open(kind) {
