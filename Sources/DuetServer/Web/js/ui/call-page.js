@@ -177,8 +177,8 @@ window.duet = {
   // current peer joined and when their state was first known (performance.now() ms; null: not yet). Tests use it
   // to tell a state newly told from one that was already there.
   get remoteSeen() { return { ...remoteSeen }; },
-  // Every media_state message received, over either transport: {count, last: [{n, from, audio, video, screen}]}
-  // (the last 20; n counts from 1).
+  // Every media_state message this call received, over either transport: {count, last: [{n, from, audio, video,
+  // screen}]} (the last 20; n counts from 1; a new call on this page starts again from 0).
   get mediaStatesReceived() {
     const seen = call?.mediaStatesReceived ?? { count: 0, last: [] };
     return { count: seen.count, last: seen.last.map((m) => ({ ...m })) };
