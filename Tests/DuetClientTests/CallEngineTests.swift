@@ -189,6 +189,33 @@ import Testing
         #expect(offers(newSeat) == [true], "a new seat is a new session")
     }
 
+    /// Host in a call with "C-g", offer answered, ICE connected.
+    func hostInCall() throws -> CallEngine {
+        var host = CallEngine()
+        _ = host.handle(.joinRoom(rid))
+        _ = host.handle(.transportOpened(.ws))
+        _ = host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+        _ = host.handle(.localDescriptionReady(.offer, sdp: "o"))
+        _ = host.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a"])))
+        _ = host.handle(.remoteDescriptionApplied(.answer))
+        _ = host.handle(.iceStateChanged(.connected))
+        #expect(host.phase.phase == .inCall && host.status.status == .connected)
+        return host
+    }
+
+    @Test("the peer away (suspended): our call is not degraded and nobody is offered a restart; back with media down, it is restarted")
+    func aSuspendedPeerIsWaitedFor() throws {
+        var host = try hostInCall()
+        _ = host.handle(.message(try roomState([("C-h", .connected), ("C-g", .suspended)], host: "C-h", epoch: 2)))
+        var away = host.handle(.iceStateChanged(.disconnected))
+        for timer: TimerID in [.iceRestartDelay, .retryingThreshold, .retryEscalation] { away += host.handle(.timerFired(timer)) }
+        #expect(offers(away).isEmpty && restarts(away).isEmpty, "\(away)")
+        #expect(host.status.status == .connected, "their trouble: our status stays connected")
+        let back = host.handle(.message(try roomState([("C-h", .connected), ("C-g", .connected)], host: "C-h", epoch: 2)))
+        #expect(offers(back) == [true])
+        #expect(host.status.status == .recovering)
+    }
+
     @Test func aReattachWithThePeerStillThereStaysInTheCall() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -134,6 +134,47 @@ import Testing
         #expect(call.advance(by: 100_000).isEmpty)
     }
 
+    @Test("the peer away: its media's loss is not ours — no recovering, no escalation; ICE judged again when it is back")
+    func peerAwayIsTheirTrouble() {
+        var call = inCall()
+        call.send { $0.handle(.peerSuspended(true)) }
+        for event: Machine.Event in [.ice(.disconnected), .ice(.failed), .networkChanged] {
+            #expect(call.send { $0.handle(event) } == [], "\(event)")
+        }
+        #expect(call.advance(by: 60_000).isEmpty, "nothing escalates towards a peer that cannot answer")
+        #expect(call.machine.status == .connected)
+        // Back with ICE still down: recovering now, retrying 10 s later.
+        #expect(call.send { $0.handle(.peerSuspended(false)) }.contains(.statusChanged(.recovering)))
+        call.advance(by: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS)
+        #expect(call.machine.status == .retrying)
+    }
+
+    @Test("the peer going away ends an ICE-only recovery, never one of our own signaling")
+    func suspensionEndsOnlyTheirTrouble() {
+        var ours = inCall()
+        ours.send { $0.handle(.signaling(up: false)) }
+        #expect(ours.send { $0.handle(.peerSuspended(true)) } == [])
+        #expect(ours.machine.status == .recovering)
+        #expect(ours.send { $0.handle(.signaling(up: true)) }.contains(.statusChanged(.connected)), "our link back is enough while it is away")
+
+        var theirs = inCall()
+        theirs.send { $0.handle(.ice(.disconnected)) }
+        theirs.advance(by: 12_000)
+        #expect(theirs.machine.status == .retrying)
+        #expect(theirs.send { $0.handle(.peerSuspended(true)) }.contains(.statusChanged(.connected)))
+        #expect(theirs.deadlines.isEmpty, "the escalation stopped")
+    }
+
+    @Test("a call entered with the peer away waits for it; back with media not up (a new connection checking), it recovers")
+    func enteredWithThePeerAway() {
+        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+        driven.send { $0.handle(.peerSuspended(true)) }
+        driven.send { $0.handle(.phaseChanged(.inCall)) }
+        #expect(driven.advance(by: 60_000).isEmpty)
+        #expect(driven.send { $0.handle(.peerSuspended(false)) }.contains(.statusChanged(.recovering)))
+        #expect(driven.advance(by: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS).contains(.statusChanged(.retrying)))
+    }
+
     @Test("only an InCall phase drives the status") func inactiveOutsideInCall() {
         var waiting = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
         waiting.send { $0.handle(.phaseChanged(.waiting)) }

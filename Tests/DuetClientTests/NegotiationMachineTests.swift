@@ -85,6 +85,38 @@ import Testing
         #expect(recovering.advance(by: 10_000).isEmpty)
     }
 
+    @Test("a suspended peer gets no restart offer (the relay would fail): not for ICE down, a stall, a network change or an escalation")
+    func noRestartTowardsASuspendedPeer() {
+        var host = connectedHost()
+        #expect(host.send { $0.handle(.peerSuspended(true)) } == [])
+        #expect(host.send { $0.handle(.iceStateChanged(.disconnected)) } == [], "no disconnected delay scheduled")
+        #expect(host.advance(by: 30_000).isEmpty, "no restart on the disconnected delay")
+        for event: Machine.Event in [.iceStateChanged(.failed), .mediaStalled, .networkOnline, .requestIceRestart] {
+            let actions = host.send { $0.handle(event) }
+            #expect(actions.allSatisfy { if case .timer(.cancel) = $0 { true } else { false } }, "\(event): \(actions)")
+        }
+        // Back, media still down: the restart is the engine's to ask (it knows the peer came back), and it is made.
+        host.send { $0.handle(.peerSuspended(false)) }
+        let back = host.send { $0.handle(.requestIceRestart) }
+        #expect(back.contains(.iceRestartStarted(.escalation)) && back.contains(.createOffer(iceRestart: true)))
+
+        // The guest that asks the host instead does not ask a suspended one either.
+        var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
+        guest.send { $0.handle(.signaling(up: true)) }
+        guest.send { $0.handle(.peerSuspended(true)) }
+        #expect(guest.send { $0.handle(.mediaStalled) } == [])
+        guest.send { $0.handle(.peerSuspended(false)) }
+        #expect(guest.send { $0.handle(.requestIceRestart) } == [.askPeerToRestart(.escalation)])
+    }
+
+    @Test("the peer's leaving forgets its suspension: the next peer is restarted with as usual") func leavingForgetsSuspension() {
+        var host = connectedHost()
+        host.send { $0.handle(.peerSuspended(true)) }
+        host.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
+        #expect(host.machine.peerSuspended == false)
+    }
+
     @Test("ICE restart (failed): immediate") func iceFailed() {
         var host = connectedHost()
         let actions = host.send { $0.handle(.iceStateChanged(.failed)) }

@@ -148,3 +148,40 @@ test('only an inCall phase drives the status', () => {
   assert.deepEqual(waiting.send({ type: 'networkChanged' }), []);
   assert.equal(waiting.machine.status, 'connected');
 });
+
+test("the peer away: its media's loss is not ours — no recovering, no escalation; ICE judged again when it is back", () => {
+  const call = inCall();
+  call.send({ type: 'peerSuspended', suspended: true });
+  for (const event of [{ type: 'ice', health: 'disconnected' }, { type: 'ice', health: 'failed' }, { type: 'networkChanged' }]) {
+    assert.deepEqual(call.send(event), [], JSON.stringify(event));
+  }
+  assert.deepEqual(call.advance(60_000), [], 'nothing escalates towards a peer that cannot answer');
+  assert.equal(call.machine.status, 'connected');
+  assert.ok(has(call.send({ type: 'peerSuspended', suspended: false }), status('recovering')));
+  call.advance(RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS);
+  assert.equal(call.machine.status, 'retrying');
+});
+
+test('the peer going away ends an ICE-only recovery, never one of our own signaling', () => {
+  const ours = inCall();
+  ours.send({ type: 'signaling', up: false });
+  assert.deepEqual(ours.send({ type: 'peerSuspended', suspended: true }), []);
+  assert.equal(ours.machine.status, 'recovering');
+  assert.ok(has(ours.send({ type: 'signaling', up: true }), status('connected')), 'our link back is enough while it is away');
+
+  const theirs = inCall();
+  theirs.send({ type: 'ice', health: 'disconnected' });
+  theirs.advance(12_000);
+  assert.equal(theirs.machine.status, 'retrying');
+  assert.ok(has(theirs.send({ type: 'peerSuspended', suspended: true }), status('connected')));
+  assert.deepEqual(theirs.advance(100_000), [], 'the escalation stopped');
+});
+
+test('a call entered with the peer away waits for it; back with media not up (a new connection checking), it recovers', () => {
+  const driven = new Driven(new ConnectionStatusMachine());
+  driven.send({ type: 'peerSuspended', suspended: true });
+  driven.send({ type: 'phaseChanged', phase: 'inCall' });
+  assert.deepEqual(driven.advance(60_000), []);
+  assert.ok(has(driven.send({ type: 'peerSuspended', suspended: false }), status('recovering')));
+  assert.ok(has(driven.advance(RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS), status('retrying')));
+});

@@ -609,3 +609,32 @@ test('the same peer returning to media that flowed all along gets a plain offer;
   assert.deepEqual(restartedGuest.filter((a) => a.type === 'createOffer' || a.type === 'iceRestartStarted'),
     [restarted('mediaStall'), offer(true)], JSON.stringify(restartedGuest));
 });
+
+test('a suspended peer gets no restart offer (the relay would fail): not for ICE down, a stall, a network change or an escalation', () => {
+  const host = connectedHost();
+  assert.deepEqual(host.send({ type: 'peerSuspended', suspended: true }), []);
+  assert.deepEqual(host.send({ type: 'iceStateChanged', state: 'disconnected' }), [], 'no disconnected delay scheduled');
+  assert.deepEqual(host.advance(30_000), [], 'no restart on the disconnected delay');
+  for (const event of [{ type: 'iceStateChanged', state: 'failed' }, { type: 'mediaStalled' }, { type: 'networkOnline' }, { type: 'requestIceRestart' }]) {
+    const actions = host.send(event);
+    assert.ok(actions.every((a) => a.type === 'timer' && a.command.type === 'cancel'), `${JSON.stringify(event)}: ${JSON.stringify(actions)}`);
+  }
+  host.send({ type: 'peerSuspended', suspended: false });
+  const back = host.send({ type: 'requestIceRestart' });
+  assert.ok(has(back, restarted('escalation')) && has(back, offer(true)));
+
+  const guest = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
+  guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
+  guest.send({ type: 'signaling', up: true });
+  guest.send({ type: 'peerSuspended', suspended: true });
+  assert.deepEqual(guest.send({ type: 'mediaStalled' }), []);
+  guest.send({ type: 'peerSuspended', suspended: false });
+  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), [{ type: 'askPeerToRestart', reason: 'escalation' }]);
+});
+
+test("the peer's leaving forgets its suspension: the next peer is restarted with as usual", () => {
+  const host = connectedHost();
+  host.send({ type: 'peerSuspended', suspended: true });
+  host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
+  assert.equal(host.machine.peerSuspended, false);
+});

@@ -24,6 +24,8 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
         case phaseChanged(CallPhase)
         case ice(IceHealth)
         case signaling(up: Bool)
+        /// The server says the peer's seat is suspended (its transport is gone), or that it is back.
+        case peerSuspended(Bool)
         case networkChanged
         case timerFired(TimerID)
     }
@@ -45,6 +47,11 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
     /// In a call whose media has not connected yet. Not `recovering` (nothing was lost), but a call whose
     /// ICE never connects (a dead TURN server, no usable candidates) must escalate like one that dropped.
     private var awaitingFirstMedia = false
+    /// While the peer is suspended, media and ICE to it are down because it is away: its trouble, not ours
+    /// (the badge says "The other person is reconnecting…"). Our status then speaks of our own signaling only,
+    /// and nothing escalates towards a peer that cannot answer (a relay to it fails); ICE is judged again when
+    /// it is back.
+    private var peerSuspended = false
 
     public init() {}
 
@@ -54,10 +61,11 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             let active = phase == .inCall
             guard active != isActive else { return [] }
             isActive = active
+            if !active { peerSuspended = false }  // the peer left with the call (its next one is told afresh)
             // Entering or leaving a call starts from `connected`; entering one whose media is not up yet gives
-            // it until the retrying threshold to come up.
+            // it until the retrying threshold to come up (from the peer's return, if it is away).
             var actions = reset()
-            if active, ice != .connected {
+            if active, ice != .connected, !peerSuspended {
                 awaitingFirstMedia = true
                 actions.append(.timer(.schedule(.retryingThreshold, afterMs: ResilienceConstants.CONNECTION_RETRYING_THRESHOLD_MS)))
             }
@@ -66,7 +74,7 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             ice = health
             guard isActive else { return [] }
             switch health {
-            case .disconnected, .failed: return degrade()
+            case .disconnected, .failed: return peerSuspended ? [] : degrade()
             case .connected:
                 if awaitingFirstMedia, status == .connected {
                     awaitingFirstMedia = false
@@ -79,9 +87,19 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
             signalingUp = up
             guard isActive else { return [] }
             if !up { return degrade() }
-            return ice == .connected ? restore() : []
-        case .networkChanged:
+            return ice == .connected || peerSuspended ? restore() : []
+        case .peerSuspended(let suspended):
+            guard suspended != peerSuspended else { return [] }
+            peerSuspended = suspended
             guard isActive else { return [] }
+            // Away: whatever ICE-only trouble (or wait for first media) we had is dropped; our signaling's stays.
+            if suspended { return signalingUp && (status != .connected || awaitingFirstMedia) ? reset() : [] }
+            // Back: its media is judged again from where ICE is; not connected (down, or a new connection still
+            // checking) is media to recover from now.
+            return ice == .connected ? [] : degrade()
+        case .networkChanged:
+            // Our path moved; with the peer away there is no media to restart until it is back (then ICE is judged).
+            guard isActive, !peerSuspended else { return [] }
             return degrade()
         case .timerFired(.retryingThreshold):
             guard isActive, status == .recovering || awaitingFirstMedia else { return [] }

@@ -50,6 +50,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         /// that lost the room sees the two sides come back one by one), not a new session.
         case peer(present: Bool, isHost: Bool, peerEpoch: Int64, returning: Bool = false)
         case signaling(up: Bool)
+        /// The server says the peer's seat is suspended (its transport is gone), or that it is back.
+        case peerSuspended(Bool)
         /// The first `room_state` after a signaling reconnect.
         case roomStateAfterReconnect
         case remoteDescription(DescriptionKind, sdp: String, epoch: Int64?)
@@ -95,6 +97,9 @@ public struct NegotiationMachine: Sendable, Equatable {
 
     public private(set) var isHost = false
     public private(set) var peerPresent = false
+    /// Present but unreachable: a restart now would offer to nobody (the server refuses the relay,
+    /// `target_suspended`). Held until it is back; then the engine asks for one if media is still down.
+    public private(set) var peerSuspended = false
     public private(set) var signalingState: SignalingState = .stable
     public private(set) var hasRemoteDescription = false
     public private(set) var iceState: IceState = .new
@@ -190,6 +195,9 @@ public struct NegotiationMachine: Sendable, Equatable {
             return startNegotiation(returning: returning)
         case .signaling(let up):
             signalingUp = up
+            return []
+        case .peerSuspended(let suspended):
+            peerSuspended = suspended
             return []
         case .roomStateAfterReconnect:
             guard let reason = pendingRestart, peerPresent else { return [] }
@@ -288,7 +296,7 @@ public struct NegotiationMachine: Sendable, Equatable {
                 if !mediaStalled, pendingRestart != .peerRequest { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
-                guard isHost, peerPresent else { return [] }
+                guard isHost, peerPresent, !peerSuspended else { return [] }
                 return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
             case .failed:
                 guard isHost else { return [] }
@@ -387,6 +395,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         applyingRemote = false
         nonHostFallbackAttempts = 0
         pendingRestart = nil
+        peerSuspended = false
         hasRemoteDescription = false
         newestRemoteOrigin = nil
         remoteSessionIds.removeAll()  // the next peer brings its own (and a long call must not fill the set)
@@ -410,7 +419,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func restart(_ reason: RestartReason) -> [Action] {
-        guard peerPresent else { return [] }  // nobody to restart with
+        guard peerPresent, !peerSuspended else { return [] }  // nobody to restart with (now)
         guard isHost || !restartsOnlyAsHost else { return askHostToRestart(reason) }
         guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {

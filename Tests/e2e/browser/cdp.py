@@ -377,6 +377,19 @@ class Page:
                                                   f"after {timeout}s", last))
             time.sleep(poll)
 
+    def holds_for(self, expr, seconds, poll=0.2, message=None):
+        """Poll `expr` for `seconds`: it must be JS-truthy at every look (a state that must last, not appear)."""
+        probe = f"(async () => {{ const v = await ({expr}\n); return {{ok: !!v, v}}; }})()"
+        deadline = time.monotonic() + seconds
+        while True:
+            r = self.evaluate(probe, timeout=5)
+            if not r["ok"]:
+                raise AssertionError(self._diagnose(f"{message or 'holds_for'}: `{expr}` stopped holding "
+                                                    f"{seconds - (deadline - time.monotonic()):.1f}s in", r.get("v")))
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(poll)
+
     def _diagnose(self, headline, last):
         try:
             dataset = self.evaluate("JSON.stringify(Object.assign({}, document.body && document.body.dataset))",

@@ -25,10 +25,16 @@ export class ConnectionStatusMachine {
     /** In a call whose media has not connected yet: nothing was lost, but a call whose ICE never connects
      *  (a dead TURN server, no usable candidates) must escalate like one that dropped. */
     this.awaitingFirstMedia = false;
+    /** While the peer is suspended, media and ICE to it are down because it is away: its trouble, not ours
+     *  (the badge says "The other person is reconnecting…"). Our status then speaks of our own signaling only,
+     *  and nothing escalates towards a peer that cannot answer (a relay to it fails); ICE is judged again when
+     *  it is back. */
+    this.peerSuspended = false;
   }
 
   /**
-   * Events: phaseChanged{phase}, ice{health}, signaling{up}, networkChanged, timerFired{timer}.
+   * Events: phaseChanged{phase}, ice{health}, signaling{up}, peerSuspended{suspended}, networkChanged,
+   * timerFired{timer}.
    * Actions: statusChanged{status}, timer{command}, escalate{step}.
    */
   handle(event) {
@@ -37,10 +43,11 @@ export class ConnectionStatusMachine {
         const active = event.phase === 'inCall';
         if (active === this.isActive) return [];
         this.isActive = active;
+        if (!active) this.peerSuspended = false; // the peer left with the call (its next one is told afresh)
         // Entering or leaving a call starts from `connected`; entering one whose media is not up yet gives
-        // it until the retrying threshold to come up.
+        // it until the retrying threshold to come up (from the peer's return, if it is away).
         const actions = this.#reset();
-        if (active && this.ice !== 'connected') {
+        if (active && this.ice !== 'connected' && !this.peerSuspended) {
           this.awaitingFirstMedia = true;
           actions.push(timerAction(schedule('retryingThreshold', RESILIENCE.CONNECTION_RETRYING_THRESHOLD_MS)));
         }
@@ -52,7 +59,7 @@ export class ConnectionStatusMachine {
         switch (event.health) {
           case 'disconnected':
           case 'failed':
-            return this.#degrade();
+            return this.peerSuspended ? [] : this.#degrade();
           case 'connected':
             if (this.awaitingFirstMedia && this.status === 'connected') {
               this.awaitingFirstMedia = false;
@@ -66,9 +73,21 @@ export class ConnectionStatusMachine {
         this.signalingUp = event.up;
         if (!this.isActive) return [];
         if (!event.up) return this.#degrade();
-        return this.ice === 'connected' ? this.#restore() : [];
-      case 'networkChanged':
+        return this.ice === 'connected' || this.peerSuspended ? this.#restore() : [];
+      case 'peerSuspended':
+        if (event.suspended === this.peerSuspended) return [];
+        this.peerSuspended = event.suspended;
         if (!this.isActive) return [];
+        // Away: whatever ICE-only trouble (or wait for first media) we had is dropped; our signaling's stays.
+        if (event.suspended) {
+          return this.signalingUp && (this.status !== 'connected' || this.awaitingFirstMedia) ? this.#reset() : [];
+        }
+        // Back: its media is judged again from where ICE is; not connected (down, or a new connection still
+        // checking) is media to recover from now.
+        return this.ice === 'connected' ? [] : this.#degrade();
+      case 'networkChanged':
+        // Our path moved; with the peer away there is no media to restart until it is back (then ICE is judged).
+        if (!this.isActive || this.peerSuspended) return [];
         return this.#degrade();
       case 'timerFired':
         if (event.timer === 'retryingThreshold') {

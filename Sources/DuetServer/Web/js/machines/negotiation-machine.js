@@ -42,6 +42,9 @@ export class NegotiationMachine {
     this.restartsOnlyAsHost = restartsOnlyAsHost;
     this.isHost = false;
     this.peerPresent = false;
+    /** Present but unreachable: a restart now would offer to nobody (the server refuses the relay,
+     *  `target_suspended`). Held until it is back; then the engine asks for one if media is still down. */
+    this.peerSuspended = false;
     this.signalingState = 'stable';
     this.hasRemoteDescription = false;
     this.iceState = 'new';
@@ -111,7 +114,7 @@ export class NegotiationMachine {
   }
 
   /**
-   * Events: peer{present, isHost, peerEpoch, returning}, signaling{up}, roomStateAfterReconnect,
+   * Events: peer{present, isHost, peerEpoch, returning}, signaling{up}, peerSuspended{suspended}, roomStateAfterReconnect,
    * remoteDescription{kind, sdp, epoch}, remoteCandidate{candidate, epoch}, localDescriptionReady{kind, sdp},
    * localDescriptionFailed, remoteDescriptionApplied{kind}, remoteDescriptionFailed{kind}, rollbackFailed,
    * signalingStateChanged{state},
@@ -141,6 +144,9 @@ export class NegotiationMachine {
       }
       case 'signaling':
         this.signalingUp = event.up;
+        return [];
+      case 'peerSuspended':
+        this.peerSuspended = event.suspended;
         return [];
       case 'roomStateAfterReconnect': {
         const reason = this.pendingRestart;
@@ -244,7 +250,7 @@ export class NegotiationMachine {
             if (!this.mediaStalled && this.pendingRestart !== 'peerRequest') this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
-            if (!this.isHost || !this.peerPresent) return [];
+            if (!this.isHost || !this.peerPresent || this.peerSuspended) return [];
             return [timerAction(schedule('iceRestartDelay', RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS))];
           case 'failed':
             if (!this.isHost) return [];
@@ -360,6 +366,7 @@ export class NegotiationMachine {
     this.applyingRemote = false;
     this.nonHostFallbackAttempts = 0;
     this.pendingRestart = null;
+    this.peerSuspended = false;
     this.hasRemoteDescription = false;
     this.newestRemoteOrigin = null;
     this.remoteSessionIds.clear(); // the next peer brings its own (and a long call must not fill the set)
@@ -387,7 +394,7 @@ export class NegotiationMachine {
   }
 
   #restart(reason) {
-    if (!this.peerPresent) return []; // nobody to restart with
+    if (!this.peerPresent || this.peerSuspended) return []; // nobody to restart with (now)
     if (!this.isHost && this.restartsOnlyAsHost) return this.#askHostToRestart(reason);
     if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
