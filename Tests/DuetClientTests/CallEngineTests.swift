@@ -216,6 +216,27 @@ import Testing
         #expect(host.status.status == .recovering)
     }
 
+    @Test("a call left while the peer was away leaves nothing of that behind: the next call's suspended peer is told anew")
+    func theNextCallHearsOfItsOwnPeersSuspension() throws {
+        var engine = try hostInCall()
+        _ = engine.handle(.message(try roomState([("C-h", .connected), ("C-g", .suspended)], host: "C-h", epoch: 2)))
+        _ = engine.handle(.leave)
+        _ = engine.handle(.teardownFinished)
+        #expect(engine.phase.phase == .idle)
+        _ = engine.handle(.joinRoom(rid))
+        _ = engine.handle(.transportOpened(.ws))
+        let payload = JoinedPayload(
+            hostCid: "C-h", participants: [ParticipantInfo(cid: "C-h", joinedAt: 0, connectionStatus: .connected), ParticipantInfo(cid: "C-x", joinedAt: 0, connectionStatus: .suspended)],
+            maxParticipants: 2, reconnect: .fresh, epoch: 5, reconnectToken: "token", reconnectTokenTTLMs: 1_200_000,
+            turnToken: "turn", turnTokenExpiresAt: 0, turnTokenTTLMs: 900_000)
+        _ = engine.handle(.message(Envelope(.joined, rid: rid, cid: "C-h", epoch: 5, payload: try JSONValue(encoding: payload))))
+        #expect(engine.phase.phase == .inCall)
+        #expect(engine.negotiation.peerSuspended, "the negotiation knows this call's peer is away")
+        var away = engine.handle(.iceStateChanged(.disconnected))
+        for timer: TimerID in [.iceRestartDelay, .retryingThreshold, .retryEscalation] { away += engine.handle(.timerFired(timer)) }
+        #expect(restarts(away).isEmpty && engine.status.status == .connected, "\(away)")
+    }
+
     @Test func aReattachWithThePeerStillThereStaysInTheCall() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -444,6 +444,24 @@ test('the peer returning from suspension with our media down triggers an ICE res
   assert.ok(has(back, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
 });
 
+test('the peer away (suspended): no restart offered to it and our status stays connected; back with media down, restarted', () => {
+  const host = hostInCall();
+  const roomState = (status, epoch) => message('room_state', {
+    hostCid: 'C-h', epoch,
+    participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
+  }, { epoch });
+  host.handle(roomState('suspended', 3));
+  const away = [host.handle({ type: 'iceStateChanged', state: 'disconnected' })];
+  for (const timer of ['iceRestartDelay', 'retryingThreshold', 'retryEscalation']) away.push(host.handle({ type: 'timerFired', timer }));
+  const outputs = away.flat();
+  assert.ok(!outputs.some((o) => o.type === 'engine' && o.command.type === 'createOffer'), JSON.stringify(outputs));
+  assert.ok(!outputs.some((o) => o.type === 'emit' && o.event.type === 'connectionStatus'), JSON.stringify(outputs));
+  assert.equal(host.connectionStatus, 'connected');
+  const back = host.handle(roomState('connected', 4));
+  assert.ok(has(back, { type: 'engine', command: { type: 'createOffer', iceRestart: true } }));
+  assert.equal(host.connectionStatus, 'recovering');
+});
+
 /** Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back. */
 function hostAloneAfterAServerRestart() {
   const host = hostInCall();

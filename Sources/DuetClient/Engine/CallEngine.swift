@@ -735,6 +735,7 @@ public struct CallEngine: Sendable {
         participants = []
         peerCid = nil
         lastPeerCid = nil
+        peerSuspended = false  // the machines are made anew: the next call's peer is told from scratch
         remoteMedia = nil
         rejoinPending = false
         awaitingRoomStateAfterReconnect = false

@@ -377,16 +377,31 @@ class Page:
                                                   f"after {timeout}s", last))
             time.sleep(poll)
 
-    def holds_for(self, expr, seconds, poll=0.2, message=None):
-        """Poll `expr` for `seconds`: it must be JS-truthy at every look (a state that must last, not appear)."""
+    def holds_for(self, expr, seconds, poll=0.2, message=None, show=None):
+        """Poll `expr` for `seconds`: it must be JS-truthy at every look (a state that must last, not appear).
+        A look the browser does not answer in time (a busy machine) is no look, not a failure; at least three
+        answered looks are needed. `show`: an expression whose value the failure prints (what the state was)."""
         probe = f"(async () => {{ const v = await ({expr}\n); return {{ok: !!v, v}}; }})()"
-        deadline = time.monotonic() + seconds
+        deadline, looks = time.monotonic() + seconds, 0
         while True:
-            r = self.evaluate(probe, timeout=5)
-            if not r["ok"]:
-                raise AssertionError(self._diagnose(f"{message or 'holds_for'}: `{expr}` stopped holding "
-                                                    f"{seconds - (deadline - time.monotonic()):.1f}s in", r.get("v")))
+            try:
+                r = self.evaluate(probe, timeout=5)
+            except (CDPError, TimeoutError):
+                r = None
+            if r is not None:
+                looks += 1
+                if not r["ok"]:
+                    seen = r.get("v")
+                    if show:
+                        try:
+                            seen = self.evaluate(show, timeout=5)
+                        except (CDPError, TimeoutError) as e:
+                            seen = f"<unavailable: {e}>"
+                    raise AssertionError(self._diagnose(f"{message or 'holds_for'}: `{expr}` stopped holding "
+                                                        f"{seconds - (deadline - time.monotonic()):.1f}s in", seen))
             if time.monotonic() >= deadline:
+                if looks < 3:
+                    raise AssertionError(f"{message or 'holds_for'}: only {looks} answered looks in {seconds}s")
                 return
             time.sleep(poll)
 

@@ -425,13 +425,15 @@ def scenario_reload(browser):
                "the badge names the peer")
         # B's media stops with it: A's watchdog calls that a stall after MEDIA_STALL_TIMEOUT_MS, and ICE may go
         # disconnected. It is B's trouble: A stays in the call, connected, restarting nothing towards a peer that
-        # cannot answer — for the whole window its watchdog and ICE get to react in, not just at one look.
+        # cannot answer — over the window the watchdog and ICE's disconnected delay act in, not just at one look.
         restarts = a.evaluate("duet.iceRestarts.length")
         window = a.evaluate("import('/js/constants.js').then(m => m.RESILIENCE.MEDIA_STALL_TIMEOUT_MS"
                             " + m.RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS)") / 1000 + 2
         a.holds_for(f"duet.phase === 'inCall' && duet.connectionStatus === 'connected'"
                     f" && duet.badge.kind === 'peerReconnecting' && duet.iceRestarts.length === {restarts}", window,
-                    message="A's own call is not degraded by B's absence")
+                    message="A's own call is not degraded by B's absence",
+                    show="({phase: duet.phase, status: duet.connectionStatus, badge: duet.badge.kind,"
+                         " iceRestarts: duet.iceRestarts, ice: duet.iceConnectionState})")
         shot(a, "peer-reconnecting", 1280, 800)
         # The whole link, key and all: a keyed call refuses a side that cannot prove its descriptions (issue 19).
         b.navigate(link)

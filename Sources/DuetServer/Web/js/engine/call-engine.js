@@ -911,6 +911,7 @@ export class CallEngine {
     this.#participants = [];
     this.#peerCid = null;
     this.#lastPeerCid = null;
+    this.#peerSuspended = false; // the machines are made anew: the next call's peer is told from scratch
     this.#remoteMedia = null;
     this.#rejoinPending = false;
     this.#awaitingRoomStateAfterReconnect = false;
