@@ -25,6 +25,8 @@ final class SimMediaPlane {
         var localPathEpoch = 0
         var rollbackUfrag: String?
         var remoteUfrag: String?
+        /// The remote peer connection whose description (and so whose certificate fingerprint) was applied last.
+        var remoteInstance: Int?
         var answeredRemoteUfrag: String?
         var remoteCandidates = 0
         var ice: NegotiationMachine.IceState = .new
@@ -96,6 +98,25 @@ final class SimMediaPlane {
     private var wedgedInstances: Set<Int> = []
 
     init(world: World) { self.world = world }
+
+    /// Issue 51: what keeps the two sides on one pair of connections, or nil when they are: each side holds the other's
+    /// current ICE credentials and the other's live connection's description (its certificate fingerprint). Media can
+    /// go on over a pair an ICE restart left behind while they disagree (`pairAlive`), into a port nobody reads.
+    func disagreement() -> String? {
+        guard let a = peers[Side.a.rawValue], let b = peers[Side.b.rawValue], !a.closed, !b.closed else {
+            return "a side has no open peer connection"
+        }
+        var problems: [String] = []
+        for (me, other, side) in [(a, b, Side.a), (b, a, Side.b)] {
+            if me.remoteUfrag != other.localUfrag {
+                problems.append("\(side) holds ufrag \(me.remoteUfrag ?? "none") of the other, whose is \(other.localUfrag ?? "none")")
+            }
+            if me.remoteInstance != other.instance {
+                problems.append("\(side) holds the description of pc#\(me.remoteInstance.map(String.init) ?? "none"), the other's live one is pc#\(other.instance)")
+            }
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
+    }
 
     func isOpen(_ side: Side) -> Bool { peers[side.rawValue].map { !$0.closed } ?? false }
     func ice(_ side: Side) -> NegotiationMachine.IceState? { peers[side.rawValue]?.ice }
@@ -211,6 +232,7 @@ final class SimMediaPlane {
             peer.checkingSince = world.scheduler.now
         }
         peer.remoteUfrag = parsed.ufrag
+        peer.remoteInstance = parsed.instance
         peer.remoteCandidates += peer.pendingRemoteCandidates.filter { $0.hasPrefix("candidate:\(parsed.ufrag)x") }.count
         peer.pendingRemoteCandidates = []
         update(side, peer)

@@ -211,6 +211,11 @@ private final class Run {
         recoveryMs = max(0, since - healedAt)
         checkMembership()
         checkCredentials()
+        // Whole for good means one pair of connections: an escalation or a restart that "worked" over a pair left
+        // behind, with media sent where the other side no longer reads, is not a recovery (issue 51).
+        if let disagreement = world.media.disagreement() {
+            world.monitor.fail(.connectionsDisagree, nil, disagreement)
+        }
         if failed { return }
         end()
     }

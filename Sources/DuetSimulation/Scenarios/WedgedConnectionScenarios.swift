@@ -13,13 +13,17 @@ extension NamedScenarios {
                then: fault(6_000, 20_000, .partition(.b, .media))),
         wedged(.b, "network-change", "B's network changes: B's restart offer is lost with its socket, and at its timeout the wedged connection refuses the rollback",
                then: fault(6_000, .networkChange(.b, offlineMs: 1_000))),
+        // Issue 51: what a replacement leaves behind must not break the next recovery. Firefox hosting Chromium, whose
+        // restart after a network change is refused and replaces its connection; then 12 s without media between the two.
+        wedged(.b, "then-outage", "B's network changes and its wedged connection is replaced; once media flows again, the media path between the two is cut for 12 s",
+               then: fault(6_000, .networkChange(.b, offlineMs: 1_000)), fault(30_000, 12_000, .partition(.b, .media))),
     ]
 
-    private static func wedged(_ side: Side, _ name: String, _ story: String, then trigger: ScheduledFault) -> NamedScenario {
+    private static func wedged(_ side: Side, _ name: String, _ story: String, then triggers: ScheduledFault...) -> NamedScenario {
         NamedScenario(
             "wedged-connection-\(name)",
             "\(side)'s peer connection refuses every remote description and rollback; then \(story). \(side) replaces its connection and offers afresh from the new one, the peer renews for it, and media flows again.",
-            options: { $0.faults = [fault(5_000, .peerConnectionWedged(side)), trigger] },
+            options: { $0.faults = [fault(5_000, .peerConnectionWedged(side))] + triggers },
             expect: { outcome in
                 let wedgedAt = outcome.establishedAt + 5_000
                 let replacements = outcome.events(side).filter { $0.at >= wedgedAt && isRestart(.peerConnectionWedged)($0.event) }

@@ -33,6 +33,9 @@ import Testing
         // A network change on either side (`online`: that side restarts ICE), in every pair, Chromium · Chromium too.
         "chromium-pair-online-a", "chromium-pair-online-b", "firefox-hosts-chromium-online-a", "firefox-hosts-chromium-online-b",
         "chromium-hosts-firefox-online-a", "chromium-hosts-firefox-online-b", "firefox-pair-online-a", "firefox-pair-online-b",
+        // Issue 51: the guest's network change (through a replaced connection under a Firefox host), then 12 s without UDP.
+        "chromium-pair-online-b-outage", "firefox-hosts-chromium-online-b-outage", "chromium-hosts-firefox-online-b-outage",
+        "firefox-pair-online-b-outage",
         // The call-experience basics (mute and camera state, quality) in every pair.
         "chromium-pair-basics", "firefox-hosts-chromium-basics", "chromium-hosts-firefox-basics", "firefox-pair-basics",
     ])

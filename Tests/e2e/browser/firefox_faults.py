@@ -228,6 +228,42 @@ def online_of(firefox_a, firefox_b, side):
     return scenario
 
 
+OUTAGE_S = 12
+
+
+def online_then_outage_of(firefox_a, firefox_b, side="B"):
+    """Issue 51: a network change on one side (as online_of: that side restarts ICE, the other's answer held), and once
+    the restart is through and media flows both ways, every UDP packet between the two dropped for OUTAGE_S s, then
+    back. Between a Firefox host and Chromium the restart goes through a replaced connection (Chromium refuses the
+    answer with the DTLS role flipped, `peerConnectionWedged`): what that replacement leaves behind must not break the
+    recovery from the outage. After it, media both ways (video frames and decoded audio, each side checked), and both
+    sides on one pair of connections: each side's remote ICE credentials are the other's local ones."""
+    def scenario(net):
+        with chaos.serving() as server:
+            pair_call(net, server, firefox_a, firefox_b)
+            peer, other = (net.a, net.b) if side == "A" else (net.b, net.a)
+            before = {p.name: p.page.evaluate("duet.ice") for p in (net.a, net.b)}
+            restarts_before = len(peer.page.evaluate("duet.iceRestarts"))
+            started = time.monotonic()
+            with chaos.blocked(f"INPUT -i {other.link} -p tcp --dport {server.port} -j DROP",
+                               what=f"{other.name}'s signaling held {ANSWER_HELD_S} s"):
+                peer.page.evaluate("window.dispatchEvent(new Event('online'))")
+                log(f"{side}'s page is back online")
+                time.sleep(ANSWER_HELD_S)
+            peer.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 5, message=f"{side} restarts ICE")
+            restart_through(net, before, peer)
+            first = chaos.measured(net, started, 60, f"whole after {side}'s network change")
+            log(f"whole {first} s after {side}'s network change; UDP between the two dropped for {OUTAGE_S} s")
+            with chaos.blocked("FORWARD -p udp -j DROP", what=f"UDP outage of {OUTAGE_S} s"):
+                time.sleep(OUTAGE_S)
+            recovery = chaos.measured(net, time.monotonic(), 60, f"back after the {OUTAGE_S} s UDP outage")
+            a, b = net.a.page.evaluate("duet.ice"), net.b.page.evaluate("duet.ice")
+            chaos.expect(a["remote"] == b["local"] and b["remote"] == a["local"],
+                         f"both sides on one pair of connections after the outage: A {a}, B {b}")
+            return recovery, chaos.how_it_recovered(net)
+    return scenario
+
+
 def shown_within(page, expression, seconds, what):
     """`expression` becomes true on `page` within `seconds` (the product's promise: "within a second")."""
     started = time.monotonic()
@@ -299,6 +335,8 @@ SCENARIOS = {
     **{f"{pair}-server-kill": (f"{PAIR_TITLES[pair]}, `duet serve` killed -9, restarted after 3 s", server_kill_of(pair)) for pair in PAIRS},
     **{f"{pair}-online-{side.lower()}": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, {side}'s network back (`online`): {side} restarts ICE, the answer at least {ANSWER_HELD_S} s late",
                                           online_of(*ONLINE_PAIRS[pair], side)) for pair in ONLINE_PAIRS for side in ("A", "B")},
+    **{f"{pair}-online-b-outage": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, B's network back (`online`, B restarts ICE), then UDP between the two dropped {OUTAGE_S} s",
+                                   online_then_outage_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
     **{f"{pair}-basics": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, mute and camera state both ways, quality under 40 % loss",
                           basics_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
 }
@@ -313,12 +351,15 @@ MATRIX = {
     "server-kill": {pair: f"{pair}-server-kill" for pair in PAIRS},
     "online-a": {pair: f"{pair}-online-a" for pair in ONLINE_PAIRS},
     "online-b": {pair: f"{pair}-online-b" for pair in ONLINE_PAIRS},
+    "online-b-outage": {pair: f"{pair}-online-b-outage" for pair in ONLINE_PAIRS},
     "basics": {pair: f"{pair}-basics" for pair in ONLINE_PAIRS},
 }
 # Rows whose Chromium · Chromium cell is not chaos.py's fault of the same name: (title, that pair's scenario here).
 OWN_ROWS = {
     "online-a": (f"The host's network comes back (`online`): the host restarts ICE, the guest's answer at least {ANSWER_HELD_S} s late", "chromium-pair-online-a"),
     "online-b": (f"The guest's network comes back (`online`): the guest restarts ICE, the host's answer at least {ANSWER_HELD_S} s late", "chromium-pair-online-b"),
+    "online-b-outage": (f"The guest's network comes back (`online`: it restarts ICE), then every UDP packet between the two dropped for {OUTAGE_S} s",
+                        "chromium-pair-online-b-outage"),
     "basics": ("No fault: mute and camera shown both ways within 1 s, quality falls under 40 % loss; time: back to good after it",
                "chromium-pair-basics"),
 }
