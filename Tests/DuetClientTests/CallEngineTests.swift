@@ -51,6 +51,27 @@ import Testing
         #expect(engine.status.status == .connected)
     }
 
+    /// Issue 51: an answer names the offer it answers (`offer`, next to `sdp`), and one naming an offer of ours rolled
+    /// back since never reaches WebRTC.
+    @Test func anAnswerNamesItsOfferAndOneForARolledBackOfferIsNeverApplied() throws {
+        func sdp(_ session: String, _ version: Int) -> String { "v=0\r\no=- \(session) \(version) IN IP4 0.0.0.0\r\ns=-\r\n" }
+        var engine = try guestInCall()
+        _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 2)), "from": "C-h"])))
+        _ = engine.handle(.remoteDescriptionApplied(.offer))
+        let answer = try #require(sent(engine.handle(.localDescriptionReady(.answer, sdp: sdp("222", 2)))).first { $0.messageType == .answer })
+        #expect(answer.payload["sdp"]?.stringValue == sdp("222", 2))
+        #expect(answer.payload["offer"]?.stringValue == "111 2")
+        // An offer of ours later (made as after a renewal), timed out and restarted: the answer to the first never
+        // reaches WebRTC, the second's does.
+        _ = engine.handle(.iceStateChanged(.connected))
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: sdp("222", 3)))
+        _ = engine.handle(.timerFired(.offerTimeout))
+        _ = engine.handle(.localDescriptionReady(.offer, sdp: sdp("222", 4)))
+        func applied(_ outputs: [CallEngine.Output]) -> Bool { outputs.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } } }
+        #expect(!applied(engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 3)), "offer": "222 3", "from": "C-h"])))))
+        #expect(applied(engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 4)), "offer": "222 4", "from": "C-h"])))))
+    }
+
     @Test func relaysWrittenWhileDownAreSentAfterTheRejoin() throws {
         var engine = try guestInCall()
         _ = engine.handle(.transportClosed(.networkError))

@@ -41,6 +41,36 @@ import Testing
         #expect(actions.contains(.createOffer(iceRestart: true)))
     }
 
+    /// Issue 51: an answer names the offer it answers (`answers`), and an answer to an offer rolled back since is never
+    /// applied to the offer now out — it would leave this side holding ICE credentials the peer has moved on from.
+    @Test("an answer naming an offer rolled back since is not applied to the next offer; the one naming it is") func answerToARolledBackOffer() {
+        func sdp(_ session: String, _ version: Int) -> String { "v=0\r\no=- \(session) \(version) IN IP4 0.0.0.0\r\ns=-\r\n" }
+        var host = side(host: true)
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: sdp("111", 2))) }
+        let timedOut = host.advance(by: 8_000)
+        #expect(timedOut.contains(.rollback) && timedOut.contains(.createOffer(iceRestart: true)))
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: sdp("111", 3))) }
+        // The peer's answer to the first offer, late: not applied to the second.
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 2), epoch: 1, answers: "111 2")) }.isEmpty)
+        #expect(host.machine.signalingState == .haveLocalOffer)
+        // Its answer to the second is.
+        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 3), epoch: 1, answers: "111 3")) }
+            .contains(.setRemoteDescription(.answer, sdp: sdp("222", 3))))
+
+        // A peer that names no offer is taken at its word, as before.
+        var older = side(host: true)
+        older.send { $0.handle(.localDescriptionReady(.offer, sdp: sdp("111", 2))) }
+        #expect(older.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 2), epoch: 1)) }
+            .contains(.setRemoteDescription(.answer, sdp: sdp("222", 2))))
+
+        // The answering side names the offer it answered, and names it again when the same offer comes again.
+        var guest = side(host: false)
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: sdp("111", 3), epoch: 1)) }
+        guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
+        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: sdp("222", 3))) } == [.sendAnswer(sdp: sdp("222", 3), answers: "111 3")])
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: sdp("111", 3), epoch: 1)) } == [.sendAnswer(sdp: sdp("222", 3), answers: "111 3")])
+    }
+
     @Test("an answer in time cancels the offer timeout") func answerCancelsTimeout() {
         var host = connectedHost()
         #expect(!host.isScheduled(.offerTimeout))
@@ -416,7 +446,8 @@ import Testing
     @Test("a newer offer, another peer connection's, and the same offer again are all still taken") func notOvertaken() {
         var (guest, _) = guestAfterTwoOffers()
         let resent = described("u2", version: 5)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: guestAnswer(1))], "a resend gets the same answer")
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: guestAnswer(1), answers: SDPOrigin.offerName(of: resent))],
+                "a resend gets the same answer, naming the offer it answers")
         let reloaded = described("u9", session: "77", version: 2)
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: reloaded, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: reloaded)))
     }

@@ -105,6 +105,23 @@ test('kept descriptions are only the latest, and never a rolled-back offer', () 
   assert.deepEqual(flushed.filter((e) => e.type === 'offer' || e.type === 'answer').map((e) => e.payload.sdp), ['a2']);
 });
 
+test('an answer names the offer it answers (`offer`), and one naming an offer rolled back since is never applied (issue 51)', () => {
+  const sdp = (session, version) => `v=0\r\no=- ${session} ${version} IN IP4 0.0.0.0\r\ns=-\r\n`;
+  const engine = guestInCall();
+  engine.handle(message('offer', { sdp: sdp('111', 2), from: 'C-h' }, { rid, epoch: 2 }));
+  engine.handle({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  const answer = sent(engine.handle({ type: 'localDescriptionReady', kind: 'answer', sdp: sdp('222', 2) })).find((e) => e.type === 'answer');
+  assert.deepEqual(answer.payload, { sdp: sdp('222', 2), offer: '111 2' });
+  // Our own offer later, timed out and restarted: the answer to the first never reaches WebRTC, the second's does.
+  engine.handle({ type: 'iceStateChanged', state: 'connected' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: sdp('222', 3) });
+  engine.handle({ type: 'timerFired', timer: 'offerTimeout' });
+  engine.handle({ type: 'localDescriptionReady', kind: 'offer', sdp: sdp('222', 4) });
+  const applied = (outputs) => outputs.some((o) => o.type === 'engine' && o.command.type === 'setRemoteDescription');
+  assert.ok(!applied(engine.handle(message('answer', { sdp: sdp('111', 3), offer: '222 3', from: 'C-h' }, { rid, epoch: 2 }))));
+  assert.ok(applied(engine.handle(message('answer', { sdp: sdp('111', 4), offer: '222 4', from: 'C-h' }, { rid, epoch: 2 }))));
+});
+
 test('relays for an earlier peer session are dropped', () => {
   const engine = guestInCall();
   engine.handle({ type: 'transportClosed', reason: 'networkError' });

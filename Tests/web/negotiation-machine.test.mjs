@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
 import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
-import { isOlder, sdpOrigin } from '../../Sources/DuetServer/Web/js/machines/sdp-origin.js';
+import { isOlder, offerName, sdpOrigin } from '../../Sources/DuetServer/Web/js/machines/sdp-origin.js';
 import { Driven, canc, has } from './support/driven.mjs';
 
 function side(host) {
@@ -41,6 +41,36 @@ test('offer timeout: no answer in 8 s → rollback + ICE restart; nothing 1 ms b
   assert.ok(has(actions, { type: 'rollback' }));
   assert.ok(has(actions, restarted('offerTimeout')));
   assert.ok(has(actions, offer(true)));
+});
+
+test('an answer naming an offer rolled back since is not applied to the next offer; the one naming it is (issue 51)', () => {
+  const sdp = (session, version) => `v=0\r\no=- ${session} ${version} IN IP4 0.0.0.0\r\ns=-\r\n`;
+  const host = side(true);
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: sdp('111', 2) });
+  const timedOut = host.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  assert.ok(has(timedOut, { type: 'rollback' }) && has(timedOut, offer(true)));
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: sdp('111', 3) });
+  // The peer's answer to the first offer, late: not applied to the second.
+  assert.deepEqual(host.send({ type: 'remoteDescription', kind: 'answer', sdp: sdp('222', 2), epoch: 1, answers: '111 2' }), []);
+  assert.equal(host.machine.signalingState, 'haveLocalOffer');
+  // Its answer to the second is.
+  assert.ok(has(host.send({ type: 'remoteDescription', kind: 'answer', sdp: sdp('222', 3), epoch: 1, answers: '111 3' }),
+    { type: 'setRemoteDescription', kind: 'answer', sdp: sdp('222', 3) }));
+
+  // A peer that names no offer is taken at its word, as before.
+  const older = side(true);
+  older.send({ type: 'localDescriptionReady', kind: 'offer', sdp: sdp('111', 2) });
+  assert.ok(has(older.send({ type: 'remoteDescription', kind: 'answer', sdp: sdp('222', 2), epoch: 1 }),
+    { type: 'setRemoteDescription', kind: 'answer', sdp: sdp('222', 2) }));
+
+  // The answering side names the offer it answered, and names it again when the same offer comes again.
+  const guest = side(false);
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: sdp('111', 3), epoch: 1 });
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'offer' });
+  assert.deepEqual(guest.send({ type: 'localDescriptionReady', kind: 'answer', sdp: sdp('222', 3) }),
+    [{ type: 'sendAnswer', sdp: sdp('222', 3), answers: '111 3' }]);
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: sdp('111', 3), epoch: 1 }),
+    [{ type: 'sendAnswer', sdp: sdp('222', 3), answers: '111 3' }]);
 });
 
 test('an answer in time cancels the offer timeout', () => {
@@ -410,7 +440,9 @@ test('an offer older than one already applied (duplicated, reordered) never reac
 test('a newer offer, another peer connection\'s, and the same offer again are all still taken', () => {
   const { guest } = guestAfterTwoOffers();
   const resent = described('u2', 5);
-  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: resent, epoch: 1 }), [{ type: 'sendAnswer', sdp: guestAnswer(1) }]);
+  // (The same answer again, naming the offer it answers.)
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: resent, epoch: 1 }),
+    [{ type: 'sendAnswer', sdp: guestAnswer(1), answers: offerName(resent) }]);
   const reloaded = described('u9', 2, '77');
   assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: reloaded, epoch: 1 }), 'offer', reloaded));
 });

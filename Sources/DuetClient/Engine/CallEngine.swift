@@ -352,7 +352,9 @@ public struct CallEngine: Sendable {
                 out.append(.engine(.rollback))
             case .addRemoteCandidates(let list): out.append(.engine(.addRemoteCandidates(list)))
             case .sendOffer(let sdp): out += relay(.offer, ["sdp": .string(sdp)])
-            case .sendAnswer(let sdp): out += relay(.answer, ["sdp": .string(sdp)])
+            case .sendAnswer(let sdp, let answers):
+                let payload: JSONValue = if let answers { ["sdp": .string(sdp), "offer": .string(answers)] } else { ["sdp": .string(sdp)] }
+                out += relay(.answer, payload)
             case .iceRestartStarted(let reason): out.append(.emit(.iceRestart(reason)))
             case .askPeerToRestart(let reason): out += relay(.restartRequest, ["reason": .string(reason.rawValue)])
             case .timer(let command): out.append(.timer(command))
@@ -505,7 +507,9 @@ public struct CallEngine: Sendable {
         case .offer?, .answer?:
             guard let sdp = envelope.payload["sdp"]?.stringValue else { return [] }
             if answersAnOfferThePeerNeverSaw(envelope) { return [] }
-            return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch))
+            // The offer an answer names (`offer`, issue 51); a peer that names none, or not as a string, is taken at its word.
+            let answers = envelope.messageType == .answer ? envelope.payload["offer"]?.stringValue : nil
+            return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch, answers: answers))
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))

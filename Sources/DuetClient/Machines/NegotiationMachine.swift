@@ -54,7 +54,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         case peerSuspended(Bool)
         /// The first `room_state` after a signaling reconnect.
         case roomStateAfterReconnect
-        case remoteDescription(DescriptionKind, sdp: String, epoch: Int64?)
+        /// `answers`: the offer an answer names (`SDPOrigin.offerName`), nil when the peer names none.
+        case remoteDescription(DescriptionKind, sdp: String, epoch: Int64?, answers: String? = nil)
         case remoteCandidate(IceCandidate?, epoch: Int64?)
         /// The engine created and applied our description.
         case localDescriptionReady(DescriptionKind, sdp: String)
@@ -88,7 +89,9 @@ public struct NegotiationMachine: Sendable, Equatable {
         case rollback
         case addRemoteCandidates([IceCandidate?])
         case sendOffer(sdp: String)
-        case sendAnswer(sdp: String)
+        /// `answers`: the offer it answers (`SDPOrigin.offerName`), sent with it so the peer never applies it to a later
+        /// offer of its own.
+        case sendAnswer(sdp: String, answers: String? = nil)
         case iceRestartStarted(RestartReason)
         /// Send `restart_request`: this side wants an ICE restart it cannot make (`restartsOnlyAsHost`, not host).
         case askPeerToRestart(RestartReason)
@@ -128,6 +131,10 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// was lost, or duplicated) gets the same answer again, not a second negotiation.
     private var lastRemoteOffer: String?
     private var lastLocalAnswer: String?
+    /// The name (`SDPOrigin.offerName`) of the remote offer our answer being made answers, and of the one
+    /// `lastLocalAnswer` answered: sent with the answer, so the peer never applies it to a later offer (issue 51).
+    private var answeringOffer: String?
+    private var lastLocalAnswerAnswers: String?
     /// The origin of the newest remote description handed to WebRTC in this peer session.
     private var newestRemoteOrigin: SDPOrigin?
     /// The session id of the peer connection whose descriptions our current one has taken (not an echo of ours):
@@ -207,9 +214,9 @@ public struct NegotiationMachine: Sendable, Equatable {
             if reason == .peerRequest { return restart(.peerRequest) }
             if mediaUp { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
-        case .remoteDescription(let kind, let sdp, let epoch):
+        case .remoteDescription(let kind, let sdp, let epoch, let answers):
             if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session
-            return remoteDescription(kind, sdp: sdp)
+            return remoteDescription(kind, sdp: sdp, answers: answers)
         case .remoteCandidate(let candidate, let epoch):
             if let epoch, epoch < peerEpoch { return [] }
             if hasRemoteDescription && !applyingRemote { return [.addRemoteCandidates([candidate])] }
@@ -259,8 +266,9 @@ public struct NegotiationMachine: Sendable, Equatable {
             noteLocalSession(sdp)
             answering = false
             lastLocalAnswer = sdp
+            lastLocalAnswerAnswers = answeringOffer
             signalingState = .stable
-            return [.sendAnswer(sdp: sdp)]
+            return [.sendAnswer(sdp: sdp, answers: answeringOffer)]
         case .localDescriptionFailed:
             // (Not a sign of the new connection: an offer the glare made us give up on may still fail on the old one.)
             makingOffer = false
@@ -279,7 +287,10 @@ public struct NegotiationMachine: Sendable, Equatable {
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
             if kind == .offer {
                 signalingState = .haveRemoteOffer
-                if !answering { actions.append(.createAnswer) }
+                if !answering {
+                    actions.append(.createAnswer)
+                    answeringOffer = SDPOrigin.offerName(of: lastRemoteOffer)
+                }
                 answering = true
             } else {
                 signalingState = .stable
@@ -452,7 +463,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         localSessionIds.insert(id)
     }
 
-    private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String) -> [Action] {
+    private mutating func remoteDescription(_ kind: DescriptionKind, sdp: String, answers: String? = nil) -> [Action] {
         let origin = SDPOrigin(sdp: sdp).flatMap { localSessionIds.contains($0.sessionId) ? nil : $0 }
         // The peer's connection is new: ours must be too before it takes this description.
         if let id = origin?.sessionId, retiredRemoteSessions.contains(id) { return [] }  // from a replaced connection
@@ -475,7 +486,9 @@ public struct NegotiationMachine: Sendable, Equatable {
         switch kind {
         case .offer:
             if sdp == lastRemoteOffer, answering || applyingRemote { return [] }  // the answer is on its way
-            if sdp == lastRemoteOffer, signalingState == .stable, let answer = lastLocalAnswer { return [.sendAnswer(sdp: answer)] }
+            if sdp == lastRemoteOffer, signalingState == .stable, let answer = lastLocalAnswer {
+                return [.sendAnswer(sdp: answer, answers: lastLocalAnswerAnswers)]
+            }
             lastRemoteOffer = sdp
             lastLocalAnswer = nil
             // Glare — unless our offer is already answered (the answer is being applied): then we will be stable.
@@ -496,6 +509,11 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .answer:
             if let origin, origin == answerBeforeRenewal { return [] }  // a copy of the answer to the old connection
             guard signalingState == .haveLocalOffer, !applyingRemote else { return [] }  // late or duplicate answer
+            // The answer to an offer of ours rolled back since (a restart over an unanswered offer, an offer timed out):
+            // applied to the offer now out, it would leave us with the peer's ICE credentials of a negotiation it has
+            // moved on from, checking an ICE generation the peer keeps only until the new one connects, which it never
+            // does (issue 51). The answer to the offer now out follows it. (A peer that names no offer is taken at its word.)
+            if let answers, let offer = lastLocalOffer, answers != SDPOrigin.offerName(of: offer) { return [] }
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
             appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
@@ -557,6 +575,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         lastLocalOffer = nil
         lastRemoteOffer = nil
         lastLocalAnswer = nil
+        answeringOffer = nil
+        lastLocalAnswerAnswers = nil
         localSessionIds.removeAll()  // the new connection has its own (and the set is bounded)
         remoteCandidateBuffer.removeAll()  // for the connection that is gone
         iceState = .new

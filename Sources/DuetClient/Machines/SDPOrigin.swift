@@ -30,6 +30,12 @@ public struct SDPOrigin: Sendable, Equatable {
         self.init(sessionId: String(decoding: fields[1], as: UTF8.self), version: version)
     }
 
+    /// The name of an offer that its answer carries back (`offer`, next to `sdp`): "<sessionId> <version>".
+    public var offerName: String { "\(sessionId) \(version)" }
+
+    /// `offerName` of a description, nil without a parseable `o=` line.
+    public static func offerName(of sdp: String?) -> String? { sdp.flatMap { SDPOrigin(sdp: $0)?.offerName } }
+
     /// Made in the same session before `newer`.
     public func isOlder(than newer: SDPOrigin) -> Bool {
         sessionId == newer.sessionId && version < newer.version

@@ -488,7 +488,9 @@ export class CallEngine {
           break;
         case 'addRemoteCandidates': out.push(engine({ type: 'addRemoteCandidates', candidates: action.candidates })); break;
         case 'sendOffer': out.push(...this.#relay('offer', { sdp: action.sdp })); break;
-        case 'sendAnswer': out.push(...this.#relay('answer', { sdp: action.sdp })); break;
+        case 'sendAnswer':
+          out.push(...this.#relay('answer', action.answers != null ? { sdp: action.sdp, offer: action.answers } : { sdp: action.sdp }));
+          break;
         case 'iceRestartStarted': out.push(emit({ type: 'iceRestart', reason: action.reason })); break;
         case 'askPeerToRestart': out.push(...this.#relay('restart_request', { reason: action.reason })); break;
         case 'timer': out.push(timer(action.command)); break;
@@ -660,7 +662,11 @@ export class CallEngine {
       case 'answer':
         if (!isString(payload.sdp)) return [];
         if (this.#answersAnOfferThePeerNeverSaw(envelope)) return [];
-        return this.#negotiationEvent({ type: 'remoteDescription', kind: envelope.type, sdp: payload.sdp, epoch });
+        return this.#negotiationEvent({
+          type: 'remoteDescription', kind: envelope.type, sdp: payload.sdp, epoch,
+          // The offer an answer names (`offer`, issue 51); a peer that names none, or not as a string, is taken at its word.
+          answers: envelope.type === 'answer' && isString(payload.offer) ? payload.offer : null,
+        });
       case 'ice': {
         if (payload.candidate === undefined) return [];
         const candidate = decodeCandidate(payload.candidate);

@@ -25,7 +25,10 @@
 // DescriptionKind: 'offer' | 'answer'. Candidates: {candidate, sdpMid, sdpMLineIndex} or null.
 import { RESILIENCE } from '../constants.js';
 import { cancel, schedule, timerAction } from './timers.js';
-import { isOlder, sdpOrigin } from './sdp-origin.js';
+import { isOlder, offerName, sdpOrigin } from './sdp-origin.js';
+
+/** sendAnswer{sdp, answers?}: `answers` (the offer it answers) only when known, as Swift's optional. */
+const sendAnswer = (sdp, answers) => (answers != null ? { type: 'sendAnswer', sdp, answers } : { type: 'sendAnswer', sdp });
 
 export const RESTART_REASONS = Object.freeze([
   'iceDisconnected', 'iceFailed', 'networkOnline', 'networkChange', 'offerTimeout', 'signalingReconnect', 'escalation',
@@ -71,6 +74,10 @@ export class NegotiationMachine {
     // was lost, or duplicated) gets the same answer again, not a second negotiation.
     this.lastRemoteOffer = null;
     this.lastLocalAnswer = null;
+    // The name (offerName) of the remote offer our answer being made answers, and of the one lastLocalAnswer answered:
+    // sent with the answer (`answers`), so that the peer never applies it to a later offer of its own (issue 51).
+    this.answeringOffer = null;
+    this.lastLocalAnswerAnswers = null;
     // The origin of the newest remote description handed to WebRTC in this peer session.
     this.newestRemoteOrigin = null;
     // The session id of the peer connection whose descriptions our current one has taken (not an echo of ours):
@@ -160,7 +167,7 @@ export class NegotiationMachine {
       }
       case 'remoteDescription':
         if (event.epoch != null && event.epoch < this.peerEpoch) return []; // from an older peer session
-        return this.#remoteDescription(event.kind, event.sdp);
+        return this.#remoteDescription(event.kind, event.sdp, event.answers ?? null);
       case 'remoteCandidate':
         if (event.epoch != null && event.epoch < this.peerEpoch) return [];
         if (this.hasRemoteDescription && !this.applyingRemote) {
@@ -198,8 +205,9 @@ export class NegotiationMachine {
         }
         this.answering = false;
         this.lastLocalAnswer = event.sdp;
+        this.lastLocalAnswerAnswers = this.answeringOffer;
         this.signalingState = 'stable';
-        return [{ type: 'sendAnswer', sdp: event.sdp }];
+        return [sendAnswer(event.sdp, this.answeringOffer)];
       case 'localDescriptionFailed':
         if (this.staleLocalResults > 0) { this.staleLocalResults -= 1; this.staleRestartOffer = false; return []; }
         // (Not a sign of the new connection: an offer the glare made us give up on may still fail on the old one.)
@@ -231,7 +239,10 @@ export class NegotiationMachine {
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
         if (event.kind === 'offer') {
           this.signalingState = 'haveRemoteOffer';
-          if (!this.answering) actions.push({ type: 'createAnswer' });
+          if (!this.answering) {
+            actions.push({ type: 'createAnswer' });
+            this.answeringOffer = offerName(this.lastRemoteOffer);
+          }
           this.answering = true;
         } else {
           this.signalingState = 'stable';
@@ -428,7 +439,7 @@ export class NegotiationMachine {
     if (id != null && !this.remoteSessionIds.has(id) && this.localSessionIds.size < 16) this.localSessionIds.add(id);
   }
 
-  #remoteDescription(kind, sdp) {
+  #remoteDescription(kind, sdp, answers = null) {
     const parsed = sdpOrigin(sdp);
     const origin = parsed != null && !this.localSessionIds.has(parsed.sessionId) ? parsed : null;
     // The peer's connection is new: ours must be too before it takes this description (a stable DTLS identity
@@ -450,7 +461,7 @@ export class NegotiationMachine {
     if (kind === 'offer') {
       if (sdp === this.lastRemoteOffer && (this.answering || this.applyingRemote)) return []; // the answer is on its way
       if (sdp === this.lastRemoteOffer && this.signalingState === 'stable' && this.lastLocalAnswer != null) {
-        return [{ type: 'sendAnswer', sdp: this.lastLocalAnswer }];
+        return [sendAnswer(this.lastLocalAnswer, this.lastLocalAnswerAnswers)];
       }
       this.lastRemoteOffer = sdp;
       this.lastLocalAnswer = null;
@@ -479,6 +490,11 @@ export class NegotiationMachine {
     const before = this.answerBeforeRenewal;
     if (origin != null && before != null && origin.sessionId === before.sessionId && origin.version === before.version) return [];
     if (this.signalingState !== 'haveLocalOffer' || this.applyingRemote) return []; // late or duplicate answer
+    // The answer to an offer of ours rolled back since (a restart over an unanswered offer, an offer timed out): applied
+    // to the offer now out, it would leave us with the peer's ICE credentials of a negotiation it has moved on from,
+    // checking an ICE generation the peer keeps only until the new one connects, and it never does (issue 51). The
+    // answer to the offer now out follows it. (A peer that does not name the offer it answers is taken at its word.)
+    if (answers != null && this.lastLocalOffer != null && answers !== offerName(this.lastLocalOffer)) return [];
     this.applyingRemote = true;
     this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
     this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
@@ -543,6 +559,8 @@ export class NegotiationMachine {
     this.lastLocalOffer = null;
     this.lastRemoteOffer = null;
     this.lastLocalAnswer = null;
+    this.answeringOffer = null;
+    this.lastLocalAnswerAnswers = null;
     this.localSessionIds.clear(); // the new connection has its own (and the set is bounded)
     this.remoteCandidateBuffer = []; // for the connection that is gone
     this.iceState = 'new';

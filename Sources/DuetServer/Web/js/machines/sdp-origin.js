@@ -28,3 +28,12 @@ export function sdpOrigin(sdp) {
 export function isOlder(origin, newer) {
   return origin.sessionId === newer.sessionId && origin.version < newer.version;
 }
+
+/**
+ * The name of an offer that its answer carries back (`offer`, next to `sdp`): its `o=` session id and version, as
+ * "<sessionId> <version>"; null without a parseable `o=` line.
+ */
+export function offerName(sdp) {
+  const origin = sdpOrigin(sdp);
+  return origin == null ? null : `${origin.sessionId} ${origin.version}`;
+}

@@ -13,6 +13,16 @@ import { SafetyCodeSource, SignedSignaling } from './signed-signaling.js';
 import { SignedMessageOrder } from './signed-message-order.js';
 import { dtlsCertificateWithin } from './dtls-identity.js';
 import { sampleFromChromiumStats } from '../quality/chromium-stats.js';
+import { sdpOrigin } from '../machines/sdp-origin.js';
+
+const RTC_LOG_MAX = 200;
+
+/** A description as the log names it: its o= session id and version, and its ICE username(s). */
+function describeSdp(sdp) {
+  const origin = sdpOrigin(sdp);
+  const ufrags = [...new Set([...sdp.matchAll(/^a=ice-ufrag:(\S+)/gm)].map((m) => m[1]))];
+  return { origin: origin ? `${origin.sessionId}/${origin.version}` : null, ufrag: ufrags.join(',') };
+}
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
@@ -45,6 +55,11 @@ export class DuetCall extends EventTarget {
     // engine reports only changes, so a test that must see a state told again reads the messages here. The SSE
     // stream is a fetch, which DevTools does not show message by message. Bounded: the last 20.
     this.mediaStatesReceived = { count: 0, last: [] };
+    // Every WebRTC command as performed, oldest first, the last RTC_LOG_MAX (window.duet.rtcLog): when, which connection
+    // (a count of the connections this call made), what, the description's o= id and ICE username, and how it ended.
+    // Diagnosis only: which description was applied to which connection, in which order (issue 51).
+    this.rtcLog = [];
+    this.connectionsMade = 0;
     this.timers = new TimerTable((timer) => this.feed({ type: 'timerFired', timer }));
     // What is known about connectivity (ICE servers, candidates, ICE states), for the page to explain a call
     // that does not connect (js/ui/connectivity-advice.js). Observed only: nothing here changes what the engine does.
@@ -367,6 +382,7 @@ export class DuetCall extends EventTarget {
 
   async performRtc(command) {
     if (!this.acceptingRtc && command.type !== 'close') return;
+    const entry = this.noteRtc(command);
     try {
       switch (command.type) {
         case 'ensurePeerConnection':
@@ -374,6 +390,7 @@ export class DuetCall extends EventTarget {
           if (!this.peer.pc && this.turnFetch) await this.turnFetch;
           if (!this.acceptingRtc) return;  // the call ended while the TURN fetch was out
           if (!this.peer.pc) this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
+          if (!this.peer.pc) this.connectionsMade += 1;
           // This browser's stable DTLS identity (runtime/dtls-identity.js): the same fingerprint call after call, so
           // the safety code is too. (A peer whose connection is new makes the engine renew ours: with an unchanged
           // fingerprint WebRTC would not redo DTLS — NegotiationMachine.)
@@ -384,15 +401,18 @@ export class DuetCall extends EventTarget {
           // The peer's connection is new: so is ours (a kept one would not redo DTLS with the same fingerprint).
           this.noteSafety({ type: 'connectionGone' });
           this.peer.close();
+          this.connectionsMade += 1;
           this.noteConnectivity((c) => c.newPeerConnection(Date.now()));
           return this.peer.ensure(this.rtcConfiguration());
         case 'createOffer': {
           const sdp = await this.peer.createOffer(command.iceRestart);
+          Object.assign(entry, describeSdp(sdp));
           this.noteSafety({ type: 'localDescription', sdp });
           return this.feed({ type: 'localDescriptionReady', kind: 'offer', sdp });
         }
         case 'createAnswer': {
           const sdp = await this.peer.createAnswer();
+          Object.assign(entry, describeSdp(sdp));
           this.noteSafety({ type: 'localDescription', sdp });
           return this.feed({ type: 'localDescriptionReady', kind: 'answer', sdp });
         }
@@ -416,12 +436,26 @@ export class DuetCall extends EventTarget {
           return;
         case 'close': return this.peer.close();
       }
+      entry.ok = true;
     } catch (error) {
+      entry.ok = false;
+      entry.error = String(error?.message ?? error).slice(0, 200);
       console.warn('WebRTC command failed', command.type, error);
       if (command.type === 'createOffer' || command.type === 'createAnswer') this.feed({ type: 'localDescriptionFailed' });
       if (command.type === 'setRemoteDescription') this.feed({ type: 'remoteDescriptionFailed', kind: command.kind });
       if (command.type === 'rollback') this.feed({ type: 'rollbackFailed' });
     }
+  }
+
+  noteRtc(command) {
+    const entry = { t: Math.round(performance.now()), pc: this.connectionsMade, type: command.type };
+    if (command.kind) entry.kind = command.kind;
+    if (command.iceRestart) entry.iceRestart = true;
+    if (command.sdp) Object.assign(entry, describeSdp(command.sdp));
+    if (command.candidates) entry.candidates = command.candidates.length;
+    this.rtcLog.push(entry);
+    if (this.rtcLog.length > RTC_LOG_MAX) this.rtcLog.shift();
+    return entry;
   }
 
   rtcConfiguration() {

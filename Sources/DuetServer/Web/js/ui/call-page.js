@@ -162,6 +162,28 @@ window.duet = {
   },
   // How many of the other side's descriptions WebRTC applied in this call (0 before it starts).
   get remoteDescriptionsApplied() { return call?.remoteDescriptionsApplied ?? 0; },
+  // Every WebRTC command this call performed (the last 200): {t, pc, type, kind?, origin?, ufrag?, ok, error?}.
+  get rtcLog() { return (call?.rtcLog ?? []).map((entry) => ({ ...entry })); },
+  // The live connection's paths as its own stats tell them (diagnosis, issue 51): each candidate pair with its
+  // state, whether it is the transport's selected one, and what went each way on it; each outbound stream's packets.
+  paths: async () => {
+    const pc = currentPc();
+    if (!pc) return null;
+    const report = await pc.getStats();
+    const selected = new Set();
+    report.forEach((s) => { if (s.type === 'transport' && s.selectedCandidatePairId) selected.add(s.selectedCandidatePairId); });
+    const where = (id) => { const c = report.get(id); return c ? `${c.candidateType} ${c.address ?? c.ip}:${c.port}` : id; };
+    const pairs = [];
+    const outbound = [];
+    report.forEach((s) => {
+      if (s.type === 'candidate-pair' && (s.packetsSent || s.packetsReceived || s.nominated || s.selected)) {
+        pairs.push({ local: where(s.localCandidateId), remote: where(s.remoteCandidateId), state: s.state, nominated: !!s.nominated,
+          selected: selected.has(s.id) || !!s.selected, sent: s.packetsSent ?? null, received: s.packetsReceived ?? null });
+      }
+      if (s.type === 'outbound-rtp') outbound.push({ kind: s.kind, packetsSent: s.packetsSent });
+    });
+    return { signalingState: pc.signalingState, iceConnectionState: pc.iceConnectionState, pairs, outbound };
+  },
   // 'verified' (every description applied was proven by the link's key), 'unverified' (no key, or nothing proven
   // yet) or 'intercepted' (the call was ended: someone may be in the middle); the six-digit safety code shown.
   get verification() { return call?.state.verification ?? (sessionStore.wasEnded(roomId) === 'intercepted' ? 'intercepted' : 'unverified'); },
