@@ -41,6 +41,12 @@ public struct NegotiationMachine: Sendable, Equatable {
         case peerConnectionWedged
         /// The peer cannot restart ICE in place (`restartsOnlyAsHost`) and asked us to (`restart_request`).
         case peerRequest
+
+        /// A waiting restart that media flowing does not make unneeded: the peer's request (its media is the one down),
+        /// and an offer of ours that timed out and was rolled back — the peer may have taken and answered it, so the two
+        /// sides may hold different descriptions (different ICE credentials) while media still flows over the old pair,
+        /// until the next fault finds them apart (issue 51; the simulator's `connectionsDisagree`, seed 509).
+        var outlastsMedia: Bool { self == .peerRequest || self == .offerTimeout }
     }
 
     public enum Event: Sendable, Equatable {
@@ -211,7 +217,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             pendingRestart = nil
             // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
             // the peer asked for it: its media is the one down.
-            if reason == .peerRequest { return restart(.peerRequest) }
+            if reason.outlastsMedia { return restart(reason) }
             if mediaUp { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
         case .remoteDescription(let kind, let sdp, let epoch, let answers):
@@ -304,7 +310,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             switch state {
             case .connected, .completed:
                 // Media came back by itself: a remembered restart is no longer needed.
-                if !mediaStalled, pendingRestart != .peerRequest { pendingRestart = nil }
+                if !mediaStalled, pendingRestart?.outlastsMedia != true { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
                 guard isHost, peerPresent, !peerSuspended else { return [] }
@@ -329,7 +335,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .mediaFlowing:
             mediaStalled = false
             stalledWhenLeft = false
-            if pendingRestart != .peerRequest { pendingRestart = nil }  // media came back by itself (ours, not the peer's)
+            if pendingRestart?.outlastsMedia != true { pendingRestart = nil }  // media came back by itself (ours, not the peer's)
             return []
         case .peerAskedForRestart:
             // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
@@ -367,7 +373,7 @@ public struct NegotiationMachine: Sendable, Equatable {
                 return [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))]
             }
             // (Signaling down: `restart` keeps the reason for the reconnect.)
-            guard let reason = pendingRestart ?? (stalledStill ? .mediaStall : nil), !mediaUp || reason == .peerRequest
+            guard let reason = pendingRestart ?? (stalledStill ? .mediaStall : nil), !mediaUp || reason.outlastsMedia
             else { return [] }
             pendingRestart = nil
             return restart(reason)

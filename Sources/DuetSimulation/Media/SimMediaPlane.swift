@@ -226,6 +226,9 @@ final class SimMediaPlane {
             guard peer.signaling == .haveLocalOffer else { throw Refusal.wrongState("remote answer in \(peer.signaling)") }
             peer.signaling = .stable
             peer.rollbackUfrag = nil
+            // Our credentials are now paired with the answer's: a later offer of the peer's with the same ufrag is no
+            // ICE restart, and our answer to it keeps them (JSEP; the browsers do), as after answering one of its offers.
+            peer.answeredRemoteUfrag = parsed.ufrag
         }
         if peer.remoteUfrag != parsed.ufrag {
             peer.remoteCandidates = 0

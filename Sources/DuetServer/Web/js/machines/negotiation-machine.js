@@ -27,6 +27,14 @@ import { RESILIENCE } from '../constants.js';
 import { cancel, schedule, timerAction } from './timers.js';
 import { isOlder, offerName, sdpOrigin } from './sdp-origin.js';
 
+/**
+ * A waiting restart that media flowing does not make unneeded: the peer's request (its media is the one down), and an
+ * offer of ours that timed out and was rolled back — the peer may have taken and answered it, so the two sides may
+ * hold different descriptions (different ICE credentials) while media still flows over the old pair, until the next
+ * fault finds them apart (issue 51; the simulator's connectionsDisagree, seed 509).
+ */
+const outlastsMedia = (reason) => reason === 'peerRequest' || reason === 'offerTimeout';
+
 /** sendAnswer{sdp, answers?}: `answers` (the offer it answers) only when known, as Swift's optional. */
 const sendAnswer = (sdp, answers) => (answers != null ? { type: 'sendAnswer', sdp, answers } : { type: 'sendAnswer', sdp });
 
@@ -161,7 +169,7 @@ export class NegotiationMachine {
         this.pendingRestart = null;
         // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
         // the peer asked for it: its media is the one down.
-        if (reason === 'peerRequest') return this.#restart('peerRequest');
+        if (outlastsMedia(reason)) return this.#restart(reason);
         if (this.mediaUp) return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
       }
@@ -258,7 +266,7 @@ export class NegotiationMachine {
           case 'connected':
           case 'completed':
             // Media came back by itself: a remembered restart is no longer needed.
-            if (!this.mediaStalled && this.pendingRestart !== 'peerRequest') this.pendingRestart = null;
+            if (!this.mediaStalled && !outlastsMedia(this.pendingRestart)) this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
             if (!this.isHost || !this.peerPresent || this.peerSuspended) return [];
@@ -283,7 +291,7 @@ export class NegotiationMachine {
       case 'mediaFlowing':
         this.mediaStalled = false;
         this.stalledWhenLeft = false;
-        if (this.pendingRestart !== 'peerRequest') this.pendingRestart = null; // media came back by itself (ours, not the peer's)
+        if (!outlastsMedia(this.pendingRestart)) this.pendingRestart = null; // media came back by itself (ours, not the peer's)
         return [];
       case 'peerAskedForRestart':
         // Only a side that can restart: two that cannot (both `duet call`) must not ask each other back and forth.
@@ -334,7 +342,7 @@ export class NegotiationMachine {
         }
         const reason = this.pendingRestart ?? (stalledStill ? 'mediaStall' : null);
         // (Signaling down: `#restart` keeps the reason for the reconnect.)
-        if (reason == null || (this.mediaUp && reason !== 'peerRequest')) return [];
+        if (reason == null || (this.mediaUp && !outlastsMedia(reason))) return [];
         this.pendingRestart = null;
         return this.#restart(reason);
       }
