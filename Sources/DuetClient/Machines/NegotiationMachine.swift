@@ -160,6 +160,11 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// description of ours: if ours is replaced, it renews for the new one, and what it sends meanwhile is stale. A
     /// connection of the peer's that never took one of ours does not renew, and the new one negotiates with it.
     private var peerTookOurOffer = false
+    /// The peer's session our wedged connection had taken when we replaced it without retiring it (the peer had taken
+    /// no offer of ours, so it may go on with that connection). Once the peer answers our new connection from another
+    /// session, it renewed: anything from this one is stale (issue 51, the simulator's seed 2268 with duet call: a
+    /// duplicate of the offer that wedged us, taken by the new connection).
+    private var sessionLeftBehind: String?
     /// Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
     /// runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
     /// local description does not count as the new connection's: an offer given up on in a glare may fail late.
@@ -217,8 +222,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             pendingRestart = nil
             // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
             // the peer asked for it: its media is the one down.
-            if reason.outlastsMedia { return restart(reason) }
-            if mediaUp { return [] }
+            if reason == .peerRequest { return restart(.peerRequest) }
+            if mediaUp, !reason.outlastsMedia { return [] }
             return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
         case .remoteDescription(let kind, let sdp, let epoch, let answers):
             if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session
@@ -520,6 +525,13 @@ public struct NegotiationMachine: Sendable, Equatable {
             // moved on from, checking an ICE generation the peer keeps only until the new one connects, which it never
             // does (issue 51). The answer to the offer now out follows it. (A peer that names no offer is taken at its word.)
             if let answers, let offer = lastLocalOffer, answers != SDPOrigin.offerName(of: offer) { return [] }
+            if let left = sessionLeftBehind {
+                sessionLeftBehind = nil
+                if origin?.sessionId != left {
+                    retiredRemoteSessions.append(left)
+                    if retiredRemoteSessions.count > 16 { retiredRemoteSessions.removeFirst() }
+                }
+            }
             applyingRemote = true
             newestRemoteOrigin = origin ?? newestRemoteOrigin
             appliedRemoteSession = origin?.sessionId ?? appliedRemoteSession
@@ -555,6 +567,8 @@ public struct NegotiationMachine: Sendable, Equatable {
         if let applied = appliedRemoteSession, peerTookOurOffer {
             retiredRemoteSessions.append(applied)
             if retiredRemoteSessions.count > 16 { retiredRemoteSessions.removeFirst() }
+        } else {
+            sessionLeftBehind = appliedRemoteSession
         }
         return renewPeerConnection()
     }

@@ -118,6 +118,10 @@ export class NegotiationMachine {
     // description of ours: if ours is replaced, it renews for the new one, and what it sends meanwhile is stale. A
     // connection of the peer's that never took one of ours does not renew, and the new one negotiates with it.
     this.peerTookOurOffer = false;
+    // The peer's session our wedged connection had taken when we replaced it without retiring it (the peer had taken
+    // no offer of ours, so it may go on with that connection). Once the peer answers our new connection from another
+    // session, it renewed: anything from this one is stale (issue 51, the simulator's seed 2268 with duet call).
+    this.sessionLeftBehind = null;
     // Renewed, and nothing has come from the new connection yet: a failed rollback now was asked of the old one (the
     // runtime performs commands in order, and a new connection has no offer to roll back before it made one). A failed
     // local description does not count as the new connection's: an offer given up on in a glare may fail late.
@@ -169,8 +173,8 @@ export class NegotiationMachine {
         this.pendingRestart = null;
         // Only signaling was lost (media flowed all along): a restart wanted meanwhile is not needed (B3) — unless
         // the peer asked for it: its media is the one down.
-        if (outlastsMedia(reason)) return this.#restart(reason);
-        if (this.mediaUp) return [];
+        if (reason === 'peerRequest') return this.#restart('peerRequest');
+        if (this.mediaUp && !outlastsMedia(reason)) return [];
         return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
       }
       case 'remoteDescription':
@@ -503,6 +507,14 @@ export class NegotiationMachine {
     // checking an ICE generation the peer keeps only until the new one connects, and it never does (issue 51). The
     // answer to the offer now out follows it. (A peer that does not name the offer it answers is taken at its word.)
     if (answers != null && this.lastLocalOffer != null && answers !== offerName(this.lastLocalOffer)) return [];
+    if (this.sessionLeftBehind != null) {
+      const left = this.sessionLeftBehind;
+      this.sessionLeftBehind = null;
+      if (origin?.sessionId !== left) {
+        this.retiredRemoteSessions.push(left);
+        if (this.retiredRemoteSessions.length > 16) this.retiredRemoteSessions.shift();
+      }
+    }
     this.applyingRemote = true;
     this.newestRemoteOrigin = origin ?? this.newestRemoteOrigin;
     this.appliedRemoteSession = origin?.sessionId ?? this.appliedRemoteSession;
@@ -541,6 +553,8 @@ export class NegotiationMachine {
     if (this.appliedRemoteSession != null && this.peerTookOurOffer) {
       this.retiredRemoteSessions.push(this.appliedRemoteSession);
       if (this.retiredRemoteSessions.length > 16) this.retiredRemoteSessions.shift();
+    } else {
+      this.sessionLeftBehind = this.appliedRemoteSession;
     }
     return this.#renewPeerConnection();
   }
