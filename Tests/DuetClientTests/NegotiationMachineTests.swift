@@ -571,6 +571,24 @@ import Testing
         #expect(offer.contains(.setRemoteDescription(.offer, sdp: "o2")))
     }
 
+    @Test("an offer of ours that timed out while signaling was down is restarted after the reconnect though media flows: the peer may have taken and answered it (issue 51, seed 509)")
+    func aTimedOutOfferIsRestartedThoughMediaFlows() {
+        var host = connectedHost()
+        #expect(host.send { $0.handle(.networkOnline) }.contains(.iceRestartStarted(.networkOnline)))
+        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        host.send { $0.handle(.signaling(up: false)) }  // the peer's answer to r1 is lost with the link
+        #expect(host.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS).contains(.rollback))
+        #expect(host.machine.pendingRestart == .offerTimeout, "in the cooldown, and nobody to send it to")
+        // Media still flows over the pair both sides had before r1; the peer, though, may hold r1 and its answer.
+        host.send { $0.handle(.mediaFlowing) }
+        host.send { $0.handle(.iceStateChanged(.connected)) }
+        host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+        #expect(host.machine.pendingRestart == .offerTimeout, "media flowing does not make it unneeded")
+        host.send { $0.handle(.signaling(up: true)) }
+        #expect(host.send { $0.handle(.roomStateAfterReconnect) }.contains(.iceRestartStarted(.signalingReconnect)))
+        #expect(host.machine.pendingRestart == nil)
+    }
+
     @Test("a restart wanted while only signaling was down is dropped when media is still connected (B3)") func signalingOnlyOutage() {
         var host = connectedHost()
         host.send { $0.handle(.signaling(up: false)) }

@@ -84,6 +84,34 @@ import Testing
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: restart)))
     }
 
+    @Test("the peer connection left behind (it took no offer of ours) is retired once the peer answers ours from another: a late copy of the offer that wedged us is then stale (issue 51, duet call seed 2268)")
+    func aConnectionLeftBehindIsRetiredOnceThePeerRenews() {
+        let wedging = described("h1", session: "H", version: 2)
+        var guest = guest()
+        guest.send { $0.handle(.remoteDescription(.offer, sdp: wedging, epoch: 1)) }
+        #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
+        // The peer renewed all the same, and its new connection answers our fresh offer.
+        expectFreshOfferAnswered(&guest, ours: "G2", theirs: "H2")
+        guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: wedging, epoch: 1)) }.isEmpty,
+                "a copy of the offer that wedged us, from the connection the peer left")
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }.isEmpty)
+        let restart = described("h3", session: "H2", version: 3)
+        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: restart)),
+                "the new one's restart is taken")
+
+        // The same connection of the peer's answering our fresh offer: it goes on, and is not retired.
+        var same = self.guest()
+        same.send { $0.handle(.remoteDescription(.offer, sdp: wedging, epoch: 1)) }
+        same.send { $0.handle(.remoteDescriptionFailed(.offer)) }
+        same.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
+        let answer = described("r1", session: "H", version: 3)
+        #expect(same.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        same.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        let again = described("h4", session: "H", version: 4)
+        #expect(same.send { $0.handle(.remoteDescription(.offer, sdp: again, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: again)))
+    }
+
     @Test("a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh: an initial offer of a new session, which browsers follow (its restart offers they cannot)")
     func aWebrtcbinGuestReplacesAWedgedConnection() {
         var guest = guest(restartsOnlyAsHost: true)

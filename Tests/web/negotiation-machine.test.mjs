@@ -401,6 +401,24 @@ test('an answer arriving while the previous one is being applied is a duplicate;
   assert.ok(has(offered, { type: 'setRemoteDescription', kind: 'offer', sdp: 'o2' }));
 });
 
+test('an offer of ours that timed out while signaling was down is restarted after the reconnect though media flows: the peer may have taken and answered it (issue 51, seed 509)', () => {
+  const host = connectedHost();
+  assert.ok(has(host.send({ type: 'networkOnline' }), restarted('networkOnline')));
+  host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  host.send({ type: 'signaling', up: false });  // the peer's answer to r1 is lost with the link
+  const timedOut = host.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  assert.ok(has(timedOut, { type: 'rollback' }));
+  assert.equal(host.machine.pendingRestart, 'offerTimeout', 'in the cooldown, and nobody to send it to');
+  // Media still flows over the pair both sides had before r1; the peer, though, may hold r1 and its answer.
+  host.send({ type: 'mediaFlowing' });
+  host.send({ type: 'iceStateChanged', state: 'connected' });
+  host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  assert.equal(host.machine.pendingRestart, 'offerTimeout', 'media flowing does not make it unneeded');
+  host.send({ type: 'signaling', up: true });
+  assert.ok(has(host.send({ type: 'roomStateAfterReconnect' }), restarted('signalingReconnect')));
+  assert.equal(host.machine.pendingRestart, null);
+});
+
 test('a restart wanted while only signaling was down is dropped when media is still connected (B3)', () => {
   const host = connectedHost();
   host.send({ type: 'signaling', up: false });

@@ -71,6 +71,32 @@ test('the first offer of a peer connection refused: it never took one of ours, s
   assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: restart, epoch: 1 }), 'offer', restart));
 });
 
+test('the peer connection left behind (it took no offer of ours) is retired once the peer answers ours from another: a late copy of the offer that wedged us is then stale (issue 51, duet call seed 2268)', () => {
+  const wedging = described('h1', 'H', 2);
+  const guest = guestSide();
+  guest.send({ type: 'remoteDescription', kind: 'offer', sdp: wedging, epoch: 1 });
+  assert.deepEqual(guest.send({ type: 'remoteDescriptionFailed', kind: 'offer' }), REPLACED);
+  // The peer renewed all the same, and its new connection answers our fresh offer.
+  assertFreshOfferAnswered(guest, 'G2', 'H2');
+  guest.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: wedging, epoch: 1 }), [],
+    'a copy of the offer that wedged us, from the connection the peer left');
+  assert.deepEqual(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h2', 'H', 3), epoch: 1 }), []);
+  const restart = described('h3', 'H2', 3);
+  assert.ok(applies(guest.send({ type: 'remoteDescription', kind: 'offer', sdp: restart, epoch: 1 }), 'offer', restart), 'the new one\'s restart is taken');
+
+  // The same connection of the peer's answering our fresh offer: it goes on, and is not retired.
+  const same = guestSide();
+  same.send({ type: 'remoteDescription', kind: 'offer', sdp: wedging, epoch: 1 });
+  same.send({ type: 'remoteDescriptionFailed', kind: 'offer' });
+  same.send({ type: 'localDescriptionReady', kind: 'offer', sdp: described('n1', 'G2', 2) });
+  const answer = described('r1', 'H', 3);
+  assert.ok(applies(same.send({ type: 'remoteDescription', kind: 'answer', sdp: answer, epoch: 1 }), 'answer', answer));
+  same.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  const again = described('h4', 'H', 4);
+  assert.ok(applies(same.send({ type: 'remoteDescription', kind: 'offer', sdp: again, epoch: 1 }), 'offer', again));
+});
+
 test('a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh', () => {
   const guest = guestSide({ restartsOnlyAsHost: true });
   guest.send({ type: 'remoteDescription', kind: 'offer', sdp: described('h1', 'H', 2), epoch: 1 });
