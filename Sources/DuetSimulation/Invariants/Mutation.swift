@@ -25,6 +25,9 @@ public enum Mutation: String, Sendable, CaseIterable {
     /// The runtime drops every `restart_request` it receives: a guest that cannot restart in place (`duet call`) asks
     /// a host that never hears it.
     case restartRequestIgnored = "restart-request-ignored"
+    /// Answers arrive without the offer they name (`offer`, issue 51): an answer to an offer rolled back since is
+    /// applied to the next offer, and the offerer holds ICE credentials the peer has moved on from.
+    case answerUnnamed = "answer-unnamed"
 
     func timerDelay(_ id: TimerID, _ ms: Int64) -> Int64 {
         switch (self, id) {
@@ -40,9 +43,9 @@ public enum Mutation: String, Sendable, CaseIterable {
     }
 
     func received(_ envelope: Envelope) -> Envelope {
-        guard self == .epochDropped || self == .epochAndOriginDropped else { return envelope }
         var copy = envelope
-        copy.epoch = nil
+        if self == .answerUnnamed, envelope.messageType == .answer { copy.payload["offer"] = nil }
+        if self == .epochDropped || self == .epochAndOriginDropped { copy.epoch = nil }
         return copy
     }
 }
