@@ -1,7 +1,7 @@
 """Issue 51's report as written: one loopback-only namespace, Firefox hosts, Chromium joins; B's `online`; then all
-UDP dropped 12 s. Run: unshare -n sh -c 'ip link set lo up && exec python3 /tmp/r51/one_ns.py [firefox-chromium|...]'"""
+UDP dropped 12 s. Run: unshare -n sh -c 'ip link set lo up && exec python3 Tests/e2e/browser/issue51_one_namespace.py [firefox-chromium|...]'"""
 import json, os, subprocess, sys, time
-sys.path.insert(0, "/work/main/Tests/e2e/browser")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bidi import Firefox
 from cdp import Browser
 from scenarios import Server, in_call, media_flows, mark, watch, stats
