@@ -174,11 +174,22 @@ import Testing
     /// Without `o=` origins, a restart offer duplicated and reordered by the SSE transport reaches WebRTC after a
     /// newer one of the same peer connection. The seeds are those of 10,000 where it shows (`duet-sim --seeds 10000
     /// --mutation origin-stripped`); an engine change that moves them makes this fail loudly, to be re-chosen.
-    @Test(arguments: [3293, 5389, 6127, 9132] as [UInt64]) func strippingOriginsIsCaught(seed: UInt64) {
+    @Test(arguments: [3293, 5389, 5648, 6127, 6677] as [UInt64]) func strippingOriginsIsCaught(seed: UInt64) {
         var options = Simulation.Options(seed: seed)
         #expect(Simulation.run(options).passed)
         options.mutation = .originStripped
         #expect(Simulation.run(options).violations.contains { $0.invariant == .staleEpochApplied })
+    }
+
+    /// Without the offer an answer names, an answer to an offer rolled back since is applied to the next offer, and
+    /// the two sides end up on different ICE credentials while the call shows connected (issue 51). The seeds are those
+    /// of 2,000 where it shows (`duet-sim --seeds 2000 --mutation answer-unnamed`); an engine change that moves them
+    /// makes this fail loudly, to be re-chosen.
+    @Test(arguments: [925, 1047] as [UInt64]) func unnamedAnswersAreCaught(seed: UInt64) {
+        var options = Simulation.Options(seed: seed)
+        #expect(Simulation.run(options).passed)
+        options.mutation = .answerUnnamed
+        #expect(Simulation.run(options).violations.contains { $0.invariant == .connectionsDisagree })
     }
 
     @Test func theUnbrokenRuntimePassesTheSameSeeds() async {
