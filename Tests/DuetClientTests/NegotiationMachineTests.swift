@@ -125,19 +125,36 @@ import Testing
             let actions = host.send { $0.handle(event) }
             #expect(actions.allSatisfy { if case .timer(.cancel) = $0 { true } else { false } }, "\(event): \(actions)")
         }
-        // Back, media still down: the restart is the engine's to ask (it knows the peer came back), and it is made.
-        host.send { $0.handle(.peerSuspended(false)) }
-        let back = host.send { $0.handle(.requestIceRestart) }
-        #expect(back.contains(.iceRestartStarted(.escalation)) && back.contains(.createOffer(iceRestart: true)))
+        // Back, media still down: the restart owed (the last reason) is made at once.
+        let back = host.send { $0.handle(.peerSuspended(false)) }
+        #expect(back.contains(.iceRestartStarted(.escalation)) && back.contains(.createOffer(iceRestart: true)), "\(back)")
 
-        // The guest that asks the host instead does not ask a suspended one either.
+        // The guest that asks the host instead does not ask a suspended one either; it asks when the host is back.
         var guest = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
         guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 1)) }
         guest.send { $0.handle(.signaling(up: true)) }
         guest.send { $0.handle(.peerSuspended(true)) }
         #expect(guest.send { $0.handle(.mediaStalled) } == [])
-        guest.send { $0.handle(.peerSuspended(false)) }
-        #expect(guest.send { $0.handle(.requestIceRestart) } == [.askPeerToRestart(.escalation)])
+        #expect(guest.send { $0.handle(.peerSuspended(false)) } == [.askPeerToRestart(.mediaStall)])
+    }
+
+    @Test("back from a suspension: media up needs no restart, unless what is owed outlasts media (a timed-out offer the peer may have taken)")
+    func backFromSuspension() {
+        var healthy = connectedHost()
+        healthy.send { $0.handle(.peerSuspended(true)) }
+        healthy.send { $0.handle(.iceStateChanged(.disconnected)) }
+        healthy.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(healthy.send { $0.handle(.peerSuspended(false)) } == [], "media came back by itself")
+
+        var owed = connectedHost()
+        owed.send { $0.handle(.iceStateChanged(.failed)) }
+        owed.send { $0.handle(.localDescriptionReady(.offer, sdp: "o2")) }  // the restart offer, sent
+        owed.send { $0.handle(.peerSuspended(true)) }
+        let timedOut = owed.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        #expect(timedOut.contains(.rollback) && !timedOut.contains(.createOffer(iceRestart: true)), "rolled back, nothing offered to nobody")
+        owed.send { $0.handle(.iceStateChanged(.connected)) }
+        let back = owed.send { $0.handle(.peerSuspended(false)) }
+        #expect(back.contains(.iceRestartStarted(.offerTimeout)), "the peer may hold the offer we rolled back: \(back)")
     }
 
     @Test("the peer's leaving forgets its suspension: the next peer is restarted with as usual") func leavingForgetsSuspension() {

@@ -669,17 +669,34 @@ test('a suspended peer gets no restart offer (the relay would fail): not for ICE
     const actions = host.send(event);
     assert.ok(actions.every((a) => a.type === 'timer' && a.command.type === 'cancel'), `${JSON.stringify(event)}: ${JSON.stringify(actions)}`);
   }
-  host.send({ type: 'peerSuspended', suspended: false });
-  const back = host.send({ type: 'requestIceRestart' });
-  assert.ok(has(back, restarted('escalation')) && has(back, offer(true)));
+  // Back, media still down: the restart owed (the last reason) is made at once.
+  const back = host.send({ type: 'peerSuspended', suspended: false });
+  assert.ok(has(back, restarted('escalation')) && has(back, offer(true)), JSON.stringify(back));
 
   const guest = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
   guest.send({ type: 'peer', present: true, isHost: false, peerEpoch: 1 });
   guest.send({ type: 'signaling', up: true });
   guest.send({ type: 'peerSuspended', suspended: true });
   assert.deepEqual(guest.send({ type: 'mediaStalled' }), []);
-  guest.send({ type: 'peerSuspended', suspended: false });
-  assert.deepEqual(guest.send({ type: 'requestIceRestart' }), [{ type: 'askPeerToRestart', reason: 'escalation' }]);
+  assert.deepEqual(guest.send({ type: 'peerSuspended', suspended: false }), [{ type: 'askPeerToRestart', reason: 'mediaStall' }]);
+});
+
+test('back from a suspension: media up needs no restart, unless what is owed outlasts media (a timed-out offer the peer may have taken)', () => {
+  const healthy = connectedHost();
+  healthy.send({ type: 'peerSuspended', suspended: true });
+  healthy.send({ type: 'iceStateChanged', state: 'disconnected' });
+  healthy.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.deepEqual(healthy.send({ type: 'peerSuspended', suspended: false }), [], 'media came back by itself');
+
+  const owed = connectedHost();
+  owed.send({ type: 'iceStateChanged', state: 'failed' });
+  owed.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o2' });
+  owed.send({ type: 'peerSuspended', suspended: true });
+  const timedOut = owed.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  assert.ok(has(timedOut, { type: 'rollback' }) && !has(timedOut, offer(true)), 'rolled back, nothing offered to nobody');
+  owed.send({ type: 'iceStateChanged', state: 'connected' });
+  const back = owed.send({ type: 'peerSuspended', suspended: false });
+  assert.ok(has(back, restarted('offerTimeout')), `the peer may hold the offer we rolled back: ${JSON.stringify(back)}`);
 });
 
 test("the peer's leaving forgets its suspension: the next peer is restarted with as usual", () => {

@@ -662,13 +662,10 @@ public struct CallEngine: Sendable {
         if peer != nil { out.append(.engine(.ensurePeerConnection)) }
         out += negotiationEvent(.peer(present: peer != nil, isHost: state.hostCid == cid, peerEpoch: peerEpoch, returning: returning))
         // Away or back: while it is away its media's loss is not ours to recover (no restart offered to nobody, no
-        // escalation); leaving altogether is told by the peer's absence (the negotiation and the call's end reset it).
+        // escalation); back, the negotiation makes the restart owed or media needs. Leaving altogether is told by
+        // the peer's absence (the negotiation and the call's end reset it).
         if peer != nil, peerSuspended != wasSuspended {
             out += negotiationEvent(.peerSuspended(peerSuspended)) + statusEvent(.peerSuspended(peerSuspended))
-        }
-        // The peer is back from a suspension and our media is not: renegotiate ICE now.
-        if wasSuspended, !peerSuspended, peer != nil, !negotiation.mediaUp {
-            out += negotiationEvent(.requestIceRestart)
         }
         return out
     }

@@ -215,8 +215,15 @@ public struct NegotiationMachine: Sendable, Equatable {
             signalingUp = up
             return []
         case .peerSuspended(let suspended):
+            let back = peerSuspended && !suspended
             peerSuspended = suspended
-            return []
+            guard back else { return [] }
+            // Back: a restart owed meanwhile is made if media still needs it, or if it outlasts media (a timed-out
+            // offer the peer may have taken, its own request); media down with nothing owed is restarted too.
+            let owed = pendingRestart
+            pendingRestart = nil
+            if let owed, owed.outlastsMedia || !mediaUp { return restart(owed) }
+            return mediaUp ? [] : restart(.escalation)
         case .roomStateAfterReconnect:
             guard let reason = pendingRestart, peerPresent else { return [] }
             pendingRestart = nil
@@ -441,7 +448,13 @@ public struct NegotiationMachine: Sendable, Equatable {
     }
 
     private mutating func restart(_ reason: RestartReason) -> [Action] {
-        guard peerPresent, !peerSuspended else { return [] }  // nobody to restart with (now)
+        guard peerPresent else { return [] }  // nobody to restart with
+        guard !peerSuspended else {
+            // Away: nobody can answer (the relay would fail). Owed until it is back; a reason that outlasts media
+            // is not displaced by one that does not.
+            if pendingRestart?.outlastsMedia != true { pendingRestart = reason }
+            return []
+        }
         guard isHost || !restartsOnlyAsHost else { return askHostToRestart(reason) }
         guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {

@@ -804,14 +804,11 @@ export class CallEngine {
       type: 'peer', present: peer != null, isHost: state.hostCid === this.#cid, peerEpoch: this.#peerEpoch, returning,
     }));
     // Away or back: while it is away its media's loss is not ours to recover (no restart offered to nobody, no
-    // escalation); leaving altogether is told by the peer's absence (the negotiation and the call's end reset it).
+    // escalation); back, the negotiation makes the restart owed or media needs. Leaving altogether is told by
+    // the peer's absence (the negotiation and the call's end reset it).
     if (peer != null && this.#peerSuspended !== wasSuspended) {
       out.push(...this.#negotiationEvent({ type: 'peerSuspended', suspended: this.#peerSuspended }));
       out.push(...this.#statusEvent({ type: 'peerSuspended', suspended: this.#peerSuspended }));
-    }
-    // The peer is back from a suspension and our media is not: renegotiate ICE now.
-    if (wasSuspended && !this.#peerSuspended && peer != null && !this.negotiation.mediaUp) {
-      out.push(...this.#negotiationEvent({ type: 'requestIceRestart' }));
     }
     return out;
   }

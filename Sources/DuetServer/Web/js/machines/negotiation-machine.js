@@ -164,9 +164,17 @@ export class NegotiationMachine {
       case 'signaling':
         this.signalingUp = event.up;
         return [];
-      case 'peerSuspended':
+      case 'peerSuspended': {
+        const back = this.peerSuspended && !event.suspended;
         this.peerSuspended = event.suspended;
-        return [];
+        if (!back) return [];
+        // Back: a restart owed meanwhile is made if media still needs it, or if it outlasts media (a timed-out
+        // offer the peer may have taken, its own request); media down with nothing owed is restarted too.
+        const owed = this.pendingRestart;
+        this.pendingRestart = null;
+        if (owed != null && (outlastsMedia(owed) || !this.mediaUp)) return this.#restart(owed);
+        return this.mediaUp ? [] : this.#restart('escalation');
+      }
       case 'roomStateAfterReconnect': {
         const reason = this.pendingRestart;
         if (reason == null || !this.peerPresent) return [];
@@ -417,7 +425,13 @@ export class NegotiationMachine {
   }
 
   #restart(reason) {
-    if (!this.peerPresent || this.peerSuspended) return []; // nobody to restart with (now)
+    if (!this.peerPresent) return []; // nobody to restart with
+    if (this.peerSuspended) {
+      // Away: nobody can answer (the relay would fail). Owed until it is back; a reason that outlasts media
+      // is not displaced by one that does not.
+      if (!outlastsMedia(this.pendingRestart)) this.pendingRestart = reason;
+      return [];
+    }
     if (!this.isHost && this.restartsOnlyAsHost) return this.#askHostToRestart(reason);
     if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
