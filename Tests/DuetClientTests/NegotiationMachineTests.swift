@@ -595,7 +595,7 @@ import Testing
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
         host.send { $0.handle(.signaling(up: false)) }  // the peer's answer to r1 is lost with the link
         #expect(host.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS).contains(.rollback))
-        #expect(host.machine.pendingRestart == .offerTimeout, "in the cooldown, and nobody to send it to")
+        #expect(host.machine.pendingRestart == .offerTimeout, "signaling down: nobody to send it to")
         // Media still flows over the pair both sides had before r1; the peer, though, may hold r1 and its answer.
         host.send { $0.handle(.mediaFlowing) }
         host.send { $0.handle(.iceStateChanged(.connected)) }
@@ -604,6 +604,34 @@ import Testing
         host.send { $0.handle(.signaling(up: true)) }
         #expect(host.send { $0.handle(.roomStateAfterReconnect) }.contains(.iceRestartStarted(.signalingReconnect)))
         #expect(host.machine.pendingRestart == nil)
+    }
+
+    @Test("a restart owed for a timed-out offer is not displaced by a later reason that media flowing would drop, nor turned into one by a reconnect that cannot make it yet")
+    func anOwedTimedOutOfferKeepsItsReason() {
+        // Signaling down: ICE's own restart, wanted later in the same outage, does not displace it.
+        var down = connectedHost()
+        down.send { $0.handle(.networkOnline) }
+        down.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        down.send { $0.handle(.signaling(up: false)) }
+        down.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        down.send { $0.handle(.iceStateChanged(.disconnected)) }
+        down.advance(by: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS)
+        #expect(down.machine.pendingRestart == .offerTimeout)
+        down.send { $0.handle(.iceStateChanged(.connected)) }
+        down.send { $0.handle(.signaling(up: true)) }
+        #expect(down.send { $0.handle(.roomStateAfterReconnect) }.contains(.createOffer(iceRestart: true)))
+
+        // Our reconnect while the peer is away cannot make it: still owed as a timed-out offer when the peer is back.
+        var away = connectedHost()
+        away.send { $0.handle(.networkOnline) }
+        away.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        away.send { $0.handle(.peerSuspended(true)) }
+        away.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        away.send { $0.handle(.signaling(up: false)) }
+        away.send { $0.handle(.signaling(up: true)) }
+        #expect(away.send { $0.handle(.roomStateAfterReconnect) } == [])
+        #expect(away.machine.pendingRestart == .offerTimeout)
+        #expect(away.send { $0.handle(.peerSuspended(false)) }.contains(.iceRestartStarted(.offerTimeout)))
     }
 
     @Test("a restart wanted while only signaling was down is dropped when media is still connected (B3)") func signalingOnlyOutage() {

@@ -408,7 +408,7 @@ test('an offer of ours that timed out while signaling was down is restarted afte
   host.send({ type: 'signaling', up: false });  // the peer's answer to r1 is lost with the link
   const timedOut = host.advance(RESILIENCE.OFFER_TIMEOUT_MS);
   assert.ok(has(timedOut, { type: 'rollback' }));
-  assert.equal(host.machine.pendingRestart, 'offerTimeout', 'in the cooldown, and nobody to send it to');
+  assert.equal(host.machine.pendingRestart, 'offerTimeout', 'signaling down: nobody to send it to');
   // Media still flows over the pair both sides had before r1; the peer, though, may hold r1 and its answer.
   host.send({ type: 'mediaFlowing' });
   host.send({ type: 'iceStateChanged', state: 'connected' });
@@ -704,4 +704,29 @@ test("the peer's leaving forgets its suspension: the next peer is restarted with
   host.send({ type: 'peerSuspended', suspended: true });
   host.send({ type: 'peer', present: false, isHost: true, peerEpoch: 1 });
   assert.equal(host.machine.peerSuspended, false);
+});
+
+test('a restart owed for a timed-out offer is not displaced by a later reason that media flowing would drop, nor turned into one by a reconnect that cannot make it yet', () => {
+  const down = connectedHost();
+  down.send({ type: 'networkOnline' });
+  down.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  down.send({ type: 'signaling', up: false });
+  down.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  down.send({ type: 'iceStateChanged', state: 'disconnected' });
+  down.advance(RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS);
+  assert.equal(down.machine.pendingRestart, 'offerTimeout');
+  down.send({ type: 'iceStateChanged', state: 'connected' });
+  down.send({ type: 'signaling', up: true });
+  assert.ok(has(down.send({ type: 'roomStateAfterReconnect' }), offer(true)));
+
+  const away = connectedHost();
+  away.send({ type: 'networkOnline' });
+  away.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  away.send({ type: 'peerSuspended', suspended: true });
+  away.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  away.send({ type: 'signaling', up: false });
+  away.send({ type: 'signaling', up: true });
+  assert.deepEqual(away.send({ type: 'roomStateAfterReconnect' }), []);
+  assert.equal(away.machine.pendingRestart, 'offerTimeout');
+  assert.ok(has(away.send({ type: 'peerSuspended', suspended: false }), restarted('offerTimeout')));
 });

@@ -107,7 +107,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     public private(set) var isHost = false
     public private(set) var peerPresent = false
     /// Present but unreachable: a restart now would offer to nobody (the server refuses the relay,
-    /// `target_suspended`). Held until it is back; then the engine asks for one if media is still down.
+    /// `target_suspended`). Owed until it is back; then made if media is still down or the reason outlasts media.
     public private(set) var peerSuspended = false
     public private(set) var signalingState: SignalingState = .stable
     public private(set) var hasRemoteDescription = false
@@ -121,8 +121,9 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// were alone costs one restart: the safe side.
     private var stalledWhenLeft = false
     public private(set) var nonHostFallbackAttempts = 0
-    /// A restart that could not run yet (signaling down, cooldown, negotiation in flight). The peer's request
-    /// (`peerRequest`) outranks our own reasons and is kept when our media is up: the peer's media is not.
+    /// A restart that could not run yet (signaling down, the peer away, cooldown, negotiation in flight). The peer's
+    /// request (`peerRequest`) outranks our own reasons; it and a timed-out offer (`offerTimeout`) are kept when our
+    /// media is up (`RestartReason.outlastsMedia`): the peer's media, or which offer it holds, is not ours to see.
     public private(set) var pendingRestart: RestartReason?
     /// The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one more
     /// cooldown for what that renegotiation does instead of crossing it at our cooldown's end.
@@ -231,7 +232,11 @@ public struct NegotiationMachine: Sendable, Equatable {
             // the peer asked for it: its media is the one down.
             if reason == .peerRequest { return restart(.peerRequest) }
             if mediaUp, !reason.outlastsMedia { return [] }
-            return restart(reason == .signalingReconnect ? reason : .signalingReconnect)
+            let made = restart(reason == .signalingReconnect ? reason : .signalingReconnect)
+            // Held back again (a cooldown, a renegotiation, the peer away): still owed for what it was, so that media
+            // flowing meanwhile does not drop a restart that outlasts it.
+            if reason.outlastsMedia, pendingRestart == .signalingReconnect { pendingRestart = reason }
+            return made
         case .remoteDescription(let kind, let sdp, let epoch, let answers):
             if let epoch, epoch < peerEpoch { return [] }  // negotiation from an older peer session
             return remoteDescription(kind, sdp: sdp, answers: answers)
@@ -452,13 +457,13 @@ public struct NegotiationMachine: Sendable, Equatable {
         guard !peerSuspended else {
             // Away: nobody can answer (the relay would fail). Owed until it is back; a reason that outlasts media
             // is not displaced by one that does not.
-            if pendingRestart?.outlastsMedia != true { pendingRestart = reason }
+            owe(reason)
             return []
         }
         guard isHost || !restartsOnlyAsHost else { return askHostToRestart(reason) }
         guard !renewalPending else { return [] }  // not on a wedged connection: its replacement offers afresh
         guard signalingUp else {
-            pendingRestart = pendingRestart == .peerRequest ? .peerRequest : reason
+            owe(reason)
             return []
         }
         guard !inCooldown, !makingOffer, !answering, !applyingRemote, signalingState != .haveRemoteOffer else {
@@ -472,6 +477,12 @@ public struct NegotiationMachine: Sendable, Equatable {
             signalingState = .stable
         }
         return actions + [.iceRestartStarted(reason)] + offer(iceRestart: true)
+    }
+
+    /// Remembers a restart for later: the newest reason, except that one which outlasts media (a timed-out offer the
+    /// peer may have taken) is not displaced by one that does not; the peer's own request always is kept.
+    private mutating func owe(_ reason: RestartReason) {
+        if reason == .peerRequest || pendingRestart?.outlastsMedia != true { pendingRestart = reason }
     }
 
     /// The guest that cannot restart in place asks the host, when the host can hear it and is not already

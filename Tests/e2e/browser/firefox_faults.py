@@ -192,6 +192,21 @@ def restart_through(net, before, restarting, timeout=30):
         time.sleep(0.1)
 
 
+def agreed(net, timeout, what):
+    """Each side's remote ICE credentials are the other's local ones, with no description pending on either (a restart
+    still in flight when media came back is let finish): the two sides are on one pair of connections."""
+    deadline = time.monotonic() + timeout
+    while True:
+        a, b = net.a.page.evaluate("duet.ice"), net.b.page.evaluate("duet.ice")
+        if (a["local"] and b["local"] and a["remote"] == b["local"] and b["remote"] == a["local"]
+                and a["signalingState"] == b["signalingState"] == "stable"):
+            return
+        if time.monotonic() > deadline:
+            chaos.log_state(net)
+            raise AssertionError(f"{what}: not within {timeout} s: A {a}, B {b}")
+        time.sleep(0.1)
+
+
 ANSWER_HELD_S = 0.5
 
 
@@ -257,9 +272,8 @@ def online_then_outage_of(firefox_a, firefox_b, side="B"):
             with chaos.blocked("FORWARD -p udp -j DROP", what=f"UDP outage of {OUTAGE_S} s"):
                 time.sleep(OUTAGE_S)
             recovery = chaos.measured(net, time.monotonic(), 60, f"back after the {OUTAGE_S} s UDP outage")
-            a, b = net.a.page.evaluate("duet.ice"), net.b.page.evaluate("duet.ice")
-            chaos.expect(a["remote"] == b["local"] and b["remote"] == a["local"],
-                         f"both sides on one pair of connections after the outage: A {a}, B {b}")
+            agreed(net, 15, f"both sides on one pair of connections after the {OUTAGE_S} s outage")
+            chaos.wait_whole(net, 30, "whole on that pair")
             return recovery, chaos.how_it_recovered(net)
     return scenario
 

@@ -54,7 +54,7 @@ export class NegotiationMachine {
     this.isHost = false;
     this.peerPresent = false;
     /** Present but unreachable: a restart now would offer to nobody (the server refuses the relay,
-     *  `target_suspended`). Held until it is back; then the engine asks for one if media is still down. */
+     *  `target_suspended`). Owed until it is back; then made if media is still down or the reason outlasts media. */
     this.peerSuspended = false;
     this.signalingState = 'stable';
     this.hasRemoteDescription = false;
@@ -66,8 +66,9 @@ export class NegotiationMachine {
      * were alone costs one restart: the safe side. */
     this.stalledWhenLeft = false;
     this.nonHostFallbackAttempts = 0;
-    /** A restart that could not run yet (signaling down, cooldown, negotiation in flight). The peer's request
-     * (`peerRequest`) outranks our own reasons and is kept when our media is up: the peer's media is not. */
+    /** A restart that could not run yet (signaling down, the peer away, cooldown, negotiation in flight). The peer's
+     * request (`peerRequest`) outranks our own reasons; it and a timed-out offer (`offerTimeout`) are kept when our
+     * media is up (`outlastsMedia`): the peer's media, or which offer it holds, is not ours to see. */
     this.pendingRestart = null;
     /** The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one
      * more cooldown for what that renegotiation does instead of crossing it at our cooldown's end. */
@@ -183,7 +184,11 @@ export class NegotiationMachine {
         // the peer asked for it: its media is the one down.
         if (reason === 'peerRequest') return this.#restart('peerRequest');
         if (this.mediaUp && !outlastsMedia(reason)) return [];
-        return this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
+        const made = this.#restart(reason === 'signalingReconnect' ? reason : 'signalingReconnect');
+        // Held back again (a cooldown, a renegotiation, the peer away): still owed for what it was, so that media
+        // flowing meanwhile does not drop a restart that outlasts it.
+        if (outlastsMedia(reason) && this.pendingRestart === 'signalingReconnect') this.pendingRestart = reason;
+        return made;
       }
       case 'remoteDescription':
         if (event.epoch != null && event.epoch < this.peerEpoch) return []; // from an older peer session
@@ -429,13 +434,13 @@ export class NegotiationMachine {
     if (this.peerSuspended) {
       // Away: nobody can answer (the relay would fail). Owed until it is back; a reason that outlasts media
       // is not displaced by one that does not.
-      if (!outlastsMedia(this.pendingRestart)) this.pendingRestart = reason;
+      this.#owe(reason);
       return [];
     }
     if (!this.isHost && this.restartsOnlyAsHost) return this.#askHostToRestart(reason);
     if (this.renewalPending) return []; // not on a wedged connection: its replacement offers afresh
     if (!this.signalingUp) {
-      this.pendingRestart = this.pendingRestart === 'peerRequest' ? 'peerRequest' : reason;
+      this.#owe(reason);
       return [];
     }
     if (this.inCooldown || this.makingOffer || this.answering || this.applyingRemote || this.signalingState === 'haveRemoteOffer') {
@@ -449,6 +454,12 @@ export class NegotiationMachine {
       this.signalingState = 'stable';
     }
     return [...actions, { type: 'iceRestartStarted', reason }, ...this.#offer(true)];
+  }
+
+  /** Remembers a restart for later: the newest reason, except that one which outlasts media (a timed-out offer the
+   *  peer may have taken) is not displaced by one that does not; the peer's own request always is kept. */
+  #owe(reason) {
+    if (reason === 'peerRequest' || !outlastsMedia(this.pendingRestart)) this.pendingRestart = reason;
   }
 
   // The guest that cannot restart in place asks the host, when the host can hear it and is not already
