@@ -165,14 +165,7 @@ import Testing
 
     /// Host "C-h" with guest "C-g", media flowing; the server restarts and the host is the first one back.
     func hostAloneAfterAServerRestart() throws -> CallEngine {
-        var host = CallEngine()
-        _ = host.handle(.joinRoom(rid))
-        _ = host.handle(.transportOpened(.ws))
-        _ = host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
-        _ = host.handle(.localDescriptionReady(.offer, sdp: "o"))
-        _ = host.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a"])))
-        _ = host.handle(.remoteDescriptionApplied(.answer))
-        _ = host.handle(.iceStateChanged(.connected))
+        var host = try hostInCall()
         _ = host.handle(.transportClosed(.networkError))
         _ = host.handle(.timerFired(.reconnectBackoff))
         _ = host.handle(.transportOpened(.ws))

@@ -448,12 +448,14 @@ function hostInCall() {
   return host;
 }
 
+/** `room_state` with host "C-h" connected and guest "C-g" as `status` says. */
+const roomState = (status, epoch) => message('room_state', {
+  hostCid: 'C-h', epoch,
+  participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
+}, { epoch });
+
 test('the peer returning from suspension with our media down triggers an ICE restart', () => {
   const host = hostInCall();
-  const roomState = (status, epoch) => message('room_state', {
-    hostCid: 'C-h', epoch,
-    participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
-  }, { epoch });
   host.handle(roomState('suspended', 3));
   host.handle({ type: 'iceStateChanged', state: 'disconnected' });
   const back = host.handle(roomState('connected', 4));
@@ -463,10 +465,6 @@ test('the peer returning from suspension with our media down triggers an ICE res
 
 test('the peer away (suspended): no restart offered to it and our status stays connected; back with media down, restarted', () => {
   const host = hostInCall();
-  const roomState = (status, epoch) => message('room_state', {
-    hostCid: 'C-h', epoch,
-    participants: [{ cid: 'C-h', joinedAt: 0, connectionStatus: 'connected' }, { cid: 'C-g', joinedAt: 0, connectionStatus: status }],
-  }, { epoch });
   host.handle(roomState('suspended', 3));
   const away = [host.handle({ type: 'iceStateChanged', state: 'disconnected' })];
   for (const timer of ['iceRestartDelay', 'retryingThreshold', 'retryEscalation']) away.push(host.handle({ type: 'timerFired', timer }));

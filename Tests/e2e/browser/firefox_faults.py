@@ -210,6 +210,22 @@ def agreed(net, timeout, what):
 ANSWER_HELD_S = 0.5
 
 
+def back_online(net, server, side):
+    """`side`'s page is told its network is back (`online`) while the other side's signaling is held ANSWER_HELD_S;
+    it restarts ICE. Returns that Peer, both sides' ICE credentials before, its restart count before, and when."""
+    peer, other = (net.a, net.b) if side == "A" else (net.b, net.a)
+    before = {p.name: p.page.evaluate("duet.ice") for p in (net.a, net.b)}
+    restarts_before = len(peer.page.evaluate("duet.iceRestarts"))
+    started = time.monotonic()
+    with chaos.blocked(f"INPUT -i {other.link} -p tcp --dport {server.port} -j DROP",
+                       what=f"{other.name}'s signaling held {ANSWER_HELD_S} s"):
+        peer.page.evaluate("window.dispatchEvent(new Event('online'))")
+        log(f"{side}'s page is back online")
+        time.sleep(ANSWER_HELD_S)
+    peer.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 5, message=f"{side} restarts ICE")
+    return peer, before, restarts_before, started
+
+
 def online_of(firefox_a, firefox_b, side):
     """A network change on one side (`side`: "A", the host, or "B"): its page is told the network is back (the
     `online` event a browser fires when an interface returns), so it restarts ICE at once (`networkOnline`). The
@@ -225,16 +241,7 @@ def online_of(firefox_a, firefox_b, side):
     def scenario(net):
         with chaos.serving() as server:
             pair_call(net, server, firefox_a, firefox_b)
-            peer, other = (net.a, net.b) if side == "A" else (net.b, net.a)
-            before = {p.name: p.page.evaluate("duet.ice") for p in (net.a, net.b)}
-            restarts_before = len(peer.page.evaluate("duet.iceRestarts"))
-            started = time.monotonic()
-            with chaos.blocked(f"INPUT -i {other.link} -p tcp --dport {server.port} -j DROP",
-                               what=f"{other.name}'s signaling held {ANSWER_HELD_S} s"):
-                peer.page.evaluate("window.dispatchEvent(new Event('online'))")
-                log(f"{side}'s page is back online")
-                time.sleep(ANSWER_HELD_S)
-            peer.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 5, message=f"{side} restarts ICE")
+            peer, before, restarts_before, started = back_online(net, server, side)
             chaos.expect(peer.page.evaluate("duet.iceRestarts")[restarts_before] == "networkOnline",
                          f"{side} restarted for being back online: {peer.page.evaluate('duet.iceRestarts')}")
             restart_through(net, before, peer)
@@ -256,16 +263,7 @@ def online_then_outage_of(firefox_a, firefox_b, side="B"):
     def scenario(net):
         with chaos.serving() as server:
             pair_call(net, server, firefox_a, firefox_b)
-            peer, other = (net.a, net.b) if side == "A" else (net.b, net.a)
-            before = {p.name: p.page.evaluate("duet.ice") for p in (net.a, net.b)}
-            restarts_before = len(peer.page.evaluate("duet.iceRestarts"))
-            started = time.monotonic()
-            with chaos.blocked(f"INPUT -i {other.link} -p tcp --dport {server.port} -j DROP",
-                               what=f"{other.name}'s signaling held {ANSWER_HELD_S} s"):
-                peer.page.evaluate("window.dispatchEvent(new Event('online'))")
-                log(f"{side}'s page is back online")
-                time.sleep(ANSWER_HELD_S)
-            peer.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 5, message=f"{side} restarts ICE")
+            peer, before, restarts_before, started = back_online(net, server, side)
             restart_through(net, before, peer)
             first = chaos.measured(net, started, 60, f"whole after {side}'s network change")
             log(f"whole {first} s after {side}'s network change; UDP between the two dropped for {OUTAGE_S} s")
