@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(name: "DuetCallTests", dependencies: ["DuetGStreamer", "DuetClient", "DuetTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DuetClientTests",
-            dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer"],
+            dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The room rules alone: no HTTP server linked.

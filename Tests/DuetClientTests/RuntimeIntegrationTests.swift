@@ -65,6 +65,31 @@ import Testing
         await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
     }
 
+    /// Issue 32's wedge through the runtime: the host's connection refuses the answer to its ICE restart, so the
+    /// runtime replaces it (`renewPeerConnection`) and the call heals on the new one, media flowing both ways. (CI
+    /// once reached this path by chance inside RuntimeQualityTests, where the simulated network gave the new connection
+    /// the closed one's state and the call never healed.)
+    @Test func aConnectionThatRefusesADescriptionIsReplacedAndTheCallHeals() async throws {
+        let server = try await TestServer.start()
+        var timing = SimulatedMediaNetwork.Timing()
+        timing.failAfterCut = .milliseconds(300)
+        let media = SimulatedMediaNetwork(timing: timing)
+        let (alice, bob) = try await startCall(server: server, media: media)
+        await media.refuseRemoteDescriptions(of: alice.engine)
+        await media.cut()
+        try await alice.waitFor("the refused answer replaced the connection", timeout: .seconds(15)) { participant in
+            await participant.events.contains { if case .iceRestart(.peerConnectionWedged) = $0 { true } else { false } }
+        }
+        await media.restore()
+        try await alice.waitInCallConnected(timeout: .seconds(15))
+        try await bob.waitInCallConnected(timeout: .seconds(15))
+        #expect(await alice.stats().peerConnectionsCreated == 2, "one replacement")
+        #expect(await bob.stats().peerConnectionsCreated == 1)
+        try await alice.framesKeepFlowing()
+        try await bob.framesKeepFlowing()
+        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+    }
+
     @Test func serverRestartRecoversTheRoom() async throws {
         let original = try await TestServer.start()
         let media = SimulatedMediaNetwork()

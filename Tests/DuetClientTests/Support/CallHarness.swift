@@ -2,6 +2,7 @@ import DuetClient
 import DuetProtocol
 import DuetTestSupport
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -48,6 +49,8 @@ final class Participant: Sendable {
     let engine: SimulatedWebRtcEngine
     let media: SimulatedMediaNetwork
     private let log = EventLog()
+    /// What the runtime logged at `warning` and above (a WebRTC command that failed, say): a failure shows it.
+    let warnings = WarningLog()
     private let reader: Task<Void, Never>
 
     init(server: TestServer, media: SimulatedMediaNetwork, name: String, clock: any Clock<Duration> = ContinuousClock(), sseOnly: Bool = false) async {
@@ -56,7 +59,9 @@ final class Participant: Sendable {
         var configuration = DuetCall.Configuration(server: server.baseURL)
         configuration.engine.sseOnly = sseOnly
         configuration.engine.jitterSeed = UInt64(name.hashValue & 0xffff)
-        call = DuetCall(configuration: configuration, engine: engine, clock: clock)
+        let warnings = self.warnings
+        let logger = Logger(label: "duet.call.\(name)") { label in RecordingLogHandler(label: label, into: warnings) }
+        call = DuetCall(configuration: configuration, engine: engine, clock: clock, logger: logger)
         let log = self.log
         let events = call.events
         reader = Task { for await event in events { await log.append(event) } }
@@ -88,7 +93,8 @@ final class Participant: Sendable {
             default: true
             }
         }
-        throw TestFailure("\(what) did not happen within \(timeout); events (without stats and quality): \(told.suffix(40))")
+        let warned = warnings.last(10)
+        throw TestFailure("\(what) did not happen within \(timeout); events (without stats and quality): \(told.suffix(40)); warnings: \(warned)")
     }
 
     func waitInCallConnected(timeout: Duration = .seconds(10)) async throws {
@@ -108,6 +114,34 @@ final class Participant: Sendable {
     func finish() async {
         await call.shutdown()
         reader.cancel()
+    }
+}
+
+/// A participant's warnings (the last 100) for its failure messages.
+final class WarningLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) {
+        lines.withLock { lines in
+            lines.append(line)
+            if lines.count > 100 { lines.removeFirst() }
+        }
+    }
+    func last(_ count: Int) -> [String] { lines.withLock { Array($0.suffix(count)) } }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let label: String
+    let into: WarningLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .warning
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        into.append("\(label): \(message) \(metadata ?? [:])")
     }
 }
 

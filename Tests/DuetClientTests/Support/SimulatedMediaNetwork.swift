@@ -45,6 +45,7 @@ public actor SimulatedMediaNetwork {
         var configuration = RtcConfiguration()
         var failedUfrag: String?
         var offers = 0
+        var refuseRemoteDescriptions = 0
     }
 
     private var peers: [Int: Peer] = [:]
@@ -105,10 +106,19 @@ public actor SimulatedMediaNetwork {
     // MARK: - Engine operations
 
     func ensurePeerConnection(_ id: Int, _ configuration: RtcConfiguration) {
-        guard peers[id]!.peerConnections == 0 || peers[id]!.closed else { return }
-        peers[id]!.peerConnections += 1
-        peers[id]!.closed = false
-        peers[id]!.configuration = configuration
+        guard var peer = peers[id], peer.peerConnections == 0 || peer.closed else { return }
+        // A new connection knows nothing of the one it replaces (a renewal after a wedge, issue 32): no descriptions,
+        // no credentials, no candidates, ICE `new`. Only what the engine counts over the whole call carries over.
+        peer = Peer(name: peer.name, continuation: peer.continuation, peerConnections: peer.peerConnections + 1,
+                    frames: peer.frames, localUfrags: peer.localUfrags, configuration: configuration, offers: peer.offers,
+                    refuseRemoteDescriptions: peer.refuseRemoteDescriptions)
+        peers[id] = peer
+    }
+
+    /// The engine's next `count` remote descriptions are refused, as a connection a browser has wedged refuses them
+    /// (issue 32: Chromium refusing an answer whose DTLS role Firefox flipped).
+    public func refuseRemoteDescriptions(of engine: SimulatedWebRtcEngine, count: Int = 1) {
+        peers[engine.id]!.refuseRemoteDescriptions += count
     }
 
     func setConfiguration(_ id: Int, _ configuration: RtcConfiguration) { peers[id]!.configuration = configuration }
@@ -144,9 +154,16 @@ public actor SimulatedMediaNetwork {
     func setRemote(_ id: Int, kind: NegotiationMachine.DescriptionKind, sdp text: String) throws {
         var peer = try live(id)
         guard let ufrag = Self.ufrag(in: text) else { throw SimulatedWebRtcError.badDescription }
+        if peer.refuseRemoteDescriptions > 0 {
+            peers[id]!.refuseRemoteDescriptions -= 1
+            throw SimulatedWebRtcError.refused
+        }
         switch kind {
         case .offer:
-            guard peer.signaling == .stable else { throw SimulatedWebRtcError.wrongState("remote offer in \(peer.signaling)") }
+            // JSEP lets a remote offer replace one not answered yet (have-remote-offer → have-remote-offer).
+            guard peer.signaling == .stable || peer.signaling == .haveRemoteOffer else {
+                throw SimulatedWebRtcError.wrongState("remote offer in \(peer.signaling)")
+            }
             peer.signaling = .haveRemoteOffer
         case .answer:
             guard peer.signaling == .haveLocalOffer else { throw SimulatedWebRtcError.wrongState("remote answer in \(peer.signaling)") }
@@ -308,6 +325,7 @@ public enum SimulatedWebRtcError: Error, Equatable {
     case noPeerConnection
     case wrongState(String)
     case badDescription
+    case refused
 }
 
 /// One side of a simulated call; all state lives in its `SimulatedMediaNetwork`.
