@@ -47,6 +47,11 @@ import Testing
     @Test func aConnectionWedgedByAFlippedDTLSRoleIsReplaced() async throws {
         try await run("firefox-hosts-chromium-restarts", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
     }
+    /// Issue 51 point 3, off by default: with `?keep-dtls-role=1` Chromium's restart offer names the role it holds,
+    /// Firefox's answer keeps it, nothing is refused and no connection replaced; its time to whole is measured.
+    @Test func aChromiumRestartNamingItsDTLSRoleIsAnsweredWithoutAFlip() async throws {
+        try await run("firefox-hosts-chromium-role-kept", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
+    }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }

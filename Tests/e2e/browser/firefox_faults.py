@@ -70,21 +70,26 @@ PAIR_TITLES = {"firefox-hosts-chromium": "Firefox hosts · Chromium", "chromium-
                "firefox-pair": "Firefox · Firefox"}
 
 
-def pair_call(net, server, firefox_a, firefox_b):
-    """A hosts (joins first, offers), B joins; each side Firefox or Chromium as told."""
+def pair_call(net, server, firefox_a, firefox_b, query=""):
+    """A hosts (joins first, offers), B joins; each side Firefox or Chromium as told, each page's URL with `query`."""
     room = server.new_room()
     for peer, firefox in ((net.a, firefox_a), (net.b, firefox_b)):
         origin = f"http://{peer.gateway}:{server.port}"
-        url = f"{origin}/call/{room}"
+        url = f"{origin}/call/{room}{query}"
         page = open_firefox(peer, url, origin) if firefox else peer.open(url, origin)
         if peer is net.a:
             page.wait_for("duet.phase === 'waiting'", 20, message="A waits (it hosts)")
     chaos.wait_whole(net, 40, "call established")
 
 
-def mixed_call(net, server, first_firefox):
+def mixed_call(net, server, first_firefox, query=""):
     """A hosts, B joins; Firefox on the side `first_firefox` says, Chromium on the other."""
-    pair_call(net, server, first_firefox, not first_firefox)
+    pair_call(net, server, first_firefox, not first_firefox, query)
+
+
+def refused_commands(net):
+    """Every WebRTC command either page's browser refused in this call (its `duet.rtcLog` entries marked not ok)."""
+    return {p.name: [e for e in p.page.evaluate("duet.rtcLog") if e.get("ok") is False] for p in (net.a, net.b)}
 
 
 def media_cut_of(pair):
@@ -143,8 +148,8 @@ def black_hole_of_b(firefox_a, firefox_b):
 
 
 def restart_by_chromium_b():
-    """Issue 32's wedge, on purpose: Firefox hosts (its offer `actpass`, Chromium's answer `active`: Firefox is the
-    DTLS server), and Chromium restarts ICE in place (its page comes back online). Firefox answers every restart offer
+    """Issue 32's wedge: Firefox hosts (its offer `actpass`, Chromium's answer `active`: Firefox is the DTLS server),
+    and Chromium restarts ICE in place (its page comes back online). Firefox answers every `actpass` restart offer
     with `a=setup:active` (JsepSessionImpl re-picks the answerer's role when ICE restarts), flipping the established
     role; Chromium refuses it ("Failed to set SSL role for the transport") and its connection is wedged for good:
     rollback and every later description fail. Media goes on over the old path, so nobody notices — until the next
@@ -158,7 +163,7 @@ def restart_by_chromium_b():
             before = len(net.b.page.evaluate("duet.iceRestarts"))
             started = time.monotonic()
             net.b.page.evaluate("window.dispatchEvent(new Event('online'))")
-            log("B (Chromium) back online: it restarts ICE, Firefox answers")
+            log("B (Chromium) back online: it restarts ICE, Firefox answers with the role flipped")
             net.b.page.wait_for(f"duet.iceRestarts.length > {before}", 5, message="B restarts ICE")
             first = chaos.measured(net, started, 60, "whole after Chromium's restart was answered with the DTLS role flipped")
             log(f"whole {first} s after B's restart; B's link cut for 10 s")
@@ -170,6 +175,36 @@ def restart_by_chromium_b():
             chaos.expect(restarts[:1] == ["networkOnline"], f"B restarted for being back online first: {restarts}")
             chaos.expect(restarts.count("peerConnectionWedged") == 1, f"B replaced its wedged connection once: {restarts}")
             return recovery, chaos.how_it_recovered(net)
+    return scenario
+
+
+def role_kept_by_chromium_b():
+    """Issue 51 point 3, the experiment that is off by default (`?keep-dtls-role=1` on both pages): as
+    restart_by_chromium_b, but Chromium's restart offer names the role it holds (`a=setup:active`,
+    runtime/dtls-role.js), so Firefox answers `passive`: no command refused on either side, no connection replaced.
+    Its time is from B's restart to whole (media both ways), the quantity that decides between the two ways: in place,
+    libwebrtc's new ports can pair with Firefox's old-generation candidates, which Firefox's old ICE stream answers,
+    and Firefox hears nothing until Chromium moves to the new generation (docs/call-engine.md)."""
+    def scenario(net):
+        with chaos.serving() as server:
+            mixed_call(net, server, True, query="?keep-dtls-role=1")
+            before = len(net.b.page.evaluate("duet.iceRestarts"))
+            logged = len(net.b.page.evaluate("duet.rtcLog"))
+            started = time.monotonic()
+            net.b.page.evaluate("window.dispatchEvent(new Event('online'))")
+            log("B (Chromium) back online: it restarts ICE naming its DTLS role, Firefox answers")
+            net.b.page.wait_for(f"duet.iceRestarts.length > {before}", 5, message="B restarts ICE")
+            first = chaos.measured(net, started, 60, "whole after Chromium's restart was answered")
+            answers = [e for e in net.b.page.evaluate("duet.rtcLog")[logged:]
+                       if e["type"] == "setRemoteDescription" and e.get("kind") == "answer"]
+            chaos.expect(answers and answers[0].get("setup") == "passive",
+                         f"Firefox answered B's restart keeping its DTLS server role: {answers}")
+            restarts = net.b.page.evaluate("duet.iceRestarts")[before:]
+            chaos.expect(restarts[:1] == ["networkOnline"], f"B restarted for being back online first: {restarts}")
+            chaos.expect("peerConnectionWedged" not in restarts, f"B's connection was never replaced: {restarts}")
+            refused = refused_commands(net)
+            chaos.expect(refused == {"A": [], "B": []}, f"no WebRTC command refused: {refused}")
+            return first, chaos.how_it_recovered(net)
     return scenario
 
 
@@ -337,6 +372,7 @@ ONLINE_PAIRS = {"chromium-pair": (False, False), **PAIRS}
 
 SCENARIOS = {
     "firefox-hosts-chromium-restarts": ("Firefox hosts, Chromium restarts ICE (answered with the DTLS role flipped), then Chromium's link is cut 10 s", restart_by_chromium_b()),
+    "firefox-hosts-chromium-role-kept": ("Firefox hosts, Chromium restarts ICE naming its DTLS role (`?keep-dtls-role=1`): nothing refused; time to whole after the restart", role_kept_by_chromium_b()),
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True, False)),
     "chromium-hosts-firefox-cut": ("Chromium hosts, Firefox's link cut 10 s", cut_of_b(False, True, firefox_watchdog=True)),
     "firefox-pair-cut": ("Firefox · Firefox, B's link cut 10 s", cut_of_b(True, True, firefox_watchdog=True)),
@@ -379,6 +415,8 @@ OWN_ROWS = {
 PAIR_ONLY = {
     "dtls-role-flipped": ("Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut",
                           {"firefox-hosts-chromium": "firefox-hosts-chromium-restarts"}),
+    "dtls-role-kept": ("Chromium's ICE restart naming its DTLS role (`?keep-dtls-role=1`, off by default): time to whole after it",
+                       {"firefox-hosts-chromium": "firefox-hosts-chromium-role-kept"}),
 }
 
 

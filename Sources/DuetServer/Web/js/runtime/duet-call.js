@@ -17,16 +17,17 @@ import { sdpOrigin } from '../machines/sdp-origin.js';
 
 const RTC_LOG_MAX = 200;
 
-/** A description as the log names it: its o= session id and version, and its ICE username(s). */
+/** A description as the log names it: its o= session id and version, its ICE username(s) and its DTLS role(s) (a=setup). */
 function describeSdp(sdp) {
   const origin = sdpOrigin(sdp);
   const ufrags = [...new Set([...sdp.matchAll(/^a=ice-ufrag:(\S+)/gm)].map((m) => m[1]))];
-  return { origin: origin ? `${origin.sessionId}/${origin.version}` : null, ufrag: ufrags.join(',') };
+  const setups = [...new Set([...sdp.matchAll(/^a=setup:(\w+)/gm)].map((m) => m[1]))];
+  return { origin: origin ? `${origin.sessionId}/${origin.version}` : null, ufrag: ufrags.join(','), setup: setups.join(',') };
 }
 
 export class DuetCall extends EventTarget {
   /** linkKey: the call link's key bytes (#k=, parseLinkKey), or null: the call is then "not verified". */
-  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null, deviceId = null, quietJoin = false, prepareSnapshot = null }) {
+  constructor({ baseUrl, localMedia, sseOnly = false, relayOnly = false, fallbackIceServers = [], resume = null, mediaState = undefined, linkKey = null, deviceId = null, quietJoin = false, prepareSnapshot = null, keepsDtlsRole = false }) {
     super();
     // The seed's join snapshot (issue 31): `prepareSnapshot()` resolves a snapshot id or null (ringing/snapshot.js);
     // the engine waits for it at most SNAPSHOT_PREPARE_TIMEOUT_MS.
@@ -66,6 +67,7 @@ export class DuetCall extends EventTarget {
     this.connectivity = new ConnectivityFacts({ relayOnly });
     this.peer = new PeerConnection({
       localMedia,
+      keepsDtlsRole,
       onEvent: (input) => this.feed(input),
       onRemoteStream: (stream) => this.emit('remotestream', stream),
       onLocalCandidate: (candidate) => this.noteConnectivity((c) => c.localCandidate(candidate)),

@@ -1,6 +1,8 @@
 // The browser's RTCPeerConnection behind the engine's WebRTC commands. It makes no decisions: offers,
 // restarts and rollbacks happen when the engine says so, and every state change goes back to it.
 
+import { establishedDtlsRole, offerKeepingDtlsRole } from './dtls-role.js';
+
 // What stats() reports, all cumulative since the connection was made: video frames decoded; audio packets
 // received, samples played out (including concealed ones), concealed samples, and the audio's total energy and
 // duration (mean power over a window = Δenergy / Δduration); the selected pair's candidate types (host, srflx,
@@ -26,7 +28,7 @@ export class PeerConnection {
   // onConfigurationRefused (optional): (configuration, error) when the browser refuses the configuration
   // (`new RTCPeerConnection` or setConfiguration throws, say on a malformed ICE server URL); the error is rethrown.
   constructor({ localMedia, onEvent, onRemoteStream, onLocalCandidate = () => {}, onCandidateError = () => {},
-    onConfigurationRefused = () => {}, holdsRestartOffer = !isGecko() }) {
+    onConfigurationRefused = () => {}, holdsRestartOffer = !isGecko(), keepsDtlsRole = false }) {
     this.localMedia = localMedia;
     this.onEvent = onEvent;
     this.onRemoteStream = onRemoteStream;
@@ -35,6 +37,10 @@ export class PeerConnection {
     this.onConfigurationRefused = onConfigurationRefused;
     // Whether an ICE restart offer is applied with its answer rather than at once (createOffer says why).
     this.holdsRestartOffer = holdsRestartOffer;
+    // Whether offers name the DTLS role this side holds (runtime/dtls-role.js). Off by default: measured, a
+    // Chromium restart under a Firefox host heals faster through the refusal and a new connection than in place
+    // (docs/call-engine.md, "Keeping the DTLS role"); on with the call page's `?keep-dtls-role=1`.
+    this.keepsDtlsRole = keepsDtlsRole;
     this.pc = null;
     // The ICE restart offer sent and not yet applied ({pc, offer}; createOffer says why), null without one.
     this.unappliedOffer = null;
@@ -97,15 +103,17 @@ export class PeerConnection {
   // its new ports with the old candidates it already has, and Firefox's old stream answers those too: with Firefox's
   // candidates an answer's round trip late, chromium-hosts-firefox-online-b went silent the same way, every run.
   // The cost: a libwebrtc restart gathers (TURN allocations included) one signaling round trip later.
+  // With keepsDtlsRole, the offer sent names the DTLS role this side already holds (runtime/dtls-role.js).
   async createOffer(iceRestart) {
     this.unappliedOffer = null;
+    const role = this.keepsDtlsRole ? establishedDtlsRole(this.pc.currentLocalDescription, this.pc.currentRemoteDescription) : null;
     const offer = await this.pc.createOffer({ iceRestart });
     if (iceRestart && this.holdsRestartOffer) {
       this.unappliedOffer = { pc: this.pc, offer };
-      return offer.sdp;
+      return offerKeepingDtlsRole(offer.sdp, role);
     }
     await this.pc.setLocalDescription(offer);
-    return this.pc.localDescription.sdp;
+    return offerKeepingDtlsRole(this.pc.localDescription.sdp, role);
   }
 
   async createAnswer() {

@@ -300,6 +300,7 @@ function joinCall() {
     linkKey: verifyingKey,
     deviceId: deviceId(),
     quietJoin: options.get('ring') === '1',
+    keepsDtlsRole: options.get('keep-dtls-role') === '1',
     // A join about to ring sends no join alert, so no join snapshot: the ring takes its own. Nor does a seat coming
     // back after a reload (it is no news), which must not wait for one.
     prepareSnapshot: options.get('ring') === '1' || resume || !savedCalls.get(roomId)?.memberToken ? null : () => snapshotOfMe('join'),
