@@ -108,10 +108,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The version and the commit a build was made from (`--version`).
+        .plugin(name: "StampCommit", capability: .buildTool()),
+        .target(name: "DuetVersion", swiftSettings: strict, plugins: ["StampCommit"]),
         .executableTarget(
             name: "duet",
             dependencies: [
-                "DuetServer", "DuetProtocol",
+                "DuetServer", "DuetProtocol", "DuetVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -135,7 +138,7 @@ let package = Package(
         .executableTarget(
             name: "duet-call",
             dependencies: [
-                "DuetGStreamer", "DuetClient", "DuetProtocol",
+                "DuetGStreamer", "DuetClient", "DuetProtocol", "DuetVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

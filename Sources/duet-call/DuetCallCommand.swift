@@ -2,6 +2,7 @@ import ArgumentParser
 import DuetClient
 import DuetProtocol
 import DuetGStreamer
+import DuetVersion
 import Foundation
 import Logging
 
@@ -17,7 +18,8 @@ struct DuetCallCommand: AsyncParsableCommand {
             not be joined (invalid room, full, ended, timed out), 4 the room ended during the call, 5 replaced, \
             6 intercepted, 7 --ring declined, 8 --ring not answered, 9 --ring reached nobody, 10 --answer got no ring, \
             64 bad arguments.
-            """)
+            """,
+        version: DuetVersion.description)
 
     @Argument(help: "A call link (http://host:port/call/ROOM, with #k=KEY when it has one) or a room id.")
     var link: String

@@ -1,4 +1,4 @@
-/// `duet call`'s exit codes (also in the README).
+/// `duet call`'s exit codes (also in docs/duet-call.md).
 enum ExitCodes {
     /// Left: Ctrl-C, SIGTERM, or `--duration` elapsed.
     static let left: Int32 = 0
