@@ -124,7 +124,9 @@ let package = Package(
         .systemLibrary(
             name: "CGStreamer",
             pkgConfig: "gstreamer-webrtc-1.0",
-            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-bad1.0-dev", "libgstreamer-plugins-base1.0-dev", "libnice-dev"])]),
+            providers: [
+                .apt(["libgstreamer1.0-dev", "libgstreamer-plugins-bad1.0-dev", "libgstreamer-plugins-base1.0-dev", "libnice-dev"])
+            ]),
         // The C side of the GStreamer engine: variadic GObject calls, casts and callbacks Swift cannot make.
         .target(
             name: "GStreamerShim", dependencies: ["CGStreamer"], cSettings: [.define("GST_USE_UNSTABLE_API")],

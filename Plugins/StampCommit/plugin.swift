@@ -14,10 +14,12 @@ import PackagePlugin
             line="package let buildCommit = \\"$commit\\""
             [ "$(cat "$2/Commit.swift" 2>/dev/null)" = "$line" ] || printf '%s\\n' "$line" > "$2/Commit.swift"
             """
-        return [.prebuildCommand(
-            displayName: "Stamp the git commit into DuetVersion",
-            executable: URL(fileURLWithPath: "/bin/sh"),
-            arguments: ["-c", script, "stamp-commit", context.package.directoryURL.path, output.path],
-            outputFilesDirectory: output)]
+        return [
+            .prebuildCommand(
+                displayName: "Stamp the git commit into DuetVersion",
+                executable: URL(fileURLWithPath: "/bin/sh"),
+                arguments: ["-c", script, "stamp-commit", context.package.directoryURL.path, output.path],
+                outputFilesDirectory: output)
+        ]
     }
 }

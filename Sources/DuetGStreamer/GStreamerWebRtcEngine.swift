@@ -23,7 +23,10 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         /// a short cut heals on the path the session already has (browsers cannot follow a fresh DTLS
         /// session), a long one — a new network — needs new candidates.
         public var freshSessionAfter: Duration
-        public init(audioOnly: Bool = false, iceAddresses: [String] = [], silenceTimeout: Duration = .seconds(3), freshSessionAfter: Duration = .seconds(30)) {
+        public init(
+            audioOnly: Bool = false, iceAddresses: [String] = [], silenceTimeout: Duration = .seconds(3),
+            freshSessionAfter: Duration = .seconds(30)
+        ) {
             self.audioOnly = audioOnly
             self.iceAddresses = iceAddresses
             self.silenceTimeout = silenceTimeout
@@ -142,7 +145,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     public func addRemoteCandidate(_ candidate: IceCandidate?) async throws {
         // Retained under the lock: a close or a fresh session meanwhile cannot free it under the call.
-        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return }
+        guard
+            let peer = lock.withLock({
+                peer.map {
+                    duet_peer_retain($0)
+                    return PeerHandle(pointer: $0)
+                }
+            })
+        else { return }
         defer { duet_peer_release(peer.pointer) }
         guard let candidate else {
             duet_peer_add_candidate(peer.pointer, 0, nil)
@@ -175,7 +185,14 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public var checksRemoteCertificates: Bool { false }
 
     public func remoteCertificatesDER() async -> [[UInt8]] {
-        guard let peer = lock.withLock({ peer.map { duet_peer_retain($0); return PeerHandle(pointer: $0) } }) else { return [] }
+        guard
+            let peer = lock.withLock({
+                peer.map {
+                    duet_peer_retain($0)
+                    return PeerHandle(pointer: $0)
+                }
+            })
+        else { return [] }
         defer { duet_peer_release(peer.pointer) }
         guard let pem = duet_peer_remote_certificates(peer.pointer) else { return [] }
         defer { duet_string_free(pem) }
@@ -185,7 +202,13 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     public func stats() async -> CallStats? {
         // Retained under the lock: a close meanwhile cannot free the peer under the stats call. The carried
         // totals are read with it, so a session replaced meanwhile is not counted twice.
-        guard let (peer, base) = lock.withLock({ peer.map { duet_peer_retain($0); return (PeerHandle(pointer: $0), carried) } })
+        guard
+            let (peer, base) = lock.withLock({
+                peer.map {
+                    duet_peer_retain($0)
+                    return (PeerHandle(pointer: $0), carried)
+                }
+            })
         else { return nil }
         // `duet_peer_stats` blocks until webrtcbin answers: keep it off the cooperative pool.
         let (stats, report) = await withCheckedContinuation { (done: CheckedContinuation<(DuetStats, String?), Never>) in
@@ -246,8 +269,9 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
         var samples = 0
 
         func adding(_ stats: DuetStats) -> Received {
-            Received(frames: frames + Int(stats.video_frames), packets: packets + Int(stats.audio_packets),
-                     samples: samples + Int(stats.audio_samples))
+            Received(
+                frames: frames + Int(stats.video_frames), packets: packets + Int(stats.audio_packets),
+                samples: samples + Int(stats.audio_samples))
         }
     }
 
@@ -413,26 +437,28 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
     fileprivate func state(kind: Int32, value: Int32) {
         switch Int(kind) {
         case DUET_STATE_ICE_CONNECTION:
-            let mapped: NegotiationMachine.IceState = switch value {
-            case 0: .new
-            case 1: .checking
-            case 2: .connected
-            case 3: .completed
-            case 4: .failed
-            case 5: .disconnected
-            default: .closed
-            }
+            let mapped: NegotiationMachine.IceState =
+                switch value {
+                case 0: .new
+                case 1: .checking
+                case 2: .connected
+                case 3: .completed
+                case 4: .failed
+                case 5: .disconnected
+                default: .closed
+                }
             lock.withLock { reportedIce = mapped }
             sink.yield(.iceConnectionState(mapped))
         case DUET_STATE_CONNECTION:
-            let mapped: NegotiationMachine.IceState = switch value {
-            case 0: .new
-            case 1: .checking
-            case 2: .connected
-            case 3: .disconnected
-            case 4: .failed
-            default: .closed
-            }
+            let mapped: NegotiationMachine.IceState =
+                switch value {
+                case 0: .new
+                case 1: .checking
+                case 2: .connected
+                case 3: .disconnected
+                case 4: .failed
+                default: .closed
+                }
             sink.yield(.connectionState(mapped))
         case DUET_STATE_SIGNALING:
             switch value {
@@ -515,7 +541,9 @@ private struct PeerHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
-private func onCandidate(_ context: UnsafeMutableRawPointer?, _ mline: UInt32, _ mid: UnsafePointer<CChar>?, _ candidate: UnsafePointer<CChar>?) {
+private func onCandidate(
+    _ context: UnsafeMutableRawPointer?, _ mline: UInt32, _ mid: UnsafePointer<CChar>?, _ candidate: UnsafePointer<CChar>?
+) {
     guard let context, let candidate else { return }
     let engine = Unmanaged<GStreamerWebRtcEngine>.fromOpaque(context).takeUnretainedValue()
     engine.candidate(mline: mline, mid: mid.map { String(cString: $0) }, candidate: String(cString: candidate))
@@ -544,7 +572,8 @@ struct PayloadTypes: Equatable, Sendable {
     static func offered(in sdp: String, over current: PayloadTypes) -> PayloadTypes {
         var found = current
         var media = ""
-        var opus: Int?, vp8: Int?
+        var opus: Int?
+        var vp8: Int?
         for line in sdp.split(whereSeparator: \.isNewline) {
             if line.hasPrefix("m=") { media = String(line.dropFirst(2).prefix { $0 != " " }) }
             guard line.hasPrefix("a=rtpmap:") else { continue }

@@ -2,11 +2,11 @@ import Crypto
 import DuetProtocol
 import DuetRooms
 import Foundation
+import HTTPTypes
 import Hummingbird
-import Logging
 import HummingbirdCore
 import HummingbirdTLS
-import HTTPTypes
+import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
@@ -45,8 +45,10 @@ public final class DuetServer: Sendable {
         }
         let secrets = try ServerSecrets.loadOrCreate(in: configuration.dataDirectory)
         let vapid = try VAPIDKey.loadOrCreate(in: configuration.dataDirectory)
-        let store: SQLiteRoomStateStore? = configuration.persistsRoomState
-            ? SQLiteRoomStateStore(path: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("rooms.sqlite").path) : nil
+        let store: SQLiteRoomStateStore? =
+            configuration.persistsRoomState
+            ? SQLiteRoomStateStore(path: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("rooms.sqlite").path)
+            : nil
         try self.init(
             configuration: configuration, logger: logger, handleSignals: handleSignals, secrets: secrets, vapid: vapid, store: store,
             pushStore: store ?? InMemoryPushSubscriptions(), engine: "sqlite")
@@ -90,7 +92,8 @@ public final class DuetServer: Sendable {
         let storeQueue = store.map { _ in StoreQueue() }
         let authorities = SignalingCore.Authorities(
             roomIds: RoomIdAuthority(key: secrets.key(secrets.roomIdSecret)),
-            reconnectTokens: ReconnectTokenAuthority(key: secrets.key(secrets.reconnectSecret), ttlMs: configuration.reconnectTokenTTL.milliseconds),
+            reconnectTokens: ReconnectTokenAuthority(
+                key: secrets.key(secrets.reconnectSecret), ttlMs: configuration.reconnectTokenTTL.milliseconds),
             turnTokens: TurnTokenAuthority(key: secrets.key(secrets.turnTokenSecret), ttlMs: configuration.turnTokenTTL.milliseconds),
             memberTokens: MemberTokenAuthority(key: secrets.derivedKey("member tokens v1")))
         var settings = SignalingCore.Settings()
@@ -134,7 +137,8 @@ public final class DuetServer: Sendable {
             upgrades: IPRateLimiter(rule: configuration.rateRules.upgrades, enabled: limits),
             sse: IPRateLimiter(rule: configuration.rateRules.sse, enabled: limits),
             api: IPRateLimiter(rule: configuration.rateRules.api, enabled: limits),
-            connections: ConnectionLimiter(limits: .init(perAddress: configuration.maxConnectionsPerAddress, total: configuration.maxConnections)),
+            connections: ConnectionLimiter(
+                limits: .init(perAddress: configuration.maxConnectionsPerAddress, total: configuration.maxConnections)),
             metrics: metrics)
 
         let router = Router(context: DuetRequestContext.self)
@@ -149,12 +153,15 @@ public final class DuetServer: Sendable {
         securityHeaders.apply(to: &sseHeaders)
         let sse = SSEEndpoint(hub: hub, gate: gate, pingInterval: .init(configuration.pingInterval), commonHeaders: sseHeaders)
         let stun = configuration.stunPort.map {
-            STUNService(host: configuration.host, port: $0, required: configuration.stunPortRequired, rateLimits: limits, metrics: metrics, logger: logger)
+            STUNService(
+                host: configuration.host, port: $0, required: configuration.stunPortRequired, rateLimits: limits, metrics: metrics,
+                logger: logger)
         }
         self.stun = stun
         let iceServers = IceServerList(
             ownStunPort: { stun?.boundPort }, stunURIs: configuration.stunURIs,
-            turn: TurnCredentialIssuer(secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
+            turn: TurnCredentialIssuer(
+                secret: configuration.turnSecret, uris: configuration.turnURIs, ttlSeconds: configuration.turnCredentialTTLSeconds),
             ttlSeconds: configuration.turnCredentialTTLSeconds, listenHost: configuration.host)
         APIRoutes(
             hub: hub, gate: gate, roomIds: authorities.roomIds, turnTokens: authorities.turnTokens,
@@ -165,9 +172,13 @@ public final class DuetServer: Sendable {
             hub: hub, gate: gate, roomIds: authorities.roomIds, vapid: vapid, subscriptions: pushStore,
             destinations: pushSettings.destinations
         ).register(on: router)
-        SnapshotRoutes(hub: hub, gate: gate, roomIds: authorities.roomIds, subscriptions: pushStore, snapshots: snapshots).register(on: router)
+        SnapshotRoutes(hub: hub, gate: gate, roomIds: authorities.roomIds, subscriptions: pushStore, snapshots: snapshots).register(
+            on: router)
         RingRoutes(hub: hub, gate: gate).register(on: router)
-        OperationsRoutes(hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth, connections: gate.connections).register(on: router)
+        OperationsRoutes(
+            hub: hub, metrics: metrics, token: configuration.metricsToken, addresses: addresses, store: storeHealth,
+            connections: gate.connections
+        ).register(on: router)
         WebClientRoutes(assets: assets).register(on: router)
 
         let (listening, listeningContinuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -192,9 +203,13 @@ public final class DuetServer: Sendable {
         var storeService: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let store, let storeQueue, let storeHealth {
             // First in the group: shut down last, after the connections' last facts were queued.
-            storeService = [.init(service: StoreService(
-                store: store, changes: store.changes(), rings: store.ringMessages(), queue: storeQueue, hub: hub, health: storeHealth,
-                metrics: metrics, logger: logger))]
+            storeService = [
+                .init(
+                    service: StoreService(
+                        store: store, changes: store.changes(), rings: store.ringMessages(), queue: storeQueue, hub: hub,
+                        health: storeHealth,
+                        metrics: metrics, logger: logger))
+            ]
         }
         self.group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -248,7 +263,8 @@ public final class DuetServer: Sendable {
             logger.info("room state loaded", metadata: ["store": "\(storeHealth.engine)", "facts": "\(loaded.count)"])
         } else {
             metrics.storeState(up: false, pending: 0)
-            logger.error("room state not loaded: serving from memory until the store answers", metadata: ["store": "\(storeHealth.summary)"])
+            logger.error(
+                "room state not loaded: serving from memory until the store answers", metadata: ["store": "\(storeHealth.summary)"])
         }
     }
 
@@ -261,16 +277,19 @@ public final class DuetServer: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(files.certificateChain)
         } catch {
-            throw ConfigurationError("cannot read the TLS certificate chain \(files.certificateChain) (\(error)); it must be a PEM file readable by this user")
+            throw ConfigurationError(
+                "cannot read the TLS certificate chain \(files.certificateChain) (\(error)); it must be a PEM file readable by this user")
         }
         guard !chain.isEmpty else { throw ConfigurationError("\(files.certificateChain) holds no PEM certificate") }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: files.privateKey, format: .pem)
         } catch {
-            throw ConfigurationError("cannot read the TLS private key \(files.privateKey) (\(error)); it must be an unencrypted PEM key readable by this user")
+            throw ConfigurationError(
+                "cannot read the TLS private key \(files.privateKey) (\(error)); it must be an unencrypted PEM key readable by this user")
         }
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         // TLS 1.0 and 1.1 are deprecated (RFC 8996); every browser that can make a WebRTC call speaks 1.2.
         configuration.minimumTLSVersion = .tlsv12
         do {

@@ -7,7 +7,9 @@ public struct CommandResult: Sendable {
     public var stderr: String
 }
 
-public func runCommand(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+public func runCommand(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws
+    -> CommandResult
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments

@@ -4,9 +4,9 @@ import DuetServer
 import DuetTransport
 import Foundation
 import Logging
-import Synchronization
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// Shared by the test targets (not a product).
 ///
@@ -20,7 +20,9 @@ public final class TestServer: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(port)/" }
     public var webSocketURL: String { "ws://127.0.0.1:\(port)/ws" }
 
-    public static func start(dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
+    public static func start(dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in })
+        async throws -> TestServer
+    {
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
@@ -110,11 +112,14 @@ public final class TestServer: Sendable {
         public var headers: [String: String] = [:]
     }
 
-    public func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
+    public func http(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult
+    {
         try await Self.http(baseURL, method, path, body: body, headers: headers)
     }
 
-    public static func http(_ baseURL: String, _ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = []) async throws -> HTTPResult {
+    public static func http(_ baseURL: String, _ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = [])
+        async throws -> HTTPResult
+    {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }

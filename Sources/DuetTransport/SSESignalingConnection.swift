@@ -145,7 +145,8 @@ public final class SSESignalingConnection: SignalingConnection {
         }
         switch await opened.wait(timeout: timeout) {
         case .success?:
-            return SSESignalingConnection(sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient, pending: pending, postToken: postToken)
+            return SSESignalingConnection(
+                sid: sid, events: events, posts: posts, task: task, closedByClient: closedByClient, pending: pending, postToken: postToken)
         case .failure(let error)?:
             task.cancel()
             throw error

@@ -66,8 +66,11 @@ public enum SignalingURL {
     /// `ws(s)://host/ws[?rid=ROOM]` for the server `http(s)://host/`.
     public static func webSocket(server: String, roomId: String? = nil) -> String {
         var base = server.hasSuffix("/") ? server : server + "/"
-        if base.hasPrefix("https://") { base = "wss://" + base.dropFirst("https://".count) }
-        else if base.hasPrefix("http://") { base = "ws://" + base.dropFirst("http://".count) }
+        if base.hasPrefix("https://") {
+            base = "wss://" + base.dropFirst("https://".count)
+        } else if base.hasPrefix("http://") {
+            base = "ws://" + base.dropFirst("http://".count)
+        }
         return base + "ws" + (roomId.map { "?rid=" + queryComponent($0) } ?? "")
     }
 
@@ -84,8 +87,8 @@ public enum SignalingURL {
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "!"), UInt8(ascii: "~"),
-                 UInt8(ascii: "*"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"):
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "!"), UInt8(ascii: "~"),
+                UInt8(ascii: "*"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 let hex = Array("0123456789ABCDEF".unicodeScalars)

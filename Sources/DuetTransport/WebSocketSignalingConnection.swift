@@ -18,7 +18,10 @@ public final class WebSocketSignalingConnection: SignalingConnection {
         case close
     }
 
-    private init(events: AsyncStream<SignalingEvent>, commands: AsyncStream<Command>.Continuation, task: Task<Void, Never>, closedByClient: SharedFlag) {
+    private init(
+        events: AsyncStream<SignalingEvent>, commands: AsyncStream<Command>.Continuation, task: Task<Void, Never>,
+        closedByClient: SharedFlag
+    ) {
         self.events = events
         self.commands = commands
         self.task = task
@@ -53,16 +56,18 @@ public final class WebSocketSignalingConnection: SignalingConnection {
                             }
                         }
                         for try await message in inbound.messages(maxSize: 1 << 20) {
-                            let bytes: [UInt8] = switch message {
-                            case .text(let text): Array(text.utf8)
-                            case .binary(let buffer): Array(buffer.readableBytesView)
-                            }
+                            let bytes: [UInt8] =
+                                switch message {
+                                case .text(let text): Array(text.utf8)
+                                case .binary(let buffer): Array(buffer.readableBytesView)
+                                }
                             eventSink.yield(Self.event(from: bytes))
                         }
                         group.cancelAll()
                     }
                 }
-                let reason: SignalingCloseReason = closedByClient.isSet
+                let reason: SignalingCloseReason =
+                    closedByClient.isSet
                     ? .byClient
                     : .byServer(code: closeFrame.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }, reason: closeFrame?.reason)
                 eventSink.yield(.closed(reason))

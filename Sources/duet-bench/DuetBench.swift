@@ -47,7 +47,8 @@ struct Call: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try DuetBench.emit(try await CallRun.run(server, over: transport, rooms: min(rooms, 5_000), joinsPerSecond: joinRate, seconds: min(seconds, 60)))
+        try DuetBench.emit(
+            try await CallRun.run(server, over: transport, rooms: min(rooms, 5_000), joinsPerSecond: joinRate, seconds: min(seconds, 60)))
     }
 }
 
@@ -61,14 +62,16 @@ struct Idle: AsyncParsableCommand {
     @Option(help: "Wait after each leak round's last close: past one ping interval (12 s) by default.") var leakSettleSeconds = 14
 
     func run() async throws {
-        try DuetBench.emit(try await IdleRun.run(
-            server, connections: min(connections, 19_900), leakRounds: leakRounds, leakRoundConnections: min(leakConnections, 19_900),
-            leakSettleSeconds: leakSettleSeconds))
+        try DuetBench.emit(
+            try await IdleRun.run(
+                server, connections: min(connections, 19_900), leakRounds: leakRounds, leakRoundConnections: min(leakConnections, 19_900),
+                leakSettleSeconds: leakSettleSeconds))
     }
 }
 
 struct Storm: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Reconnect storm: clients in rooms, duet serve restarted, time until all are back.")
+    static let configuration = CommandConfiguration(
+        abstract: "Reconnect storm: clients in rooms, duet serve restarted, time until all are back.")
     @Option var clients = 1_000
 
     func run() async throws { try DuetBench.emit(try await StormRun.run(clients: min(clients, 10_000))) }
@@ -91,7 +94,8 @@ struct Hold: AsyncParsableCommand {
     @Option(help: "Ends by itself after this long (at most 3,600).") var maxSeconds = 300.0
 
     func run() async throws {
-        try await HoldRun.run(url: url, rooms: max(1, min(rooms, 5_000)), joinsPerSecond: joinRate, maxSeconds: min(max(maxSeconds, 1), 3_600))
+        try await HoldRun.run(
+            url: url, rooms: max(1, min(rooms, 5_000)), joinsPerSecond: joinRate, maxSeconds: min(max(maxSeconds, 1), 3_600))
     }
 }
 
@@ -105,13 +109,15 @@ struct JoinLatency: AsyncParsableCommand {
     @Option(help: "Client joins per second, both targets together.") var joinRate = 200.0
 
     func run() async throws {
-        try DuetBench.emit(try await JoinLatencyRun.run(url: url, directURL: directURL, rooms: max(2, min(rooms, 5_000)), joinsPerSecond: joinRate))
+        try DuetBench.emit(
+            try await JoinLatencyRun.run(url: url, directURL: directURL, rooms: max(2, min(rooms, 5_000)), joinsPerSecond: joinRate))
     }
 }
 
 struct Soak: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Call-shaped churn on a duet serve of its own for a long time: its memory, descriptors, tables and store, sampled (benchmarks/soak.sh).",
+        abstract:
+            "Call-shaped churn on a duet serve of its own for a long time: its memory, descriptors, tables and store, sampled (benchmarks/soak.sh).",
         discussion: """
             Prints a `SAMPLE {json}` line per sample as it goes and `BENCH {json}` (SoakResult) at the end: the series, \
             the growth of each after the warm-up, the errors, and the server's tables once every client has gone and \
@@ -126,9 +132,10 @@ struct Soak: AsyncParsableCommand {
     func run() async throws {
         let server = try ServerUnderTest(.duet, extraArguments: ["--eviction-timeout", "\(max(1, evictionSeconds))"])
         defer { server.stop() }
-        try DuetBench.emit(try await SoakRun.run(
-            server: server, clients: max(2, min(clients, 4_000)), seconds: max(1, min(seconds, 86_400)), warmupSeconds: warmupSeconds,
-            sampleSeconds: max(1, sampleSeconds), evictionSeconds: max(1, evictionSeconds)))
+        try DuetBench.emit(
+            try await SoakRun.run(
+                server: server, clients: max(2, min(clients, 4_000)), seconds: max(1, min(seconds, 86_400)), warmupSeconds: warmupSeconds,
+                sampleSeconds: max(1, sampleSeconds), evictionSeconds: max(1, evictionSeconds)))
     }
 }
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DuetClient
-import DuetProtocol
 import DuetGStreamer
+import DuetProtocol
 import DuetVersion
 import Foundation
 import Logging
@@ -96,7 +96,10 @@ struct DuetCallCommand: AsyncParsableCommand {
         let call = DuetCall(configuration: configuration, engine: media)
 
         let leaving = LeaveRequest()
-        let signals = Self.onTerminationSignal { leaving.request(); Task { await call.leave() } }
+        let signals = Self.onTerminationSignal {
+            leaving.request()
+            Task { await call.leave() }
+        }
         if let duration {
             Task {
                 try? await Task.sleep(for: .milliseconds(Int64(duration * 1000)))
@@ -126,7 +129,9 @@ struct DuetCallCommand: AsyncParsableCommand {
                 break
             }
             if phase == .idle, wasInRoom || replaced || intercepted {
-                code = intercepted ? ExitCodes.intercepted : leaving.requested ? ExitCodes.left : replaced ? ExitCodes.replaced : ExitCodes.roomEnded
+                code =
+                    intercepted
+                    ? ExitCodes.intercepted : leaving.requested ? ExitCodes.left : replaced ? ExitCodes.replaced : ExitCodes.roomEnded
                 break
             }
         }
@@ -137,11 +142,13 @@ struct DuetCallCommand: AsyncParsableCommand {
         signals.forEach { $0.cancel() }
         if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\n".utf8)) }
         if intercepted {
-            FileHandle.standardError.write(Data("""
-                duet call: this call may be intercepted. The other side's connection details did not match the link's key, \
-                so the call was ended. Do not retry on this server: get a new link to the other person another way.
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    duet call: this call may be intercepted. The other side's connection details did not match the link's key, \
+                    so the call was ended. Do not retry on this server: get a new link to the other person another way.
 
-                """.utf8))
+                    """.utf8))
         }
         if code != ExitCodes.left { throw ExitCode(code) }
     }
@@ -154,12 +161,13 @@ struct DuetCallCommand: AsyncParsableCommand {
         Task {
             for await update in call.ringUpdates {
                 log.note(["event": "ring", "state": update.state, "devices": update.devices, "callId": update.callId])
-                let code: Int32? = switch update.state {
-                case "declined": ExitCodes.declined
-                case "no_answer": ExitCodes.noAnswer
-                case "unreachable": ExitCodes.unreachable
-                default: nil
-                }
+                let code: Int32? =
+                    switch update.state {
+                    case "declined": ExitCodes.declined
+                    case "no_answer": ExitCodes.noAnswer
+                    case "unreachable": ExitCodes.unreachable
+                    default: nil
+                    }
                 if let code {
                     outcome.set(code)
                     await call.leave()
@@ -172,11 +180,16 @@ struct DuetCallCommand: AsyncParsableCommand {
         }
     }
 
-    enum AnswerResult { case accepted, exit(Int32) }
+    enum AnswerResult {
+        case accepted
+        case exit(Int32)
+    }
 
     /// `--answer`: join once (this device is then one of the call's: its member token), leave, listen for a ring in
     /// this call, accept the first one; the call is then joined as usual.
-    static func waitForRing(target: CallLink, configuration: DuetCall.Configuration, device: String, log: EventLog, duration: Double?) async -> AnswerResult {
+    static func waitForRing(target: CallLink, configuration: DuetCall.Configuration, device: String, log: EventLog, duration: Double?) async
+        -> AnswerResult
+    {
         var quiet = configuration
         quiet.quietJoin = true  // a device checking in is not news for the room's other devices
         let probe = DuetCall(configuration: quiet, engine: NoMediaEngine())
@@ -194,8 +207,9 @@ struct DuetCallCommand: AsyncParsableCommand {
             log.note(["event": "error", "value": "NO_MEMBER_TOKEN", "message": "could not join the call to become one of its devices"])
             return .exit(ExitCodes.joinFailed)
         }
-        let listener = RingListener(server: target.server, deviceId: device, calls: [.init(roomId: target.roomId, memberToken: token, key: target.key)],
-                                    transports: configuration.engine.sseOnly ? [.sse] : [.ws, .sse])
+        let listener = RingListener(
+            server: target.server, deviceId: device, calls: [.init(roomId: target.roomId, memberToken: token, key: target.key)],
+            transports: configuration.engine.sseOnly ? [.sse] : [.ws, .sse])
         await listener.start()
         let deadline = duration.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
         let timeout = Task {
@@ -209,11 +223,12 @@ struct DuetCallCommand: AsyncParsableCommand {
             case .listening:
                 log.note(["event": "listening", "roomId": target.roomId])
             case .incoming(let call):
-                let caller: Any = switch call.caller {
-                case .verified(let name): ["verified": name]
-                case .unverified(let name): ["unverified": name.map { $0 as Any } ?? NSNull()]
-                case .altered: "altered"
-                }
+                let caller: Any =
+                    switch call.caller {
+                    case .verified(let name): ["verified": name]
+                    case .unverified(let name): ["unverified": name.map { $0 as Any } ?? NSNull()]
+                    case .altered: "altered"
+                    }
                 log.note(["event": "incoming", "callId": call.callId, "caller": caller])
                 await listener.accept(call)
             case .ended(let call, let reason):

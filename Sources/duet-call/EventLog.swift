@@ -73,8 +73,10 @@ final class EventLog: @unchecked Sendable {
             update { $0.quality = "-" }
             write(["event": "quality", "level": NSNull()])
         case .remoteMedia(let state):
-            write(["event": "remoteMedia", "audio": state.map { $0.audio as Any } ?? NSNull(),
-                   "video": state.map { $0.video as Any } ?? NSNull(), "screen": state.map { $0.screen as Any } ?? NSNull()])
+            write([
+                "event": "remoteMedia", "audio": state.map { $0.audio as Any } ?? NSNull(),
+                "video": state.map { $0.video as Any } ?? NSNull(), "screen": state.map { $0.screen as Any } ?? NSNull(),
+            ])
         case .room(let id):
             write(["event": "room", "value": id])
         case .participants(let list, let host, let me):
@@ -103,8 +105,10 @@ final class EventLog: @unchecked Sendable {
 
     /// The call's quality summary, written once when it is over.
     func summary(_ summary: QualitySummary) {
-        write(["event": "summary", "durationMs": summary.durationMs, "averageMos": summary.averageMos.map { $0 as Any } ?? NSNull(),
-               "reconnects": summary.reconnects, "noMediaMs": summary.noMediaMs, "readings": summary.readings])
+        write([
+            "event": "summary", "durationMs": summary.durationMs, "averageMos": summary.averageMos.map { $0 as Any } ?? NSNull(),
+            "reconnects": summary.reconnects, "noMediaMs": summary.noMediaMs, "readings": summary.readings,
+        ])
     }
 
     /// `{"event":"quality",…}`: every field of the reading, null where unknown (docs/call-quality.md).
@@ -122,9 +126,12 @@ final class EventLog: @unchecked Sendable {
 
     private func writeRaw(_ report: String, sample: QualitySample) {
         guard let raw = try? JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any],
-              let normalized = try? JSONSerialization.jsonObject(with: JSONEncoder().encode(sample)) else { return }
-        write(["event": "rawStats", "atMs": sample.timestampMs, "sample": normalized, "decoded": raw["decoded"] ?? NSNull(),
-               "report": raw["report"] ?? NSNull()])
+            let normalized = try? JSONSerialization.jsonObject(with: JSONEncoder().encode(sample))
+        else { return }
+        write([
+            "event": "rawStats", "atMs": sample.timestampMs, "sample": normalized, "decoded": raw["decoded"] ?? NSNull(),
+            "report": raw["report"] ?? NSNull(),
+        ])
     }
 
     /// dB to a tenth: finer digits are noise.
@@ -169,7 +176,8 @@ final class EventLog: @unchecked Sendable {
         guard statusOnTerminal else { return }
         let rtt = s.rttMs.map { String(format: "%.0f ms", $0) } ?? "-"
         let level = s.levelDb.map { String(format: "%.0f dBFS", $0) } ?? "-"
-        let line = "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level) · quality \(s.quality) · \(Self.describe(s.verification, s.safetyCode))"
+        let line =
+            "\r\u{1B}[2K\(s.phase) · \(s.connection) · \(s.transport) · \(s.candidateType) · rtt \(rtt) · \(s.frames) frames · \(s.packets) audio packets · audio \(level) · quality \(s.quality) · \(Self.describe(s.verification, s.safetyCode))"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

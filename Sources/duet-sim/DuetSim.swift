@@ -1,6 +1,6 @@
 import ArgumentParser
-import DuetSimulation
 import Dispatch
+import DuetSimulation
 import Foundation
 import Synchronization
 
@@ -26,15 +26,21 @@ struct DuetSim: ParsableCommand {
     @Flag(help: "With --seed: print every line of the trace.") var trace = false
     @Option(help: "With --seeds: also write the sweep's result as JSON to this file (seeds, violations, recovery percentiles, commit).")
     var report: String?
-    @Option(help: "Write every engine's inputs and outputs of --seeds seeds and of every named scenario to this directory (JSON lines per run), for scripts/differential.sh.")
+    @Option(
+        help:
+            "Write every engine's inputs and outputs of --seeds seeds and of every named scenario to this directory (JSON lines per run), for scripts/differential.sh."
+    )
     var engineTraces: String?
-    @Flag(help: "One side of every seed is `duet call` (webrtcbin: host-only restarts, no rollback, a fresh session instead of an in-place ICE restart). With --engine-traces: both kinds of seeds are written.")
+    @Flag(
+        help:
+            "One side of every seed is `duet call` (webrtcbin: host-only restarts, no rollback, a fresh session instead of an in-place ICE restart). With --engine-traces: both kinds of seeds are written."
+    )
     var duetCall = false
 
     #if DEBUG
-    static let build = "debug"
+        static let build = "debug"
     #else
-    static let build = "release"
+        static let build = "release"
     #endif
 
     func run() throws {
@@ -44,10 +50,14 @@ struct DuetSim: ParsableCommand {
             return
         }
         if let name = scenario {
-            guard let scenario = NamedScenarios.all.first(where: { $0.name == name }) else { throw ValidationError("no scenario \(name); see --list") }
+            guard let scenario = NamedScenarios.all.first(where: { $0.name == name }) else {
+                throw ValidationError("no scenario \(name); see --list")
+            }
             let outcome = scenario.run(mutation: mutation)
             if trace { outcome.result.trace.forEach { print($0) } }
-            print(outcome.problems.isEmpty ? "✓ \(scenario.name)" : "✗ \(scenario.name)\n" + outcome.problems.map { "  \($0)" }.joined(separator: "\n"))
+            print(
+                outcome.problems.isEmpty
+                    ? "✓ \(scenario.name)" : "✗ \(scenario.name)\n" + outcome.problems.map { "  \($0)" }.joined(separator: "\n"))
             if !outcome.problems.isEmpty { throw ExitCode(1) }
             return
         }
@@ -57,7 +67,9 @@ struct DuetSim: ParsableCommand {
             print("engine traces: \(summary.files) runs, \(summary.engines) engines, \(summary.steps) steps → \(engineTraces)")
             // The engines must agree on failing runs too; the invariants are the sweep's business (--seeds alone).
             if !summary.failedRuns.isEmpty {
-                print("(\(summary.failedRuns.count) of these runs broke an invariant, first: \(summary.failedRuns[0]); their traces are written all the same)")
+                print(
+                    "(\(summary.failedRuns.count) of these runs broke an invariant, first: \(summary.failedRuns[0]); their traces are written all the same)"
+                )
             }
             return
         }
@@ -85,7 +97,9 @@ struct DuetSim: ParsableCommand {
             if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: failing.seed) }
             let shrunk = Shrinker.minimize(Simulation.run(options), options: options)
             print(Shrinker.report(shrunk))
-            print("replay: swift run -c release duet-sim --seed \(failing.seed)\(mutation == .none ? "" : " --mutation \(mutation.rawValue)")\(duetCall ? " --duet-call" : "") --trace")
+            print(
+                "replay: swift run -c release duet-sim --seed \(failing.seed)\(mutation == .none ? "" : " --mutation \(mutation.rawValue)")\(duetCall ? " --duet-call" : "") --trace"
+            )
             throw ExitCode(1)
         }
     }

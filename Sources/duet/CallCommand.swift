@@ -16,7 +16,8 @@ struct CallCommand: ParsableCommand {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         let peer = here.appendingPathComponent("duet-call").path
         guard FileManager.default.isExecutableFile(atPath: peer) else {
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 duet call needs the duet-call peer next to this binary (\(peer)).
                 Build it with `swift build --product duet-call` after installing GStreamer:
                   apt-get install gstreamer1.0-plugins-bad gstreamer1.0-nice gstreamer1.0-plugins-good \\

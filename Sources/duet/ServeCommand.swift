@@ -18,7 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
     var port: Int?
     @Option(help: "Where secrets are kept across restarts. Env: DUET_DATA_DIR. Default: ~/.local/share/duet")
     var dataDir: String?
-    @Option(help: "PostgreSQL for the room state and secrets shared by every node of a cluster, e.g. postgres://duet@db/duet. Env: DUET_DATABASE_URL. Default: SQLite in the data dir")
+    @Option(
+        help:
+            "PostgreSQL for the room state and secrets shared by every node of a cluster, e.g. postgres://duet@db/duet. Env: DUET_DATABASE_URL. Default: SQLite in the data dir"
+    )
     var databaseUrl: String?
     @Option(help: "This node's name in logs, metrics and the shared store. Env: DUET_NODE_ID. Default: hostname:port")
     var nodeId: String?
@@ -30,7 +33,8 @@ struct ServeCommand: AsyncParsableCommand {
     var turnTtl: Int64?
     @Option(help: "UDP port of the built-in STUN server, on --host; 0 turns it off. Env: DUET_STUN_PORT. Default: 3478")
     var stunPort: Int?
-    @Option(help: "Another STUN server handed to clients, e.g. stun:turn.example.com:3478 (repeatable). Env: DUET_STUN_URIS (comma-separated)")
+    @Option(
+        help: "Another STUN server handed to clients, e.g. stun:turn.example.com:3478 (repeatable). Env: DUET_STUN_URIS (comma-separated)")
     var stunUri: [String] = []
     @Option(help: "PEM certificate chain: serve HTTPS and WSS directly (with --tls-key). Env: DUET_TLS_CERT")
     var tlsCert: String?
@@ -50,21 +54,33 @@ struct ServeCommand: AsyncParsableCommand {
     var drainGrace: Double?
     @Option(help: "Log level: trace|debug|info|notice|warning|error. Env: DUET_LOG_LEVEL. Default: info")
     var logLevel: String?
-    @Option(help: "A proxy (address or CIDR) whose X-Forwarded-For/Forwarded name the client (repeatable). Env: DUET_TRUSTED_PROXIES (comma-separated). Default: none")
+    @Option(
+        help:
+            "A proxy (address or CIDR) whose X-Forwarded-For/Forwarded name the client (repeatable). Env: DUET_TRUSTED_PROXIES (comma-separated). Default: none"
+    )
     var trustedProxy: [String] = []
-    @Option(help: "The header the trusted proxies write: x-forwarded-for|forwarded (only that one is read). Env: DUET_FORWARDED_HEADER. Default: x-forwarded-for")
+    @Option(
+        help:
+            "The header the trusted proxies write: x-forwarded-for|forwarded (only that one is read). Env: DUET_FORWARDED_HEADER. Default: x-forwarded-for"
+    )
     var forwardedHeader: String?
     @Option(help: "Open WebSocket/SSE connections per client address (IPv6: per /64). Env: DUET_MAX_CONNECTIONS_PER_IP. Default: 200")
     var maxConnectionsPerIp: Int?
     @Option(help: "Open WebSocket/SSE connections in total. Env: DUET_MAX_CONNECTIONS. Default: 20000")
     var maxConnections: Int?
-    @Option(help: "Shards of the rooms in this process: rooms of different shards never wait on each other (single node only; up to one per core). Env: DUET_HUB_SHARDS. Default: one per core (1 with --database-url)")
+    @Option(
+        help:
+            "Shards of the rooms in this process: rooms of different shards never wait on each other (single node only; up to one per core). Env: DUET_HUB_SHARDS. Default: one per core (1 with --database-url)"
+    )
     var hubShards: Int?
     @Option(help: "Bearer token that may read /metrics from anywhere (without one: loopback only). Env: DUET_METRICS_TOKEN")
     var metricsToken: String?
     @Option(help: "Seconds a ring rings before it is no answer. Env: DUET_RING_TIMEOUT. Default: 45")
     var ringTimeout: Double?
-    @Option(help: "Let pushes go to loopback/private/link-local push services (labs and tests only): on|off. Env: DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS. Default: off")
+    @Option(
+        help:
+            "Let pushes go to loopback/private/link-local push services (labs and tests only): on|off. Env: DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS. Default: off"
+    )
     var pushAllowPrivateEndpoints: Switch?
     @Option(help: "Extra trusted root certificates (PEM) for push services, e.g. a lab's own. Env: DUET_PUSH_CA_FILE")
     var pushCaFile: String?
@@ -104,7 +120,9 @@ struct ServeCommand: AsyncParsableCommand {
         func seconds(_ flag: Double?, _ key: String, _ range: ClosedRange<Double>) throws -> Duration? {
             guard let value = try value(flag, key) else { return nil }
             guard value.isFinite, range.contains(value) else {
-                throw ValidationError("\(Self.flagName(key)) must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted()) seconds (got \(value))")
+                throw ValidationError(
+                    "\(Self.flagName(key)) must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted()) seconds (got \(value))"
+                )
             }
             return .milliseconds(Int64(value * 1000))
         }
@@ -123,7 +141,9 @@ struct ServeCommand: AsyncParsableCommand {
         config.dataDirectory = try value(dataDir, "DUET_DATA_DIR") ?? config.dataDirectory
         config.databaseURL = try value(databaseUrl, "DUET_DATABASE_URL")
         if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
-            throw ValidationError("--database-url (DUET_DATABASE_URL) must be a postgres:// or postgresql:// URL (got \(redactedDatabaseURL(url))); without it the room state is kept in SQLite in the data directory")
+            throw ValidationError(
+                "--database-url (DUET_DATABASE_URL) must be a postgres:// or postgresql:// URL (got \(redactedDatabaseURL(url))); without it the room state is kept in SQLite in the data directory"
+            )
         }
         config.nodeId = try value(nodeId, "DUET_NODE_ID")
         if let node = config.nodeId, node.isEmpty || node.utf8.count > 64 || node.contains(where: { $0.isWhitespace || $0.isNewline }) {
@@ -172,7 +192,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             config.forwardedHeader = parsed
         }
-        config.maxConnectionsPerAddress = try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
+        config.maxConnectionsPerAddress =
+            try count(maxConnectionsPerIp, "DUET_MAX_CONNECTIONS_PER_IP", 1...1_000_000) ?? config.maxConnectionsPerAddress
         config.maxConnections = try count(maxConnections, "DUET_MAX_CONNECTIONS", 1...10_000_000) ?? config.maxConnections
         config.hubShards = try count(hubShards, "DUET_HUB_SHARDS", 1...256) ?? config.hubShards
         // The shards of a node learn each other's facts as nodes do, but a fact from the store would reach every shard
@@ -185,7 +206,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--metrics-token must be at least 16 characters")
         }
         config.ringTimeout = try seconds(ringTimeout, "DUET_RING_TIMEOUT", 1...600) ?? config.ringTimeout
-        config.pushAllowPrivateEndpoints = try toggle(pushAllowPrivateEndpoints, "DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS") ?? config.pushAllowPrivateEndpoints
+        config.pushAllowPrivateEndpoints =
+            try toggle(pushAllowPrivateEndpoints, "DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS") ?? config.pushAllowPrivateEndpoints
         config.pushTrustRootsFile = try value(pushCaFile, "DUET_PUSH_CA_FILE")
         if let contact = try value(pushContact, "DUET_PUSH_CONTACT") {
             guard contact.hasPrefix("mailto:") || contact.hasPrefix("https://") else {
@@ -197,12 +219,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--turn-secret needs at least one --turn-uri (e.g. turn:turn.example.com:3478)")
         }
         if config.turnSecret == nil, !config.turnURIs.isEmpty {
-            throw ValidationError("--turn-uri needs --turn-secret (DUET_TURN_SECRET), coturn's static-auth-secret: without it no client could use the relay")
+            throw ValidationError(
+                "--turn-uri needs --turn-secret (DUET_TURN_SECRET), coturn's static-auth-secret: without it no client could use the relay")
         }
-        let level = try value(logLevel, "DUET_LOG_LEVEL").map { raw -> Logger.Level in
-            guard let level = Logger.Level(rawValue: raw) else { throw ValidationError("unknown log level \(raw)") }
-            return level
-        } ?? .info
+        let level =
+            try value(logLevel, "DUET_LOG_LEVEL").map { raw -> Logger.Level in
+                guard let level = Logger.Level(rawValue: raw) else { throw ValidationError("unknown log level \(raw)") }
+                return level
+            } ?? .info
 
         // stdout carries only the URL line; logs go to stderr.
         LoggingSystem.bootstrap { label in
@@ -228,11 +252,13 @@ struct ServeCommand: AsyncParsableCommand {
             let shownHost = config.host.contains(":") ? "[\(config.host)]" : config.host
             // Unbuffered: scripts read this line while the server keeps running.
             FileHandle.standardOutput.write(Data("\(config.tls == nil ? "http" : "https")://\(shownHost):\(port)/\n".utf8))
-            logger.info("listening", metadata: [
-                "port": "\(port)", "dataDir": "\(config.dataDirectory)", "turn": "\(config.turnURIs.isEmpty ? "off" : "on")",
-                "stun": "\(server.stunPort.map { "udp \($0)" } ?? "off")", "tls": "\(config.tls == nil ? "off" : "on")",
-                "node": "\(config.resolvedNodeId)", "store": "\(config.databaseURL == nil ? "sqlite" : "postgresql")",
-            ])
+            logger.info(
+                "listening",
+                metadata: [
+                    "port": "\(port)", "dataDir": "\(config.dataDirectory)", "turn": "\(config.turnURIs.isEmpty ? "off" : "on")",
+                    "stun": "\(server.stunPort.map { "udp \($0)" } ?? "off")", "tls": "\(config.tls == nil ? "off" : "on")",
+                    "node": "\(config.resolvedNodeId)", "store": "\(config.databaseURL == nil ? "sqlite" : "postgresql")",
+                ])
         }
         do {
             try await server.run()
@@ -243,4 +269,3 @@ struct ServeCommand: AsyncParsableCommand {
         announce.cancel()
     }
 }
-

@@ -61,12 +61,15 @@ import Testing
         try #require(commandExists("unshare") && commandExists("ip") && commandExists("nsenter"), "unshare, nsenter and ip are required")
         let peer = packageRoot + "/.build/debug/duet-call"
         let duet = packageRoot + "/.build/debug/duet"
-        try #require(FileManager.default.fileExists(atPath: peer) && FileManager.default.fileExists(atPath: duet),
-                     "build the package first (swift build --build-tests builds duet and duet-call)")
+        try #require(
+            FileManager.default.fileExists(atPath: peer) && FileManager.default.fileExists(atPath: duet),
+            "build the package first (swift build --build-tests builds duet and duet-call)")
         let script = packageRoot + "/Tests/e2e/peer/peer_scenarios.py"
-        let result = try await OneAtATime.heavyWork.run("peer/peer_scenarios.py \(scenario)", load: .shared) { try await runCommand(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
-            environment: ["DUET_BINARY": duet, "DUET_CALL_BINARY": peer], timeout: .seconds(150)) }
+        let result = try await OneAtATime.heavyWork.run("peer/peer_scenarios.py \(scenario)", load: .shared) {
+            try await runCommand(
+                ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
+                environment: ["DUET_BINARY": duet, "DUET_CALL_BINARY": peer], timeout: .seconds(150))
+        }
         #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
         return result.stdout

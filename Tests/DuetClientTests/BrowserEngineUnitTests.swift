@@ -26,7 +26,8 @@ import Testing
         let files = FileManager.default.enumerator(atPath: folder)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".mjs") } ?? []
         let call = try Regex(#"^(test|it)(\.[a-z]+)?\("#)
         return try files.reduce(0) { count, file in
-            let lines = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false)
             return count + lines.filter { $0.firstMatch(of: call) != nil }.count
         }
     }

@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// The composed engine as a pure value: auto-rejoin, the outbox, and the server's word on the room.
 @Suite struct CallEngineTests {
@@ -15,7 +16,8 @@ import Testing
     }
 
     func roomState(_ participants: [(String, ParticipantConnectionStatus)], host: String, epoch: Int64) throws -> Envelope {
-        let payload = RoomStatePayload(hostCid: host, participants: participants.map { ParticipantInfo(cid: $0.0, joinedAt: 0, connectionStatus: $0.1) }, epoch: epoch)
+        let payload = RoomStatePayload(
+            hostCid: host, participants: participants.map { ParticipantInfo(cid: $0.0, joinedAt: 0, connectionStatus: $0.1) }, epoch: epoch)
         return Envelope(.roomState, rid: rid, epoch: epoch, payload: try JSONValue(encoding: payload))
     }
 
@@ -58,7 +60,8 @@ import Testing
         var engine = try guestInCall()
         _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 2)), "from": "C-h"])))
         _ = engine.handle(.remoteDescriptionApplied(.offer))
-        let answer = try #require(sent(engine.handle(.localDescriptionReady(.answer, sdp: sdp("222", 2)))).first { $0.messageType == .answer })
+        let answer = try #require(
+            sent(engine.handle(.localDescriptionReady(.answer, sdp: sdp("222", 2)))).first { $0.messageType == .answer })
         #expect(answer.payload["sdp"]?.stringValue == sdp("222", 2))
         #expect(answer.payload["offer"]?.stringValue == "111 2")
         // An offer of ours later (made as after a renewal), timed out and restarted: the answer to the first never
@@ -67,9 +70,19 @@ import Testing
         _ = engine.handle(.localDescriptionReady(.offer, sdp: sdp("222", 3)))
         _ = engine.handle(.timerFired(.offerTimeout))
         _ = engine.handle(.localDescriptionReady(.offer, sdp: sdp("222", 4)))
-        func applied(_ outputs: [CallEngine.Output]) -> Bool { outputs.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } } }
-        #expect(!applied(engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 3)), "offer": "222 3", "from": "C-h"])))))
-        #expect(applied(engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 4)), "offer": "222 4", "from": "C-h"])))))
+        func applied(_ outputs: [CallEngine.Output]) -> Bool {
+            outputs.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } }
+        }
+        #expect(
+            !applied(
+                engine.handle(
+                    .message(
+                        Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 3)), "offer": "222 3", "from": "C-h"])))))
+        #expect(
+            applied(
+                engine.handle(
+                    .message(
+                        Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": .string(sdp("111", 4)), "offer": "222 4", "from": "C-h"])))))
     }
 
     @Test func relaysWrittenWhileDownAreSentAfterTheRejoin() throws {
@@ -81,7 +94,8 @@ import Testing
         #expect(sent(engine.handle(.localDescriptionReady(.answer, sdp: "a"))).isEmpty, "queued, not lost")
         _ = engine.handle(.timerFired(.reconnectBackoff))
         _ = engine.handle(.transportOpened(.ws))
-        let flushed = sent(engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 4, kind: .reattached))))
+        let flushed = sent(
+            engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 4, kind: .reattached))))
         #expect(flushed.contains { $0.messageType == .answer && $0.payload["sdp"] == "a" })
     }
 
@@ -99,7 +113,8 @@ import Testing
         #expect(sent(engine.handle(.localDescriptionReady(.offer, sdp: "r2"))).isEmpty, "kept for after the rejoin")
         // The host's late answer to r1 cannot be an answer to r2, which it has not seen.
         let late = engine.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "answer to r1", "from": "C-h"])))
-        #expect(!late.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } }, "a late answer applied to a kept offer")
+        #expect(
+            !late.contains { if case .engine(.setRemoteDescription) = $0 { true } else { false } }, "a late answer applied to a kept offer")
         // The host's offers cross ours: we yield (r2 rolled back) and answer twice, the second time its newer offer.
         for (offer, answer) in [("h1", "a1"), ("h2", "a2")] {
             _ = engine.handle(.message(Envelope(.offer, rid: rid, epoch: 2, payload: ["sdp": .string(offer), "from": "C-h"])))
@@ -107,7 +122,8 @@ import Testing
             _ = engine.handle(.localDescriptionReady(.answer, sdp: answer))
         }
         #expect(engine.queuedRelayTypes.filter { $0 != "ice" } == ["answer"])
-        let flushed = sent(engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2, kind: .reattached))))
+        let flushed = sent(
+            engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2, kind: .reattached))))
         #expect(flushed.filter { $0.messageType == .offer || $0.messageType == .answer }.map { $0.payload["sdp"] } == ["a2"])
     }
 
@@ -150,8 +166,9 @@ import Testing
         _ = host.handle(.transportOpened(.ws))
         let candidate = IceCandidate(candidate: "candidate:1 1 udp 1 10.0.0.1 9 typ host", sdpMid: "0", sdpMLineIndex: 0)
         let types = { (outputs: [CallEngine.Output]) in self.sent(outputs).map(\.messageType) }
-        #expect(host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
-            .contains(.engine(.createOffer(iceRestart: false))))
+        #expect(
+            host.handle(.message(try joined(cid: "C-h", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
+                .contains(.engine(.createOffer(iceRestart: false))))
         #expect(types(host.handle(.localCandidate(candidate))).isEmpty, "held while the offer is made")
         #expect(types(host.handle(.localDescriptionReady(.offer, sdp: "o"))) == [.offer, .ice])
         _ = host.handle(.message(Envelope(.answer, rid: rid, epoch: 2, payload: ["sdp": "a"])))
@@ -240,7 +257,11 @@ import Testing
         _ = engine.handle(.joinRoom(rid))
         _ = engine.handle(.transportOpened(.ws))
         let payload = JoinedPayload(
-            hostCid: "C-h", participants: [ParticipantInfo(cid: "C-h", joinedAt: 0, connectionStatus: .connected), ParticipantInfo(cid: "C-x", joinedAt: 0, connectionStatus: .suspended)],
+            hostCid: "C-h",
+            participants: [
+                ParticipantInfo(cid: "C-h", joinedAt: 0, connectionStatus: .connected),
+                ParticipantInfo(cid: "C-x", joinedAt: 0, connectionStatus: .suspended),
+            ],
             maxParticipants: 2, reconnect: .fresh, epoch: 5, reconnectToken: "token", reconnectTokenTTLMs: 1_200_000,
             turnToken: "turn", turnTokenExpiresAt: 0, turnTokenTTLMs: 900_000)
         _ = engine.handle(.message(Envelope(.joined, rid: rid, cid: "C-h", epoch: 5, payload: try JSONValue(encoding: payload))))
@@ -308,7 +329,9 @@ import Testing
         var steps: [EscalationStep] = []
         for index in 0..<12 {
             let outputs = engine.handle(.timerFired(.retryEscalation))
-            let touched = outputs.contains { if case .closeTransport = $0 { true } else if case .openTransport = $0 { true } else { false } }
+            let touched = outputs.contains {
+                if case .closeTransport = $0 { true } else if case .openTransport = $0 { true } else { false }
+            }
             #expect(!touched, "escalation \(index + 2) touched the transport")
             for case .emit(.escalation(let step)) in outputs { steps.append(step) }
         }
@@ -362,7 +385,8 @@ import Testing
         _ = engine.handle(.localDescriptionReady(.offer, sdp: "o"))  // kept for after the rejoin
         _ = engine.handle(.timerFired(.reconnectBackoff))
         #expect(sent(engine.handle(.transportOpened(.ws))).first?.messageType == .join)
-        let limited = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .rateLimited, message: "slow down", retryable: true)))
+        let limited = Envelope(
+            .error, payload: try JSONValue(encoding: ErrorPayload(code: .rateLimited, message: "slow down", retryable: true)))
         let refused = engine.handle(.message(limited))
         #expect(refused.first == .closeTransport)
         #expect(refused.contains { if case .timer(.schedule(.reconnectBackoff, _)) = $0 { true } else { false } })
@@ -381,7 +405,8 @@ import Testing
         _ = engine.handle(.transportClosed(.networkError))
         _ = engine.handle(.timerFired(.reconnectBackoff))
         _ = engine.handle(.transportOpened(.ws))
-        let refused = Envelope(.error, payload: try JSONValue(encoding: ErrorPayload(code: .invalidRoomId, message: "unknown room", retryable: false)))
+        let refused = Envelope(
+            .error, payload: try JSONValue(encoding: ErrorPayload(code: .invalidRoomId, message: "unknown room", retryable: false)))
         let outputs = engine.handle(.message(refused))
         #expect(outputs.contains(.emit(.phase(.ending))))
         #expect(!outputs.contains { if case .timer(.schedule(.reconnectBackoff, _)) = $0 { true } else { false } })
@@ -407,14 +432,17 @@ import Testing
         #expect(guest.handle(.end).contains(.httpLeave(LeaveRequest(rid: rid, cid: "C-g", reconnectToken: "token-C-g"))))
     }
 
-    @Test("the reconnect token is renewed at half its TTL, so it always outlives the server's 10 min seat hold") func tokenRefresh() throws {
+    @Test("the reconnect token is renewed at half its TTL, so it always outlives the server's 10 min seat hold") func tokenRefresh() throws
+    {
         var engine = CallEngine()
         _ = engine.handle(.joinRoom(rid))
         _ = engine.handle(.transportOpened(.ws))
         let outputs = engine.handle(.message(try joined(cid: "C-g", participants: ["C-h", "C-g"], host: "C-h", epoch: 2)))
         #expect(outputs.contains(.timer(.schedule(.reconnectTokenRefresh, afterMs: 600_000))))
         #expect(sent(engine.handle(.timerFired(.reconnectTokenRefresh))).first?.messageType == .reconnectTokenRefresh)
-        let refreshed = Envelope(.reconnectTokenRefreshed, payload: try JSONValue(encoding: ReconnectTokenRefreshedPayload(reconnectToken: "t2", reconnectTokenTTLMs: 1_200_000)))
+        let refreshed = Envelope(
+            .reconnectTokenRefreshed,
+            payload: try JSONValue(encoding: ReconnectTokenRefreshedPayload(reconnectToken: "t2", reconnectTokenTTLMs: 1_200_000)))
         #expect(engine.handle(.message(refreshed)).contains(.timer(.schedule(.reconnectTokenRefresh, afterMs: 600_000))))
         #expect(engine.reconnectToken == "t2")
     }

@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// One test per transition of the call-phase diagram (seed 000 §2).
 @Suite struct CallPhaseMachineTests {
@@ -10,10 +11,19 @@ import Testing
         case .idle: break
         case .creatingRoom: _ = machine.handle(.startNewCall)
         case .joining: _ = machine.handle(.joinRoom("R"))
-        case .waiting: _ = machine.handle(.joinRoom("R")); _ = machine.handle(.joined(participants: 1))
-        case .inCall: _ = machine.handle(.joinRoom("R")); _ = machine.handle(.joined(participants: 2))
-        case .ending: _ = machine.handle(.joinRoom("R")); _ = machine.handle(.joined(participants: 2)); _ = machine.handle(.leaveCall)
-        case .error: _ = machine.handle(.joinRoom("R")); _ = machine.handle(.joinHardTimeout)
+        case .waiting:
+            _ = machine.handle(.joinRoom("R"))
+            _ = machine.handle(.joined(participants: 1))
+        case .inCall:
+            _ = machine.handle(.joinRoom("R"))
+            _ = machine.handle(.joined(participants: 2))
+        case .ending:
+            _ = machine.handle(.joinRoom("R"))
+            _ = machine.handle(.joined(participants: 2))
+            _ = machine.handle(.leaveCall)
+        case .error:
+            _ = machine.handle(.joinRoom("R"))
+            _ = machine.handle(.joinHardTimeout)
         }
         #expect(machine.phase == phase)
         return machine

@@ -1,5 +1,6 @@
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// Seed 001: connected / recovering / retrying, the 10 s threshold, and escalation without end.
 @Suite struct ConnectionStatusMachineTests {
@@ -12,9 +13,11 @@ import Testing
         return driven
     }
 
-    @Test("connected → recovering on ICE disconnected, failed, signaling drop or network change", arguments: [
-        Machine.Event.ice(.disconnected), .ice(.failed), .signaling(up: false), .networkChanged,
-    ])
+    @Test(
+        "connected → recovering on ICE disconnected, failed, signaling drop or network change",
+        arguments: [
+            Machine.Event.ice(.disconnected), .ice(.failed), .signaling(up: false), .networkChanged,
+        ])
     func degrades(event: Machine.Event) {
         var call = inCall()
         let actions = call.send { $0.handle(event) }
@@ -118,7 +121,10 @@ import Testing
                 times.append(elapsed)
             }
         }
-        #expect(Array(steps.prefix(8)) == [.iceRestart, .offerResend, .rejoin, .transportFallback, .iceRestart, .offerResend, .rejoin, .transportFallback])
+        #expect(
+            Array(steps.prefix(8)) == [
+                .iceRestart, .offerResend, .rejoin, .transportFallback, .iceRestart, .offerResend, .rejoin, .transportFallback,
+            ])
         #expect(times.prefix(6) == [10_000, 11_000, 13_000, 17_000, 25_000, 41_000], "1 s, 2 s, 4 s, 8 s, 16 s pauses")
         #expect(times.last! > 3_900_000, "still escalating after an hour: there is no failed state")
         #expect(call.machine.status == .retrying)
@@ -155,7 +161,8 @@ import Testing
         ours.send { $0.handle(.signaling(up: false)) }
         #expect(ours.send { $0.handle(.peerSuspended(true)) } == [])
         #expect(ours.machine.status == .recovering)
-        #expect(ours.send { $0.handle(.signaling(up: true)) }.contains(.statusChanged(.connected)), "our link back is enough while it is away")
+        #expect(
+            ours.send { $0.handle(.signaling(up: true)) }.contains(.statusChanged(.connected)), "our link back is enough while it is away")
 
         var theirs = inCall()
         theirs.send { $0.handle(.ice(.disconnected)) }

@@ -1,5 +1,5 @@
-import DuetProtocol
 import DuetClient
+import DuetProtocol
 import Testing
 
 @Suite struct ConstantsTests {

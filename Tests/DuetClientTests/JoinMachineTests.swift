@@ -1,5 +1,6 @@
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// Join timers: snapshot 2 s, push endpoint 250 ms, kickstart 1.2 s, recovery 4 s, hard timeout 15 s.
 @Suite struct JoinMachineTests {
@@ -36,7 +37,9 @@ import Testing
         #expect(driven.advance(by: 249).isEmpty)
         #expect(driven.advance(by: 1).contains(.sendJoin(snapshotId: nil, pushEndpoint: nil)))
         var fast = join(.init(pushSupported: true), open: true)
-        #expect(fast.send { $0.handle(.pushEndpointReady("https://push/1")) }.contains(.sendJoin(snapshotId: nil, pushEndpoint: "https://push/1")))
+        #expect(
+            fast.send { $0.handle(.pushEndpointReady("https://push/1")) }.contains(
+                .sendJoin(snapshotId: nil, pushEndpoint: "https://push/1")))
     }
 
     @Test("Join kickstart: signaling not started after 1.2 s → ensureSignalingConnection, once")

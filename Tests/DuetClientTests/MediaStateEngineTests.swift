@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// The engine's side of `media_state`: said after every join and on every change while it can be delivered; the
 /// peer's, taken from relays and from `room_state`, kept across a server that does not know it yet.
@@ -11,12 +12,15 @@ import Testing
     func joined(cid: String, participants: [ParticipantInfo], epoch: Int64, kind: ReconnectKind = .fresh) throws -> Envelope {
         let payload = JoinedPayload(
             hostCid: "C-h", participants: participants, maxParticipants: 2, reconnect: kind, epoch: epoch,
-            reconnectToken: "token-\(cid)", reconnectTokenTTLMs: 1_200_000, turnToken: "turn", turnTokenExpiresAt: 0, turnTokenTTLMs: 900_000)
+            reconnectToken: "token-\(cid)", reconnectTokenTTLMs: 1_200_000, turnToken: "turn", turnTokenExpiresAt: 0,
+            turnTokenTTLMs: 900_000)
         return Envelope(.joined, rid: rid, cid: cid, epoch: epoch, payload: try JSONValue(encoding: payload))
     }
 
     func roomState(_ participants: [ParticipantInfo], epoch: Int64) throws -> Envelope {
-        Envelope(.roomState, rid: rid, epoch: epoch, payload: try JSONValue(encoding: RoomStatePayload(hostCid: "C-h", participants: participants, epoch: epoch)))
+        Envelope(
+            .roomState, rid: rid, epoch: epoch,
+            payload: try JSONValue(encoding: RoomStatePayload(hostCid: "C-h", participants: participants, epoch: epoch)))
     }
 
     func person(_ cid: String, _ media: MediaState? = nil) -> ParticipantInfo {
@@ -58,7 +62,8 @@ import Testing
         _ = engine.handle(.timerFired(.reconnectBackoff))
         let rejoin = engine.handle(.transportOpened(.ws))
         #expect(try mediaStatesSent(rejoin).isEmpty, "before the server has the seat back, it would be NOT_IN_ROOM")
-        let back = engine.handle(.message(try joined(cid: "C-g", participants: [person("C-h"), person("C-g")], epoch: 4, kind: .recovered)))
+        let back = engine.handle(
+            .message(try joined(cid: "C-g", participants: [person("C-h"), person("C-g")], epoch: 4, kind: .recovered)))
         #expect(try mediaStatesSent(back) == [Self.muted], "the latest state, after the join is acknowledged")
     }
 
@@ -66,7 +71,9 @@ import Testing
         var (engine, out) = try guestInCall()
         #expect(!out.contains(.emit(.remoteMedia(nil))), "nothing known, nothing to say")
         let relayed = try JSONValue(encoding: Self.muted).merging(["from": "C-h"])
-        #expect(engine.handle(.message(Envelope(.mediaState, rid: rid, cid: "C-g", epoch: 2, payload: relayed))).contains(.emit(.remoteMedia(Self.muted))))
+        #expect(
+            engine.handle(.message(Envelope(.mediaState, rid: rid, cid: "C-g", epoch: 2, payload: relayed))).contains(
+                .emit(.remoteMedia(Self.muted))))
         #expect(engine.remoteMedia == Self.muted)
         // Not from the peer (a stale relay of someone else): ignored.
         let stranger = try JSONValue(encoding: MediaState.initial).merging(["from": "C-x"])

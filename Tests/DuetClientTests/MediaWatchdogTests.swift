@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// The media watchdog (issue 32 point 2): inbound packets that stop while ICE says connected are a stall, on its own
 /// and in the engine (status, restart), and only growth ends it. Mirrored in Tests/web/media-watchdog.test.mjs.
@@ -18,7 +19,10 @@ import Testing
 
     func connected() -> MediaWatchdogMachine {
         var machine = MediaWatchdogMachine()
-        #expect(machine.handle(.ice(connected: true)) == [.timer(.schedule(.mediaSample, afterMs: ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS))])
+        #expect(
+            machine.handle(.ice(connected: true)) == [
+                .timer(.schedule(.mediaSample, afterMs: ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS))
+            ])
         return machine
     }
 
@@ -40,7 +44,9 @@ import Testing
 
     @Test func theStallTimeoutIsTheConstantRoundedUpToReadings() {
         #expect(MediaWatchdogMachine.stallSamples == 5)
-        #expect(Int64(MediaWatchdogMachine.stallSamples) * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS)
+        #expect(
+            Int64(MediaWatchdogMachine.stallSamples) * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS
+                >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS)
     }
 
     @Test func aPeerThatNeverSentAnythingIsNoStallUnlessItSaysItSends() {
@@ -70,7 +76,9 @@ import Testing
         var machine = connected()
         #expect(feed(&machine, [5, 9] + Array(repeating: 9, count: MediaWatchdogMachine.stallSamples - 1)).isEmpty)
         #expect(machine.handle(.renegotiated).isEmpty)
-        #expect(feed(&machine, Array(repeating: 9, count: MediaWatchdogMachine.stallSamples)).isEmpty, "counted afresh: the first is a baseline")
+        #expect(
+            feed(&machine, Array(repeating: 9, count: MediaWatchdogMachine.stallSamples)).isEmpty, "counted afresh: the first is a baseline"
+        )
         #expect(feed(&machine, [9]) == [.stalled])
     }
 

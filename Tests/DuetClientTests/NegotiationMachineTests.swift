@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// Offer/answer, offer timeout, non-host fallback, ICE restart triggers and cooldown, glare, buffer.
 @Suite struct NegotiationMachineTests {
@@ -25,7 +26,10 @@ import Testing
 
     @Test("host offers when the peer arrives") func hostOffers() {
         var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
-        #expect(driven.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) } == [.timer(.cancel(.nonHostFallback)), .createOffer(iceRestart: false)])
+        #expect(
+            driven.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) } == [
+                .timer(.cancel(.nonHostFallback)), .createOffer(iceRestart: false),
+            ])
         let sent = driven.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
         #expect(sent.first == .sendOffer(sdp: "o"))
         #expect(driven.remaining(.offerTimeout) == 8_000)
@@ -43,7 +47,8 @@ import Testing
 
     /// Issue 51: an answer names the offer it answers (`answers`), and an answer to an offer rolled back since is never
     /// applied to the offer now out — it would leave this side holding ICE credentials the peer has moved on from.
-    @Test("an answer naming an offer rolled back since is not applied to the next offer; the one naming it is") func answerToARolledBackOffer() {
+    @Test("an answer naming an offer rolled back since is not applied to the next offer; the one naming it is")
+    func answerToARolledBackOffer() {
         func sdp(_ session: String, _ version: Int) -> String { "v=0\r\no=- \(session) \(version) IN IP4 0.0.0.0\r\ns=-\r\n" }
         var host = side(host: true)
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: sdp("111", 2))) }
@@ -54,21 +59,29 @@ import Testing
         #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 2), epoch: 1, answers: "111 2")) }.isEmpty)
         #expect(host.machine.signalingState == .haveLocalOffer)
         // Its answer to the second is.
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 3), epoch: 1, answers: "111 3")) }
-            .contains(.setRemoteDescription(.answer, sdp: sdp("222", 3))))
+        #expect(
+            host.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 3), epoch: 1, answers: "111 3")) }
+                .contains(.setRemoteDescription(.answer, sdp: sdp("222", 3))))
 
         // A peer that names no offer is taken at its word, as before.
         var older = side(host: true)
         older.send { $0.handle(.localDescriptionReady(.offer, sdp: sdp("111", 2))) }
-        #expect(older.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 2), epoch: 1)) }
-            .contains(.setRemoteDescription(.answer, sdp: sdp("222", 2))))
+        #expect(
+            older.send { $0.handle(.remoteDescription(.answer, sdp: sdp("222", 2), epoch: 1)) }
+                .contains(.setRemoteDescription(.answer, sdp: sdp("222", 2))))
 
         // The answering side names the offer it answered, and names it again when the same offer comes again.
         var guest = side(host: false)
         guest.send { $0.handle(.remoteDescription(.offer, sdp: sdp("111", 3), epoch: 1)) }
         guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
-        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: sdp("222", 3))) } == [.sendAnswer(sdp: sdp("222", 3), answers: "111 3")])
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: sdp("111", 3), epoch: 1)) } == [.sendAnswer(sdp: sdp("222", 3), answers: "111 3")])
+        #expect(
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: sdp("222", 3))) } == [
+                .sendAnswer(sdp: sdp("222", 3), answers: "111 3")
+            ])
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: sdp("111", 3), epoch: 1)) } == [
+                .sendAnswer(sdp: sdp("222", 3), answers: "111 3")
+            ])
     }
 
     @Test("an answer in time cancels the offer timeout") func answerCancelsTimeout() {
@@ -85,7 +98,9 @@ import Testing
         // Unanswered: rolled back after 8 s, second attempt 4 s later.
         let timedOut = guest.advance(by: 8_000)
         #expect(timedOut.contains(.rollback))
-        #expect(!timedOut.contains { if case .iceRestartStarted = $0 { true } else { false } }, "a fallback offer timing out is not an ICE problem")
+        #expect(
+            !timedOut.contains { if case .iceRestartStarted = $0 { true } else { false } },
+            "a fallback offer timing out is not an ICE problem")
         #expect(guest.advance(by: 4_000) == [.createOffer(iceRestart: false)])
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "f2")) }
         guest.advance(by: 8_000)
@@ -138,7 +153,8 @@ import Testing
         #expect(guest.send { $0.handle(.peerSuspended(false)) } == [.askPeerToRestart(.mediaStall)])
     }
 
-    @Test("back from a suspension: media up needs no restart, unless what is owed outlasts media (a timed-out offer the peer may have taken)")
+    @Test(
+        "back from a suspension: media up needs no restart, unless what is owed outlasts media (a timed-out offer the peer may have taken)")
     func backFromSuspension() {
         var healthy = connectedHost()
         healthy.send { $0.handle(.peerSuspended(true)) }
@@ -151,7 +167,8 @@ import Testing
         owed.send { $0.handle(.localDescriptionReady(.offer, sdp: "o2")) }  // the restart offer, sent
         owed.send { $0.handle(.peerSuspended(true)) }
         let timedOut = owed.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
-        #expect(timedOut.contains(.rollback) && !timedOut.contains(.createOffer(iceRestart: true)), "rolled back, nothing offered to nobody")
+        #expect(
+            timedOut.contains(.rollback) && !timedOut.contains(.createOffer(iceRestart: true)), "rolled back, nothing offered to nobody")
         owed.send { $0.handle(.iceStateChanged(.connected)) }
         let back = owed.send { $0.handle(.peerSuspended(false)) }
         #expect(back.contains(.iceRestartStarted(.offerTimeout)), "the peer may hold the offer we rolled back: \(back)")
@@ -205,7 +222,9 @@ import Testing
         return guest
     }
 
-    @Test("restartsOnlyAsHost guest: a stall or an escalation asks the host (restart_request), never while the host's offer is being taken or signaling is down")
+    @Test(
+        "restartsOnlyAsHost guest: a stall or an escalation asks the host (restart_request), never while the host's offer is being taken or signaling is down"
+    )
     func theGuestThatCannotRestartAsksTheHost() {
         var guest = connectedWebRtcBinGuest()
         #expect(guest.send { $0.handle(.mediaStalled) } == [.askPeerToRestart(.mediaStall)])
@@ -244,7 +263,8 @@ import Testing
         alone.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 1)) }
         #expect(alone.send { $0.handle(.peerAskedForRestart) }.isEmpty, "nobody to restart with")
         var guest = side(host: false)
-        #expect(guest.send { $0.handle(.peerAskedForRestart) }.contains(.createOffer(iceRestart: true)), "a browser guest can restart: it does")
+        #expect(
+            guest.send { $0.handle(.peerAskedForRestart) }.contains(.createOffer(iceRestart: true)), "a browser guest can restart: it does")
     }
 
     @Test("a stall that outlasts its restart is restarted again at each cooldown's end, until media flows")
@@ -299,7 +319,9 @@ import Testing
         #expect(host.machine.pendingRestart == nil)
     }
 
-    @Test("a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited")
+    @Test(
+        "a stall still there when the cooldown ends with signaling down is restarted after the reconnect; a restart that runs clears what waited"
+    )
     func aLastingStallSurvivesASignalingDrop() {
         var host = stalledHostAfterItsRestart()
         host.send { $0.handle(.signaling(up: false)) }
@@ -324,8 +346,9 @@ import Testing
         host.send { $0.handle(.remoteDescription(.offer, sdp: "peer-restart", epoch: 1)) }
         host.send { $0.handle(.remoteDescriptionApplied(.offer)) }
         host.send { $0.handle(.localDescriptionReady(.answer, sdp: "a2")) }
-        #expect(host.advance(by: 10_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } },
-                "the peer's renegotiation is given its chance")
+        #expect(
+            host.advance(by: 10_000).allSatisfy { if case .iceRestartStarted = $0 { false } else { true } },
+            "the peer's renegotiation is given its chance")
         #expect(host.advance(by: 10_000).contains(.iceRestartStarted(.mediaStall)), "one cooldown later, still stalled: again")
 
         var guest = side(host: false)
@@ -338,8 +361,9 @@ import Testing
         guest.send { $0.handle(.remoteDescription(.answer, sdp: "ga1", epoch: 1)) }
         guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         guest.send { $0.handle(.iceStateChanged(.failed)) }
-        #expect(guest.advance(by: 10_000).allSatisfy { if case .createOffer = $0 { false } else { true } },
-                "ICE failed: the host's job, not a stall to restart again")
+        #expect(
+            guest.advance(by: 10_000).allSatisfy { if case .createOffer = $0 { false } else { true } },
+            "ICE failed: the host's job, not a stall to restart again")
     }
 
     @Test("ICE restart (network): online at once; path change only when ICE is degraded") func networkTriggers() {
@@ -387,7 +411,9 @@ import Testing
         #expect(yielded.contains(.setRemoteDescription(.offer, sdp: "host-offer")))
         guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
         guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "guest-answer")) }
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: "guest-answer", epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: "guest-answer")))
+        #expect(
+            host.send { $0.handle(.remoteDescription(.answer, sdp: "guest-answer", epoch: 1)) }.contains(
+                .setRemoteDescription(.answer, sdp: "guest-answer")))
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         #expect(host.machine.signalingState == .stable)
         #expect(guest.machine.signalingState == .stable)
@@ -397,12 +423,17 @@ import Testing
     func candidateBuffer() {
         var guest = side(host: false)
         for index in 0..<60 {
-            #expect(guest.send { $0.handle(.remoteCandidate(IceCandidate(candidate: "c\(index)", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }.isEmpty)
+            #expect(
+                guest.send { $0.handle(.remoteCandidate(IceCandidate(candidate: "c\(index)", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }
+                    .isEmpty)
         }
         #expect(guest.machine.remoteCandidateBuffer.count == 50)
         guest.send { $0.handle(.remoteDescription(.offer, sdp: "o", epoch: 1)) }
         let flushed = guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
-        guard case .addRemoteCandidates(let list)? = flushed.first else { Issue.record("no flush"); return }
+        guard case .addRemoteCandidates(let list)? = flushed.first else {
+            Issue.record("no flush")
+            return
+        }
         #expect(list.count == 50)
         #expect(list.first??.candidate == "c10")
 
@@ -410,7 +441,10 @@ import Testing
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o")) }
         host.send { $0.handle(.remoteCandidate(IceCandidate(candidate: "early", sdpMid: "0", sdpMLineIndex: 0), epoch: 1)) }
         host.send { $0.handle(.remoteDescription(.answer, sdp: "a", epoch: 1)) }
-        #expect(host.send { $0.handle(.remoteDescriptionApplied(.answer)) } == [.addRemoteCandidates([IceCandidate(candidate: "early", sdpMid: "0", sdpMLineIndex: 0)])])
+        #expect(
+            host.send { $0.handle(.remoteDescriptionApplied(.answer)) } == [
+                .addRemoteCandidates([IceCandidate(candidate: "early", sdpMid: "0", sdpMLineIndex: 0)])
+            ])
         #expect(host.send { $0.handle(.remoteCandidate(nil, epoch: 1)) } == [.addRemoteCandidates([nil])], "after: passed straight through")
     }
 
@@ -457,16 +491,23 @@ import Testing
         var (guest, older) = guestAfterTwoOffers()
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 1)) }.isEmpty)
         // Without an origin nothing can be judged: fail open, as before.
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n")))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n", epoch: 1)) }.contains(
+                .setRemoteDescription(.offer, sdp: "v=0\r\ns=-\r\na=ice-ufrag:u0\r\n")))
     }
 
     @Test("a newer offer, another peer connection's, and the same offer again are all still taken") func notOvertaken() {
         var (guest, _) = guestAfterTwoOffers()
         let resent = described("u2", version: 5)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [.sendAnswer(sdp: guestAnswer(1), answers: SDPOrigin.offerName(of: resent))],
-                "a resend gets the same answer, naming the offer it answers")
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: resent, epoch: 1)) } == [
+                .sendAnswer(sdp: guestAnswer(1), answers: SDPOrigin.offerName(of: resent))
+            ],
+            "a resend gets the same answer, naming the offer it answers")
         let reloaded = described("u9", session: "77", version: 2)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: reloaded, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: reloaded)))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: reloaded, epoch: 1)) }.contains(
+                .setRemoteDescription(.offer, sdp: reloaded)))
     }
 
     @Test("an answer older than the peer's newest description is not applied to our next offer") func overtakenAnswer() {
@@ -477,14 +518,17 @@ import Testing
         host.send { $0.handle(.iceStateChanged(.failed)) }  // restart: a new offer is out
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o2")) }
         #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: described("u1", version: 2), epoch: 1)) }.isEmpty)
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: described("u3", version: 6), epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: described("u3", version: 6))))
+        #expect(
+            host.send { $0.handle(.remoteDescription(.answer, sdp: described("u3", version: 6), epoch: 1)) }.contains(
+                .setRemoteDescription(.answer, sdp: described("u3", version: 6))))
     }
 
     @Test("after the peer leaves, the next peer's descriptions start a fresh order") func originForgottenWhenAlone() {
         var (guest, older) = guestAfterTwoOffers()
         guest.send { $0.handle(.peer(present: false, isHost: true, peerEpoch: 2)) }
         guest.send { $0.handle(.peer(present: true, isHost: false, peerEpoch: 3)) }
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 3)) }.contains(.setRemoteDescription(.offer, sdp: older)))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: older, epoch: 3)) }.contains(.setRemoteDescription(.offer, sdp: older)))
     }
 
     @Test("webrtcbin's numbering (answers copy our o=, its offers reuse that id from 0) is never judged stale") func webrtcbinOrigins() {
@@ -496,11 +540,13 @@ import Testing
         guest.send { $0.handle(.networkOnline) }  // our restart offer, answered by a copy of its own o= line
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("c2", session: "G", version: 3))) }
         let echo = described("w1", session: "G", version: 3)
-        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: echo, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: echo)))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.answer, sdp: echo, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: echo)))
         guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         // webrtcbin's next offer takes the copied id with its own offer count.
         let next = described("w2", session: "G", version: 1)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: next)))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: next, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: next)))
     }
 
     @Test("on webrtcbin's side, answers that copy the peer's o= do not make the peer's id ours: its overtaken offers still drop")
@@ -508,7 +554,9 @@ import Testing
         var guest = side(host: false)
         for version in [3, 5] {
             let offer = described("h\(version)", session: "H", version: version)
-            #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: offer, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: offer)))
+            #expect(
+                guest.send { $0.handle(.remoteDescription(.offer, sdp: offer, epoch: 1)) }.contains(
+                    .setRemoteDescription(.offer, sdp: offer)))
             guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }
             guest.send { $0.handle(.localDescriptionReady(.answer, sdp: described("w", session: "H", version: version))) }  // a copy
         }
@@ -517,7 +565,9 @@ import Testing
     }
 
     @Test("SDPOrigin reads the o= line and nothing else") func originParsing() {
-        #expect(SDPOrigin(sdp: "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n") == SDPOrigin(sessionId: "4611731400430051336", version: 2))
+        #expect(
+            SDPOrigin(sdp: "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\n")
+                == SDPOrigin(sessionId: "4611731400430051336", version: 2))
         #expect(SDPOrigin(sdp: "v=0\no=mozilla...THIS_IS_SDPARTA-99.0 8133 18446744073709551615 IN IP4 0.0.0.0\n")?.version == UInt64.max)
         #expect(SDPOrigin(sdp: "v=0\r\no=- 1 18446744073709551616 IN IP4 0.0.0.0\r\n") == nil, "too big for a version")
         #expect(SDPOrigin(sdp: "v=0\r\no=- 1 -3 IN IP4 0.0.0.0\r\n") == nil)
@@ -558,8 +608,10 @@ import Testing
 
     @Test("a burst of remote offers gets one answer, and no offer of ours starts before it is out") func offerBurst() {
         var guest = side(host: false)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o1")))
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o1")))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
         #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }.contains(.createAnswer))
         #expect(!guest.send { $0.handle(.remoteDescriptionApplied(.offer)) }.contains(.createAnswer))
         #expect(guest.send { $0.handle(.requestIceRestart) }.isEmpty, "no restart offer while answering")
@@ -574,21 +626,26 @@ import Testing
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) }.isEmpty, "the answer is on its way")
         guest.send { $0.handle(.localDescriptionReady(.answer, sdp: "a1")) }
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o1", epoch: 1)) } == [.sendAnswer(sdp: "a1")])
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: "o2")))
     }
 
-    @Test("an answer arriving while the previous one is being applied is a duplicate; an offer then is no glare") func answerBeingApplied() {
+    @Test("an answer arriving while the previous one is being applied is a duplicate; an offer then is no glare") func answerBeingApplied()
+    {
         var guest = side(host: false)
         guest.advance(by: ResilienceConstants.NON_HOST_FALLBACK_DELAY_MS)
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: "g1")) }
-        #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: "a1")))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: "a1")))
         #expect(guest.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }.isEmpty)
         let offer = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2", epoch: 1)) }
         #expect(!offer.contains(.rollback), "our offer is answered: nothing to roll back")
         #expect(offer.contains(.setRemoteDescription(.offer, sdp: "o2")))
     }
 
-    @Test("an offer of ours that timed out while signaling was down is restarted after the reconnect though media flows: the peer may have taken and answered it (issue 51, seed 509)")
+    @Test(
+        "an offer of ours that timed out while signaling was down is restarted after the reconnect though media flows: the peer may have taken and answered it (issue 51, seed 509)"
+    )
     func aTimedOutOfferIsRestartedThoughMediaFlows() {
         var host = connectedHost()
         #expect(host.send { $0.handle(.networkOnline) }.contains(.iceRestartStarted(.networkOnline)))
@@ -606,7 +663,9 @@ import Testing
         #expect(host.machine.pendingRestart == nil)
     }
 
-    @Test("a restart owed for a timed-out offer is not displaced by a later reason that media flowing would drop, nor turned into one by a reconnect that cannot make it yet")
+    @Test(
+        "a restart owed for a timed-out offer is not displaced by a later reason that media flowing would drop, nor turned into one by a reconnect that cannot make it yet"
+    )
     func anOwedTimedOutOfferKeepsItsReason() {
         // Signaling down: ICE's own restart, wanted later in the same outage, does not displace it.
         var down = connectedHost()
@@ -683,7 +742,9 @@ import Testing
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: described("o3", session: "H2", version: 2))) }
         #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: newAnswer, epoch: 1)) }.isEmpty, "a copy of the old answer")
         let answer = described("a3", session: "G2", version: 3)
-        #expect(host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        #expect(
+            host.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(
+                .setRemoteDescription(.answer, sdp: answer)))
     }
 
     @Test("an answer echoing our own session id (webrtcbin) never renews; a peer that left and came back with a new connection does")
@@ -713,7 +774,8 @@ import Testing
         let fresh = described("h2", session: "S2", version: 2)
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: fresh, epoch: 1)) }.first == .renewPeerConnection)
         #expect(guest.machine.staleLocalResults == 1 && guest.machine.staleRemoteResults == 0)
-        #expect(guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }.isEmpty, "the old one's answer never goes out")
+        #expect(
+            guest.send { $0.handle(.localDescriptionReady(.answer, sdp: guestAnswer(1))) }.isEmpty, "the old one's answer never goes out")
         #expect(guest.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one answers")
         // An offer still being applied when the renewal comes: its result is the old connection's.
         var applying = guestRenewedWhileApplyingAnOffer()
@@ -732,7 +794,9 @@ import Testing
         #expect(made == [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS))])
     }
 
-    @Test("a refusal the renewed connection owed is its own: the new one's results still count, and every description still in flight counts as the old one's")
+    @Test(
+        "a refusal the renewed connection owed is its own: the new one's results still count, and every description still in flight counts as the old one's"
+    )
     func aRefusalOfTheRenewedConnectionIsStale() {
         var applying = guestRenewedWhileApplyingAnOffer()
         #expect(applying.machine.staleRemoteResults == 1)
@@ -741,7 +805,9 @@ import Testing
         #expect(applying.send { $0.handle(.remoteDescriptionApplied(.offer)) } == [.createAnswer], "the new one's offer, answered")
         // A burst of offers (after a suspension): each is being applied when a new session renews the connection.
         var guest = side(host: false)
-        for version in [2, 3, 4] { guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h\(version)", session: "S1", version: version), epoch: 1)) } }
+        for version in [2, 3, 4] {
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h\(version)", session: "S1", version: version), epoch: 1)) }
+        }
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("n1", session: "S2", version: 2), epoch: 1)) }
         #expect(guest.machine.staleRemoteResults == 3)
     }
@@ -760,11 +826,14 @@ import Testing
             return host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 2, returning: returning)) }
         }
         let plain: [Machine.Action] = [.timer(.cancel(.nonHostFallback)), .createOffer(iceRestart: false)]
-        let restart: [Machine.Action] = [.timer(.cancel(.nonHostFallback)), .iceRestartStarted(.signalingReconnect), .createOffer(iceRestart: true)]
+        let restart: [Machine.Action] = [
+            .timer(.cancel(.nonHostFallback)), .iceRestartStarted(.signalingReconnect), .createOffer(iceRestart: true),
+        ]
         #expect(arrive(back { _ in }, returning: true) == plain)
         #expect(arrive(back { _ in }, returning: false) == restart)
-        #expect(arrive(back { $0.send { $0.handle(.mediaStalled) } }, returning: true) == restart,
-                "media stalled before the peer went missing is still down when it returns")
+        #expect(
+            arrive(back { $0.send { $0.handle(.mediaStalled) } }, returning: true) == restart,
+            "media stalled before the peer went missing is still down when it returns")
         let flowingAgain = back { host in
             host.send { $0.handle(.mediaStalled) }
             host.send { $0.handle(.mediaFlowing) }

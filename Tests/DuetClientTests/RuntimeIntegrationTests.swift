@@ -25,9 +25,14 @@ import Testing
         try await bob.framesKeepFlowing()
         #expect(await alice.statuses().isEmpty, "the happy path never leaves connected (seed 001 item 1)")
         try await alice.waitFor("stats events with frames") { participant in
-            await participant.events.contains { if case .stats(let stats) = $0 { stats.videoFramesReceived > 0 && stats.candidateType == "host" } else { false } }
+            await participant.events.contains {
+                if case .stats(let stats) = $0 { stats.videoFramesReceived > 0 && stats.candidateType == "host" } else { false }
+            }
         }
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     /// `leave()` then `shutdown()` at once (what an app does as it closes): the seat is gone on the server, never left
@@ -46,7 +51,8 @@ import Testing
             _ = try await eventually("the seat left, round \(round)") { server.server.hub.occupancy(of: rid) == 0 ? true : nil }
             #expect(server.server.hub.snapshot().suspended == 0, "round \(round): the seat was suspended, not left")
         }
-        await media.shutdown(); await server.stop()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test func killedSocketReattachesWithoutTouchingMedia() async throws {
@@ -62,7 +68,10 @@ import Testing
         #expect(await bob.stats().iceRestartsApplied == 0)
         try await bob.framesKeepFlowing()
         try await alice.framesKeepFlowing()
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     /// Issue 32's wedge through the runtime: the host's connection refuses the answer to its ICE restart, so the
@@ -87,7 +96,10 @@ import Testing
         #expect(await bob.stats().peerConnectionsCreated == 1)
         try await alice.framesKeepFlowing()
         try await bob.framesKeepFlowing()
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test func serverRestartRecoversTheRoom() async throws {
@@ -108,7 +120,10 @@ import Testing
         #expect(await alice.call.cid == aliceCid)
         #expect(await bob.call.cid == bobCid)
         try await alice.framesKeepFlowing()
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test func turnCredentialsAreFetchedAndAppliedToTheLiveConnection() async throws {
@@ -124,7 +139,10 @@ import Testing
                 return servers.first?.urls == ["turn:127.0.0.1:3478?transport=udp"] && servers.first?.username?.hasSuffix(":duet") == true
             }
         }
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test func refusedWebSocketFallsBackToSSE() async throws {
@@ -134,7 +152,10 @@ import Testing
         #expect(await alice.call.transport == .sse)
         #expect(await bob.call.transport == .sse)
         try await bob.framesKeepFlowing()
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 }
 
@@ -149,7 +170,10 @@ import Testing
         try await Task.sleep(for: .seconds(1))  // 20 s of engine time: pings, no degradation
         #expect(await alice.statuses().isEmpty)
         #expect(await bob.statuses().isEmpty)
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("2 recovering: a brief media cut shows recovering, then connected") func briefCut() async throws {
@@ -161,7 +185,10 @@ import Testing
         await media.restore()
         try await alice.waitFor("connected again") { await $0.statuses() == [.recovering, .connected] }
         try await bob.waitFor("connected again") { await $0.call.connectionStatus == .connected }
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("3 retrying: more than 10 s without recovery → retrying, escalation running") func retrying() async throws {
@@ -175,7 +202,10 @@ import Testing
         await media.restore()
         try await alice.waitInCallConnected(timeout: .seconds(15))
         try await bob.waitInCallConnected(timeout: .seconds(15))
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("4 long outage: 2 min without signaling or media, then everything resumes by itself") func longOutage() async throws {
@@ -193,7 +223,10 @@ import Testing
         try await bob.waitInCallConnected(timeout: .seconds(20))
         #expect(await alice.call.phase == .inCall)
         #expect(await alice.stats().peerConnectionsCreated == 1)
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("5 leave from retrying: back to idle, nothing left running") func leaveFromRetrying() async throws {
@@ -206,7 +239,10 @@ import Testing
         #expect(left.isEmpty, "\(left)")
         #expect(await alice.stats().closed)
         try await bob.waitFor("Bob back to waiting") { await $0.call.phase == .waiting }
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("6 room gone during the outage: the host ended it → on reconnect the call ends by itself") func roomGone() async throws {
@@ -219,7 +255,10 @@ import Testing
         try await alice.waitFor("Alice idle") { await $0.call.phase == .idle }
         try await bob.waitFor("Bob idle: the server confirmed the room is gone") { await $0.call.phase == .idle }
         #expect(await bob.call.scheduledTimers.isEmpty)
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test("6b the other peer leaves during my outage → Waiting, ready for them to come back") func peerLeftDuringOutage() async throws {
@@ -229,6 +268,9 @@ import Testing
         await bob.call.dropSignalingConnection()
         await alice.call.leave()
         try await bob.waitFor("Bob waiting") { await $0.call.phase == .waiting }
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 }

@@ -44,6 +44,9 @@ import Testing
         #expect(summary.reconnects == drops)
         #expect(summary.noMediaMs > 0 && summary.noMediaMs < summary.durationMs)
         #expect(summary.averageMos != nil)
-        await alice.finish(); await bob.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await bob.finish()
+        await media.shutdown()
+        await server.stop()
     }
 }

@@ -1,5 +1,6 @@
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// WS first, SSE fallback, backoff, connect timeout, ping/pong (seed 000 §4 scenarios 1 and 7, §9).
 @Suite struct SignalingLinkMachineTests {
@@ -13,7 +14,10 @@ import Testing
         var driven = link()
         driven.send { $0.handle(.connect) }
         driven.send { $0.handle(.opened(.ws)) }
-        if transport == .sse { driven.send { $0.handle(.forceFallback) }; driven.send { $0.handle(.opened(.sse)) } }
+        if transport == .sse {
+            driven.send { $0.handle(.forceFallback) }
+            driven.send { $0.handle(.opened(.sse)) }
+        }
         return driven
     }
 
@@ -129,8 +133,12 @@ import Testing
         var b = Machine(sseAvailable: false, jitterSeed: 2)
         _ = a.handle(.connect)
         _ = b.handle(.connect)
-        let delayA = a.handle(.openFailed(.ws, .error)).compactMap { if case .timer(.schedule(.reconnectBackoff, let ms)) = $0 { ms } else { nil } }.first!
-        let delayB = b.handle(.openFailed(.ws, .error)).compactMap { if case .timer(.schedule(.reconnectBackoff, let ms)) = $0 { ms } else { nil } }.first!
+        let delayA = a.handle(.openFailed(.ws, .error)).compactMap {
+            if case .timer(.schedule(.reconnectBackoff, let ms)) = $0 { ms } else { nil }
+        }.first!
+        let delayB = b.handle(.openFailed(.ws, .error)).compactMap {
+            if case .timer(.schedule(.reconnectBackoff, let ms)) = $0 { ms } else { nil }
+        }.first!
         #expect(delayA != delayB)
         #expect((400...600).contains(delayA) && (400...600).contains(delayB))
     }

@@ -35,7 +35,9 @@ import Testing
         #expect(closed > applied, "\(calls)")
         #expect(calls.suffix(from: closed).allSatisfy { $0 == "close" }, "a command ran after the close: \(calls)")
         await bob.shutdown()
-        await alice.finish(); await media.shutdown(); await server.stop()
+        await alice.finish()
+        await media.shutdown()
+        await server.stop()
     }
 
     @discardableResult private func waitForValue<T: Sendable>(_ what: String, _ value: @Sendable () async -> T?) async throws -> T {

@@ -1,25 +1,34 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 @Suite struct TrickleIceMachineTests {
     typealias Machine = TrickleIceMachine
     let candidate = IceCandidate(
-        candidate: "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.2 rport 46154 generation 0 ufrag EEtu network-id 3 network-cost 10",
+        candidate:
+            "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.2 rport 46154 generation 0 ufrag EEtu network-id 3 network-cost 10",
         sdpMid: "0", sdpMLineIndex: 0)
 
     func driver() -> Driven<Machine, Machine.Action> { Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) } }
 
     @Test func cleaningDropsWebRTCExtensions() {
-        #expect(Machine.clean(candidate.candidate) == "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.2 rport 46154")
-        #expect(Machine.clean("candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active") == "candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active")
+        #expect(
+            Machine.clean(candidate.candidate)
+                == "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.2 rport 46154")
+        #expect(
+            Machine.clean("candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active")
+                == "candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active")
     }
 
     @Test("the offering side sends candidates at once") func offererSendsImmediately() {
         var driven = driver()
         driven.send { $0.handle(.offerSent) }
         let actions = driven.send { $0.handle(.localCandidate(candidate)) }
-        guard case .sendCandidate(let sent)? = actions.first else { Issue.record("not sent"); return }
+        guard case .sendCandidate(let sent)? = actions.first else {
+            Issue.record("not sent")
+            return
+        }
         #expect(!sent.candidate.contains("ufrag"))
     }
 
@@ -41,7 +50,8 @@ import Testing
         let flushed = driven.send { $0.handle(.offerSent) }
         #expect(flushed.filter { if case .sendCandidate = $0 { true } else { false } }.count == 1)
         guard case .sendCandidate? = driven.send({ $0.handle(.localCandidate(candidate)) }).first else {
-            Issue.record("not sent at once after the offer"); return
+            Issue.record("not sent at once after the offer")
+            return
         }
     }
 
@@ -75,7 +85,8 @@ import Testing
         #expect(released.filter { if case .sendCandidate = $0 { true } else { false } }.count == 1)
         #expect(released.last == .sendEndOfCandidates)
         guard case .sendCandidate? = driven.send({ $0.handle(.localCandidate(candidate)) }).first else {
-            Issue.record("still holding"); return
+            Issue.record("still holding")
+            return
         }
     }
 

@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// Issue 32 point 3: a peer connection that refuses a remote description or a rollback is replaced, and the new one
 /// offers afresh; a second wedge within the replacement's cooldown waits for its end with nothing negotiated on the
@@ -29,8 +30,10 @@ import Testing
     func expectFreshOfferAnswered(_ side: inout Driver, ours: String, theirs: String, sourceLocation: SourceLocation = #_sourceLocation) {
         side.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: ours, version: 2))) }
         let answer = described("r1", session: theirs, version: 2)
-        #expect(side.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)),
-                sourceLocation: sourceLocation)
+        #expect(
+            side.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(
+                .setRemoteDescription(.answer, sdp: answer)),
+            sourceLocation: sourceLocation)
     }
 
     /// A host in a call with the guest's connection "G1", which has just restarted ICE (its restart offer is out, in
@@ -48,7 +51,9 @@ import Testing
         return host
     }
 
-    @Test("a refused answer (Chromium refusing a DTLS role flipped by Firefox) replaces the connection at once, even in the restart's cooldown, and the new one offers afresh")
+    @Test(
+        "a refused answer (Chromium refusing a DTLS role flipped by Firefox) replaces the connection at once, even in the restart's cooldown, and the new one offers afresh"
+    )
     func aRefusedAnswerReplacesTheConnection() {
         var host = hostAnsweredAfterRestart()
         #expect(host.send { $0.handle(.remoteDescriptionFailed(.answer)) } == Self.replaced)
@@ -58,7 +63,9 @@ import Testing
         expectFreshOfferAnswered(&host, ours: "H2", theirs: "G2")
     }
 
-    @Test("a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale")
+    @Test(
+        "a refused remote offer replaces the connection too: a peer connection that took an offer of ours renews for the new session, and what its old one sends is stale"
+    )
     func aRefusedOfferReplacesTheConnection() {
         var guest = guest()
         // The non-host's fallback offer, answered by the host's connection "H": it holds one of ours.
@@ -68,12 +75,15 @@ import Testing
         guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }
         #expect(guest.send { $0.handle(.remoteDescriptionFailed(.offer)) } == Self.replaced)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "H", version: 4), epoch: 1)) }.isEmpty,
-                "the host's old connection, which renews for our new session")
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h3", session: "H", version: 4), epoch: 1)) }.isEmpty,
+            "the host's old connection, which renews for our new session")
         expectFreshOfferAnswered(&guest, ours: "G2", theirs: "H2")
     }
 
-    @Test("the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection (the review's deadlock: retired, it was dropped for good)")
+    @Test(
+        "the first offer of a peer connection refused: it never took one of ours, so it will not renew — its next offer is taken by the new connection (the review's deadlock: retired, it was dropped for good)"
+    )
     func aRefusedFirstOfferLeavesThePeersConnectionUsable() {
         var guest = guest()
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
@@ -81,10 +91,14 @@ import Testing
         guest.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
         // The host ignored our offer (its own was out) and restarts after its offer timeout: we yield and take it.
         let restart = described("h2", session: "H", version: 3)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: restart)))
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(
+                .setRemoteDescription(.offer, sdp: restart)))
     }
 
-    @Test("the peer connection left behind (it took no offer of ours) is retired once the peer answers ours from another: a late copy of the offer that wedged us is then stale (issue 51, duet call seed 2268)")
+    @Test(
+        "the peer connection left behind (it took no offer of ours) is retired once the peer answers ours from another: a late copy of the offer that wedged us is then stale (issue 51, duet call seed 2268)"
+    )
     func aConnectionLeftBehindIsRetiredOnceThePeerRenews() {
         let wedging = described("h1", session: "H", version: 2)
         var guest = guest()
@@ -93,12 +107,15 @@ import Testing
         // The peer renewed all the same, and its new connection answers our fresh offer.
         expectFreshOfferAnswered(&guest, ours: "G2", theirs: "H2")
         guest.send { $0.handle(.remoteDescriptionApplied(.answer)) }
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: wedging, epoch: 1)) }.isEmpty,
-                "a copy of the offer that wedged us, from the connection the peer left")
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: wedging, epoch: 1)) }.isEmpty,
+            "a copy of the offer that wedged us, from the connection the peer left")
         #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h2", session: "H", version: 3), epoch: 1)) }.isEmpty)
         let restart = described("h3", session: "H2", version: 3)
-        #expect(guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: restart)),
-                "the new one's restart is taken")
+        #expect(
+            guest.send { $0.handle(.remoteDescription(.offer, sdp: restart, epoch: 1)) }.contains(
+                .setRemoteDescription(.offer, sdp: restart)),
+            "the new one's restart is taken")
 
         // The same connection of the peer's answering our fresh offer: it goes on, and is not retired.
         var same = self.guest()
@@ -106,13 +123,18 @@ import Testing
         same.send { $0.handle(.remoteDescriptionFailed(.offer)) }
         same.send { $0.handle(.localDescriptionReady(.offer, sdp: described("n1", session: "G2", version: 2))) }
         let answer = described("r1", session: "H", version: 3)
-        #expect(same.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(.setRemoteDescription(.answer, sdp: answer)))
+        #expect(
+            same.send { $0.handle(.remoteDescription(.answer, sdp: answer, epoch: 1)) }.contains(
+                .setRemoteDescription(.answer, sdp: answer)))
         same.send { $0.handle(.remoteDescriptionApplied(.answer)) }
         let again = described("h4", session: "H", version: 4)
-        #expect(same.send { $0.handle(.remoteDescription(.offer, sdp: again, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: again)))
+        #expect(
+            same.send { $0.handle(.remoteDescription(.offer, sdp: again, epoch: 1)) }.contains(.setRemoteDescription(.offer, sdp: again)))
     }
 
-    @Test("a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh: an initial offer of a new session, which browsers follow (its restart offers they cannot)")
+    @Test(
+        "a webrtcbin guest (restarts only as host) replaces a wedged connection and offers afresh: an initial offer of a new session, which browsers follow (its restart offers they cannot)"
+    )
     func aWebrtcbinGuestReplacesAWedgedConnection() {
         var guest = guest(restartsOnlyAsHost: true)
         guest.send { $0.handle(.remoteDescription(.offer, sdp: described("h1", session: "H", version: 2), epoch: 1)) }
@@ -147,8 +169,9 @@ import Testing
         #expect(host.machine.renewalPending)
         #expect(host.send { $0.handle(.requestIceRestart) }.isEmpty, "no restart on a wedged connection")
         #expect(host.send { $0.handle(.requestOfferResend) }.isEmpty, "no offer resent from a wedged connection")
-        #expect(host.send { $0.handle(.remoteDescription(.offer, sdp: described("r2", session: "G2", version: 3), epoch: 1)) }.isEmpty,
-                "no description handed to a wedged connection")
+        #expect(
+            host.send { $0.handle(.remoteDescription(.offer, sdp: described("r2", session: "G2", version: 3), epoch: 1)) }.isEmpty,
+            "no description handed to a wedged connection")
         #expect(host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS - 1).isEmpty)
         #expect(host.advance(by: 1) == Self.replaced)
     }

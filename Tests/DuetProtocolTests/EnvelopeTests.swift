@@ -16,11 +16,14 @@ import Testing
         #expect(decoded.payload["ts"] == .int(9_007_199_254_740_993))
     }
 
-    @Test("envelope errors name the problem", arguments: [
-        ("", ErrorCode.badRequest), ("{", .badRequest), ("3", .badRequest), (#"{"v":1}"#, .badRequest),
-        (#"{"type":"x"}"#, .badRequest), (#"{"v":1.5,"type":"x"}"#, .badRequest), (#"{"v":0,"type":"x"}"#, .unsupportedVersion),
-        (#"{"v":1,"type":""}"#, .badRequest), (#"{"v":1,"type":"x","to":[]}"#, .badRequest), (#"{"v":1,"type":"x","ts":"now"}"#, .badRequest),
-    ])
+    @Test(
+        "envelope errors name the problem",
+        arguments: [
+            ("", ErrorCode.badRequest), ("{", .badRequest), ("3", .badRequest), (#"{"v":1}"#, .badRequest),
+            (#"{"type":"x"}"#, .badRequest), (#"{"v":1.5,"type":"x"}"#, .badRequest), (#"{"v":0,"type":"x"}"#, .unsupportedVersion),
+            (#"{"v":1,"type":""}"#, .badRequest), (#"{"v":1,"type":"x","to":[]}"#, .badRequest),
+            (#"{"v":1,"type":"x","ts":"now"}"#, .badRequest),
+        ])
     func invalidEnvelopes(text: String, code: ErrorCode) {
         #expect(throws: ProtocolError.self) { try Envelope.decode(Data(text.utf8)) }
         do {

@@ -8,8 +8,10 @@ struct IceServerURITests {
         for uri in ["stun:stun.example.com", "stun:203.0.113.5:3478", "stuns:stun.example.com:5349", "stun:[2001:db8::1]:3478"] {
             #expect(IceServerURI.problem(uri, kind: .stun) == nil, "\(uri)")
         }
-        for uri in ["turn:turn.example.com:3478?transport=udp", "turn:turn.example.com:3478?transport=tcp", "turn:10.0.0.1",
-                    "turns:turn.example.com:5349?transport=tcp", "turns:turn.example.com:443", "turn:[::1]:3478?transport=udp"] {
+        for uri in [
+            "turn:turn.example.com:3478?transport=udp", "turn:turn.example.com:3478?transport=tcp", "turn:10.0.0.1",
+            "turns:turn.example.com:5349?transport=tcp", "turns:turn.example.com:443", "turn:[::1]:3478?transport=udp",
+        ] {
             #expect(IceServerURI.problem(uri, kind: .turn) == nil, "\(uri)")
         }
     }
@@ -37,10 +39,14 @@ struct IceServerURITests {
 
     /// The list a client decodes from `/api/turn-credentials`; an older server's TURN-only answer still gives the relay.
     @Test func theIceServerListDecodesFromNewAndOlderServers() throws {
-        let new = #"{"iceServers":[{"urls":["stun:a:3478"]},{"urls":["turn:b:3478"],"username":"1:duet","credential":"p"}],"uris":["turn:b:3478"],"username":"1:duet","password":"p","ttl":60}"#
+        let new =
+            #"{"iceServers":[{"urls":["stun:a:3478"]},{"urls":["turn:b:3478"],"username":"1:duet","credential":"p"}],"uris":["turn:b:3478"],"username":"1:duet","password":"p","ttl":60}"#
         #expect(try JSONDecoder().decode(TurnCredentials.self, from: Data(new.utf8)).iceServers.count == 2)
         let old = #"{"uris":["turn:b:3478"],"username":"1:duet","password":"p","ttl":60}"#
-        #expect(try JSONDecoder().decode(TurnCredentials.self, from: Data(old.utf8)).iceServers == [IceServer(urls: ["turn:b:3478"], username: "1:duet", credential: "p")])
+        #expect(
+            try JSONDecoder().decode(TurnCredentials.self, from: Data(old.utf8)).iceServers == [
+                IceServer(urls: ["turn:b:3478"], username: "1:duet", credential: "p")
+            ])
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(TurnCredentials.self, from: Data(#"{"ttl":60}"#.utf8)) }
     }
 }

@@ -35,10 +35,14 @@ struct STUNBindingTests {
         #expect(response.attribute(STUNMessage.Attribute.xorMappedAddress) == [0x00, 0x01, 0xa1, 0x47, 0xe1, 0x12, 0xa6, 0x43])
         #expect(response.attribute(STUNMessage.Attribute.fingerprint) != nil, "the request had a FINGERPRINT, so the reply has one")
 
-        let v6 = STUNBinding.Endpoint(address: [0x20, 0x01, 0x0d, 0xb8, 0x12, 0x34, 0x56, 0x78, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77], port: 32853)
+        let v6 = STUNBinding.Endpoint(
+            address: [0x20, 0x01, 0x0d, 0xb8, 0x12, 0x34, 0x56, 0x78, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77], port: 32853)
         let reply6 = try #require(STUNBinding.reply(to: Self.rfc5769Request, from: v6).flatMap(STUNMessage.parse))
         let mapped6 = try #require(reply6.attribute(STUNMessage.Attribute.xorMappedAddress))
-        #expect(mapped6 == [0x00, 0x02, 0xa1, 0x47, 0x01, 0x13, 0xa9, 0xfa, 0xa5, 0xd3, 0xf1, 0x79, 0xbc, 0x25, 0xf4, 0xb5, 0xbe, 0xd2, 0xb9, 0xd9])
+        #expect(
+            mapped6 == [
+                0x00, 0x02, 0xa1, 0x47, 0x01, 0x13, 0xa9, 0xfa, 0xa5, 0xd3, 0xf1, 0x79, 0xbc, 0x25, 0xf4, 0xb5, 0xbe, 0xd2, 0xb9, 0xd9,
+            ])
         #expect(STUNBinding.mappedEndpoint(mapped6, transactionID: Self.transactionID) == v6)
     }
 
@@ -49,17 +53,24 @@ struct STUNBindingTests {
         let source = STUNBinding.Endpoint(address: [10, 0, 0, 7], port: 50_000)
         let response = try #require(STUNBinding.reply(to: request, from: source).flatMap(STUNMessage.parse))
         #expect(response.attributes.map(\.type) == [STUNMessage.Attribute.xorMappedAddress], "no FINGERPRINT unless asked for one")
-        #expect(STUNBinding.mappedEndpoint(try #require(response.attribute(STUNMessage.Attribute.xorMappedAddress)), transactionID: id) == source)
+        #expect(
+            STUNBinding.mappedEndpoint(try #require(response.attribute(STUNMessage.Attribute.xorMappedAddress)), transactionID: id)
+                == source)
     }
 
     @Test func anUnknownComprehensionRequiredAttributeGets420() throws {
         // CHANGE-REQUEST (0x0003, RFC 5780) is what old NAT-type probes send; this server does not do it.
-        let request = STUNMessage(type: STUNMessage.MessageType.bindingRequest, transactionID: Array(repeating: 9, count: 12),
-                                  attributes: [(0x0003, [0, 0, 0, 6]), (0x8022, Array("x".utf8))]).encoded()
-        let response = try #require(STUNBinding.reply(to: request, from: .init(address: [127, 0, 0, 1], port: 1)).flatMap(STUNMessage.parse))
+        let request = STUNMessage(
+            type: STUNMessage.MessageType.bindingRequest, transactionID: Array(repeating: 9, count: 12),
+            attributes: [(0x0003, [0, 0, 0, 6]), (0x8022, Array("x".utf8))]
+        ).encoded()
+        let response = try #require(
+            STUNBinding.reply(to: request, from: .init(address: [127, 0, 0, 1], port: 1)).flatMap(STUNMessage.parse))
         #expect(response.type == STUNMessage.MessageType.bindingError)
         #expect(response.attribute(STUNMessage.Attribute.errorCode)?.prefix(4) == [0, 0, 4, 20])
-        #expect(response.attribute(STUNMessage.Attribute.unknownAttributes) == [0x00, 0x03], "names the unknown attribute, not the optional one")
+        #expect(
+            response.attribute(STUNMessage.Attribute.unknownAttributes) == [0x00, 0x03], "names the unknown attribute, not the optional one"
+        )
     }
 
     @Test func whatIsNotAWellFormedBindingRequestIsNeverAnswered() {
@@ -71,8 +82,10 @@ struct STUNBindingTests {
         var shortLength = Self.rfc5769Request
         shortLength[3] = 0x54
         let response = STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: Array(repeating: 1, count: 12)).encoded()
-        let indication = STUNMessage(type: STUNMessage.MessageType.bindingIndication, transactionID: Array(repeating: 1, count: 12)).encoded()
-        let overrun = STUNMessage(type: STUNMessage.MessageType.bindingRequest, transactionID: Array(repeating: 1, count: 12)).encoded()
+        let indication = STUNMessage(type: STUNMessage.MessageType.bindingIndication, transactionID: Array(repeating: 1, count: 12))
+            .encoded()
+        let overrun =
+            STUNMessage(type: STUNMessage.MessageType.bindingRequest, transactionID: Array(repeating: 1, count: 12)).encoded()
             .enumerated().map { $0.offset == 3 ? 4 : $0.element } + [0x80, 0x22, 0x00, 0x08]  // attribute longer than the message
         let cases: [(String, [UInt8])] = [
             ("empty", []), ("short header", Array(Self.rfc5769Request.prefix(19))), ("bad fingerprint", badFingerprint),
@@ -102,6 +115,8 @@ struct STUNBindingTests {
 
         let redirect = [0x00, 0x01, 0x00, 0x0C] + id + [0x00, 0x02, 0x00, 0x08, 0x00, 0x01, 0x00, 0x35, 192, 0, 2, 1]
         let refused = try #require(STUNBinding.reply(to: redirect, from: source).flatMap(STUNMessage.parse))
-        #expect(refused.type == STUNMessage.MessageType.bindingError && refused.attribute(STUNMessage.Attribute.unknownAttributes) == [0x00, 0x02])
+        #expect(
+            refused.type == STUNMessage.MessageType.bindingError
+                && refused.attribute(STUNMessage.Attribute.unknownAttributes) == [0x00, 0x02])
     }
 }

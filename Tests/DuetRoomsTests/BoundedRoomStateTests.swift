@@ -1,8 +1,9 @@
 import Crypto
 import DuetProtocol
-@testable import DuetRooms
 import DuetTestBasics
 import Testing
+
+@testable import DuetRooms
 
 /// What the room logic remembers stays bounded, its counters agree with its rooms, and a connection cut off for not
 /// reading is a lost transport whose undelivered relay is answered.
@@ -42,7 +43,8 @@ import Testing
         _ = core.handle(.opened(connection, .ws, sid: nil), nowMs: 0)
         for index in 0..<1_000 {
             let rid = authorities.roomIds.issue()
-            _ = core.handle(.message(connection, Envelope(.join, rid: rid, payload: ["capabilities": ["trickleIce": true]])), nowMs: Int64(index))
+            _ = core.handle(
+                .message(connection, Envelope(.join, rid: rid, payload: ["capabilities": ["trickleIce": true]])), nowMs: Int64(index))
             _ = core.handle(.message(connection, Envelope(.leave, rid: rid)), nowMs: Int64(index))
         }
         #expect(core.rememberedSeats.revoked == 50)
@@ -99,7 +101,8 @@ import Testing
     @Test func anUndeliverableRelaySuspendsTheReaderAndAnswersTheSender() throws {
         var core = SignalingCore(settings: .init(), authorities: authorities, seed: 3)
         let rid = authorities.roomIds.issue()
-        let reader = ConnectionID(1), sender = ConnectionID(2)
+        let reader = ConnectionID(1)
+        let sender = ConnectionID(2)
         for connection in [reader, sender] {
             _ = core.handle(.opened(connection, .ws, sid: nil), nowMs: 0)
             _ = core.handle(.message(connection, Envelope(.join, rid: rid, payload: ["capabilities": ["trickleIce": true]])), nowMs: 0)
@@ -132,4 +135,3 @@ import Testing
         #expect(cids(.system) != cids(.system))
     }
 }
-

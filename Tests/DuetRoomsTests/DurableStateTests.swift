@@ -1,8 +1,9 @@
-import DuetTestBasics
 import Crypto
 import DuetProtocol
-@testable import DuetRooms
+import DuetTestBasics
 import Testing
+
+@testable import DuetRooms
 
 /// What the core writes to the store and what it does with what the store says: a restarted node (a new core fed
 /// the ledger's `load`) and a second node of a cluster (a core fed the other's facts) keep the rules of one process.
@@ -15,9 +16,12 @@ import Testing
 
     /// Joins on a new connection; returns the joined payload and the outputs.
     @discardableResult
-    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) -> (joined: JoinedPayload?, error: String?, outputs: [SignalingCore.Output]) {
+    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) -> (
+        joined: JoinedPayload?, error: String?, outputs: [SignalingCore.Output]
+    ) {
         _ = core.handle(.opened(connection, .ws, sid: nil), nowMs: now)
-        let outputs = core.handle(.message(connection, Envelope(.join, rid: rid, payload: (try? JSONValue(encoding: payload)) ?? [:])), nowMs: now)
+        let outputs = core.handle(
+            .message(connection, Envelope(.join, rid: rid, payload: (try? JSONValue(encoding: payload)) ?? [:])), nowMs: now)
         var joined: JoinedPayload?
         var error: String?
         for case .send(let target, let envelope) in outputs where target == connection {
@@ -41,7 +45,10 @@ import Testing
         var core = makeCore()
         let rid = authorities.roomIds.issue()
         let host = join(&core, ConnectionID(1), rid: rid, now: 0)
-        #expect(persisted(host.outputs) == [.roomClaimed(rid: rid, hostCid: try #require(host.joined?.participants.first?.cid), epoch: 1, occupancy: 1)], "the first seat here claims the room")
+        #expect(
+            persisted(host.outputs) == [
+                .roomClaimed(rid: rid, hostCid: try #require(host.joined?.participants.first?.cid), epoch: 1, occupancy: 1)
+            ], "the first seat here claims the room")
         let guest = join(&core, ConnectionID(2), rid: rid, now: 10)
         #expect(persisted(guest.outputs).last.map { if case .roomLive(_, _, 2, 2) = $0 { true } else { false } } == true)
         let suspended = core.handle(.closed(ConnectionID(2)), nowMs: 20)
@@ -49,7 +56,9 @@ import Testing
         _ = core.handle(.message(ConnectionID(1), Envelope(.leave)), nowMs: 30)
         let evicted = core.handle(.tick, nowMs: 30 + SignalingCore.Settings().evictionTimeoutMs + 1_000)
         #expect(persisted(evicted).contains(.roomGone(rid: rid)))
-        #expect(persisted(evicted).contains { if case .seatRevoked(rid, _, _) = $0 { true } else { false } }, "the evicted seat is revoked in the store too")
+        #expect(
+            persisted(evicted).contains { if case .seatRevoked(rid, _, _) = $0 { true } else { false } },
+            "the evicted seat is revoked in the store too")
     }
 
     /// The bug this closes: after a restart an ended room could be recreated by a fresh join, and its seats by
@@ -64,13 +73,19 @@ import Testing
 
         var after = restarted(from: ledger, now: 60_000)
         let guestCid = try #require(guest.participants.last?.cid)
-        let recover = join(&after, ConnectionID(9), rid: rid, now: 60_000, payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken))
+        let recover = join(
+            &after, ConnectionID(9), rid: rid, now: 60_000,
+            payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken))
         #expect(recover.error == "ROOM_ENDED")
         #expect(join(&after, ConnectionID(10), rid: rid, now: 60_000).error == "ROOM_ENDED", "a fresh join meets the tombstone")
         // Past the tombstone the seats still answer ROOM_ENDED; a fresh join opens a new room under the old link.
         var later = restarted(from: ledger, now: 400_000)
         let hostCid = try #require(host.participants.first?.cid)
-        #expect(join(&later, ConnectionID(11), rid: rid, now: 400_000, payload: JoinPayload(reconnectCid: hostCid, reconnectToken: host.reconnectToken)).error == "ROOM_ENDED")
+        #expect(
+            join(
+                &later, ConnectionID(11), rid: rid, now: 400_000,
+                payload: JoinPayload(reconnectCid: hostCid, reconnectToken: host.reconnectToken)
+            ).error == "ROOM_ENDED")
         #expect(join(&later, ConnectionID(12), rid: rid, now: 400_000).joined?.reconnect == .fresh)
     }
 
@@ -84,7 +99,9 @@ import Testing
         for fact in persisted(core.handle(.message(ConnectionID(2), Envelope(.leave)), nowMs: 1_000)) { ledger.write(fact) }
 
         var after = restarted(from: ledger, now: 5_000)
-        let recover = join(&after, ConnectionID(9), rid: rid, now: 5_000, payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken))
+        let recover = join(
+            &after, ConnectionID(9), rid: rid, now: 5_000,
+            payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guest.reconnectToken))
         #expect(recover.error == "INVALID_RECONNECT_TOKEN")
     }
 
@@ -98,16 +115,26 @@ import Testing
         for fact in persisted(h.outputs) { ledger.write(fact) }
         let g = join(&core, ConnectionID(2), rid: rid, now: 10)
         for fact in persisted(g.outputs) { ledger.write(fact) }
-        let hostJoined = try #require(h.joined), guestJoined = try #require(g.joined)
-        let hostCid = try #require(hostJoined.participants.first?.cid), guestCid = try #require(guestJoined.participants.last?.cid)
+        let hostJoined = try #require(h.joined)
+        let guestJoined = try #require(g.joined)
+        let hostCid = try #require(hostJoined.participants.first?.cid)
+        let guestCid = try #require(guestJoined.participants.last?.cid)
         #expect(guestJoined.epoch == 2)
 
         var after = restarted(from: ledger, now: 30_000)
         // The guest comes back first: it holds the room, but the host is the host again when it returns.
-        let guestBack = try #require(join(&after, ConnectionID(5), rid: rid, now: 30_000, payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guestJoined.reconnectToken)).joined)
+        let guestBack = try #require(
+            join(
+                &after, ConnectionID(5), rid: rid, now: 30_000,
+                payload: JoinPayload(reconnectCid: guestCid, reconnectToken: guestJoined.reconnectToken)
+            ).joined)
         #expect(guestBack.reconnect == .recovered)
         #expect(guestBack.epoch == 3, "the epoch goes on from the last one written (2)")
-        let hostBack = try #require(join(&after, ConnectionID(6), rid: rid, now: 30_100, payload: JoinPayload(reconnectCid: hostCid, reconnectToken: hostJoined.reconnectToken)).joined)
+        let hostBack = try #require(
+            join(
+                &after, ConnectionID(6), rid: rid, now: 30_100,
+                payload: JoinPayload(reconnectCid: hostCid, reconnectToken: hostJoined.reconnectToken)
+            ).joined)
         #expect(hostBack.reconnect == .recovered)
         #expect(hostBack.hostCid == hostCid)
         #expect(hostBack.epoch == 4)
@@ -146,10 +173,12 @@ import Testing
         let a = try #require(join(&core, ConnectionID(1), rid: rid, now: 0).joined)
         _ = join(&core, ConnectionID(2), rid: rid, now: 0)
         // An update from another node (which may have lost the room and not heard of it yet) moves nothing…
-        let update = core.handle(.learned(.roomLive(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 8, occupancy: 2)), nowMs: 900)
+        let update = core.handle(
+            .learned(.roomLive(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 8, occupancy: 2)), nowMs: 900)
         #expect(update.isEmpty && core.roomCount == 1)
         // …a claim does.
-        let outputs = core.handle(.learned(.roomClaimed(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 9, occupancy: 1)), nowMs: 1_000)
+        let outputs = core.handle(
+            .learned(.roomClaimed(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 9, occupancy: 1)), nowMs: 1_000)
         for connection in [ConnectionID(1), ConnectionID(2)] {
             #expect(outputs.contains { if case .send(connection, let e) = $0 { e.messageType == .draining } else { false } })
             #expect(outputs.contains(.close(connection, .moved)))
@@ -158,7 +187,9 @@ import Testing
         #expect(core.roomCount == 0 && core.participantCount(.connected) == 0 && core.participantCountByWalk(.connected) == 0)
         #expect(core.occupancy(of: rid) == 1, "watchers here now see the other node's count")
         // The seat was not revoked: its token still recovers it (on whichever node the client reaches).
-        let back = join(&core, ConnectionID(3), rid: rid, now: 2_000, payload: JoinPayload(reconnectCid: a.participants.first?.cid, reconnectToken: a.reconnectToken))
+        let back = join(
+            &core, ConnectionID(3), rid: rid, now: 2_000,
+            payload: JoinPayload(reconnectCid: a.participants.first?.cid, reconnectToken: a.reconnectToken))
         #expect(back.joined?.reconnect == .recovered)
         #expect(back.joined?.epoch == 10)
     }
@@ -168,7 +199,8 @@ import Testing
         var core = makeCore()
         let rid = authorities.roomIds.issue()
         let a = try #require(join(&core, ConnectionID(1), rid: rid, now: 0).joined)
-        let outputs = core.handle(.learned(.roomLive(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 1, occupancy: 0)), nowMs: 1_000)
+        let outputs = core.handle(
+            .learned(.roomLive(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 1, occupancy: 0)), nowMs: 1_000)
         #expect(!outputs.contains(.close(ConnectionID(1), .moved)))
         #expect(core.occupancy(of: rid) == 1)
     }
@@ -178,7 +210,8 @@ import Testing
         let rid = authorities.roomIds.issue()
         let watcher = ConnectionID(1)
         _ = core.handle(.opened(watcher, .ws, sid: nil), nowMs: 0)
-        _ = core.handle(.message(watcher, Envelope(.watchRooms, payload: try JSONValue(encoding: WatchRoomsPayload(rids: [rid])))), nowMs: 0)
+        _ = core.handle(
+            .message(watcher, Envelope(.watchRooms, payload: try JSONValue(encoding: WatchRoomsPayload(rids: [rid])))), nowMs: 0)
         func update(_ outputs: [SignalingCore.Output]) -> Int? {
             for case .send(watcher, let e) in outputs where e.messageType == .roomStatusUpdate {
                 return (try? e.payload.decode(RoomStatusUpdatePayload.self))?.count
@@ -187,7 +220,9 @@ import Testing
         }
         #expect(update(core.handle(.learned(.roomLive(rid: rid, hostCid: "C-1", epoch: 1, occupancy: 1)), nowMs: 10)) == 1)
         #expect(update(core.handle(.learned(.roomLive(rid: rid, hostCid: "C-1", epoch: 2, occupancy: 2)), nowMs: 20)) == 2)
-        #expect(update(core.handle(.learned(.roomLive(rid: rid, hostCid: "C-1", epoch: 3, occupancy: 2)), nowMs: 30)) == nil, "same count: no update")
+        #expect(
+            update(core.handle(.learned(.roomLive(rid: rid, hostCid: "C-1", epoch: 3, occupancy: 2)), nowMs: 30)) == nil,
+            "same count: no update")
         #expect(update(core.handle(.learned(.roomGone(rid: rid)), nowMs: 40)) == 0)
     }
 
@@ -198,14 +233,19 @@ import Testing
         let rid = authorities.roomIds.issue()
         let a = try #require(join(&core, ConnectionID(1), rid: rid, now: 0).joined)
         let cid = try #require(a.participants.first?.cid)
-        let outputs = core.handle(.learned(.roomEnded(rid: rid, endedBy: "C-other", reason: "host_ended", tombstoneUntilMs: 300_000, seats: ["C-other"], seatsUntilMs: 3_600_000)), nowMs: 1_000)
+        let outputs = core.handle(
+            .learned(
+                .roomEnded(
+                    rid: rid, endedBy: "C-other", reason: "host_ended", tombstoneUntilMs: 300_000, seats: ["C-other"],
+                    seatsUntilMs: 3_600_000)), nowMs: 1_000)
         #expect(outputs.contains { if case .send(ConnectionID(1), let e) = $0 { e.messageType == .roomEnded } else { false } })
         #expect(core.roomCount == 0 && core.participantCount(.connected) == 0)
         #expect(persisted(outputs) == [.roomGone(rid: rid)], "the copy's own record goes too")
         // A claim that reaches this node after the end (a node that had not heard yet) neither moves nor counts.
         #expect(core.handle(.learned(.roomClaimed(rid: rid, hostCid: "C-late", epoch: 1, occupancy: 1)), nowMs: 1_500).isEmpty)
         #expect(core.occupancy(of: rid) == 0)
-        let back = join(&core, ConnectionID(2), rid: rid, now: 400_000, payload: JoinPayload(reconnectCid: cid, reconnectToken: a.reconnectToken))
+        let back = join(
+            &core, ConnectionID(2), rid: rid, now: 400_000, payload: JoinPayload(reconnectCid: cid, reconnectToken: a.reconnectToken))
         #expect(back.error == "ROOM_ENDED", "its seat here is over too, past the tombstone")
     }
 
@@ -217,7 +257,9 @@ import Testing
         let cid = try #require(b.participants.last?.cid)
         _ = core.handle(.learned(.seatRevoked(rid: rid, cid: cid, untilMs: 2_000_000)), nowMs: 1_000)
         #expect(core.roomView(rid)?.cids.contains(cid) == false)
-        #expect(join(&core, ConnectionID(3), rid: rid, now: 2_000, payload: JoinPayload(reconnectCid: cid, reconnectToken: b.reconnectToken)).error == "INVALID_RECONNECT_TOKEN")
+        #expect(
+            join(&core, ConnectionID(3), rid: rid, now: 2_000, payload: JoinPayload(reconnectCid: cid, reconnectToken: b.reconnectToken))
+                .error == "INVALID_RECONNECT_TOKEN")
     }
 
     @Test func knownRoomsAreBounded() {
@@ -232,7 +274,9 @@ import Testing
 
     @Test func aClaimFollowedByAnUpdateIsStillAClaimInAQueue() {
         let claim = DurableFact.roomClaimed(rid: "r", hostCid: "C-1", epoch: 1, occupancy: 1)
-        #expect(claim.merged(with: .roomLive(rid: "r", hostCid: "C-1", epoch: 2, occupancy: 2)) == .roomClaimed(rid: "r", hostCid: "C-1", epoch: 2, occupancy: 2))
+        #expect(
+            claim.merged(with: .roomLive(rid: "r", hostCid: "C-1", epoch: 2, occupancy: 2))
+                == .roomClaimed(rid: "r", hostCid: "C-1", epoch: 2, occupancy: 2))
         #expect(claim.merged(with: .roomGone(rid: "r")) == .roomGone(rid: "r"))
         #expect(DurableFact.roomLive(rid: "r", hostCid: "C-1", epoch: 1, occupancy: 1).merged(with: claim) == claim)
     }
@@ -247,11 +291,12 @@ import Testing
         ledger.write(.roomGone(rid: "c"))
         ledger.write(.roomLive(rid: "d", hostCid: "C-5", epoch: 1, occupancy: 1))
         ledger.write(.roomEnded(rid: "d", endedBy: "C-5", reason: "host_ended", tombstoneUntilMs: 300, seats: ["C-5"], seatsUntilMs: 900))
-        #expect(ledger.load(nowMs: 250) == [
-            .roomEnded(rid: "d", endedBy: "C-5", reason: "host_ended", tombstoneUntilMs: 300, seats: ["C-5"], seatsUntilMs: 900),
-            .seatRevoked(rid: "b", cid: "C-2", untilMs: 500),
-            .roomLive(rid: "a", hostCid: "C-1", epoch: 4, occupancy: 0),
-        ])
+        #expect(
+            ledger.load(nowMs: 250) == [
+                .roomEnded(rid: "d", endedBy: "C-5", reason: "host_ended", tombstoneUntilMs: 300, seats: ["C-5"], seatsUntilMs: 900),
+                .seatRevoked(rid: "b", cid: "C-2", untilMs: 500),
+                .roomLive(rid: "a", hostCid: "C-1", epoch: 4, occupancy: 0),
+            ])
         #expect(ledger.load(nowMs: 1_000) == [.roomLive(rid: "a", hostCid: "C-1", epoch: 4, occupancy: 0)])
     }
 }

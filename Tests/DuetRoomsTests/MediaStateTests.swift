@@ -1,7 +1,8 @@
 import DuetProtocol
 import DuetTestBasics
-@testable import DuetRooms
 import Testing
+
+@testable import DuetRooms
 
 /// `media_state`: relayed with `from`, kept as the participant's `media` for `room_state`, never refused for a peer
 /// that is away, and checked field by field (nothing but three booleans is kept).
@@ -10,7 +11,9 @@ import Testing
 
     func makeCore() -> SignalingCore { SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: 7) }
 
-    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws -> JoinedPayload {
+    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws
+        -> JoinedPayload
+    {
         try core.joinedForTest(connection, rid: rid, now: now, payload: payload)
     }
 
@@ -22,7 +25,8 @@ import Testing
     func twoInARoom() throws -> (SignalingCore, String, ConnectionID, ConnectionID) {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
@@ -88,7 +92,8 @@ import Testing
     @Test func aPeerAwayIsNotAnErrorAndLearnsItOnJoining() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
         let alone = say(&core, a, Self.muted)
@@ -115,7 +120,8 @@ import Testing
         #expect(error.payload["code"] == "BAD_REQUEST")
         #expect(error.payload["message"]?.stringValue?.contains(field) == true, "\(error.payload)")
         #expect(sent(outputs, to: b).isEmpty, "nothing relayed")
-        #expect(core.rooms[rid]?.participants.first?.media == MediaState(audio: false, video: true, screen: false), "the last good state stays")
+        #expect(
+            core.rooms[rid]?.participants.first?.media == MediaState(audio: false, video: true, screen: false), "the last good state stays")
     }
 
     @Test func onlyTheThreeBooleansAreKeptAndRelayed() throws {

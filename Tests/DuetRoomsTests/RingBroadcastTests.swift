@@ -1,7 +1,8 @@
 import DuetProtocol
-@testable import DuetRooms
 import DuetTestBasics
 import Testing
+
+@testable import DuetRooms
 
 /// Rings across the nodes of a cluster (issue 31): the room is held by one node, the callee's page listens on another
 /// (its `watch_rooms` connection watches many rooms, so the proxy cannot route it by one). The two cores here pass
@@ -18,7 +19,9 @@ import Testing
         return (holder, SignalingCore(settings: settings, authorities: helper.authorities, seed: 8), tokens)
     }
 
-    func listen(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, device: String, token: String, now: Int64) -> [SignalingCore.Output] {
+    func listen(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, device: String, token: String, now: Int64)
+        -> [SignalingCore.Output]
+    {
         _ = core.handle(.opened(connection, .ws, sid: nil), nowMs: now)
         let payload = WatchRoomsPayload(rids: [rid], listen: ListenPayload(deviceId: device, members: [rid: token]))
         return core.handle(.message(connection, Envelope(.watchRooms, payload: try! JSONValue(encoding: payload))), nowMs: now)
@@ -37,7 +40,8 @@ import Testing
         var (holder, other, tokens) = try cluster()
         let page = ConnectionID(500)
         _ = listen(&other, page, rid: holder.rid, device: helper.calleeDevice, token: tokens[helper.calleeDevice]!, now: 0)
-        let started = helper.send(&holder, holder.caller, .ring, RingPayload(callId: "call-1", caller: ["sealed": "x"], snapshotId: "SNAP-1"), now: 1_000)
+        let started = helper.send(
+            &holder, holder.caller, .ring, RingPayload(callId: "call-1", caller: ["sealed": "x"], snapshotId: "SNAP-1"), now: 1_000)
         // The other node rings its page with the holder's incoming_call, and says so.
         let rung = deliver(started, to: &other, now: 1_010)
         let incoming = try #require(helper.messages(rung, to: page, .incomingCall).first).payload.decode(IncomingCallPayload.self)
@@ -51,8 +55,12 @@ import Testing
         #expect(helper.callerStates(noPushes, holder) == ["ringing"])
         // The page declines over its own connection: the answer goes to the holder, which ends the ring for everyone.
         let answer = RingAnswerPayload(rid: holder.rid, callId: "call-1", answer: .decline)
-        let declined = other.handle(.message(page, Envelope(.ringAnswer, rid: holder.rid, payload: try JSONValue(encoding: answer))), nowMs: 2_000)
-        #expect(broadcasts(declined) == [.answered(rid: holder.rid, callId: "call-1", device: helper.calleeDevice, answer: .decline, secret: nil)])
+        let declined = other.handle(
+            .message(page, Envelope(.ringAnswer, rid: holder.rid, payload: try JSONValue(encoding: answer))), nowMs: 2_000)
+        #expect(
+            broadcasts(declined) == [
+                .answered(rid: holder.rid, callId: "call-1", device: helper.calleeDevice, answer: .decline, secret: nil)
+            ])
         let ended = deliver(declined, to: &holder.core, now: 2_010)
         #expect(helper.callerStates(ended, holder) == ["declined"])
         #expect(broadcasts(ended) == [.ended(rid: holder.rid, callId: "call-1", reason: "declined")])
@@ -78,7 +86,8 @@ import Testing
         let noPushes = holder.core.handle(.ringPushed(.init(rid: holder.rid, callId: "call-3", reached: [], finished: true)), nowMs: 1_050)
         #expect(helper.callerStates(noPushes, holder) == ["ringing"], "another node may yet say it rang a page")
         #expect(helper.callerStates(holder.core.handle(.tick, nowMs: 1_000 + RingLimits.clusterUnreachableGraceMs - 1), holder).isEmpty)
-        #expect(helper.callerStates(holder.core.handle(.tick, nowMs: 1_000 + RingLimits.clusterUnreachableGraceMs), holder) == ["unreachable"])
+        #expect(
+            helper.callerStates(holder.core.handle(.tick, nowMs: 1_000 + RingLimits.clusterUnreachableGraceMs), holder) == ["unreachable"])
     }
 
     @Test func aLostEndIsForgottenAfterTheRingAndTheCallersDeviceNeverRings() throws {
@@ -86,7 +95,9 @@ import Testing
         // The caller's own device listening on the other node is not rung.
         let own = ConnectionID(502)
         let caller = helper.callerDevice
-        _ = listen(&other, own, rid: holder.rid, device: caller, token: helper.authorities.memberTokens.issue(rid: holder.rid, deviceId: caller, nowMs: 0), now: 0)
+        _ = listen(
+            &other, own, rid: holder.rid, device: caller,
+            token: helper.authorities.memberTokens.issue(rid: holder.rid, deviceId: caller, nowMs: 0), now: 0)
         let started = helper.send(&holder, holder.caller, .ring, RingPayload(callId: "call-4"), now: 1_000)
         let heard = deliver(started, to: &other, now: 1_010)
         #expect(helper.messages(heard, to: own, .incomingCall).isEmpty && broadcasts(heard).isEmpty)

@@ -1,8 +1,9 @@
 import Crypto
 import DuetProtocol
-@testable import DuetRooms
 import DuetTestBasics
 import Testing
+
+@testable import DuetRooms
 
 /// Ringing in the room logic (issue 31), with time as an argument: the timeout at its edge, and the races a real
 /// network makes (accept and cancel at once, two devices answering, the caller's link dropping, a restart).
@@ -50,7 +51,9 @@ import Testing
         return connection
     }
 
-    func send(_ world: inout World, _ connection: ConnectionID, _ type: MessageType, _ payload: some Encodable, now: Int64) -> [SignalingCore.Output] {
+    func send(_ world: inout World, _ connection: ConnectionID, _ type: MessageType, _ payload: some Encodable, now: Int64)
+        -> [SignalingCore.Output]
+    {
         world.core.handle(.message(connection, Envelope(type, rid: world.rid, payload: try! JSONValue(encoding: payload))), nowMs: now)
     }
 
@@ -95,7 +98,9 @@ import Testing
             var (world, tokens) = try world()
             let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
             _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
-            let accept = { (world: inout World) in self.send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .accept), now: 5) }
+            let accept = { (world: inout World) in
+                self.send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .accept), now: 5)
+            }
             let cancel = { (world: inout World) in self.send(&world, world.caller, .ringCancel, RingCancelPayload(callId: "c"), now: 5) }
             let first = acceptFirst ? accept(&world) : cancel(&world)
             let second = acceptFirst ? cancel(&world) : accept(&world)
@@ -126,8 +131,10 @@ import Testing
         let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
         let tablet = listen(&world, device: calleeTablet, token: tokens[calleeTablet]!)
         _ = send(&world, world.caller, .ring, RingPayload(callId: "c"), now: 0)
-        let accepted = world.core.handle(.httpRingAnswer(RingAnswerPayload(
-            rid: world.rid, callId: "c", answer: .accept, deviceId: calleeTablet, memberToken: tokens[calleeTablet]!)), nowMs: 5)
+        let accepted = world.core.handle(
+            .httpRingAnswer(
+                RingAnswerPayload(
+                    rid: world.rid, callId: "c", answer: .accept, deviceId: calleeTablet, memberToken: tokens[calleeTablet]!)), nowMs: 5)
         #expect(callerStates(accepted, world) == ["accepted"])
         #expect(endReasons(accepted, to: tablet) == ["accepted"])
         #expect(endReasons(accepted, to: phone) == ["answered_elsewhere"])
@@ -143,8 +150,14 @@ import Testing
         _ = world.core.handle(.closed(world.caller), nowMs: 2_000)  // the caller's link drops: suspended, still ringing
         let back = ConnectionID(50)
         _ = world.core.handle(.opened(back, .ws, sid: nil), nowMs: 6_000)
-        let rejoin = world.core.handle(.message(back, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
-            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))),
+        let rejoin = world.core.handle(
+            .message(
+                back,
+                Envelope(
+                    .join, rid: world.rid,
+                    payload: try JSONValue(
+                        encoding: JoinPayload(
+                            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))),
             nowMs: 6_000)
         #expect(messages(rejoin, to: back, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["ringing"])
         let accepted = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .accept), now: 7_000)
@@ -159,19 +172,33 @@ import Testing
         var restarted = SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: 8)
         let phone = ConnectionID(70)
         _ = restarted.handle(.opened(phone, .ws, sid: nil), nowMs: 9_000)
-        _ = restarted.handle(.message(phone, Envelope(.watchRooms, payload: try JSONValue(encoding: WatchRoomsPayload(
-            rids: [world.rid], listen: ListenPayload(deviceId: calleeDevice, members: [world.rid: tokens[calleeDevice]!]))))), nowMs: 9_000)
+        _ = restarted.handle(
+            .message(
+                phone,
+                Envelope(
+                    .watchRooms,
+                    payload: try JSONValue(
+                        encoding: WatchRoomsPayload(
+                            rids: [world.rid], listen: ListenPayload(deviceId: calleeDevice, members: [world.rid: tokens[calleeDevice]!]))))
+            ), nowMs: 9_000)
         let caller = ConnectionID(71)
         _ = restarted.handle(.opened(caller, .ws, sid: nil), nowMs: 9_000)
         _ = try restarted.joinedForTest(caller, rid: world.rid, now: 9_000, payload: JoinPayload(deviceId: callerDevice))
-        let again = restarted.handle(.message(caller, Envelope(.ring, rid: world.rid, payload: try JSONValue(encoding: RingPayload(callId: "c")))), nowMs: 9_100)
+        let again = restarted.handle(
+            .message(caller, Envelope(.ring, rid: world.rid, payload: try JSONValue(encoding: RingPayload(callId: "c")))), nowMs: 9_100)
         #expect(messages(again, to: phone, .incomingCall).count == 1)
         // The callee simply joining answers it, however it came (the notification opened the link).
         let callee = ConnectionID(72)
         _ = restarted.handle(.opened(callee, .ws, sid: nil), nowMs: 9_500)
-        let arrived = restarted.handle(.message(callee, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(deviceId: calleeDevice)))), nowMs: 9_500)
-        #expect(messages(arrived, to: caller, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["accepted"])
-        #expect(messages(arrived, to: phone, .ringEnded).compactMap { try? $0.payload.decode(RingEndedPayload.self).reason } == ["answered_elsewhere"])
+        let arrived = restarted.handle(
+            .message(callee, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(deviceId: calleeDevice)))),
+            nowMs: 9_500)
+        #expect(
+            messages(arrived, to: caller, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["accepted"])
+        #expect(
+            messages(arrived, to: phone, .ringEnded).compactMap { try? $0.payload.decode(RingEndedPayload.self).reason } == [
+                "answered_elsewhere"
+            ])
     }
 
     /// A ring with answer commitments counts only answers that show their secret (sealed inside the caller, so only
@@ -179,21 +206,29 @@ import Testing
     @Test func anAnswerToACommittedRingMustShowItsSecret() throws {
         var (world, tokens) = try world()
         let phone = listen(&world, device: calleeDevice, token: tokens[calleeDevice]!)
-        let accept = [UInt8](repeating: 1, count: 16), decline = [UInt8](repeating: 2, count: 16)
+        let accept = [UInt8](repeating: 1, count: 16)
+        let decline = [UInt8](repeating: 2, count: 16)
         let commit = { (secret: [UInt8]) in Base64URL.encode(SHA256.hash(data: secret)) }
         let answers = RingAnswerCommitments(accept: commit(accept), decline: commit(decline))
         _ = send(&world, world.caller, .ring, RingPayload(callId: "c", answers: answers), now: 1_000)
         for secret in [nil, Base64URL.encode(accept), Base64URL.encode([UInt8](repeating: 3, count: 16)), "not base64!"] {
-            let refused = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: secret), now: 2_000)
+            let refused = send(
+                &world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: secret), now: 2_000)
             #expect(callerStates(refused, world).isEmpty, "a decline with \(secret ?? "no secret") changes nothing")
-            let http = world.core.handle(.httpRingAnswer(RingAnswerPayload(
-                rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: tokens[calleeDevice]!, secret: secret)), nowMs: 2_000)
+            let http = world.core.handle(
+                .httpRingAnswer(
+                    RingAnswerPayload(
+                        rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: tokens[calleeDevice]!,
+                        secret: secret)), nowMs: 2_000)
             #expect(callerStates(http, world).isEmpty)
         }
-        let declined = send(&world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: Base64URL.encode(decline)), now: 3_000)
+        let declined = send(
+            &world, phone, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, secret: Base64URL.encode(decline)),
+            now: 3_000)
         #expect(callerStates(declined, world) == ["declined"])
         // Commitments that are not SHA-256 hashes are refused with the ring.
-        let bad = send(&world, world.caller, .ring, RingPayload(callId: "d", answers: RingAnswerCommitments(accept: "x", decline: "y")), now: 4_000)
+        let bad = send(
+            &world, world.caller, .ring, RingPayload(callId: "d", answers: RingAnswerCommitments(accept: "x", decline: "y")), now: 4_000)
         #expect(messages(bad, to: world.caller, .error).count == 1)
     }
 
@@ -207,13 +242,26 @@ import Testing
         #expect(messages(refused, to: stranger, .error).count == 1)
         #expect(callerStates(refused, world).isEmpty)
         // Over HTTP the member token is the proof.
-        #expect(world.core.handle(.httpRingAnswer(RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: (tokens[calleeDevice]!.first == "0" ? "1" : "0") + tokens[calleeDevice]!.dropFirst())), nowMs: 2).isEmpty)
-        let declined = world.core.handle(.httpRingAnswer(RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: tokens[calleeDevice]!)), nowMs: 2)
+        #expect(
+            world.core.handle(
+                .httpRingAnswer(
+                    RingAnswerPayload(
+                        rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice,
+                        memberToken: (tokens[calleeDevice]!.first == "0" ? "1" : "0") + tokens[calleeDevice]!.dropFirst())), nowMs: 2
+            ).isEmpty)
+        let declined = world.core.handle(
+            .httpRingAnswer(
+                RingAnswerPayload(rid: world.rid, callId: "c", answer: .decline, deviceId: calleeDevice, memberToken: tokens[calleeDevice]!)
+            ), nowMs: 2)
         #expect(callerStates(declined, world) == ["declined"])
         // The caller's own device never answers its own ring.
         _ = send(&world, world.caller, .ring, RingPayload(callId: "d"), now: 3)
-        let own = listen(&world, device: callerDevice, token: world.core.authoritiesForTests.memberTokens.issue(rid: world.rid, deviceId: callerDevice, nowMs: 3))
-        #expect(callerStates(send(&world, own, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "d", answer: .decline), now: 4), world).isEmpty)
+        let own = listen(
+            &world, device: callerDevice,
+            token: world.core.authoritiesForTests.memberTokens.issue(rid: world.rid, deviceId: callerDevice, nowMs: 3))
+        #expect(
+            callerStates(send(&world, own, .ringAnswer, RingAnswerPayload(rid: world.rid, callId: "d", answer: .decline), now: 4), world)
+                .isEmpty)
     }
 
     @Test func ringsAreRateLimitedAndNeedASeatAndAShape() throws {
@@ -226,18 +274,28 @@ import Testing
         #expect(messages(limited, to: world.caller, .error).first?.payload["code"] == "RATE_LIMITED")
         // After the window it may ring again.
         _ = world.core.handle(.tick, nowMs: RingLimits.windowMs + 10)
-        #expect(callerStates(send(&world, world.caller, .ring, RingPayload(callId: "later"), now: RingLimits.windowMs + 10), world) == ["ringing"])
+        #expect(
+            callerStates(send(&world, world.caller, .ring, RingPayload(callId: "later"), now: RingLimits.windowMs + 10), world) == [
+                "ringing"
+            ])
         _ = send(&world, world.caller, .ringCancel, RingCancelPayload(callId: "later"), now: RingLimits.windowMs + 10)
         // Bad shapes (no ring in progress now: these fail for their shape) and no seat.
         let bad = send(&world, world.caller, .ring, RingPayload(callId: "bad id!"), now: RingLimits.windowMs + 11)
         #expect(messages(bad, to: world.caller, .error).first?.payload["code"] == "BAD_REQUEST")
-        let big = send(&world, world.caller, .ring, RingPayload(callId: "big", caller: .string(String(repeating: "x", count: 3_000))), now: RingLimits.windowMs + 11)
+        let big = send(
+            &world, world.caller, .ring, RingPayload(callId: "big", caller: .string(String(repeating: "x", count: 3_000))),
+            now: RingLimits.windowMs + 11)
         #expect(messages(big, to: world.caller, .error).count == 1)
-        #expect(callerStates(send(&world, world.caller, .ring, RingPayload(callId: "fine"), now: RingLimits.windowMs + 12), world) == ["ringing"],
-                "a good ring right after the bad ones: they were refused for their shape, not the limit")
+        #expect(
+            callerStates(send(&world, world.caller, .ring, RingPayload(callId: "fine"), now: RingLimits.windowMs + 12), world) == [
+                "ringing"
+            ],
+            "a good ring right after the bad ones: they were refused for their shape, not the limit")
         let nobody = ConnectionID(90)
         _ = world.core.handle(.opened(nobody, .ws, sid: nil), nowMs: 0)
-        #expect(messages(send(&world, nobody, .ring, RingPayload(callId: "x"), now: 1), to: nobody, .error).first?.payload["code"] == "NOT_IN_ROOM")
+        #expect(
+            messages(send(&world, nobody, .ring, RingPayload(callId: "x"), now: 1), to: nobody, .error).first?.payload["code"]
+                == "NOT_IN_ROOM")
     }
 
     @Test func noDeviceReachedIsUnreachableAndPushesCount() throws {
@@ -265,7 +323,9 @@ import Testing
             #expect(messages(send(&world, other, .ring, RingPayload(callId: "b\(index)"), now: 11), to: other, .ringState).count == 1)
             _ = send(&world, other, .ringCancel, RingCancelPayload(callId: "b\(index)"), now: 11)
         }
-        #expect(messages(send(&world, other, .ring, RingPayload(callId: "over"), now: 12), to: other, .error).first?.payload["code"] == "RATE_LIMITED")
+        #expect(
+            messages(send(&world, other, .ring, RingPayload(callId: "over"), now: 12), to: other, .error).first?.payload["code"]
+                == "RATE_LIMITED")
     }
 
     @Test func endingTheRoomCancelsItsRing() throws {
@@ -289,15 +349,27 @@ import Testing
         #expect(endReasons(declined, to: phone) == ["declined"])
         let back = ConnectionID(51)
         _ = world.core.handle(.opened(back, .ws, sid: nil), nowMs: 3_000)
-        let rejoin = world.core.handle(.message(back, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
-            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 3_000)
+        let rejoin = world.core.handle(
+            .message(
+                back,
+                Envelope(
+                    .join, rid: world.rid,
+                    payload: try JSONValue(
+                        encoding: JoinPayload(
+                            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 3_000)
         #expect(messages(rejoin, to: back, .ringState).compactMap { try? $0.payload.decode(RingStatePayload.self).state } == ["declined"])
         // Said once, and forgotten after a while.
         _ = world.core.handle(.closed(back), nowMs: 4_000)
         let again = ConnectionID(52)
         _ = world.core.handle(.opened(again, .ws, sid: nil), nowMs: 5_000)
-        let second = world.core.handle(.message(again, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
-            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 5_000)
+        let second = world.core.handle(
+            .message(
+                again,
+                Envelope(
+                    .join, rid: world.rid,
+                    payload: try JSONValue(
+                        encoding: JoinPayload(
+                            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 5_000)
         #expect(messages(second, to: again, .ringState).isEmpty)
     }
 
@@ -307,7 +379,8 @@ import Testing
         world.nextConnection += 1
         let late = ConnectionID(world.nextConnection)
         _ = world.core.handle(.opened(late, .ws, sid: nil), nowMs: 1_000)
-        let payload = WatchRoomsPayload(rids: [world.rid], listen: ListenPayload(deviceId: calleeDevice, members: [world.rid: tokens[calleeDevice]!]))
+        let payload = WatchRoomsPayload(
+            rids: [world.rid], listen: ListenPayload(deviceId: calleeDevice, members: [world.rid: tokens[calleeDevice]!]))
         let watched = world.core.handle(.message(late, Envelope(.watchRooms, payload: try JSONValue(encoding: payload))), nowMs: 1_000)
         #expect(try messages(watched, to: late, .incomingCall).first?.payload.decode(IncomingCallPayload.self).callId == "c")
         let over = world.core.handle(.tick, nowMs: RingLimits.ringTimeoutMs)
@@ -321,14 +394,26 @@ import Testing
         _ = world.core.handle(.closed(world.caller), nowMs: 1_000)
         let back = ConnectionID(53)
         _ = world.core.handle(.opened(back, .ws, sid: nil), nowMs: 2_000)
-        let reattached = world.core.handle(.message(back, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
-            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 2_000)
+        let reattached = world.core.handle(
+            .message(
+                back,
+                Envelope(
+                    .join, rid: world.rid,
+                    payload: try JSONValue(
+                        encoding: JoinPayload(
+                            reconnectCid: callerCid, reconnectToken: joined.reconnectToken)))), nowMs: 2_000)
         #expect(pushes(reattached).isEmpty, "a reconnect is not news")
         // A fresh seat is, with the devices in the room left out (by endpoint and by id).
         let guest = ConnectionID(54)
         _ = world.core.handle(.opened(guest, .ws, sid: nil), nowMs: RingLimits.joinAlertIntervalMs)
-        let arrived = world.core.handle(.message(guest, Envelope(.join, rid: world.rid, payload: try JSONValue(encoding: JoinPayload(
-            pushEndpoint: "https://push.example/guest", deviceId: calleeDevice)))), nowMs: RingLimits.joinAlertIntervalMs)
+        let arrived = world.core.handle(
+            .message(
+                guest,
+                Envelope(
+                    .join, rid: world.rid,
+                    payload: try JSONValue(
+                        encoding: JoinPayload(
+                            pushEndpoint: "https://push.example/guest", deviceId: calleeDevice)))), nowMs: RingLimits.joinAlertIntervalMs)
         let alert = try #require(pushes(arrived).first)
         #expect(alert.excludedEndpoints == ["https://push.example/guest"])
         #expect(alert.excludedDevices.sorted() == [calleeDevice, callerDevice].sorted())
@@ -341,7 +426,9 @@ import Testing
         }
         #expect(alerts < 3, "the setup's joins and this loop share the room's budget: \(alerts)")
         _ = world.core.handle(.message(guest, Envelope(.leave, rid: world.rid)), nowMs: 10 * RingLimits.joinAlertIntervalMs)
-        #expect(pushes(world.core.handle(.message(guest, Envelope(.join, rid: world.rid)), nowMs: 10 * RingLimits.joinAlertIntervalMs)).count == 1,
-                "refilled after a while")
+        #expect(
+            pushes(world.core.handle(.message(guest, Envelope(.join, rid: world.rid)), nowMs: 10 * RingLimits.joinAlertIntervalMs)).count
+                == 1,
+            "refilled after a while")
     }
 }

@@ -1,7 +1,8 @@
 import DuetProtocol
 import DuetTestBasics
-@testable import DuetRooms
 import Testing
+
+@testable import DuetRooms
 
 /// What the seed system's own clients send (found with its load tester, issue 33): a `join` carrying a
 /// `reconnectCid` but no token, and a `ping` without `ts`.

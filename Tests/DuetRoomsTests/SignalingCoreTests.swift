@@ -1,8 +1,9 @@
-import DuetTestBasics
 import Crypto
 import DuetProtocol
-@testable import DuetRooms
+import DuetTestBasics
 import Testing
+
+@testable import DuetRooms
 
 /// The room logic as a pure value: time is an argument, so timeouts are tested at their edges.
 @Suite struct SignalingCoreTests {
@@ -14,14 +15,17 @@ import Testing
         return SignalingCore(settings: settings, authorities: authorities, seed: 42)
     }
 
-    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws -> JoinedPayload {
+    func join(_ core: inout SignalingCore, _ connection: ConnectionID, rid: String, now: Int64, payload: JoinPayload = JoinPayload()) throws
+        -> JoinedPayload
+    {
         try core.joinedForTest(connection, rid: rid, now: now, payload: payload)
     }
 
     @Test func evictionHappensAtTheTimeoutNotBefore() throws {
         var core = makeCore(eviction: 10_000)
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
@@ -64,7 +68,9 @@ import Testing
     @Test(arguments: [400_000, 1_800_000] as [Int64]) func aSeatOfAnEndedRoomNeverComesBack(backAtMs: Int64) throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2), later = ConnectionID(3)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
+        let later = ConnectionID(3)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
@@ -85,7 +91,8 @@ import Testing
     @Test func silentSSEStreamIsClosedAndItsSeatSuspendedAtTheLimit() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = core.handle(.opened(b, .sse, sid: "S-0000000000000002"), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
@@ -113,7 +120,9 @@ import Testing
     @Test func anEvictedSeatIsNotBroughtBackByItsToken() throws {
         var core = makeCore(eviction: 10_000)
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2), back = ConnectionID(3)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
+        let back = ConnectionID(3)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         _ = core.handle(.opened(b, .ws, sid: nil), nowMs: 0)
         _ = try join(&core, a, rid: rid, now: 0)
@@ -135,7 +144,8 @@ import Testing
     @Test func reconnectTokenExpiresAtItsExpiry() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
         _ = core.handle(.opened(a, .ws, sid: nil), nowMs: 0)
         let joined = try join(&core, a, rid: rid, now: 0)
         let cid = try #require(core.connections[a]?.seat?.cid)
@@ -151,14 +161,16 @@ import Testing
         var core = makeCore()
         let rid = authorities.roomIds.issue()
         let sid = "S-00000000000000aa"
-        let owner = ConnectionID(1), reuse = ConnectionID(2)
+        let owner = ConnectionID(1)
+        let reuse = ConnectionID(2)
         _ = core.handle(.opened(owner, .sse, sid: sid), nowMs: 0)
         let joined = try join(&core, owner, rid: rid, now: 0)
         _ = core.handle(.opened(reuse, .sse, sid: sid), nowMs: 10)
         #expect(core.sseConnection(for: sid) == reuse)
         #expect(core.handle(.message(reuse, Envelope(.ping)), nowMs: 20) == [.unauthorized(reuse)])
         let cid = try #require(core.connections[owner]?.seat?.cid)
-        let proven = try join(&core, reuse, rid: rid, now: 30, payload: JoinPayload(reconnectCid: cid, reconnectToken: joined.reconnectToken))
+        let proven = try join(
+            &core, reuse, rid: rid, now: 30, payload: JoinPayload(reconnectCid: cid, reconnectToken: joined.reconnectToken))
         #expect(proven.reconnect == .reattached)
         #expect(core.connections[owner]?.seat == nil, "the older transport lost the seat")
     }
@@ -166,7 +178,9 @@ import Testing
     @Test func epochIncreasesOnEveryMembershipOrStatusChange() throws {
         var core = makeCore()
         let rid = authorities.roomIds.issue()
-        let a = ConnectionID(1), b = ConnectionID(2), c = ConnectionID(3)
+        let a = ConnectionID(1)
+        let b = ConnectionID(2)
+        let c = ConnectionID(3)
         for id in [a, b, c] { _ = core.handle(.opened(id, .ws, sid: nil), nowMs: 0) }
         var epochs: [Int64] = []
         epochs.append(try join(&core, a, rid: rid, now: 0).epoch)
@@ -174,8 +188,8 @@ import Testing
         epochs.append(second.epoch)
         _ = core.handle(.closed(b), nowMs: 1)
         let cidB = second.participants.last!.cid
-        epochs.append(try join(&core, c, rid: rid, now: 2, payload: JoinPayload(reconnectCid: cidB, reconnectToken: second.reconnectToken)).epoch)
+        epochs.append(
+            try join(&core, c, rid: rid, now: 2, payload: JoinPayload(reconnectCid: cidB, reconnectToken: second.reconnectToken)).epoch)
         #expect(epochs == [1, 2, 4], "join, join, suspend (3), reattach")
     }
 }
-

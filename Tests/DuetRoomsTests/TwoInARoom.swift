@@ -1,5 +1,6 @@
 import DuetProtocol
 import DuetTestBasics
+
 @testable import DuetRooms
 
 /// Two participants seated in one room of a fresh core, for the relay tests (`verify_failed`, `restart_request`).

@@ -1,7 +1,8 @@
 import DuetProtocol
 import DuetTestBasics
-@testable import DuetRooms
 import Testing
+
+@testable import DuetRooms
 
 /// `verify_failed` (a verified call's "your description failed my check", docs/protocol.md): relayed to the other
 /// participant verbatim with `from`, like offer/answer/ice, so both pages end the call; its `auth` must be a string.
@@ -16,7 +17,8 @@ import Testing
     @Test func relayedVerbatimWithFrom() throws {
         var (core, a, b) = try twoInARoom()
         let aCid = try #require(core.connections[a]?.seat?.cid)
-        let outputs = core.handle(.message(a, Envelope(.verifyFailed, payload: ["auth": "n0-jYMiLYtgV9TygfKPDgSIZd76um0ZMEVFVNXpjyPE"])), nowMs: 1_000)
+        let outputs = core.handle(
+            .message(a, Envelope(.verifyFailed, payload: ["auth": "n0-jYMiLYtgV9TygfKPDgSIZd76um0ZMEVFVNXpjyPE"])), nowMs: 1_000)
         let relayed = try #require(sent(outputs, to: b).first)
         #expect(relayed.messageType == .verifyFailed)
         #expect(relayed.payload["auth"] == "n0-jYMiLYtgV9TygfKPDgSIZd76um0ZMEVFVNXpjyPE")

@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import Testing
@@ -92,7 +92,8 @@ import Testing
         #expect(try await flooder.expectClosed() == .byServer(code: 1008, reason: "rate limited"))
 
         for index in 0..<5 {
-            try await host.send(.ice, rid: rid, payload: ["candidate": ["candidate": .string("c\(index)"), "sdpMid": "0", "sdpMLineIndex": 0]])
+            try await host.send(
+                .ice, rid: rid, payload: ["candidate": ["candidate": .string("c\(index)"), "sdpMid": "0", "sdpMLineIndex": 0]])
         }
         for index in 0..<5 {
             let ice = try await guest.expect(.ice)

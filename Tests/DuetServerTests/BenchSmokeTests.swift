@@ -11,7 +11,8 @@ import Testing
         try #require(FileManager.default.fileExists(atPath: binary), "build the package first: \(binary) is missing")
         // A second of a few clients on loopback, and only that it measures: it shares the machine (`OneAtATime`).
         let result = try await OneAtATime.heavyWork.run("duet-bench \(arguments.first ?? "")", load: .shared) {
-            try await runCommand([binary] + arguments, environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(60))
+            try await runCommand(
+                [binary] + arguments, environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(60))
         }
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let line = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("BENCH ") }, "no result line: \(result.stdout)")
@@ -39,7 +40,10 @@ import Testing
     /// The idle run that docs/benchmarks.md's Scale table comes from: RSS and heap per connection (the heap read from
     /// duet's `/metrics`), after a call, the close, and a leak round.
     @Test func idleRunMeasuresMemoryCloseAndLeakRounds() async throws {
-        let result = try await bench(["idle", "--server", "duet", "--connections", "50", "--leak-rounds", "1", "--leak-connections", "20", "--leak-settle-seconds", "1"])
+        let result = try await bench([
+            "idle", "--server", "duet", "--connections", "50", "--leak-rounds", "1", "--leak-connections", "20", "--leak-settle-seconds",
+            "1",
+        ])
         #expect(result["connections"] as? Int == 50)
         #expect((result["kibPerConnection"] as? Double) != nil)
         #expect(result["heapKiBPerConnection"] as? Double != nil, "duet's heap, from /metrics")

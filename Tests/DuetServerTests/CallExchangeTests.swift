@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Testing
 
@@ -43,7 +43,9 @@ import Testing
         let answer = try await host.expect(.answer)
         #expect(answer.payload["from"]?.stringValue == guestJoined.cid)
 
-        let candidate: JSONValue = ["candidate": ["candidate": "candidate:1 1 udp 2122260223 10.0.0.1 5000 typ host", "sdpMid": "0", "sdpMLineIndex": 0]]
+        let candidate: JSONValue = [
+            "candidate": ["candidate": "candidate:1 1 udp 2122260223 10.0.0.1 5000 typ host", "sdpMid": "0", "sdpMLineIndex": 0]
+        ]
         try await host.send(.ice, rid: rid, payload: candidate)
         try await guest.send(.ice, rid: rid, payload: candidate)
         let iceAtGuest = try await guest.expect(.ice)

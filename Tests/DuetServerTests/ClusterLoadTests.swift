@@ -10,11 +10,14 @@ import Testing
 /// outcome is recorded under .build/results/<run-id>/cluster/rolling-restart.json either way.
 @Suite(.serialized) struct ClusterLoadTests {
     @Test func rollingRestartUnderLoadKeepsEveryRoomWholeWithTheSameCids() async throws {
-        try #require(commandExists("nginx") && commandExists("unshare") && commandExists("ip") && commandExists("openssl"),
-                     "nginx, unshare, ip and openssl are required (the README test command installs them)")
-        try #require(FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres"),
-                     "PostgreSQL 15 is required (apt-get install postgresql)")
-        let duet = packageRoot + "/.build/debug/duet", bench = packageRoot + "/.build/debug/duet-bench"
+        try #require(
+            commandExists("nginx") && commandExists("unshare") && commandExists("ip") && commandExists("openssl"),
+            "nginx, unshare, ip and openssl are required (the README test command installs them)")
+        try #require(
+            FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres"),
+            "PostgreSQL 15 is required (apt-get install postgresql)")
+        let duet = packageRoot + "/.build/debug/duet"
+        let bench = packageRoot + "/.build/debug/duet-bench"
         for binary in [duet, bench] {
             try #require(FileManager.default.fileExists(atPath: binary), "build the package first: \(binary) is missing")
         }

@@ -156,7 +156,8 @@ import Testing
         try await Self.withCluster { database, nodes in
             let a = try await nodes.start("a")
             let b = try await nodes.start("b")
-            let ended = try await a.roomId(), left = try await a.roomId()
+            let ended = try await a.roomId()
+            let left = try await a.roomId()
             let host = try await TestClient.connect(.ws, to: a, roomId: ended)
             _ = try await host.join(ended)
             let guest = try await TestClient.connect(.ws, to: a, roomId: ended)
@@ -202,7 +203,9 @@ import Testing
             }
             // The one who stayed recovers its seat (on B).
             let staysBack = try await TestClient.connect(.ws, to: b2, roomId: left)
-            #expect(try await staysBack.join(left, JoinPayload(reconnectCid: staysJoined.cid, reconnectToken: staysJoined.token)).payload.reconnect == .recovered)
+            #expect(
+                try await staysBack.join(left, JoinPayload(reconnectCid: staysJoined.cid, reconnectToken: staysJoined.token)).payload
+                    .reconnect == .recovered)
             for client in [host, guest, stays, leaver, staysBack] { await client.close() }
         }
     }
@@ -221,7 +224,9 @@ import Testing
             try await waitUntil("B knows the room on A") { try await Self.occupancy(of: rid, on: b) == 2 }
             await guest.close()
             let guestOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
-            #expect(try await guestOnB.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token)).payload.reconnect == .recovered)
+            #expect(
+                try await guestOnB.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token)).payload
+                    .reconnect == .recovered)
             _ = try await host.expect(.draining, timeout: .seconds(5))
             _ = try await host.expectClosed()
             let hostOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
@@ -258,7 +263,9 @@ import Testing
             // A leave while the database is away is not acknowledged: 503 within the bound, never a 204 a crash could
             // undo, and the partner is not told yet either. It stays queued, and is written when the database is back.
             try await first.settledRoomState { $0.participants.count == 2 }
-            let leave = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: secondJoined.cid, reconnectToken: secondJoined.token)), as: UTF8.self)
+            let leave = String(
+                decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: secondJoined.cid, reconnectToken: secondJoined.token)),
+                as: UTF8.self)
             let refused = try await a.http(.POST, "api/leave", body: leave)
             #expect(refused.status == 503, "\(refused.status) \(refused.body)")
             #expect(refused.headers["retry-after"] == "1")
@@ -266,8 +273,9 @@ import Testing
 
             try await database.restart()
             try await waitUntil("A writes again") { try await a.http(.GET, "healthz").body.contains("store postgresql: up") }
-            #expect(try await first.roomState(timeout: .seconds(20)) { $0.participants.count == 1 }.participants.map(\.cid) == [joined.cid],
-                    "the partner is told once the leave is stored")
+            #expect(
+                try await first.roomState(timeout: .seconds(20)) { $0.participants.count == 1 }.participants.map(\.cid) == [joined.cid],
+                "the partner is told once the leave is stored")
             #expect(try await a.http(.POST, "api/leave", body: leave).status == 204, "sent again: acknowledged now")
             // B learns the room A queued while the database was away (a watcher on B sees it).
             let watcher = try await TestClient.connect(.ws, to: b)

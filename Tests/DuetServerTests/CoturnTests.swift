@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import Foundation
 import Testing
 
@@ -7,8 +7,9 @@ import Testing
 /// test inside its own network namespace.
 @Suite struct CoturnTests {
     @Test func issuedCredentialsAllocateTamperedAndExpiredGet401() async throws {
-        try #require(commandExists("turnserver") && commandExists("turnutils_uclient") && commandExists("unshare"),
-                     "coturn is required: apt-get install coturn (the README test command installs it)")
+        try #require(
+            commandExists("turnserver") && commandExists("turnutils_uclient") && commandExists("unshare"),
+            "coturn is required: apt-get install coturn (the README test command installs it)")
         let secret = "duet-coturn-" + UUID().uuidString
         let server = try await TestServer.start {
             $0.turnSecret = secret
@@ -27,10 +28,11 @@ import Testing
             ["unshare", "-n", "bash", packageRoot + "/Tests/e2e/coturn-check.sh"],
             environment: ["TURN_SECRET": secret, "TURN_USER": username, "TURN_PASS": password, "EXPIRES_AT": String(expiresAt)],
             timeout: .seconds(60))
-        let lines = Dictionary(result.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces)) : nil
-        }, uniquingKeysWith: { $1 })
+        let lines = Dictionary(
+            result.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces)) : nil
+            }, uniquingKeysWith: { $1 })
         #expect(lines["good"] == "relayed", "turnutils_uclient: \(result.stderr)")
         #expect(lines["good-allocate"] == "allocated")
         #expect(lines["tampered"] == "error 401")

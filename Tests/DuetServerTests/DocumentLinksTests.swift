@@ -26,7 +26,9 @@ import Testing
             let text = try String(contentsOfFile: packageRoot + "/" + document, encoding: .utf8)
             let folder = (document as NSString).deletingLastPathComponent
             for target in Self.links(in: text) {
-                if let problem = Self.problem(with: target, from: document, in: folder) { broken.append("\(document): \(target) — \(problem)") }
+                if let problem = Self.problem(with: target, from: document, in: folder) {
+                    broken.append("\(document): \(target) — \(problem)")
+                }
             }
         }
         #expect(broken.isEmpty, "links that lead nowhere:\n\(broken.joined(separator: "\n"))")
@@ -46,7 +48,10 @@ import Testing
         var found: [String] = []
         var fenced = false
         for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("```") { fenced.toggle(); continue }
+            if line.hasPrefix("```") {
+                fenced.toggle()
+                continue
+            }
             if fenced { continue }
             let outsideCode = line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
                 .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
@@ -73,10 +78,11 @@ import Testing
     /// GitHub's anchor of a heading line.
     static func anchor(of heading: String) -> String {
         let title = heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
-        return String(title.compactMap { character -> Character? in
-            if character == " " { return "-" }
-            if character.isLetter || character.isNumber || character == "-" || character == "_" { return character }
-            return nil
-        })
+        return String(
+            title.compactMap { character -> Character? in
+                if character == " " { return "-" }
+                if character.isLetter || character.isNumber || character == "-" || character == "_" { return character }
+                return nil
+            })
     }
 }

@@ -98,7 +98,9 @@ import Testing
         let back = try await guestBackFirstAfterARestart()
         let (server, rid, hostJoined, guestBack) = (back.server, back.rid, back.hostJoined, back.guestBack)
         defer { Task { await server.stop() } }
-        let end = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: hostJoined.cid, reconnectToken: hostJoined.token, end: true)), as: UTF8.self)
+        let end = String(
+            decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: hostJoined.cid, reconnectToken: hostJoined.token, end: true)),
+            as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave?rid=\(rid)", body: end).status == 204)
         let ended = try await guestBack.expect(.roomEnded).payload.decode(RoomEndedPayload.self)
         #expect(ended == RoomEndedPayload(by: hostJoined.cid, reason: "host_ended"))
@@ -110,7 +112,9 @@ import Testing
         let bJoined = try await b.join(other)
         let again = try await server.restarted()
         defer { Task { await again.stop() } }
-        let endOther = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: other, cid: aJoined.cid, reconnectToken: aJoined.token, end: true)), as: UTF8.self)
+        let endOther = String(
+            decoding: try JSONEncoder().encode(LeaveRequest(rid: other, cid: aJoined.cid, reconnectToken: aJoined.token, end: true)),
+            as: UTF8.self)
         #expect(try await again.http(.POST, "api/leave?rid=\(other)", body: endOther).status == 204)
         let bBack = try await TestClient.connect(.ws, to: again, roomId: other)
         try await bBack.send(.join, rid: other, JoinPayload(reconnectCid: bJoined.cid, reconnectToken: bJoined.token))

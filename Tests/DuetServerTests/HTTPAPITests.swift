@@ -1,10 +1,11 @@
-import DuetTestSupport
 import Crypto
 import DuetProtocol
-@testable import DuetServer
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 @Suite struct HTTPAPITests {
     @Test func roomIdsAreIssuedByGetAndPost() async throws {
@@ -51,7 +52,8 @@ import Testing
         let parts = username.split(separator: ":")
         let expiry = try #require(Int64(parts[0]))
         #expect(abs(expiry - Int64(Date().timeIntervalSince1970) - 3600) < 5)
-        let expected = Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8)))).base64EncodedString()
+        let expected = Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8))))
+            .base64EncodedString()
         #expect(credentials.password == expected)
         // The list a client hands its RTCPeerConnection: TURN only (no STUN configured on this server), with these credentials.
         #expect(credentials.iceServers == [IceServer(urls: credentials.uris, username: username, credential: expected)])
@@ -97,7 +99,8 @@ import Testing
         #expect(try await server.http(.GET, "api/room-id", headers: [("Origin", "http://localhost:3000")]).status == 200)
         #expect(try await server.http(.GET, "api/room-id").status == 200, "no Origin: not a browser")
         await #expect(throws: SignalingConnectError.self) {
-            _ = try await WebSocketSignalingConnection.connect(url: server.webSocketURL, timeout: .seconds(3), headers: [.origin: "https://evil.example"])
+            _ = try await WebSocketSignalingConnection.connect(
+                url: server.webSocketURL, timeout: .seconds(3), headers: [.origin: "https://evil.example"])
         }
         // A plain GET /ws explains itself.
         #expect(try await server.http(.GET, "ws").status == 426)
@@ -199,10 +202,11 @@ import Testing
             """
         let sources = ["/a.js": "A('’ 🎧')", "/ends.js": "x = '</SCRIPT>'"]
         let out = WebAssets.inliningScripts(page) { sources[$0] }
-        #expect(out == """
-            — ’ 🎧<script>\nA('’ 🎧')\n</script><script src="/b.js"></script>\
-            <script src="/missing.js" data-duet-inline></script><script>\nA('’ 🎧')\n</script>\
-            <script src="/ends.js" data-duet-inline></script>
-            """)
+        #expect(
+            out == """
+                — ’ 🎧<script>\nA('’ 🎧')\n</script><script src="/b.js"></script>\
+                <script src="/missing.js" data-duet-inline></script><script>\nA('’ 🎧')\n</script>\
+                <script src="/ends.js" data-duet-inline></script>
+                """)
     }
 }

@@ -39,7 +39,8 @@ import Testing
         for slots in 1...3 {
             var steps: [(arrive: Int, weight: Int)?] = (0..<(2 * slots)).map { (arrive: $0, weight: 1) }
             steps += Array(repeating: nil, count: 2 * slots)
-            let expected = (0..<slots).map { "\($0)+" } + (slots..<(2 * slots)).map { "\($0)…" }
+            let expected =
+                (0..<slots).map { "\($0)+" } + (slots..<(2 * slots)).map { "\($0)…" }
                 + (slots..<(2 * slots)).map { "end→\($0)" } + Array(repeating: "end→", count: slots)
             let got = Self.play(slots: slots, steps)
             #expect(got.log == expected, "\(slots) slots: \(got)")

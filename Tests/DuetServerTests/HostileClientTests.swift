@@ -1,10 +1,10 @@
 import Crypto
 import DuetProtocol
 import DuetServer
-import NIOHTTP1
 import DuetTestSupport
 import DuetTransport
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// What a hostile client, or a client behind the recommended proxy, can do to everyone else: nothing. Real
@@ -22,7 +22,10 @@ import Testing
         defer { Task { await server.stop() } }
         var statuses: [Int] = []
         for index in 0..<6 {
-            statuses.append(try await server.http(.GET, "api/room-id", headers: [("X-Forwarded-For", "198.51.100.\(index)"), ("Forwarded", "for=203.0.113.\(index)")]).status)
+            statuses.append(
+                try await server.http(
+                    .GET, "api/room-id", headers: [("X-Forwarded-For", "198.51.100.\(index)"), ("Forwarded", "for=203.0.113.\(index)")]
+                ).status)
         }
         #expect(statuses == [200, 200, 200, 429, 429, 429])
     }
@@ -55,7 +58,8 @@ import Testing
         // proxy's own bucket).
         var viaForwarded: [Int] = []
         for index in 1...3 {
-            viaForwarded.append(try await server.http(.GET, "api/room-id", headers: [("Forwarded", "for=\"[2001:db8:\(index)::1]:4711\"")]).status)
+            viaForwarded.append(
+                try await server.http(.GET, "api/room-id", headers: [("Forwarded", "for=\"[2001:db8:\(index)::1]:4711\"")]).status)
         }
         #expect(viaForwarded == [200, 200, 429])
     }
@@ -179,7 +183,8 @@ import Testing
             #expect(response.headers["x-content-type-options"] == "nosniff", "\(path)")
             #expect(response.headers["permissions-policy"]?.contains("camera=(self)") == true, "\(path)")
             let policy = try #require(response.headers["content-security-policy"], "\(path)")
-            #expect(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"), "\(policy)")
+            #expect(
+                policy.contains("script-src 'self'") && !policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"), "\(policy)")
             #expect(policy.contains("frame-ancestors 'none'"))
         }
         // The one inline script the pages carry (the load guard) is allowed by its hash, and nothing else inline is.
@@ -224,7 +229,10 @@ import Testing
         try await binary.send(RawSocket.frame(opcode: 2, [0xff, 0xfe, 0x00, 0x7b, 0x80]))
         #expect(errorCode(try await binary.readFrames { op, _ in op == 1 }) == "BAD_REQUEST")
         try await binary.sendText(#"{"v":1,"type":"ping","payload":{"ts":1}}"#)
-        #expect(try await binary.readFrames { op, payload in op == 1 && String(decoding: payload, as: UTF8.self).contains("pong") }.contains { $0.opcode == 1 })
+        #expect(
+            try await binary.readFrames { op, payload in op == 1 && String(decoding: payload, as: UTF8.self).contains("pong") }.contains {
+                $0.opcode == 1
+            })
         binary.close()
         try await stillRelaying("after binary")
 
@@ -253,13 +261,17 @@ import Testing
         try await huge.send(RawSocket.frame(opcode: 1, prefix, fin: false))
         for _ in 0..<20 { try? await huge.send(RawSocket.frame(opcode: 0, [UInt8](repeating: 0x78, count: 60_000), fin: false)) }
         let hugeFrames = try await huge.readFrames { op, _ in op == 8 }
-        #expect(closeCode(hugeFrames) == 1009, "\(hugeFrames.map { ($0.opcode, String(decoding: $0.payload.prefix(200), as: UTF8.self)) }) close \(closeCode(hugeFrames).map(String.init) ?? "none")")
+        #expect(
+            closeCode(hugeFrames) == 1009,
+            "\(hugeFrames.map { ($0.opcode, String(decoding: $0.payload.prefix(200), as: UTF8.self)) }) close \(closeCode(hugeFrames).map(String.init) ?? "none")"
+        )
         huge.close()
         try await stillRelaying("after a huge fragmented message")
 
         // Deep nesting: BAD_REQUEST, no stack overflow.
         let (nested, _) = try await RawSocket.webSocket(port: server.port)
-        try await nested.sendText(#"{"v":1,"type":"ping","payload":"# + String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000) + "}")
+        try await nested.sendText(
+            #"{"v":1,"type":"ping","payload":"# + String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000) + "}")
         let nestedFrames = try await nested.readFrames { op, _ in op == 1 || op == 8 }
         #expect(errorCode(nestedFrames) == "BAD_REQUEST" || errorCode(nestedFrames) == "MESSAGE_TOO_LARGE")
         nested.close()

@@ -8,8 +8,10 @@ import Testing
         let interval = 1.0
         let server = try await TestServer.start { $0.pingInterval = .milliseconds(Int64(interval * 1000)) }
         defer { Task { await server.stop() } }
-        let result = try await runCommand(["python3", packageRoot + "/Tests/e2e/silent_websocket.py", "127.0.0.1", String(server.port)], timeout: .seconds(20))
-        let match = try #require(result.stdout.firstMatch(of: /pings=(\d+) close=(\d+) after=([\d.]+)/), "\(result.stdout) \(result.stderr)")
+        let result = try await runCommand(
+            ["python3", packageRoot + "/Tests/e2e/silent_websocket.py", "127.0.0.1", String(server.port)], timeout: .seconds(20))
+        let match = try #require(
+            result.stdout.firstMatch(of: /pings=(\d+) close=(\d+) after=([\d.]+)/), "\(result.stdout) \(result.stderr)")
         #expect(Int(match.1)! >= 1, "the server pinged")
         #expect(match.2 == "1001", "going away: ping timeout")
         let after = Double(match.3)!

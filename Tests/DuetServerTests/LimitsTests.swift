@@ -1,4 +1,3 @@
-@testable import DuetServer
 import DuetProtocol
 import DuetRooms
 import Foundation
@@ -7,6 +6,8 @@ import Logging
 import NIOCore
 import Synchronization
 import Testing
+
+@testable import DuetServer
 
 /// The pure parts of the server's limits: who the client is behind a proxy, buckets in bounded memory, connection
 /// caps, the flood window, the /metrics gate.
@@ -27,7 +28,9 @@ import Testing
         #expect(proxies.clientKey(peer: "10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: ["for=192.0.2.60"]) == "203.0.113.9")
         // …and with Forwarded (RFC 7239; quoted IPv6 with port), a client's own X-Forwarded-For picks nothing.
         let rfc = ClientAddressResolver(trusted: proxies.trusted, header: .forwarded)
-        #expect(rfc.clientKey(peer: "10.0.0.2", forwardedFor: [], forwarded: [#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#]) == "2001:db8:cafe:0::/64")
+        #expect(
+            rfc.clientKey(peer: "10.0.0.2", forwardedFor: [], forwarded: [#"for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711""#])
+                == "2001:db8:cafe:0::/64")
         #expect(rfc.clientKey(peer: "10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: []) == "10.0.0.2")
         // IPv4-mapped IPv6 peers are IPv4; IPv6 clients count per /64.
         #expect(proxies.clientKey(peer: "::ffff:10.0.0.2", forwardedFor: ["203.0.113.9"], forwarded: []) == "203.0.113.9")
@@ -112,7 +115,13 @@ import Testing
             core: SignalingCore(settings: .init(), authorities: Self.authorities(), seed: 1), metrics: ServerMetrics(),
             logger: Logger(label: "test"), messageRate: (capacity: 1, perSecond: 0.0001), now: { clock.withLock { $0 } })
         let sent = Mutex<[Outbound]>([])
-        let id = hub.open(.ws, sink: OutboundSink(yield: { item in sent.withLock { $0.append(item) }; return true }, finish: {}, abort: {}))
+        let id = hub.open(
+            .ws,
+            sink: OutboundSink(
+                yield: { item in
+                    sent.withLock { $0.append(item) }
+                    return true
+                }, finish: {}, abort: {}))
         let ping = Array(#"{"v":1,"type":"ping"}"#.utf8)
         hub.receive(ping, from: id)  // the one token
         func closed() -> Bool { sent.withLock { $0.contains { if case .close = $0 { true } else { false } } } }
@@ -129,14 +138,17 @@ import Testing
 
     @Test func metricsAreForLoopbackWithoutAToken() throws {
         let routes = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: nil, addresses: ClientAddressResolver(trusted: []))
-        let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/metrics"), body: .init(buffer: ByteBuffer()))
+        let request = Request(
+            head: .init(method: .get, scheme: "http", authority: "x", path: "/metrics"), body: .init(buffer: ByteBuffer()))
         // Behind a proxy on the same host every request comes from 127.0.0.1: forwarded requests are not local…
         let forwarded = Request(
-            head: .init(method: .get, scheme: "http", authority: "x", path: "/metrics", headerFields: [.init("X-Forwarded-For")!: "203.0.113.9"]),
+            head: .init(
+                method: .get, scheme: "http", authority: "x", path: "/metrics", headerFields: [.init("X-Forwarded-For")!: "203.0.113.9"]),
             body: .init(buffer: ByteBuffer()))
         #expect(!routes.mayRead(forwarded, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
         // …nor is anything from a trusted proxy.
-        let proxied = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: nil, addresses: ClientAddressResolver(trusted: [CIDRRange("127.0.0.1")!]))
+        let proxied = OperationsRoutes(
+            hub: Self.hub(), metrics: ServerMetrics(), token: nil, addresses: ClientAddressResolver(trusted: [CIDRRange("127.0.0.1")!]))
         #expect(!proxied.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
         #expect(routes.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
         #expect(routes.mayRead(request, peer: try SocketAddress(ipAddress: "::1", port: 1)))
@@ -144,7 +156,8 @@ import Testing
         #expect(!routes.mayRead(request, peer: try SocketAddress(ipAddress: "2001:db8::1", port: 1)))
         #expect(!routes.mayRead(request, peer: nil))
         // With a token, loopback is not enough.
-        let guarded = OperationsRoutes(hub: Self.hub(), metrics: ServerMetrics(), token: "a-long-enough-metrics-token", addresses: ClientAddressResolver(trusted: []))
+        let guarded = OperationsRoutes(
+            hub: Self.hub(), metrics: ServerMetrics(), token: "a-long-enough-metrics-token", addresses: ClientAddressResolver(trusted: []))
         #expect(!guarded.mayRead(request, peer: try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
     }
 
@@ -157,6 +170,8 @@ import Testing
     }
 
     static func hub() -> SessionHub {
-        SessionHub(core: SignalingCore(settings: .init(), authorities: authorities(), seed: 1), metrics: ServerMetrics(), logger: Logger(label: "test"), messageRate: nil)
+        SessionHub(
+            core: SignalingCore(settings: .init(), authorities: authorities(), seed: 1), metrics: ServerMetrics(),
+            logger: Logger(label: "test"), messageRate: nil)
     }
 }

@@ -1,7 +1,7 @@
-import DuetTestSupport
 import Crypto
 import DuetProtocol
 import DuetServer
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
-import DuetTestSupport
 import DuetProtocol
 import DuetServer
+import DuetTestSupport
 import DuetTransport
 import Testing
 
@@ -92,7 +92,8 @@ import Testing
         #expect(SignalingURL.webSocket(server: "http://h:1/", roomId: rid) == "ws://h:1/ws?rid=" + rid)
         #expect(SignalingURL.webSocket(server: "https://h", roomId: rid) == "wss://h/ws?rid=" + rid)
         #expect(SignalingURL.webSocket(server: "http://h:1/") == "ws://h:1/ws")
-        #expect(SignalingURL.sse(server: "http://h:1", sid: "S-0011223344556677", roomId: rid)
+        #expect(
+            SignalingURL.sse(server: "http://h:1", sid: "S-0011223344556677", roomId: rid)
                 == "http://h:1/sse?sid=S-0011223344556677&rid=" + rid)
         #expect(SignalingURL.sse(server: "http://h:1/", sid: "S-1") == "http://h:1/sse?sid=S-1")
         // encodeURIComponent's rule (Tests/web/room-in-url.test.mjs checks the browser's side with the same string).

@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import Testing
@@ -73,7 +73,9 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         func body(_ joined: TestClient.Joined, _ rid: String) throws -> String {
-            String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: joined.cid, reconnectToken: joined.token, end: true)), as: UTF8.self)
+            String(
+                decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: joined.cid, reconnectToken: joined.token, end: true)),
+                as: UTF8.self)
         }
         let pair = try await server.callPair(host: .ws, guest: .sse)
         // A guest's `end` is a leave: the host stays, alone, and the room goes on.
@@ -122,12 +124,15 @@ import Testing
         try await pair.dropGuest()
         try await host.settledRoomState { $0.participants.count == 2 }
 
-        let body = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)), as: UTF8.self)
+        let body = String(
+            decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: guestJoined.token)),
+            as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave", body: body).status == 204)
         _ = try await host.roomState { $0.participants.count == 1 }
         #expect(try await server.http(.POST, "api/leave", body: body).status == 204, "idempotent")
 
-        let forged = String(decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: "nope")), as: UTF8.self)
+        let forged = String(
+            decoding: try JSONEncoder().encode(LeaveRequest(rid: rid, cid: guestJoined.cid, reconnectToken: "nope")), as: UTF8.self)
         #expect(try await server.http(.POST, "api/leave", body: forged).status == 401)
         #expect(try await server.http(.POST, "api/leave", body: "{").status == 400)
         await host.close()

@@ -1,6 +1,6 @@
-import DuetTestSupport
 import AsyncHTTPClient
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import NIOCore
@@ -115,7 +115,9 @@ import Testing
         let hijacker = try await TestClient.connect(.sse, to: server, sid: sid)
         await #expect(throws: SignalingSendError.rejected(status: 401)) { try await hijacker.send(.ping) }
         await #expect(throws: SignalingSendError.rejected(status: 401)) {
-            try await hijacker.send(.join, rid: rid, JoinPayload(reconnectCid: joined.cid, reconnectToken: (joined.token.first == "0" ? "1" : "0") + joined.token.dropFirst()))
+            try await hijacker.send(
+                .join, rid: rid,
+                JoinPayload(reconnectCid: joined.cid, reconnectToken: (joined.token.first == "0" ? "1" : "0") + joined.token.dropFirst()))
         }
         await #expect(throws: SignalingSendError.rejected(status: 401)) {
             try await hijacker.send(.join, rid: rid, JoinPayload())
@@ -146,7 +148,8 @@ import Testing
         // The client watchdog: a stream with no bytes for the silence timeout is closed as `.silent`.
         let server = try await TestServer.start { $0.pingInterval = .seconds(60) }
         defer { Task { await server.stop() } }
-        let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(5), silenceTimeout: .milliseconds(600))
+        let connection = try await SSESignalingConnection.connect(
+            baseURL: server.baseURL, timeout: .seconds(5), silenceTimeout: .milliseconds(600))
         var reason: SignalingCloseReason?
         for await event in connection.events {
             if case .closed(let why) = event { reason = why }
@@ -168,7 +171,8 @@ import Testing
         defer { server.stop() }
         let silence: Duration = then == .close ? .seconds(20) : .milliseconds(300)
         do {
-            let connection = try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(60), silenceTimeout: silence)
+            let connection = try await SSESignalingConnection.connect(
+                baseURL: server.baseURL, timeout: .seconds(60), silenceTimeout: silence)
             await connection.close()
             Issue.record("connected to a stream that never said how to post")
         } catch {

@@ -1,9 +1,10 @@
 import DuetProtocol
-@testable import DuetServer
 import DuetTestSupport
 import Foundation
 import NIOCore
 import Testing
+
+@testable import DuetServer
 
 /// `duet serve`'s own STUN server and the ICE server list clients are given (issue 16, point 1).
 struct STUNServerTests {
@@ -19,14 +20,17 @@ struct STUNServerTests {
 
         // Garbage first, then a real request: only the request is answered (and the socket survived the garbage).
         probe.send(Array("GET / HTTP/1.1\r\n\r\n".utf8), toPort: stunPort)
-        probe.send(STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: Array(repeating: 3, count: 12)).encoded(), toPort: stunPort)
+        probe.send(
+            STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: Array(repeating: 3, count: 12)).encoded(),
+            toPort: stunPort)
         let id: [UInt8] = (0..<12).map { _ in UInt8.random(in: 0...255) }
         probe.send(Self.bindingRequest(id), toPort: stunPort)
         let reply = try #require(try await probe.receive(), "no answer to a Binding request")
         let response = try #require(STUNMessage.parse(reply))
         #expect(response.type == STUNMessage.MessageType.bindingSuccess)
         #expect(response.transactionID == id, "the first datagram back answers the request, not the garbage sent before it")
-        let mapped = try #require(response.attribute(STUNMessage.Attribute.xorMappedAddress).flatMap { STUNBinding.mappedEndpoint($0, transactionID: id) })
+        let mapped = try #require(
+            response.attribute(STUNMessage.Attribute.xorMappedAddress).flatMap { STUNBinding.mappedEndpoint($0, transactionID: id) })
         #expect(mapped == STUNBinding.Endpoint(address: [127, 0, 0, 1], port: UInt16(probe.port)))
 
         let metrics = try await server.http(.GET, "metrics").body
@@ -104,7 +108,9 @@ struct STUNServerTests {
         defer { Task { await server.stop() } }
         #expect(server.server.stunPort == nil)
         let fetched = try await server.joinAndFetchTurnCredentials()
-        #expect(try #require(fetched.credentials).iceServers == [IceServer(urls: ["stun:stun.example.test:3478"])], "no URI for a STUN server that is not running")
+        #expect(
+            try #require(fetched.credentials).iceServers == [IceServer(urls: ["stun:stun.example.test:3478"])],
+            "no URI for a STUN server that is not running")
     }
 
     /// A flood from one address is answered up to its bucket (100 at once, 50 a second after), the rest dropped: the

@@ -1,6 +1,6 @@
-import DuetTestSupport
 import DuetProtocol
 import DuetServer
+import DuetTestSupport
 import DuetTransport
 import Foundation
 import Testing
@@ -18,7 +18,10 @@ import Testing
         let dataDirectory = TestServer.temporaryDirectory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace", "\(Self.drainGrace)"]
+        process.arguments = [
+            "serve", "--port", "0", "--stun-port", "0", "--data-dir", dataDirectory, "--rate-limit", "off", "--drain-grace",
+            "\(Self.drainGrace)",
+        ]
         process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"]) { _, new in new }
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -116,7 +119,9 @@ import Testing
             (["--tls-cert", "/nonexistent.pem"], [:], "--tls-key"),
         ]
         for (flags, environment, named) in cases {
-            let result = try await runCommand([binary, "serve", "--port", "0", "--stun-port", "0", "--data-dir", data] + flags, environment: environment, timeout: .seconds(10))
+            let result = try await runCommand(
+                [binary, "serve", "--port", "0", "--stun-port", "0", "--data-dir", data] + flags, environment: environment,
+                timeout: .seconds(10))
             #expect(result.status == 64, "\(flags) \(environment): exit \(result.status)")
             #expect(result.stderr.contains(named), "\(flags) \(environment): \(result.stderr)")
         }
@@ -127,7 +132,8 @@ import Testing
         #expect(refused.status == 78)
         #expect(refused.stderr.contains("not a valid secrets file"), "\(refused.stderr)")
         let weak = TestServer.temporaryDirectory()
-        try Data(#"{"roomIdSecret":"c2hvcnQ=","reconnectSecret":"c2hvcnQ=","turnTokenSecret":"c2hvcnQ="}"#.utf8).write(to: URL(fileURLWithPath: weak + "/secrets.json"))
+        try Data(#"{"roomIdSecret":"c2hvcnQ=","reconnectSecret":"c2hvcnQ=","turnTokenSecret":"c2hvcnQ="}"#.utf8).write(
+            to: URL(fileURLWithPath: weak + "/secrets.json"))
         let short = try await runCommand([binary, "serve", "--port", "0", "--data-dir", weak], timeout: .seconds(10))
         #expect(short.status == 78)
         #expect(short.stderr.contains("at least 32 bytes"), "\(short.stderr)")
@@ -168,7 +174,8 @@ import Testing
     }
 
     private func httpStatus(_ url: String) async throws -> Int {
-        let result = try await runCommand(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url], timeout: .seconds(5))
+        let result = try await runCommand(
+            ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url], timeout: .seconds(5))
         return Int(result.stdout) ?? 0
     }
 }

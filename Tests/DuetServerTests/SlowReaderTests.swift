@@ -10,7 +10,9 @@ import Testing
 /// (`OutboundBound`), it is cut off and its seat suspended, and the partner is told — while the server's memory stays
 /// flat. The server runs as its own process so that its RSS is measured alone.
 @Suite struct SlowReaderTests {
-    @Test("a reader that stops reading is cut off, its partner is told, the server's memory stays bounded", arguments: SignalingTransportKind.allCases)
+    @Test(
+        "a reader that stops reading is cut off, its partner is told, the server's memory stays bounded",
+        arguments: SignalingTransportKind.allCases)
     func readerThatStopsReading(kind: SignalingTransportKind) async throws {
         // Two cores: a partner pushing 3 MB/s must not run beside a browser scenario or another such run.
         try await OneAtATime.heavyWork.run { try await run(kind) }
@@ -20,7 +22,9 @@ import Testing
         let server = try await ServerProcess.start(["--rate-limit", "off"])
         defer { Task { await server.stop() } }
         let roomId = try await HTTPClient.shared.execute(HTTPClientRequest(url: server.baseURL + "api/room-id"), timeout: .seconds(10))
-        let rid = try #require(try JSONSerialization.jsonObject(with: Data(buffer: try await roomId.body.collect(upTo: 4096))) as? [String: Any])["roomId"] as! String
+        let rid =
+            try #require(try JSONSerialization.jsonObject(with: Data(buffer: try await roomId.body.collect(upTo: 4096))) as? [String: Any])[
+                "roomId"] as! String
 
         // The reader joins with a tiny receive buffer, then never reads again.
         let reader: RawSocket
@@ -41,7 +45,8 @@ import Testing
             var post = HTTPClientRequest(url: server.baseURL + "sse?sid=" + sid)
             post.method = .POST
             post.headers.add(name: SSEPostBinding.header, value: token)
-            post.body = .bytes(ByteBuffer(string: Envelope(.join, rid: rid, payload: ["capabilities": ["trickleIce": true]]).encodedString()))
+            post.body = .bytes(
+                ByteBuffer(string: Envelope(.join, rid: rid, payload: ["capabilities": ["trickleIce": true]]).encodedString()))
             #expect(try await HTTPClient.shared.execute(post, timeout: .seconds(10)).status == .noContent)
             _ = try await socket.receive(until: "joined")
             reader = socket
@@ -71,7 +76,9 @@ import Testing
         peak = max(peak, server.residentBytes)
 
         let growth = peak - baseline
-        print("slow \(kind.rawValue) reader: \(sent) offers of \(sdp.utf8.count) bytes sent; server RSS \(baseline >> 20) MiB → peak \(peak >> 20) MiB (+\(growth >> 20) MiB)")
+        print(
+            "slow \(kind.rawValue) reader: \(sent) offers of \(sdp.utf8.count) bytes sent; server RSS \(baseline >> 20) MiB → peak \(peak >> 20) MiB (+\(growth >> 20) MiB)"
+        )
         #expect(growth < 12 << 20, "the server grew by \(growth >> 20) MiB while a reader did not read")
 
         // The partner was told: the relay that did not fit, and the suspension.

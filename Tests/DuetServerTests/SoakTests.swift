@@ -13,12 +13,15 @@ import Testing
         try #require(FileManager.default.fileExists(atPath: binary), "build the package first: \(binary) is missing")
         let result = try await OneAtATime.heavyWork.run {
             try await runCommand(
-                [binary, "soak", "--clients", "200", "--seconds", "120", "--warmup-seconds", "30", "--sample-seconds", "5",
-                 "--eviction-seconds", "10"],
+                [
+                    binary, "soak", "--clients", "200", "--seconds", "120", "--warmup-seconds", "30", "--sample-seconds", "5",
+                    "--eviction-seconds", "10",
+                ],
                 environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(300))
         }
         #expect(result.status == 0, "\(result.stderr)")
-        let line = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("BENCH ") }, "no result: \(result.stdout.suffix(2_000))")
+        let line = try #require(
+            result.stdout.split(separator: "\n").first { $0.hasPrefix("BENCH ") }, "no result: \(result.stdout.suffix(2_000))")
         let soak = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("BENCH ".count).utf8)) as? [String: Any])
         let errors = try #require(soak["errors"] as? [String: Int])
         #expect(errors.isEmpty, "client errors: \(errors)")
@@ -27,7 +30,8 @@ import Testing
         for kind in ["leave", "end", "abandoned", "sseAbandoned", "slowReader"] {
             #expect(outcomes[kind, default: 0] > 0, "no \(kind) in \(outcomes)")
         }
-        #expect(outcomes["recovered", default: 0] + outcomes["reattached", default: 0] > 0, "no guest came back with its token: \(outcomes)")
+        #expect(
+            outcomes["recovered", default: 0] + outcomes["reattached", default: 0] > 0, "no guest came back with its token: \(outcomes)")
         #expect(soak["calls"] as? Int ?? 0 > 200, "\(soak["calls"] ?? "-") calls")
         // Once idle: nobody held, and every table of connections, seats and rooms empty (the check covers them all).
         let settled = try #require(soak["settled"] as? [String: Any])
@@ -35,7 +39,9 @@ import Testing
             #expect(settled[series] as? Double == 0, "\(series) once idle: \(settled[series] ?? "-")")
         }
         let checked = try #require(soak["checkedOnceIdle"] as? [String])
-        #expect(Set(["connections", "outlets", "stream_sids", "post_tokens", "sse_seats", "visitors", "connection_slots"]).isSubset(of: Set(checked)))
+        #expect(
+            Set(["connections", "outlets", "stream_sids", "post_tokens", "sse_seats", "visitors", "connection_slots"]).isSubset(
+                of: Set(checked)))
         let left = try #require(soak["leftOnceIdle"] as? [String: Double])
         #expect(left.isEmpty, "entries left once idle (-1: the table was not reported): \(left)")
     }

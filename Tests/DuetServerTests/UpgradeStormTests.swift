@@ -1,8 +1,9 @@
-@testable import DuetServer
 import DuetTestSupport
 import Foundation
 import Logging
 import Testing
+
+@testable import DuetServer
 
 /// The server's first WebSocket upgrades arriving together on several NIO threads. The Swift runtime on Linux can
 /// crash when two threads make the first use of the same generic metadata at once, and `duet serve` did once (a
@@ -27,9 +28,11 @@ import Testing
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
         let script = packageRoot + "/Tests/e2e/server/upgrade_storm.py"
-        let result = try await OneAtATime.heavyWork.run { try await runCommand(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" 50 50", script],
-            environment: ["DUET_BINARY": duet], timeout: .seconds(240)) }
+        let result = try await OneAtATime.heavyWork.run {
+            try await runCommand(
+                ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" 50 50", script],
+                environment: ["DUET_BINARY": duet], timeout: .seconds(240))
+        }
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("storm: ok"), "\(result.stdout)")
         #expect(result.stdout.components(separatedBy: ": ok answers=").count - 1 == 50, "every round ran and passed:\n\(result.stdout)")

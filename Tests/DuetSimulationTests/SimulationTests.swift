@@ -32,7 +32,9 @@ import Testing
         if let failing = summary.firstFailure {
             var options = Simulation.Options(seed: failing.seed)
             options.fullTrace = true
-            Issue.record("\(Shrinker.report(Shrinker.minimize(Simulation.run(options), options: options)))\nreplay: swift run duet-sim --seed \(failing.seed) --trace")
+            Issue.record(
+                "\(Shrinker.report(Shrinker.minimize(Simulation.run(options), options: options)))\nreplay: swift run duet-sim --seed \(failing.seed) --trace"
+            )
         }
     }
 
@@ -41,14 +43,16 @@ import Testing
     /// ones. Written to `simulation/sweep-duet-call.json`, failed or not, for docs/resilience.md.
     @Test func duetCallOnOneSideKeepsEveryInvariant() async throws {
         let summary = await OneAtATime.heavyWork.run {
-            await SeedSweep.runOffThePool(from: 1, count: Self.duetCallSeedCount, jobs: ProcessInfo.processInfo.activeProcessorCount, duetCall: true)
+            await SeedSweep.runOffThePool(
+                from: 1, count: Self.duetCallSeedCount, jobs: ProcessInfo.processInfo.activeProcessorCount, duetCall: true)
         }
         print(summary.text)
         let provenance = Provenance.current(in: packageRoot)
         let report = SweepReport(summary, mutation: .none, duetCall: true, build: "debug", provenance: provenance)
         try report.write(to: packageRoot + "/.build/results/\(provenance.runId)/simulation/sweep-duet-call.json")
         #expect(summary.seeds == Self.duetCallSeedCount, "every seed ran")
-        #expect(summary.failures.map(\.seed) == [], "seeds that broke an invariant (replay: swift run duet-sim --seed N --duet-call --trace)")
+        #expect(
+            summary.failures.map(\.seed) == [], "seeds that broke an invariant (replay: swift run duet-sim --seed N --duet-call --trace)")
         #expect(summary.recoveries.count > Self.duetCallSeedCount / 2, "most runs measure a recovery")
     }
 
@@ -78,8 +82,11 @@ import Testing
 
     /// The report a sweep writes says what happened, failures included.
     @Test func theReportRecordsAFailedSweep() async throws {
-        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved) }
-        let report = SweepReport(summary, mutation: .sseLivenessRemoved, build: "debug", provenance: Provenance(commit: "c", dirty: false, runId: "r"))
+        let summary = await OneAtATime.heavyWork.run {
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+        }
+        let report = SweepReport(
+            summary, mutation: .sseLivenessRemoved, build: "debug", provenance: Provenance(commit: "c", dirty: false, runId: "r"))
         #expect(report.seeds == 300)
         #expect(report.violations == summary.failures.count && report.violations > 0)
         #expect(report.failures.first?.violation.hasPrefix(Violation.Invariant.vanishedClientKept.rawValue) == true)
@@ -87,7 +94,9 @@ import Testing
 
     /// A server that never closes a silent SSE stream keeps a vanished client "connected": caught.
     @Test func removingTheSSELivenessRuleIsCaught() async throws {
-        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved) }
+        let summary = await OneAtATime.heavyWork.run {
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+        }
         let failing = try #require(summary.firstFailure, "the broken server went unnoticed")
         #expect(failing.violations.contains { $0.invariant == .vanishedClientKept })
     }
@@ -95,7 +104,8 @@ import Testing
     @Test func aSeedReplaysExactly() {
         var options = Simulation.Options(seed: 4_849)
         options.fullTrace = true
-        let first = Simulation.run(options), second = Simulation.run(options)
+        let first = Simulation.run(options)
+        let second = Simulation.run(options)
         #expect(!first.faults.isEmpty)
         #expect(first.trace == second.trace)
         #expect(first.recoveryMs == second.recoveryMs)
@@ -112,7 +122,9 @@ import Testing
     /// A runtime whose cooldown timer fires at once: the cooldown invariant catches it, and the failing seed
     /// shrinks to a readable schedule.
     @Test func ignoringTheCooldownIsCaught() async throws {
-        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored) }
+        let summary = await OneAtATime.heavyWork.run {
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored)
+        }
         let failing = try #require(summary.firstFailure, "the broken runtime went unnoticed")
         #expect(failing.violations.first?.invariant == .iceRestartCooldown)
         var options = Simulation.Options(seed: failing.seed)

@@ -85,7 +85,9 @@ extension CallEngine.Output {
         case .prepareSnapshot: return ["type": "prepareSnapshot"]
         case .requestPushEndpoint: return ["type": "requestPushEndpoint"]
         case .httpLeave(let request):
-            var form: JSONValue = ["rid": .string(request.rid), "cid": .string(request.cid), "reconnectToken": .string(request.reconnectToken)]
+            var form: JSONValue = [
+                "rid": .string(request.rid), "cid": .string(request.cid), "reconnectToken": .string(request.reconnectToken),
+            ]
             if request.end == true { form["end"] = .bool(true) }
             return ["type": "httpLeave", "request": form]
         case .engine(let command): return ["type": "engine", "command": command.traceForm]
@@ -104,9 +106,11 @@ extension EngineCommand {
         case .renewPeerConnection: return ["type": "renewPeerConnection"]
         case .createOffer(let restart): return ["type": "createOffer", "iceRestart": .bool(restart)]
         case .createAnswer: return ["type": "createAnswer"]
-        case .setRemoteDescription(let kind, let sdp): return ["type": "setRemoteDescription", "kind": .string("\(kind)"), "sdp": .string(sdp)]
+        case .setRemoteDescription(let kind, let sdp):
+            return ["type": "setRemoteDescription", "kind": .string("\(kind)"), "sdp": .string(sdp)]
         case .rollback: return ["type": "rollback"]
-        case .addRemoteCandidates(let list): return ["type": "addRemoteCandidates", "candidates": .array(list.map { $0?.traceForm ?? .null })]
+        case .addRemoteCandidates(let list):
+            return ["type": "addRemoteCandidates", "candidates": .array(list.map { $0?.traceForm ?? .null })]
         case .applyFetchedIceServers: return ["type": "applyFetchedIceServers"]
         case .applyFallbackIceServers: return ["type": "applyFallbackIceServers"]
         case .close: return ["type": "close"]
@@ -130,7 +134,9 @@ extension CallEvent {
         case .connectionStatus(let status): return ["type": "connectionStatus", "status": .string(status.rawValue)]
         case .room(let id): return ["type": "room", "roomId": .string(id)]
         case .participants(let list, let hostCid, let myCid):
-            return ["type": "participants", "participants": .array(list.map(\.traceForm)), "hostCid": .string(hostCid), "myCid": .string(myCid)]
+            return [
+                "type": "participants", "participants": .array(list.map(\.traceForm)), "hostCid": .string(hostCid), "myCid": .string(myCid),
+            ]
         case .transport(let transport): return ["type": "transport", "transport": transport.map { .string($0.rawValue) } ?? .null]
         case .failure(let failure): return ["type": "failure", "failure": failure.traceForm]
         case .iceRestart(let reason): return ["type": "iceRestart", "reason": .string(reason.rawValue)]
@@ -152,7 +158,8 @@ extension CallFailure {
         switch self {
         case .roomCreationFailed(let reason): return ["kind": "roomCreationFailed", "message": .string(reason)]
         case .joinTimedOut: return ["kind": "joinTimedOut", "message": "join timed out"]
-        case .joinRefused(let code, let message): return ["kind": "joinRefused", "code": .string(code.rawValue), "message": .string(message)]
+        case .joinRefused(let code, let message):
+            return ["kind": "joinRefused", "code": .string(code.rawValue), "message": .string(message)]
         }
     }
 }

@@ -509,7 +509,8 @@ public struct CallEngine: Sendable {
             if answersAnOfferThePeerNeverSaw(envelope) { return [] }
             // The offer an answer names (`offer`, issue 51); a peer that names none, or not as a string, is taken at its word.
             let answers = envelope.messageType == .answer ? envelope.payload["offer"]?.stringValue : nil
-            return negotiationEvent(.remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch, answers: answers))
+            return negotiationEvent(
+                .remoteDescription(envelope.messageType == .offer ? .offer : .answer, sdp: sdp, epoch: envelope.epoch, answers: answers))
         case .ice?:
             guard envelope.payload["candidate"] != nil, let ice = try? envelope.payload.decode(IcePayload.self) else { return [] }
             return negotiationEvent(.remoteCandidate(ice.candidate, epoch: envelope.epoch))
@@ -762,7 +763,8 @@ public struct CallEngine: Sendable {
 extension CallEngine.Input {
     var isFromWebRtc: Bool {
         switch self {
-        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .rollbackFailed, .localCandidate,
+        case .localDescriptionReady, .localDescriptionFailed, .remoteDescriptionApplied, .remoteDescriptionFailed, .rollbackFailed,
+            .localCandidate,
             .gatheringComplete, .iceStateChanged, .connectionStateChanged, .signalingStateChanged, .mediaSampled:
             true
         default:

@@ -145,7 +145,8 @@ public struct ConnectionStatusMachine: Sendable, Equatable {
         // A healthy transport is never closed for a media-only failure: its turn passes to the next step.
         if cycle[escalationCount % cycle.count] == .transportFallback, signalingUp { escalationCount += 1 }
         let step = cycle[escalationCount % cycle.count]
-        let pause = stepsTaken >= 20
+        let pause =
+            stepsTaken >= 20
             ? ResilienceConstants.RETRY_ESCALATION_CAP_MS
             : min(ResilienceConstants.RETRY_ESCALATION_CAP_MS, ResilienceConstants.RETRY_ESCALATION_BASE_MS << Int64(stepsTaken))
         escalationCount += 1

@@ -61,7 +61,9 @@ public struct JoinMachine: Sendable, Equatable {
             ]
             if options.prepareSnapshot {
                 stage = .preparingSnapshot
-                return timers + [.prepareSnapshot, .timer(.schedule(.snapshotPrepare, afterMs: ResilienceConstants.SNAPSHOT_PREPARE_TIMEOUT_MS))]
+                return timers + [
+                    .prepareSnapshot, .timer(.schedule(.snapshotPrepare, afterMs: ResilienceConstants.SNAPSHOT_PREPARE_TIMEOUT_MS)),
+                ]
             }
             return timers + afterSnapshot()
         case (.preparingSnapshot, .snapshotReady(let id)):

@@ -52,7 +52,8 @@ public struct MediaWatchdogMachine: Sendable, Equatable {
 
     /// Quiet samples in a row that make a stall.
     static let stallSamples = Int(
-        (ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS - 1) / ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS)
+        (ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS - 1)
+            / ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS)
 
     public init() {}
 

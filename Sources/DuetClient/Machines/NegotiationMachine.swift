@@ -409,7 +409,8 @@ public struct NegotiationMachine: Sendable, Equatable {
             // same peer comes back to a connection whose media flowed all along (only the room's view was lost, B3):
             // a plain offer settles the descriptions again without moving media off its path.
             let restart = iceState != .new && !(returning && mediaUp && !stalledBefore)
-            return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : []) + offer(iceRestart: restart)
+            return [.timer(.cancel(.nonHostFallback))] + (restart ? [.iceRestartStarted(.signalingReconnect)] : [])
+                + offer(iceRestart: restart)
         }
         guard !hasRemoteDescription else { return [] }
         // Back first in a rebuilt room, with media that had stalled: the returning host offers nothing (it never saw
@@ -527,7 +528,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             lastRemoteOffer = sdp
             lastLocalAnswer = nil
             // Glare — unless our offer is already answered (the answer is being applied): then we will be stable.
-            if (signalingState == .haveLocalOffer || makingOffer), !applyingRemote {
+            if signalingState == .haveLocalOffer || makingOffer, !applyingRemote {
                 // Glare. The host keeps its offer; the non-host yields.
                 if isHost { return [] }
                 makingOffer = false
@@ -581,7 +582,10 @@ public struct NegotiationMachine: Sendable, Equatable {
         guard peerPresent else { return actions }
         inCooldown = true
         replacedInCooldown = true
-        actions += [.timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)), .iceRestartStarted(.peerConnectionWedged)]
+        actions += [
+            .timer(.schedule(.iceRestartCooldown, afterMs: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)),
+            .iceRestartStarted(.peerConnectionWedged),
+        ]
         return actions + offer(iceRestart: false)
     }
 

@@ -1,4 +1,5 @@
 import DuetProtocol
+
 /// Our own ICE candidates on their way out (seed 004): cleaned of WebRTC-only extensions, held back until
 /// the description they belong to is sent (the answer on the answering side, as in the seed, and our offer too), and
 /// closed by end-of-candidates (`candidate:null`) when gathering completes or after 3 s without a new candidate.
@@ -55,13 +56,16 @@ public struct TrickleIceMachine: Sendable, Equatable {
             if gatheringDone { actions += end() }
             return actions
         case .localCandidate(let candidate):
-            let cleaned = IceCandidate(candidate: Self.clean(candidate.candidate), sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)
+            let cleaned = IceCandidate(
+                candidate: Self.clean(candidate.candidate), sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)
             if holding {
                 queued.append(cleaned)
                 return []
             }
             endSent = false
-            return [.sendCandidate(cleaned), .timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS))]
+            return [
+                .sendCandidate(cleaned), .timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS)),
+            ]
         case .gatheringComplete:
             gatheringDone = true
             return holding ? [] : end()
@@ -81,7 +85,9 @@ public struct TrickleIceMachine: Sendable, Equatable {
         guard !queued.isEmpty else { return [] }
         let candidates = queued
         queued.removeAll()
-        return candidates.map { .sendCandidate($0) } + [.timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS))]
+        return candidates.map { .sendCandidate($0) } + [
+            .timer(.schedule(.endOfCandidates, afterMs: ResilienceConstants.END_OF_CANDIDATES_TIMEOUT_MS))
+        ]
     }
 
     private mutating func end() -> [Action] {

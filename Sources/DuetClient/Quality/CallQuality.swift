@@ -17,7 +17,8 @@ public enum CallQuality {
         let audioReceived = current.audioPacketsReceived - base.audioPacketsReceived
         let videoReceived = current.videoPacketsReceived - base.videoPacketsReceived
         // Voice quality is what the E-model scores: audio's loss when audio was expected, else video's.
-        let lossPct = lossPercent(received: audioReceived, lost: current.audioPacketsLost - base.audioPacketsLost)
+        let lossPct =
+            lossPercent(received: audioReceived, lost: current.audioPacketsLost - base.audioPacketsLost)
             ?? lossPercent(received: videoReceived, lost: current.videoPacketsLost - base.videoPacketsLost)
         let mediaFlowing = audioReceived + videoReceived > 0
         var mos: Double?

@@ -85,13 +85,13 @@ public enum CallerSeal {
             return (.unverified(name.isEmpty ? nil : name), nil)
         }
         guard let key, let iv = fields["iv"]?.stringValue.flatMap(Base64URL.decode), iv.count == 12,
-              let sealed = fields["ct"]?.stringValue.flatMap(Base64URL.decode), sealed.count > 16
+            let sealed = fields["ct"]?.stringValue.flatMap(Base64URL.decode), sealed.count > 16
         else { return (key == nil ? .unverified(nil) : .altered, nil) }
         do {
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: iv), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
             let body = try AES.GCM.open(box, using: sealingKey(key), authenticating: Data(associated(rid, callId).utf8))
             guard let opened = try JSONSerialization.jsonObject(with: body) as? [String: Any], let name = opened["name"] as? String,
-                  let at = (opened["at"] as? NSNumber)?.int64Value, abs(nowMs - at) <= RingLimits.callerSealMaxAgeMs
+                let at = (opened["at"] as? NSNumber)?.int64Value, abs(nowMs - at) <= RingLimits.callerSealMaxAgeMs
             else { return (.altered, nil) }
             let clean = clean(name)
             guard !clean.isEmpty else { return (.altered, nil) }

@@ -30,8 +30,11 @@ public struct IncomingCall: Sendable, Equatable, Identifiable {
         var bytes = Array(Array(SHA256.hash(data: Data("duet-call|\(roomId)|\(callId)".utf8))).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// How a ring ended for this device: CallKit's `CXCallEndedReason` has a case for each but `acceptedHere`.
@@ -59,7 +62,11 @@ public protocol PushTokenProvider: Sendable {
 }
 
 public struct PushToken: Sendable, Equatable {
-    public enum Service: String, Sendable { case apnsVoIP = "apns-voip", fcm, webPush = "webpush" }
+    public enum Service: String, Sendable {
+        case apnsVoIP = "apns-voip"
+        case fcm
+        case webPush = "webpush"
+    }
     public var service: Service
     /// The token (APNs: hex of the device token; FCM: the registration token; Web Push: the endpoint).
     public var value: String

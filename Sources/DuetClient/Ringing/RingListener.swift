@@ -94,7 +94,8 @@ public actor RingListener {
 
     private func answerOverHTTP(_ call: IncomingCall, _ answer: RingAnswerPayload.Answer, memberToken: String) async {
         let payload = RingAnswerPayload(
-            rid: call.roomId, callId: call.callId, answer: answer, deviceId: deviceId, memberToken: memberToken, secret: call.answers?.secret(for: answer))
+            rid: call.roomId, callId: call.callId, answer: answer, deviceId: deviceId, memberToken: memberToken,
+            secret: call.answers?.secret(for: answer))
         var post = HTTPClientRequest(url: server + "api/ring/answer?rid=" + SignalingURL.queryComponent(call.roomId))
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "application/json")
@@ -107,10 +108,13 @@ public actor RingListener {
         while !Task.isCancelled {
             let kind = transports[min(attempt / 2, transports.count - 1) % transports.count]
             do {
-                let opened: any SignalingConnection = switch kind {
-                case .ws: try await WebSocketSignalingConnection.connect(url: SignalingURL.webSocket(server: server), timeout: .seconds(2))
-                case .sse: try await SSESignalingConnection.connect(baseURL: server, sid: SessionIdFormat.random(), timeout: .seconds(2))
-                }
+                let opened: any SignalingConnection =
+                    switch kind {
+                    case .ws:
+                        try await WebSocketSignalingConnection.connect(url: SignalingURL.webSocket(server: server), timeout: .seconds(2))
+                    case .sse:
+                        try await SSESignalingConnection.connect(baseURL: server, sid: SessionIdFormat.random(), timeout: .seconds(2))
+                    }
                 connection = opened
                 try await sendWatch()
                 attempt = 0
@@ -134,8 +138,10 @@ public actor RingListener {
 
     private func sendWatch() async throws {
         guard let connection else { return }
-        let listen = ListenPayload(deviceId: deviceId, members: Dictionary(calls.map { ($0.roomId, $0.memberToken) }, uniquingKeysWith: { a, _ in a }))
-        try await connection.send(Envelope(.watchRooms, payload: JSONValue(encoding: WatchRoomsPayload(rids: calls.map(\.roomId), listen: listen))))
+        let listen = ListenPayload(
+            deviceId: deviceId, members: Dictionary(calls.map { ($0.roomId, $0.memberToken) }, uniquingKeysWith: { a, _ in a }))
+        try await connection.send(
+            Envelope(.watchRooms, payload: JSONValue(encoding: WatchRoomsPayload(rids: calls.map(\.roomId), listen: listen))))
     }
 
     private func expire(_ callId: String) {
@@ -149,7 +155,8 @@ public actor RingListener {
             guard let ring = try? envelope.payload.decode(IncomingCallPayload.self), ringing[ring.callId] == nil else { return }
             let key = calls.first { $0.roomId == ring.rid }?.key
             let opened = CallerSeal.opened(ring.caller, rid: ring.rid, callId: ring.callId, key: key)
-            let call = IncomingCall(roomId: ring.rid, callId: ring.callId, caller: opened.caller, expiresAt: ring.expiresAt, answers: opened.answers)
+            let call = IncomingCall(
+                roomId: ring.rid, callId: ring.callId, caller: opened.caller, expiresAt: ring.expiresAt, answers: opened.answers)
             ringing[ring.callId] = call
             continuation.yield(.incoming(call))
             // The ring ends by itself at its time even if the server's word never comes (a lost link): missed.
@@ -159,7 +166,8 @@ public actor RingListener {
                 await self?.expire(ring.callId)
             }
         case .ringEnded?:
-            guard let ended = try? envelope.payload.decode(RingEndedPayload.self), let call = ringing.removeValue(forKey: ended.callId) else { return }
+            guard let ended = try? envelope.payload.decode(RingEndedPayload.self), let call = ringing.removeValue(forKey: ended.callId)
+            else { return }
             continuation.yield(.ended(call, IncomingCall.EndReason(rawValue: ended.reason) ?? .missed))
         default:
             break

@@ -147,28 +147,32 @@ public actor DuetCall {
         let webRtc = self.webRtc
         let network = self.network
         // WebRTC calls run one after another, in the order the engine asked for them.
-        background.append(Task { [weak self] in
-            for await work in commands {
-                switch work {
-                case .command(let command): await self?.perform(command)
-                case .barrier(let continuation): continuation.resume()
-                }
-            }
-        })
-        background.append(Task { [weak self] in
-            for await event in webRtc.events { await self?.webRtcEvent(event) }
-        })
-        background.append(Task { [weak self] in
-            for await event in network.events { await self?.networkEvent(event) }
-        })
-        if let interval = configuration.statsInterval {
-            let clock = self.clock
-            background.append(Task { [weak self] in
-                while !Task.isCancelled {
-                    do { try await clock.sleep(for: interval) } catch { return }
-                    await self?.emitStats()
+        background.append(
+            Task { [weak self] in
+                for await work in commands {
+                    switch work {
+                    case .command(let command): await self?.perform(command)
+                    case .barrier(let continuation): continuation.resume()
+                    }
                 }
             })
+        background.append(
+            Task { [weak self] in
+                for await event in webRtc.events { await self?.webRtcEvent(event) }
+            })
+        background.append(
+            Task { [weak self] in
+                for await event in network.events { await self?.networkEvent(event) }
+            })
+        if let interval = configuration.statsInterval {
+            let clock = self.clock
+            background.append(
+                Task { [weak self] in
+                    while !Task.isCancelled {
+                        do { try await clock.sleep(for: interval) } catch { return }
+                        await self?.emitStats()
+                    }
+                })
         }
     }
 
@@ -189,14 +193,15 @@ public actor DuetCall {
 
     public func cancelRing() {
         guard let ring, ring.state == "ringing", let rid = engine.roomId,
-              let envelope = try? Envelope(.ringCancel, rid: rid, payload: JSONValue(encoding: RingCancelPayload(callId: ring.callId)))
+            let envelope = try? Envelope(.ringCancel, rid: rid, payload: JSONValue(encoding: RingCancelPayload(callId: ring.callId)))
         else { return }
         sendQueue?.yield(envelope)
     }
 
     private func sendRing() {
         guard let ring, let rid = engine.roomId,
-              let envelope = try? Envelope(.ring, rid: rid, payload: JSONValue(encoding: RingPayload(callId: ring.callId, caller: ring.caller, answers: ring.answers)))
+            let envelope = try? Envelope(
+                .ring, rid: rid, payload: JSONValue(encoding: RingPayload(callId: ring.callId, caller: ring.caller, answers: ring.answers)))
         else { return }
         sendQueue?.yield(envelope)
     }
@@ -456,11 +461,12 @@ public actor DuetCall {
 
     private func openFailed(_ kind: SignalingTransport, error: any Error, generation: Int) {
         guard generation == connectionGeneration else { return }
-        let failure: SignalingLinkMachine.Failure = switch error as? SignalingConnectError {
-        case .timedOut?: .timeout
-        case .refused?: .unsupported
-        default: .error
-        }
+        let failure: SignalingLinkMachine.Failure =
+            switch error as? SignalingConnectError {
+            case .timedOut?: .timeout
+            case .refused?: .unsupported
+            default: .error
+            }
         logger.debug("transport open failed", metadata: ["transport": "\(kind)", "error": "\(error)"])
         feed(.transportOpenFailed(kind, failure))
     }
@@ -485,10 +491,11 @@ public actor DuetCall {
             sendQueue = nil
             // 4001: a newer connection proved this seat; reconnecting would take it back from under it.
             if case .byServer(code: SignalingCloseReason.replacedCode?, _) = reason { return feed(.replaced) }
-            let mapped: SignalingLinkMachine.CloseReason = switch reason {
-            case .byServer: .closedByServer
-            default: .networkError
-            }
+            let mapped: SignalingLinkMachine.CloseReason =
+                switch reason {
+                case .byServer: .closedByServer
+                default: .networkError
+                }
             feed(.transportClosed(mapped))
         }
     }
@@ -512,8 +519,6 @@ public actor DuetCall {
         sending?.cancel()
         if let current { await awaitAtMost(.milliseconds(ResilienceConstants.GOODBYE_FLUSH_TIMEOUT_MS)) { await current.close() } }
     }
-
-
 
     // MARK: - WebRTC
 
@@ -606,18 +611,26 @@ public actor DuetCall {
         let keyed = configuration.linkKey != nil
         // Every transport's handshake must have been with a certificate the description names.
         if ders.allSatisfy({ CertificateFingerprint.matches(der: $0, fingerprints: fingerprints) }) {
-            logger.info(keyed ? "the peer's DTLS certificate is the one its verified description names" : "the peer's DTLS certificate is the one its description names")
+            logger.info(
+                keyed
+                    ? "the peer's DTLS certificate is the one its verified description names"
+                    : "the peer's DTLS certificate is the one its description names")
             noteSafety(.remoteDescriptionApplied(sdp: pending.sdp))
             if verifiedHeld, engine.verification == .verified { emit(.verification(.verified)) }
         } else if keyed {
             logger.warning("the peer's DTLS certificate is not the one its verified description names")
             feed(.certificateMismatch)
         } else {
-            logger.warning("the peer's DTLS certificate is not the one its description names: someone may be in the middle, and the safety code will not match the other side's")
+            logger.warning(
+                "the peer's DTLS certificate is not the one its description names: someone may be in the middle, and the safety code will not match the other side's"
+            )
             let algorithms = Set(fingerprints.compactMap { $0.split(separator: " ").first.map(String.init) })
             let presented = ders.flatMap { der in algorithms.compactMap { CertificateFingerprint.fingerprint(of: der, algorithm: $0) } }
             // No algorithm we can compute: the presented certificate's SHA-256 still differs from anything named.
-            noteSafety(.handshakeCertificate(fingerprints: presented.isEmpty ? ders.compactMap { CertificateFingerprint.fingerprint(of: $0, algorithm: "sha-256") } : presented))
+            noteSafety(
+                .handshakeCertificate(
+                    fingerprints: presented.isEmpty
+                        ? ders.compactMap { CertificateFingerprint.fingerprint(of: $0, algorithm: "sha-256") } : presented))
         }
     }
 
@@ -632,7 +645,9 @@ public actor DuetCall {
     }
 
     private func rtcConfiguration() -> RtcConfiguration {
-        RtcConfiguration(iceServers: fetchedIceServers.isEmpty ? configuration.fallbackIceServers : fetchedIceServers, relayOnly: configuration.relayOnly)
+        RtcConfiguration(
+            iceServers: fetchedIceServers.isEmpty ? configuration.fallbackIceServers : fetchedIceServers, relayOnly: configuration.relayOnly
+        )
     }
 
     private func webRtcEvent(_ event: WebRtcEvent) async {
@@ -661,7 +676,9 @@ public actor DuetCall {
 
     private func createRoomId() async {
         do {
-            let response = try await http.execute(HTTPClientRequest(url: configuration.server + "api/room-id"), timeout: .milliseconds(ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS))
+            let response = try await http.execute(
+                HTTPClientRequest(url: configuration.server + "api/room-id"),
+                timeout: .milliseconds(ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS))
             let body = try await response.body.collect(upTo: 64 * 1024)
             guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
             let id = try JSONDecoder().decode(RoomIdResponse.self, from: Data(body.readableBytesView)).roomId
@@ -676,7 +693,8 @@ public actor DuetCall {
             var components = URLComponents()
             components.queryItems = [URLQueryItem(name: "token", value: token)]
             let url = configuration.server + "api/turn-credentials" + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-            let response = try await http.execute(HTTPClientRequest(url: url), timeout: .milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS))
+            let response = try await http.execute(
+                HTTPClientRequest(url: url), timeout: .milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS))
             let body = try await response.body.collect(upTo: 64 * 1024)
             guard response.status == .ok else { throw TransportHTTPError(status: Int(response.status.code)) }
             let credentials = try JSONDecoder().decode(TurnCredentials.self, from: Data(body.readableBytesView))

@@ -1,4 +1,5 @@
 import DuetProtocol
+
 /// The WebRTC stack the runtime drives: a browser-like peer connection behind a small async API, so
 /// the engine works with GStreamer's webrtcbin on Linux, Google's WebRTC on Apple platforms, or the
 /// simulated pair in tests. Calls are made one at a time, in order.

@@ -39,7 +39,8 @@ public enum CertificateFingerprint {
         var found: [[UInt8]] = []
         var rest = pem[...]
         while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"),
-            let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex) {
+            let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex)
+        {
             let body = rest[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
             if let der = Data(base64Encoded: String(body)) { found.append(Array(der)) }
             rest = rest[end.upperBound...]

@@ -14,7 +14,8 @@ public struct LinkKey: Sendable, Equatable, CustomStringConvertible {
     /// copying is refused, never used as a weaker one.
     public init?(base64url text: some StringProtocol) {
         guard text.utf8.count == Self.textLength, let bytes = Base64URL.decode(String(text)), bytes.count == Self.byteCount,
-              Base64URL.encode(bytes) == text else { return nil }
+            Base64URL.encode(bytes) == text
+        else { return nil }
         self.bytes = bytes
     }
 

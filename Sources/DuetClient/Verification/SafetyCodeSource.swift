@@ -39,7 +39,8 @@ public struct SafetyCodeSource: Sendable, Equatable {
             local = []
             remote = []
         }
-        let next: String? = if let roomId, !local.isEmpty, !remote.isEmpty { SafetyCode.code(rid: roomId, local: local, remote: remote) } else { nil }
+        let next: String? =
+            if let roomId, !local.isEmpty, !remote.isEmpty { SafetyCode.code(rid: roomId, local: local, remote: remote) } else { nil }
         guard next != code else { return .none }
         code = next
         return .some(next)

@@ -104,15 +104,36 @@ extension Envelope {
             out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
             out += "\":".utf8
         }
-        if let cid { key("cid"); JSONText.writeString(cid, into: &out) }
-        if let epoch { key("epoch"); out += String(epoch).utf8 }
-        key("payload"); JSONText.write(payload, into: &out)
-        if let rid { key("rid"); JSONText.writeString(rid, into: &out) }
-        if let sid { key("sid"); JSONText.writeString(sid, into: &out) }
-        if let to { key("to"); JSONText.writeString(to, into: &out) }
-        if let ts { key("ts"); out += String(ts).utf8 }
-        key("type"); JSONText.writeString(type, into: &out)
-        key("v"); out += String(v).utf8
+        if let cid {
+            key("cid")
+            JSONText.writeString(cid, into: &out)
+        }
+        if let epoch {
+            key("epoch")
+            out += String(epoch).utf8
+        }
+        key("payload")
+        JSONText.write(payload, into: &out)
+        if let rid {
+            key("rid")
+            JSONText.writeString(rid, into: &out)
+        }
+        if let sid {
+            key("sid")
+            JSONText.writeString(sid, into: &out)
+        }
+        if let to {
+            key("to")
+            JSONText.writeString(to, into: &out)
+        }
+        if let ts {
+            key("ts")
+            out += String(ts).utf8
+        }
+        key("type")
+        JSONText.writeString(type, into: &out)
+        key("v")
+        out += String(v).utf8
         out.append(UInt8(ascii: "}"))
         return out
     }

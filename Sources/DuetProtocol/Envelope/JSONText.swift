@@ -35,7 +35,8 @@ public enum JSONText {
         case .int(let number): out += String(number).utf8
         case .double(let number):
             // JSON has no NaN or infinity; JSONValue only gets them from Swift code, never from the wire.
-            out += (number.isFinite ? (number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)") : "null").utf8
+            out +=
+                (number.isFinite ? (number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)") : "null").utf8
         case .string(let text): writeString(text, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -75,7 +76,10 @@ public enum JSONText {
             case 0x09: out += "\\t".utf8
             case 0x08: out += "\\b".utf8
             case 0x0C: out += "\\f".utf8
-            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            case 0..<0x20:
+                out += [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                ]
             default: out.append(byte)
             }
         }
@@ -107,9 +111,15 @@ public enum JSONText {
             case UInt8(ascii: "{"): return try object(depth: depth + 1)
             case UInt8(ascii: "["): return try array(depth: depth + 1)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             default: return try number()
             }
         }
@@ -141,7 +151,10 @@ public enum JSONText {
                 fields[key] = try value(depth: depth)
                 skipWhitespace()
                 guard index < bytes.count else { throw fail() }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
                 guard bytes[index] == UInt8(ascii: "}") else { throw fail() }
                 index += 1
                 return .object(fields)
@@ -161,7 +174,10 @@ public enum JSONText {
                 items.append(try value(depth: depth))
                 skipWhitespace()
                 guard index < bytes.count else { throw fail() }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
                 guard bytes[index] == UInt8(ascii: "]") else { throw fail() }
                 index += 1
                 return .array(items)
@@ -202,7 +218,9 @@ public enum JSONText {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 2 < bytes.count, bytes[index + 1] == UInt8(ascii: "\\"), bytes[index + 2] == UInt8(ascii: "u") else { throw fail() }
+                        guard index + 2 < bytes.count, bytes[index + 1] == UInt8(ascii: "\\"), bytes[index + 2] == UInt8(ascii: "u") else {
+                            throw fail()
+                        }
                         index += 2
                         let low = try hex4()
                         guard (0xDC00..<0xE000).contains(low) else { throw fail() }
@@ -234,12 +252,13 @@ public enum JSONText {
             for _ in 0..<4 {
                 index += 1
                 let byte = bytes[index]
-                let digit: UInt32 = switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-                default: throw fail()
-                }
+                let digit: UInt32 =
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+                    default: throw fail()
+                    }
                 value = value << 4 | digit
             }
             return value

@@ -112,14 +112,16 @@ public enum FuzzChecks {
         let parsed = STUNMessage.parse(bytes)
         if let parsed {
             let fingerprinted = parsed.attributes.last?.type == STUNMessage.Attribute.fingerprint
-            let body = STUNMessage(type: parsed.type, transactionID: parsed.transactionID,
-                                   attributes: fingerprinted ? Array(parsed.attributes.dropLast()) : parsed.attributes)
+            let body = STUNMessage(
+                type: parsed.type, transactionID: parsed.transactionID,
+                attributes: fingerprinted ? Array(parsed.attributes.dropLast()) : parsed.attributes)
             // Padding bytes are not kept (RFC 5769's own vector pads with spaces), so the FINGERPRINT of the re-encoding
             // may differ: compare everything else, and that a FINGERPRINT is there again.
             guard let again = STUNMessage.parse(body.encoded(fingerprint: fingerprinted)),
-                  STUNMessage(type: again.type, transactionID: again.transactionID,
-                              attributes: fingerprinted ? Array(again.attributes.dropLast()) : again.attributes) == body,
-                  (again.attributes.last?.type == STUNMessage.Attribute.fingerprint) == fingerprinted
+                STUNMessage(
+                    type: again.type, transactionID: again.transactionID,
+                    attributes: fingerprinted ? Array(again.attributes.dropLast()) : again.attributes) == body,
+                (again.attributes.last?.type == STUNMessage.Attribute.fingerprint) == fingerprinted
             else { return "parse → encode → parse changed \(bytes)" }
         }
         let sources = [
@@ -135,9 +137,12 @@ public enum FuzzChecks {
             guard response.transactionID == request.transactionID else { return "the reply has another transaction id" }
             guard reply.count * 2 < bytes.count * 5 else { return "reply of \(reply.count) bytes to \(bytes.count): an amplifier" }
             if response.type == STUNMessage.MessageType.bindingSuccess {
-                let named = request.isClassic
+                let named =
+                    request.isClassic
                     ? response.attribute(STUNMessage.Attribute.mappedAddress).flatMap(STUNBinding.plainEndpoint)
-                    : response.attribute(STUNMessage.Attribute.xorMappedAddress).flatMap { STUNBinding.mappedEndpoint($0, transactionID: request.transactionID) }
+                    : response.attribute(STUNMessage.Attribute.xorMappedAddress).flatMap {
+                        STUNBinding.mappedEndpoint($0, transactionID: request.transactionID)
+                    }
                 guard named == source, response.isClassic == request.isClassic else { return "the reply does not name the sender" }
             } else if response.type != STUNMessage.MessageType.bindingError {
                 return "a reply of type \(response.type)"
@@ -155,7 +160,8 @@ public enum FuzzChecks {
         func isBase64URL(_ byte: UInt8) -> Bool {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"): true
+                UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
             default: false
             }
         }

@@ -189,9 +189,11 @@ public enum RingLimits {
     public static let callerSealMaxAgeMs: Int64 = 5 * 60_000
 
     public static func isValidId(_ id: String, minimum: Int = 1) -> Bool {
-        (minimum...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
-        }
+        (minimum...64).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D
+                    || byte == 0x5F
+            }
     }
 }
 

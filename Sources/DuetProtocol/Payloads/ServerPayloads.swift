@@ -191,7 +191,8 @@ public struct TurnCredentials: Codable, Sendable, Equatable {
         } else if let username, let password, !uris.isEmpty {
             iceServers = [IceServer(urls: uris, username: username, credential: password)]
         } else {
-            throw DecodingError.keyNotFound(CodingKeys.iceServers, .init(codingPath: decoder.codingPath, debugDescription: "neither iceServers nor TURN credentials"))
+            throw DecodingError.keyNotFound(
+                CodingKeys.iceServers, .init(codingPath: decoder.codingPath, debugDescription: "neither iceServers nor TURN credentials"))
         }
     }
 }

@@ -22,7 +22,8 @@ public enum IceServerURI {
             guard kind == .turn else { return "a STUN URI takes no query (?transport= is for TURN)" }
             let allowed = scheme == "turns:" ? ["transport=tcp"] : ["transport=udp", "transport=tcp"]
             guard allowed.contains(String(query)) else {
-                return scheme == "turns:" ? "turns: takes only ?transport=tcp (TLS runs over TCP)" : "the query must be ?transport=udp or ?transport=tcp"
+                return scheme == "turns:"
+                    ? "turns: takes only ?transport=tcp (TLS runs over TCP)" : "the query must be ?transport=udp or ?transport=tcp"
             }
         }
         guard !rest.hasPrefix("//") else { return "no // after the scheme (write \(scheme)host:port)" }
@@ -42,11 +43,12 @@ public enum IceServerURI {
         }
         if !host.hasPrefix("[") {
             guard !host.isEmpty, host.utf8.count <= 253,
-                  host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "-" })
+                host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "-" })
             else { return "the host must be a DNS name or an address" }
         }
         if !rest.isEmpty {
-            guard rest.first == ":", let port = Int(rest.dropFirst()), (1...65535).contains(port), rest.dropFirst().allSatisfy(\.isNumber) else {
+            guard rest.first == ":", let port = Int(rest.dropFirst()), (1...65535).contains(port), rest.dropFirst().allSatisfy(\.isNumber)
+            else {
                 return "the port must be a number from 1 to 65535"
             }
         }

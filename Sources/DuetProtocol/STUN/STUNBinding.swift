@@ -26,22 +26,26 @@ public enum STUNBinding {
     /// The reply carries a FINGERPRINT when the request did.
     public static func reply(to datagram: [UInt8], from source: Endpoint) -> [UInt8]? {
         guard source.address.count == 4 || source.address.count == 16,
-              let request = STUNMessage.parse(datagram), request.type == STUNMessage.MessageType.bindingRequest else { return nil }
+            let request = STUNMessage.parse(datagram), request.type == STUNMessage.MessageType.bindingRequest
+        else { return nil }
         let fingerprint = request.attribute(STUNMessage.Attribute.fingerprint) != nil
         let unknown = request.attributes.map(\.type).filter { $0 < 0x8000 && !tolerated.contains($0) }
         if !unknown.isEmpty {
             var list: [UInt8] = []
             for type in unknown.prefix(16) { append16(&list, type) }
             let reason = Array("Unknown Attribute".utf8)
-            let error = STUNMessage(type: STUNMessage.MessageType.bindingError, transactionID: request.transactionID, attributes: [
-                (STUNMessage.Attribute.errorCode, [0, 0, 4, 20] + reason),
-                (STUNMessage.Attribute.unknownAttributes, list),
-            ])
+            let error = STUNMessage(
+                type: STUNMessage.MessageType.bindingError, transactionID: request.transactionID,
+                attributes: [
+                    (STUNMessage.Attribute.errorCode, [0, 0, 4, 20] + reason),
+                    (STUNMessage.Attribute.unknownAttributes, list),
+                ])
             return error.encoded(fingerprint: fingerprint)
         }
         // A classic (RFC 3489) client knows only MAPPED-ADDRESS (RFC 8489 §12.2's backwards compatibility); its
         // RESPONSE-ADDRESS and CHANGE-REQUEST are unknown attributes above, so a reply never goes anywhere but back.
-        let mapped = request.isClassic
+        let mapped =
+            request.isClassic
             ? (STUNMessage.Attribute.mappedAddress, mappedAddress(source))
             : (STUNMessage.Attribute.xorMappedAddress, xorMappedAddress(source, transactionID: request.transactionID))
         let response = STUNMessage(type: STUNMessage.MessageType.bindingSuccess, transactionID: request.transactionID, attributes: [mapped])

@@ -74,7 +74,8 @@ public struct STUNMessage: Sendable, Equatable {
             if attributeType == Attribute.fingerprint {
                 // Last, 4 bytes, and the CRC of everything before it.
                 guard !classic, valueLength == 4, offset + 8 == bytes.count,
-                      read32(bytes, offset + 4) == CRC32.checksum(bytes[0..<offset]) ^ fingerprintXor else { return nil }
+                    read32(bytes, offset + 4) == CRC32.checksum(bytes[0..<offset]) ^ fingerprintXor
+                else { return nil }
             }
             attributes.append((attributeType, Array(bytes[(offset + 4)..<(offset + 4 + valueLength)])))
             offset += 4 + padded

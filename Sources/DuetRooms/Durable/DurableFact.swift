@@ -35,7 +35,8 @@ public enum DurableFact: Sendable, Equatable, Hashable {
     public var rid: String {
         switch self {
         case .roomEnded(let rid, _, _, _, _, _), .seatRevoked(let rid, _, _), .roomLive(let rid, _, _, _), .roomClaimed(let rid, _, _, _),
-            .roomGone(let rid): rid
+            .roomGone(let rid):
+            rid
         }
     }
 

@@ -25,7 +25,9 @@ public enum TokenFuzzChecks {
     static let turnTokens = TurnTokenAuthority(key: turnKey, ttlMs: turnTTLMs)
 
     /// What each authority says of `text` at `nowMs` for the fixed seat.
-    public static func verdicts(_ text: String) -> (authenticRoomId: Bool, reconnect: ReconnectTokenAuthority.Verdict, turnSeat: TurnTokenAuthority.Seat?) {
+    public static func verdicts(_ text: String) -> (
+        authenticRoomId: Bool, reconnect: ReconnectTokenAuthority.Verdict, turnSeat: TurnTokenAuthority.Seat?
+    ) {
         (roomIds.isAuthentic(text), reconnectTokens.verify(text, cid: cid, rid: rid, nowMs: nowMs), turnTokens.seat(of: text, nowMs: nowMs))
     }
 

@@ -42,8 +42,10 @@ public struct PushAlert: Sendable, Equatable {
 
     /// Snapshot ids are the server's own (`SNAP-` and base64url); anything else in a join is ignored.
     public static func isValidSnapshotId(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
-        }
+        (1...64).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D
+                    || byte == 0x5F
+            }
     }
 }

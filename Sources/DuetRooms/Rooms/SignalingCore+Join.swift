@@ -39,10 +39,12 @@ extension SignalingCore {
         if request.reconnectToken == nil || request.reconnectCid == nil, request.alert != false, takeJoinAlert(rid, nowMs: nowMs) {
             let snapshotId = request.snapshotId.flatMap { PushAlert.isValidSnapshotId($0) ? $0 : nil }
             // Devices in the room now are not told what they can see: by the endpoint they said, or by their id.
-            out.append(.push(PushAlert(
-                rid: rid, cid: cid, kind: .joined(snapshotId: snapshotId),
-                excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint),
-                excludedDevices: rooms[rid]!.participants.compactMap(\.deviceId))))
+            out.append(
+                .push(
+                    PushAlert(
+                        rid: rid, cid: cid, kind: .joined(snapshotId: snapshotId),
+                        excludedEndpoints: rooms[rid]!.participants.compactMap(\.pushEndpoint),
+                        excludedDevices: rooms[rid]!.participants.compactMap(\.deviceId))))
         }
     }
 
@@ -83,14 +85,17 @@ extension SignalingCore {
         announceJoin(cid: cid, rid: rid, kind: .fresh, connection: connection, nowMs: nowMs, into: &out)
     }
 
-    private mutating func rejoin(cid: String, token: String, rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+    private mutating func rejoin(cid: String, token: String, rid: String, connection: ConnectionID, nowMs: Int64, into out: inout [Output])
+        throws(ProtocolError)
+    {
         switch authorities.reconnectTokens.verify(token, cid: cid, rid: rid, nowMs: nowMs) {
         case .valid:
             if seatsRoomEnded(cid: cid, rid: rid, nowMs: nowMs) {
                 throw ProtocolError(.roomEnded, "this room was ended by its host")
             }
             if isRevoked(cid: cid, rid: rid, nowMs: nowMs) {
-                throw ProtocolError(.invalidReconnectToken, "this seat was left or given up after its owner was away too long; join without reconnectCid")
+                throw ProtocolError(
+                    .invalidReconnectToken, "this seat was left or given up after its owner was away too long; join without reconnectCid")
             }
         case .expired:
             // Authentic but old: its owner was away a long time. If the room was ended meanwhile, say so.
@@ -151,7 +156,9 @@ extension SignalingCore {
         if let sid = connections[connection]?.sid { sseSeats[sid] = cid }
     }
 
-    private mutating func announceJoin(cid: String, rid: String, kind: ReconnectKind, connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+    private mutating func announceJoin(
+        cid: String, rid: String, kind: ReconnectKind, connection: ConnectionID, nowMs: Int64, into out: inout [Output]
+    ) {
         out.append(.event(.joined(rid: rid, cid: cid, kind: kind)))
         sendJoined(cid: cid, rid: rid, kind: kind, to: connection, nowMs: nowMs, into: &out)
         broadcastRoomState(rid, nowMs: nowMs, into: &out)
@@ -159,7 +166,9 @@ extension SignalingCore {
         notifyWatchers(rid, nowMs: nowMs, into: &out)
     }
 
-    private func sendJoined(cid: String, rid: String, kind: ReconnectKind, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
+    private func sendJoined(
+        cid: String, rid: String, kind: ReconnectKind, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]
+    ) {
         guard let room = rooms[rid] else { return }
         let turn = authorities.turnTokens.issue(rid: rid, cid: cid, nowMs: nowMs)
         let payload = JoinedPayload(

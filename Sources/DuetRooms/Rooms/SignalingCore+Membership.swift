@@ -47,7 +47,8 @@ extension SignalingCore {
         // recreated by recovery), however long its owner was away.
         let ended = DurableFact.roomEnded(
             rid: rid, endedBy: cid, reason: "host_ended", tombstoneUntilMs: nowMs + settings.tombstoneMs,
-            seats: seats.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }, seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
+            seats: seats.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } },
+            seatsUntilMs: nowMs + max(settings.endedSeatMemoryMs, authorities.reconnectTokens.ttlMs + 1_000))
         applyRoomEnded(ended, learned: false, nowMs: nowMs, into: &out)
         out.append(.persist(ended))
     }
@@ -88,9 +89,10 @@ extension SignalingCore {
     mutating func tick(nowMs: Int64, into out: inout [Output]) {
         if settings.closesSilentSSEStreams { closeSilentSSEStreams(nowMs: nowMs, into: &out) }
         for rid in rooms.keys.sorted() {
-            let expired = rooms[rid]?.participants.filter { participant in
-                participant.suspendedAt.map { $0 + settings.evictionTimeoutMs <= nowMs } ?? false
-            } ?? []
+            let expired =
+                rooms[rid]?.participants.filter { participant in
+                    participant.suspendedAt.map { $0 + settings.evictionTimeoutMs <= nowMs } ?? false
+                } ?? []
             for participant in expired {
                 removeParticipant(participant.cid, from: rid, reason: "evicted", nowMs: nowMs, into: &out)
                 // The seat was given up: a token issued for it must not bring it back (the owner joins anew).
@@ -131,13 +133,16 @@ extension SignalingCore {
         guard let room = rooms[rid] else { return }
         for participant in room.participants {
             guard let connection = participant.connection else { continue }
-            out.append(.send(connection, Self.envelope(.roomState, rid: rid, cid: participant.cid, ts: nowMs, epoch: room.epoch, room.state)))
+            out.append(
+                .send(connection, Self.envelope(.roomState, rid: rid, cid: participant.cid, ts: nowMs, epoch: room.epoch, room.state)))
         }
     }
 
     // MARK: - watch_rooms
 
-    mutating func watchRooms(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+    mutating func watchRooms(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output])
+        throws(ProtocolError)
+    {
         let request = try validatedWatch(envelope)
         for rid in connections[connection]?.watchedRooms ?? [] { unwatch(rid, connection) }
         let rids = Set(request.rids)

@@ -60,11 +60,12 @@ extension SignalingCore {
     static func isPlainRelayPayload(_ envelope: Envelope) -> Bool {
         guard case .object(let payload) = envelope.payload else { return false }
         guard envelope.messageType == .ice else {
-            let field = switch envelope.messageType {
-            case .verifyFailed?: "auth"
-            case .restartRequest?: "reason"
-            default: "sdp"
-            }
+            let field =
+                switch envelope.messageType {
+                case .verifyFailed?: "auth"
+                case .restartRequest?: "reason"
+                default: "sdp"
+                }
             if case .string? = payload[field] { return true }
             return false
         }
@@ -95,6 +96,7 @@ extension SignalingCore {
             let room = rooms[targetSeat.rid], let sender = room.participant(from), let senderConnection = sender.connection
         else { return }
         let failed = RelayFailedPayload(reason: .targetSuspended, targets: [targetSeat.cid], of: envelope.type)
-        out.append(.send(senderConnection, Self.envelope(.relayFailed, rid: targetSeat.rid, cid: from, ts: nowMs, epoch: room.epoch, failed)))
+        out.append(
+            .send(senderConnection, Self.envelope(.relayFailed, rid: targetSeat.rid, cid: from, ts: nowMs, epoch: room.epoch, failed)))
     }
 }

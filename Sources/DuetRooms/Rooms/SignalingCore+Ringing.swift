@@ -25,17 +25,24 @@ extension SignalingCore {
             listeners[rid, default: [:]][connection] = request.deviceId
             // A page that comes (back) while its room rings: it rings too, and hears how the ring ends.
             guard var ring = rings[rid], ring.live[connection] == nil, request.deviceId != ring.callerDevice,
-                  connections[connection]?.seat?.rid != rid else { continue }
+                connections[connection]?.seat?.rid != rid
+            else { continue }
             ring.live[connection] = request.deviceId
             rings[rid] = ring
-            out.append(.send(connection, Self.envelope(.incomingCall, rid: rid, ts: nowMs, IncomingCallPayload(
-                rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs,
-                snapshotId: ring.snapshotId))))
+            out.append(
+                .send(
+                    connection,
+                    Self.envelope(
+                        .incomingCall, rid: rid, ts: nowMs,
+                        IncomingCallPayload(
+                            rid: rid, callId: ring.callId, from: ring.callerCid, caller: ring.caller, expiresAt: ring.expiresAtMs,
+                            snapshotId: ring.snapshotId))))
         }
         // Rings another node holds ring here too.
         for rid in proven.sorted() where rings[rid] == nil {
             guard var remote = remoteRings[rid], remote.live[connection] == nil, request.deviceId != remote.callerDevice,
-                  connections[connection]?.seat?.rid != rid else { continue }
+                connections[connection]?.seat?.rid != rid
+            else { continue }
             remote.live[connection] = request.deviceId
             remoteRings[rid] = remote
             out.append(.send(connection, Self.envelope(.incomingCall, rid: rid, ts: nowMs, remote.incoming)))
@@ -84,7 +91,6 @@ extension SignalingCore {
         return out
     }
 
-
     /// Whether a ringing device can still be told its ring ended: its connection is open (held here, or a visitor).
     func reachable(_ listener: ConnectionID) -> Bool { connections[listener] != nil || visitors.contains(listener) }
 
@@ -108,8 +114,12 @@ extension SignalingCore {
         }
         // The other person is here already: nothing to ring.
         if room.participants.contains(where: { $0.cid != seat.cid && $0.connection != nil }) {
-            out.append(.send(connection, Self.envelope(
-                .ringState, rid: seat.rid, cid: seat.cid, ts: nowMs, RingStatePayload(callId: request.callId, state: "accepted", devices: 0))))
+            out.append(
+                .send(
+                    connection,
+                    Self.envelope(
+                        .ringState, rid: seat.rid, cid: seat.cid, ts: nowMs,
+                        RingStatePayload(callId: request.callId, state: "accepted", devices: 0))))
             return
         }
         try admitRing(rid: seat.rid, caller: seat.cid, nowMs: nowMs)
@@ -122,7 +132,8 @@ extension SignalingCore {
             callId: request.callId, callerCid: seat.cid, callerDevice: callerDevice, caller: request.caller, snapshotId: snapshotId,
             answers: request.answers, startedAtMs: nowMs, expiresAtMs: nowMs + settings.ringTimeoutMs)
         let incoming = IncomingCallPayload(
-            rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs, snapshotId: snapshotId)
+            rid: seat.rid, callId: request.callId, from: seat.cid, caller: request.caller, expiresAt: ring.expiresAtMs,
+            snapshotId: snapshotId)
         for (listener, device) in (listeners[seat.rid] ?? [:]).sorted(by: { $0.key < $1.key }) {
             // Never the caller's own device, and never a device that is in this call.
             guard device != callerDevice, listener != connection, connections[listener]?.seat?.rid != seat.rid else { continue }
@@ -134,13 +145,15 @@ extension SignalingCore {
         remoteRings[seat.rid] = nil  // held here now
         out.append(.event(.ringing(rid: seat.rid, callId: request.callId)))
         out.append(.broadcast(.started(incoming, callerDevice: callerDevice)))
-        out.append(.push(PushAlert(
-            rid: seat.rid, cid: seat.cid,
-            kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs, snapshotId: snapshotId),
-            // Devices that rang live are pushed to as well: a page in a hidden tab (or one the browser froze) rings
-            // nobody, and its service worker shows the notification only when no Duet page is in view.
-            excludedEndpoints: room.participants.compactMap(\.pushEndpoint),
-            excludedDevices: callerDevice.map { [$0] } ?? [])))
+        out.append(
+            .push(
+                PushAlert(
+                    rid: seat.rid, cid: seat.cid,
+                    kind: .ring(callId: request.callId, caller: request.caller, expiresAtMs: ring.expiresAtMs, snapshotId: snapshotId),
+                    // Devices that rang live are pushed to as well: a page in a hidden tab (or one the browser froze) rings
+                    // nobody, and its service worker shows the notification only when no Duet page is in view.
+                    excludedEndpoints: room.participants.compactMap(\.pushEndpoint),
+                    excludedDevices: callerDevice.map { [$0] } ?? [])))
         sendRingState(seat.rid, to: connection, nowMs: nowMs, into: &out)
     }
 
@@ -158,7 +171,9 @@ extension SignalingCore {
         ringStarts[callerKey] = callerStarts + [nowMs]
     }
 
-    mutating func ringCancel(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+    mutating func ringCancel(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output])
+        throws(ProtocolError)
+    {
         let seat = try requireSeat(connection)
         let request = try envelope.payload.decode(RingCancelPayload.self)
         guard let ring = rings[seat.rid], ring.callId == request.callId, ring.callerCid == seat.cid else { return }  // over already
@@ -172,8 +187,12 @@ extension SignalingCore {
         } else if let ended = ringOutcomes[rid], ended.callerCid == cid, ended.untilMs > nowMs {
             // It ended while the caller was away: say how, once.
             ringOutcomes[rid] = nil
-            out.append(.send(connection, Self.envelope(
-                .ringState, rid: rid, cid: cid, ts: nowMs, RingStatePayload(callId: ended.callId, state: ended.state, devices: ended.devices))))
+            out.append(
+                .send(
+                    connection,
+                    Self.envelope(
+                        .ringState, rid: rid, cid: cid, ts: nowMs,
+                        RingStatePayload(callId: ended.callId, state: ended.state, devices: ended.devices))))
         }
     }
 
@@ -199,7 +218,9 @@ extension SignalingCore {
 
     // MARK: Devices
 
-    mutating func ringAnswer(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output]) throws(ProtocolError) {
+    mutating func ringAnswer(_ envelope: Envelope, from connection: ConnectionID, nowMs: Int64, into out: inout [Output])
+        throws(ProtocolError)
+    {
         var request = try envelope.payload.decode(RingAnswerPayload.self)
         if request.rid == nil { request.rid = envelope.rid }
         guard let rid = request.rid else { throw ProtocolError(.badRequest, "ring_answer needs rid") }
@@ -209,8 +230,10 @@ extension SignalingCore {
         }
         // A ring another node holds: the answer goes there, from the device this connection listens as.
         if rings[rid] == nil, let remote = remoteRings[rid], remote.incoming.callId == request.callId,
-           let device = listening ? self.listening[connection]?.device : request.deviceId {
-            out.append(.broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer, secret: request.secret)))
+            let device = listening ? self.listening[connection]?.device : request.deviceId
+        {
+            out.append(
+                .broadcast(.answered(rid: rid, callId: request.callId, device: device, answer: request.answer, secret: request.secret)))
             return
         }
         answer(request, rid: rid, from: listening ? connection : nil, nowMs: nowMs, into: &out)
@@ -232,7 +255,9 @@ extension SignalingCore {
         return authorities.memberTokens.isValid(token, rid: rid, deviceId: device, nowMs: nowMs)
     }
 
-    private mutating func answer(_ request: RingAnswerPayload, rid: String, from connection: ConnectionID?, nowMs: Int64, into out: inout [Output]) {
+    private mutating func answer(
+        _ request: RingAnswerPayload, rid: String, from connection: ConnectionID?, nowMs: Int64, into out: inout [Output]
+    ) {
         // A late answer (the ring ended, or another device answered first) changes nothing.
         guard let ring = rings[rid], ring.callId == request.callId else { return }
         if let device = request.deviceId ?? connection.flatMap({ listening[$0]?.device }), device == ring.callerDevice { return }
@@ -260,7 +285,8 @@ extension SignalingCore {
 
     /// No device was reached live or by push, and (in a cluster) no other node said it rang one within the grace.
     private mutating func endIfUnreachable(_ rid: String, nowMs: Int64, into out: inout [Output]) -> Bool {
-        guard let ring = rings[rid], ring.pushesFinished, ring.devices == 0, nowMs - ring.startedAtMs >= settings.remoteListenerGraceMs else {
+        guard let ring = rings[rid], ring.pushesFinished, ring.devices == 0, nowMs - ring.startedAtMs >= settings.remoteListenerGraceMs
+        else {
             return false
         }
         endRing(rid, .unreachable, nowMs: nowMs, into: &out)
@@ -288,7 +314,10 @@ extension SignalingCore {
             guard let remote = remoteRings[rid], remote.incoming.callId == callId else { return }
             remoteRings[rid] = nil
             for listener in remote.live.keys.sorted() where reachable(listener) {
-                out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: callId, reason: reason))))
+                out.append(
+                    .send(
+                        listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: callId, reason: reason))
+                    ))
             }
         case .rang(let rid, let callId, let device):
             guard var ring = rings[rid], ring.callId == callId, device != ring.callerDevice else { return }
@@ -297,7 +326,8 @@ extension SignalingCore {
             if let connection = callerConnection(rid) { sendRingState(rid, to: connection, nowMs: nowMs, into: &out) }
         case .answered(let rid, let callId, let device, let answer, let secret):
             self.answer(
-                RingAnswerPayload(rid: rid, callId: callId, answer: answer, deviceId: device, secret: secret), rid: rid, from: nil, nowMs: nowMs,
+                RingAnswerPayload(rid: rid, callId: callId, answer: answer, deviceId: device, secret: secret), rid: rid, from: nil,
+                nowMs: nowMs,
                 into: &out)
         }
     }
@@ -333,9 +363,12 @@ extension SignalingCore {
     private mutating func endRing(_ rid: String, _ outcome: RingOutcome, nowMs: Int64, into out: inout [Output]) {
         guard let ring = rings.removeValue(forKey: rid) else { return }
         if let connection = callerConnection(rid, cid: ring.callerCid) {
-            out.append(.send(connection, Self.envelope(
-                .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
-                RingStatePayload(callId: ring.callId, state: outcome.callerState, devices: ring.devices))))
+            out.append(
+                .send(
+                    connection,
+                    Self.envelope(
+                        .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
+                        RingStatePayload(callId: ring.callId, state: outcome.callerState, devices: ring.devices))))
         } else if outcome != .cancelled {
             // The caller's link is down: it hears how its ring ended when it reattaches.
             ringOutcomes[rid] = RingOutcomeMemory(
@@ -344,15 +377,20 @@ extension SignalingCore {
         }
         for listener in ring.live.keys.sorted() where reachable(listener) {
             let reason = outcome.deviceReason(for: listener)
-            out.append(.send(listener, Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: ring.callId, reason: reason))))
+            out.append(
+                .send(
+                    listener,
+                    Self.envelope(.ringEnded, rid: rid, ts: nowMs, RingEndedPayload(rid: rid, callId: ring.callId, reason: reason))))
         }
         out.append(.event(.ringEnded(rid: rid, callId: ring.callId, outcome: outcome.callerState)))
         out.append(.broadcast(.ended(rid: rid, callId: ring.callId, reason: outcome.deviceReason(for: nil))))
         // The pushed devices: the same Topic replaces a ring not yet delivered, and the service worker closes the
         // notification whose tag is the call.
-        out.append(.push(PushAlert(
-            rid: rid, cid: ring.callerCid, kind: .ringEnded(callId: ring.callId, reason: outcome.deviceReason(for: nil)),
-            excludedEndpoints: [], excludedDevices: ring.callerDevice.map { [$0] } ?? [])))
+        out.append(
+            .push(
+                PushAlert(
+                    rid: rid, cid: ring.callerCid, kind: .ringEnded(callId: ring.callId, reason: outcome.deviceReason(for: nil)),
+                    excludedEndpoints: [], excludedDevices: ring.callerDevice.map { [$0] } ?? [])))
     }
 
     private func callerConnection(_ rid: String, cid: String? = nil) -> ConnectionID? {
@@ -362,8 +400,11 @@ extension SignalingCore {
 
     private func sendRingState(_ rid: String, to connection: ConnectionID, nowMs: Int64, into out: inout [Output]) {
         guard let ring = rings[rid] else { return }
-        out.append(.send(connection, Self.envelope(
-            .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
-            RingStatePayload(callId: ring.callId, state: "ringing", devices: ring.devices, expiresAt: ring.expiresAtMs))))
+        out.append(
+            .send(
+                connection,
+                Self.envelope(
+                    .ringState, rid: rid, cid: ring.callerCid, ts: nowMs,
+                    RingStatePayload(callId: ring.callId, state: "ringing", devices: ring.devices, expiresAt: ring.expiresAtMs))))
     }
 }

@@ -229,7 +229,8 @@ public struct SignalingCore: Sendable {
     /// `POST /api/leave`: leave on behalf of a participant that has no transport.
     public enum HTTPLeaveResult: Sendable, Equatable { case left, invalidToken }
     public mutating func httpLeave(_ request: LeaveRequest, nowMs: Int64) -> (HTTPLeaveResult, [Output]) {
-        guard case .valid = authorities.reconnectTokens.verify(request.reconnectToken, cid: request.cid, rid: request.rid, nowMs: nowMs) else {
+        guard case .valid = authorities.reconnectTokens.verify(request.reconnectToken, cid: request.cid, rid: request.rid, nowMs: nowMs)
+        else {
             return (.invalidToken, [])
         }
         var out: [Output] = []
@@ -237,9 +238,11 @@ public struct SignalingCore: Sendable {
         // the guest may be back first), and for a room this node knows only from the store (held before a restart, or
         // by a node that is gone): the fact ends it wherever it is held.
         if request.end == true, !isRevoked(cid: request.cid, rid: request.rid, nowMs: nowMs),
-            !seatsRoomEnded(cid: request.cid, rid: request.rid, nowMs: nowMs) {
+            !seatsRoomEnded(cid: request.cid, rid: request.rid, nowMs: nowMs)
+        {
             if let room = rooms[request.rid],
-                (room.hostCid == request.cid && room.participant(request.cid) != nil) || room.returningHost == request.cid {
+                (room.hostCid == request.cid && room.participant(request.cid) != nil) || room.returningHost == request.cid
+            {
                 end(request.rid, seats: room.participants.map(\.cid) + [request.cid], by: request.cid, nowMs: nowMs, into: &out)
                 return (.left, out)
             }
@@ -353,7 +356,8 @@ public struct SignalingCore: Sendable {
                     throw ProtocolError(.turnRefreshFailed, "TURN credentials are only issued to a participant of a room; join first")
                 }
                 let turn = authorities.turnTokens.issue(rid: seat.rid, cid: seat.cid, nowMs: nowMs)
-                let payload = TurnRefreshedPayload(turnToken: turn.token, turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
+                let payload = TurnRefreshedPayload(
+                    turnToken: turn.token, turnTokenExpiresAt: turn.expiresAt, turnTokenTTLMs: authorities.turnTokens.ttlMs)
                 out.append(.send(connection, Self.envelope(.turnRefreshed, rid: seat.rid, cid: seat.cid, ts: nowMs, payload)))
             case .reconnectTokenRefresh?:
                 let seat = try requireSeat(connection)
@@ -399,7 +403,9 @@ public struct SignalingCore: Sendable {
 
     // MARK: - Envelopes
 
-    static func envelope(_ type: MessageType, rid: String? = nil, cid: String? = nil, ts: Int64, epoch: Int64? = nil, _ payload: some Encodable) -> Envelope {
+    static func envelope(
+        _ type: MessageType, rid: String? = nil, cid: String? = nil, ts: Int64, epoch: Int64? = nil, _ payload: some Encodable
+    ) -> Envelope {
         // Encoding our own payload types cannot fail.
         Envelope(type, rid: rid, cid: cid, ts: ts, epoch: epoch, payload: (try? JSONValue(encoding: payload)) ?? [:])
     }

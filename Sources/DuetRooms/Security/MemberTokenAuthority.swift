@@ -22,8 +22,12 @@ public struct MemberTokenAuthority: Sendable {
 
     public func isValid(_ token: String, rid: String, deviceId: String, nowMs: Int64) -> Bool {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].utf8.count == 64, let expiresAt = Int64(parts[1]), expiresAt > 0, expiresAt < 1 << 40 else { return false }
-        guard constantTimeEquals(Array(mac(rid: rid, deviceId: deviceId, expiresAt: expiresAt).utf8), Array(parts[0].utf8)) else { return false }
+        guard parts.count == 2, parts[0].utf8.count == 64, let expiresAt = Int64(parts[1]), expiresAt > 0, expiresAt < 1 << 40 else {
+            return false
+        }
+        guard constantTimeEquals(Array(mac(rid: rid, deviceId: deviceId, expiresAt: expiresAt).utf8), Array(parts[0].utf8)) else {
+            return false
+        }
         return expiresAt * 1000 > nowMs
     }
 

@@ -1,7 +1,8 @@
 import DuetProtocol
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Everything `duet serve` can be told, with development defaults.

@@ -23,7 +23,8 @@ struct APIRoutes: Sendable {
             if let refusal = gate.refusal(request, context: context, entry: .api) { return refusal.response }
             guard !iceServers.isEmpty else { return .text(.serviceUnavailable, "no STUN or TURN server is configured") }
             let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
-            guard let token = request.uri.queryParameters["token"].map(String.init), let seat = turnTokens.seat(of: token, nowMs: nowMs) else {
+            guard let token = request.uri.queryParameters["token"].map(String.init), let seat = turnTokens.seat(of: token, nowMs: nowMs)
+            else {
                 return .text(.unauthorized, "missing, invalid or expired TURN token; refresh it with turn-refresh")
             }
             // Relay credentials are for a seat that exists now (connected or suspended), not for whoever once held one.
@@ -52,7 +53,8 @@ struct APIRoutes: Sendable {
             switch await hub.leave(leave) {
             case (.left, true): return Response(status: .noContent)
             case (.left, false):
-                var response = Response.text(.serviceUnavailable, "the leave is not stored yet (the store is down or the server is stopping); send it again")
+                var response = Response.text(
+                    .serviceUnavailable, "the leave is not stored yet (the store is down or the server is stopping); send it again")
                 response.headers[.retryAfter] = "1"
                 return response
             case (.invalidToken, _): return .text(.unauthorized, "reconnectToken is not valid for this cid and rid")

@@ -74,11 +74,12 @@ struct Gatekeeper: Sendable {
     func refusal(_ caller: Caller, entry: Entry, consume: Bool = true) -> Refusal? {
         guard origins.permits(origin: caller.origin, host: caller.authority) else { return reject(entry, .forbidden, "origin not allowed") }
         guard consume else { return nil }
-        let limiter = switch entry {
-        case .ws: upgrades
-        case .sse: sse
-        case .api: api
-        }
+        let limiter =
+            switch entry {
+            case .ws: upgrades
+            case .sse: sse
+            case .api: api
+            }
         guard limiter.allow(clientKey(caller), nowMs: Int64(Date().timeIntervalSince1970 * 1000)) else {
             return reject(entry, .tooManyRequests, "too many requests from this address; back off and retry", retryAfter: 1)
         }
@@ -109,7 +110,9 @@ struct Gatekeeper: Sendable {
     private func capRefusal(_ cap: ConnectionLimiter.Refusal, entry: Entry) -> Refusal {
         switch cap {
         case .perAddress:
-            reject(entry, .serviceUnavailable, "too many open connections from this address (\(connections.limits.perAddress)); retry later", retryAfter: 5)
+            reject(
+                entry, .serviceUnavailable, "too many open connections from this address (\(connections.limits.perAddress)); retry later",
+                retryAfter: 5)
         case .total:
             reject(entry, .serviceUnavailable, "the server is at its connection limit; retry later", retryAfter: 5)
         }

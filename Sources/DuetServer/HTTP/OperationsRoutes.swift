@@ -26,9 +26,11 @@ struct OperationsRoutes: Sendable {
         }
         router.get("/metrics") { request, context -> Response in
             guard mayRead(request, peer: context.remoteAddress) else {
-                return .text(.forbidden, token == nil
-                    ? "/metrics is served to direct loopback peers only (not through a proxy); set --metrics-token to scrape it from elsewhere"
-                    : "/metrics needs Authorization: Bearer <the --metrics-token>")
+                return .text(
+                    .forbidden,
+                    token == nil
+                        ? "/metrics is served to direct loopback peers only (not through a proxy); set --metrics-token to scrape it from elsewhere"
+                        : "/metrics needs Authorization: Bearer <the --metrics-token>")
             }
             // Counted as seats change (SignalingCore.seatCounts): reading them does not walk the rooms under the lock.
             let snapshot = hub.snapshot()

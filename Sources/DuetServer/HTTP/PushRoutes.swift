@@ -75,7 +75,9 @@ struct PushRoutes: Sendable {
                 deviceId: deviceId)
             do {
                 _ = try record.keys()
-                record.encPublicKey = try body.encPublicKey.map { jwk throws(PushEndpoint.Refusal) in try PushSubscriptionRecord.encryptionKey(jwk: jwk) }
+                record.encPublicKey = try body.encPublicKey.map { jwk throws(PushEndpoint.Refusal) in
+                    try PushSubscriptionRecord.encryptionKey(jwk: jwk)
+                }
                 if let keyAuth = body.encKeyAuth {
                     guard record.encPublicKey != nil, keyAuth.utf8.count <= 64, Base64URL.decode(keyAuth) != nil else {
                         throw PushEndpoint.Refusal("encKeyAuth must be base64url of at most 64 characters, beside an encPublicKey")

@@ -83,7 +83,10 @@ struct SnapshotRoutes: Sendable {
                 body = try JSONDecoder().decode(UploadBody.self, from: Data(bytes.readableBytesView))
                 proof = try JSONDecoder().decode(PushProof.self, from: Data(bytes.readableBytesView))
             } catch {
-                return .text(.badRequest, "body must be JSON {ciphertext, snapshotIv, snapshotSalt, snapshotEphemeralPubKey, snapshotMime, recipients} of at most \(Self.maxUploadBytes) bytes")
+                return .text(
+                    .badRequest,
+                    "body must be JSON {ciphertext, snapshotIv, snapshotSalt, snapshotEphemeralPubKey, snapshotMime, recipients} of at most \(Self.maxUploadBytes) bytes"
+                )
             }
             guard proof.proves(rid: rid, hub: hub) else { return .text(.unauthorized, "uploading a snapshot: " + PushProof.refusal) }
             let nowMs = WebPushSender.nowMs()
@@ -117,7 +120,9 @@ struct SnapshotRoutes: Sendable {
         guard let ciphertext = Snapshot.bytes(body.ciphertext), (17...SnapshotLimits.maxCiphertextBytes).contains(ciphertext.count) else {
             return .failure(Refusal(reason: "ciphertext must be base64 of 17 to \(SnapshotLimits.maxCiphertextBytes) bytes"))
         }
-        guard let iv = Snapshot.bytes(body.snapshotIv), iv.count == 12 else { return .failure(Refusal(reason: "snapshotIv must be 12 bytes")) }
+        guard let iv = Snapshot.bytes(body.snapshotIv), iv.count == 12 else {
+            return .failure(Refusal(reason: "snapshotIv must be 12 bytes"))
+        }
         guard let salt = Snapshot.bytes(body.snapshotSalt), (16...64).contains(salt.count) else {
             return .failure(Refusal(reason: "snapshotSalt must be 16 to 64 bytes"))
         }
@@ -126,7 +131,8 @@ struct SnapshotRoutes: Sendable {
         else { return .failure(Refusal(reason: "snapshotEphemeralPubKey must be an uncompressed P-256 public key (65 bytes)")) }
         let mime = body.snapshotMime ?? "image/jpeg"
         guard SnapshotLimits.allowedMimeTypes.contains(mime) else {
-            return .failure(Refusal(reason: "snapshotMime must be one of \(SnapshotLimits.allowedMimeTypes.sorted().joined(separator: ", "))"))
+            return .failure(
+                Refusal(reason: "snapshotMime must be one of \(SnapshotLimits.allowedMimeTypes.sorted().joined(separator: ", "))"))
         }
         if let auth = body.snapshotAuth, !(auth.utf8.count <= 64 && Base64URL.decode(auth) != nil) {
             return .failure(Refusal(reason: "snapshotAuth must be base64url of at most 64 characters"))
@@ -143,7 +149,11 @@ struct SnapshotRoutes: Sendable {
                 let wrapped = Snapshot.bytes(recipient.wrappedKey), wrapped.count == 48,
                 let wrappedIv = Snapshot.bytes(recipient.wrappedKeyIv), wrappedIv.count == 12
             else {
-                return .failure(Refusal(reason: "each recipient needs an id, a wrappedKey of 48 bytes (an AES-256 key sealed with AES-GCM) and a wrappedKeyIv of 12"))
+                return .failure(
+                    Refusal(
+                        reason:
+                            "each recipient needs an id, a wrappedKey of 48 bytes (an AES-256 key sealed with AES-GCM) and a wrappedKeyIv of 12"
+                    ))
             }
             recipients[id] = Snapshot.Recipient(wrappedKey: wrapped, wrappedKeyIv: wrappedIv)
         }

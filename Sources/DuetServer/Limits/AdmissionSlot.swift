@@ -15,7 +15,12 @@ final class AdmissionSlot: Sendable {
     }
 
     func release() {
-        if let held = state.withLock({ state in defer { state = nil }; return state }) { held.limiter.release(held.ticket) }
+        if let held = state.withLock({ state in
+            defer { state = nil }
+            return state
+        }) {
+            held.limiter.release(held.ticket)
+        }
     }
 
     deinit { release() }

@@ -18,7 +18,8 @@ public struct BoundedBuckets: Sendable {
     public var count: Int { current.count + previous.count }
 
     public mutating func take(_ key: String, nowMs: Int64) -> Bool {
-        var bucket = current[key] ?? previous.removeValue(forKey: key) ?? TokenBucket(capacity: rule.capacity, refillPerSecond: rule.refillPerSecond)
+        var bucket =
+            current[key] ?? previous.removeValue(forKey: key) ?? TokenBucket(capacity: rule.capacity, refillPerSecond: rule.refillPerSecond)
         let allowed = bucket.take(nowMs: nowMs)
         if current[key] == nil, current.count >= generationSize {
             previous = current

@@ -42,10 +42,11 @@ public struct ClientAddressResolver: Sendable {
     public func clientKey(peer: String?, forwardedFor: [String], forwarded: [String]) -> String {
         guard let peerText = peer, let peerAddress = IPAddress(peerText) else { return peer ?? "unknown" }
         guard isTrusted(peerAddress) else { return peerAddress.rateKey }
-        let chain = switch header {
-        case .xForwardedFor: forwardedFor.flatMap { $0.split(separator: ",") }.map(String.init)
-        case .forwarded: forwarded.flatMap { Self.forElements(of: $0) }
-        }
+        let chain =
+            switch header {
+            case .xForwardedFor: forwardedFor.flatMap { $0.split(separator: ",") }.map(String.init)
+            case .forwarded: forwarded.flatMap { Self.forElements(of: $0) }
+            }
         // Walk from the right: each trusted proxy appended the address it saw. The first one that is not a trusted
         // proxy is the client; whatever is to its left was written by the client and proves nothing.
         for entry in chain.reversed() {
@@ -70,6 +71,6 @@ public struct ClientAddressResolver: Sendable {
     }
 }
 
-private extension String {
-    func replacingQuotes() -> String { filter { $0 != "\"" } }
+extension String {
+    fileprivate func replacingQuotes() -> String { filter { $0 != "\"" } }
 }

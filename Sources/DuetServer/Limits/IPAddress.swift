@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An IPv4 or IPv6 address as bytes (4 or 16), parsed by `inet_pton`. IPv4-mapped IPv6 (`::ffff:a.b.c.d`, which a
@@ -45,9 +45,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-private extension Array where Element == String {
+extension Array where Element == String {
     /// ["20","1","d","b8"] → "2001:db8" (pairs of bytes as IPv6 groups).
-    func chunked2() -> String {
+    fileprivate func chunked2() -> String {
         stride(from: 0, to: count, by: 2).map { index -> String in
             let high = Int(self[index], radix: 16) ?? 0
             let low = index + 1 < count ? Int(self[index + 1], radix: 16) ?? 0 : 0
@@ -56,8 +56,8 @@ private extension Array where Element == String {
     }
 }
 
-private extension String {
-    func trimmingCharacters(in set: String) -> String {
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
         var text = Substring(self)
         while let first = text.first, set.contains(first) { text.removeFirst() }
         while let last = text.last, set.contains(last) { text.removeLast() }

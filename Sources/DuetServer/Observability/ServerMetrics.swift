@@ -130,7 +130,8 @@ extension ServerMetrics {
     /// ring_end) and the devices each was sent to (after the exclusions), counted when the devices are known.
     public func pushAlert(kind: String, devices: Int) {
         CoreMetrics.Counter(label: "duet_push_alerts_total", dimensions: [("kind", kind)], factory: factory).increment()
-        CoreMetrics.Counter(label: "duet_push_alert_devices_total", dimensions: [("kind", kind)], factory: factory).increment(by: Int64(devices))
+        CoreMetrics.Counter(label: "duet_push_alert_devices_total", dimensions: [("kind", kind)], factory: factory).increment(
+            by: Int64(devices))
     }
     /// `duet_push_retries_total`: attempts after the first (429, 5xx, no answer).
     public func pushRetry() {

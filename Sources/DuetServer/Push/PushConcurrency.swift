@@ -1,4 +1,5 @@
 import DuetProtocol
+
 /// At most `limit` deliveries run at once and at most `queueLimit` wait: a burst of rings (or a client trying to
 /// make the server flood push services) costs bounded memory and bounded outbound connections.
 actor PushConcurrency {

@@ -22,7 +22,8 @@ public final class PushDispatcher: Sendable {
     /// its notification replaced (a missed call) when it comes back.
     static let ringEndTTLSeconds = 3_600
 
-    public init(sender: WebPushSender, subscriptions: any PushSubscriptionStore, snapshots: SnapshotStore = SnapshotStore(), logger: Logger) {
+    public init(sender: WebPushSender, subscriptions: any PushSubscriptionStore, snapshots: SnapshotStore = SnapshotStore(), logger: Logger)
+    {
         self.sender = sender
         self.subscriptions = subscriptions
         self.snapshots = snapshots
@@ -47,7 +48,8 @@ public final class PushDispatcher: Sendable {
                 !alert.excludedEndpoints.contains($0.endpoint) && !($0.deviceId.map(alert.excludedDevices.contains) ?? false)
             }
         } catch {
-            logger.warning("push alert not sent: the subscriptions could not be read", metadata: ["rid": "\(alert.rid)", "error": "\(error)"])
+            logger.warning(
+                "push alert not sent: the subscriptions could not be read", metadata: ["rid": "\(alert.rid)", "error": "\(error)"])
             report(alert, reached: [], finished: true)
             return []
         }
@@ -90,7 +92,8 @@ public final class PushDispatcher: Sendable {
     static func message(_ payload: Payload, alert: PushAlert, nowMs: Int64, snapshot: [String: Any]?) -> WebPushSender.Message {
         var fields = payload.fields
         fields.merge(snapshot ?? [:]) { current, _ in current }
-        let bytes = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let bytes =
+            (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return WebPushSender.Message(payload: Array(bytes), topic: payload.topic, ttlSeconds: payload.ttl)
     }
 
@@ -122,7 +125,9 @@ public final class PushDispatcher: Sendable {
             payload["tag"] = callId
             payload["from"] = alert.cid
             payload["expiresAt"] = expiresAtMs
-            if let caller { payload["caller"] = try? JSONSerialization.jsonObject(with: Data(JSONText.write(caller)), options: [.fragmentsAllowed]) }
+            if let caller {
+                payload["caller"] = try? JSONSerialization.jsonObject(with: Data(JSONText.write(caller)), options: [.fragmentsAllowed])
+            }
             topic = Self.topic("ring", alert.rid + "|" + callId)
             // No longer than the ring: a ring delivered after it ended would ring for nothing.
             ttl = max(1, Int((expiresAtMs - nowMs) / 1000))

@@ -1,10 +1,11 @@
 import DuetProtocol
 import Foundation
 import NIOPosix
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A push service URL a browser handed over (`PushSubscription.endpoint`), checked before it is stored and again
@@ -36,7 +37,8 @@ public struct PushEndpoint: Sendable, Equatable {
         // exactly): lower-case letters, digits, dots and hyphens, or an IP literal. "PUSH.example" or a
         // percent-encoded name would miss the pin and be resolved again, after the check.
         let literal = host.hasPrefix("[") && host.hasSuffix("]") || IPAddress(host) != nil
-        guard literal || host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D }) else {
+        guard literal || host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
+        else {
             throw Refusal("the push endpoint's host must be written in lower case letters, digits, dots and hyphens")
         }
         guard components.user == nil, components.password == nil else { throw Refusal("the push endpoint must not carry credentials") }

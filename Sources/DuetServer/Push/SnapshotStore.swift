@@ -145,7 +145,10 @@ extension Snapshot {
             "iv": Data(iv).base64EncodedString(), "salt": Data(salt).base64EncodedString(),
             "ephemeralPublicKey": Data(ephemeralPublicKey).base64EncodedString(),
             "recipients": recipients.map { id, recipient in
-                ["id": id, "wrappedKey": Data(recipient.wrappedKey).base64EncodedString(), "wrappedKeyIv": Data(recipient.wrappedKeyIv).base64EncodedString()]
+                [
+                    "id": id, "wrappedKey": Data(recipient.wrappedKey).base64EncodedString(),
+                    "wrappedKeyIv": Data(recipient.wrappedKeyIv).base64EncodedString(),
+                ]
             },
         ]
         if let auth { fields["auth"] = auth }

@@ -1,5 +1,5 @@
-import DuetProtocol
 import Crypto
+import DuetProtocol
 import Foundation
 
 /// The server's VAPID identity (RFC 8292): one P-256 key pair per deployment, shared by every node of a cluster, so

@@ -1,5 +1,5 @@
-import DuetProtocol
 import Crypto
+import DuetProtocol
 import Foundation
 
 /// Message encryption for Web Push (RFC 8291) in the `aes128gcm` content coding (RFC 8188): what lets a push service

@@ -1,5 +1,5 @@
-import DuetProtocol
 import AsyncHTTPClient
+import DuetProtocol
 import Foundation
 import Logging
 import NIOCore
@@ -84,7 +84,8 @@ public final class WebPushSender: Sendable {
         case .refused: metrics.push("refused")
         }
         if case .delivered = result {
-            logger.debug("push delivered", metadata: ["rid": "\(subscription.rid)", "host": "\(URL(string: subscription.endpoint)?.host ?? "?")"])
+            logger.debug(
+                "push delivered", metadata: ["rid": "\(subscription.rid)", "host": "\(URL(string: subscription.endpoint)?.host ?? "?")"])
         } else {
             logger.notice("push not delivered", metadata: ["rid": "\(subscription.rid)", "result": "\(result)"])
         }
@@ -206,9 +207,11 @@ public final class WebPushSender: Sendable {
     }
 
     static func isValidTopic(_ topic: String) -> Bool {
-        (1...32).contains(topic.utf8.count) && topic.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
-        }
+        (1...32).contains(topic.utf8.count)
+            && topic.utf8.allSatisfy { byte in
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D
+                    || byte == 0x5F
+            }
     }
 
     public static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

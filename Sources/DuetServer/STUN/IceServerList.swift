@@ -24,7 +24,8 @@ struct IceServerList: Sendable {
         var servers: [IceServer] = stun.isEmpty ? [] : [IceServer(urls: stun)]
         let relay = turn?.credentials(nowMs: nowMs)
         if let relay { servers.append(relay) }
-        return TurnCredentials(iceServers: servers, username: relay?.username, password: relay?.credential, uris: relay?.urls ?? [], ttl: ttlSeconds)
+        return TurnCredentials(
+            iceServers: servers, username: relay?.username, password: relay?.credential, uris: relay?.urls ?? [], ttl: ttlSeconds)
     }
 
     /// The host part of a Host header (`name`, `name:port`, `[v6]`, `[v6]:port`) if it is a plain DNS name or
@@ -52,7 +53,8 @@ struct IceServerList: Sendable {
     private static func isPlainHost(_ host: String) -> Bool {
         guard !host.isEmpty, host.utf8.count <= 253 else { return false }
         if host.hasPrefix("[") {
-            return host.hasSuffix("]") && host.count > 2 && host.dropFirst().dropLast().allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+            return host.hasSuffix("]") && host.count > 2
+                && host.dropFirst().dropLast().allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
         }
         return host.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "-" }
     }

@@ -37,7 +37,9 @@ final class STUNService: Service, Sendable {
         let handler = STUNDatagramHandler(limiter: limiter, metrics: metrics)
         do {
             let bound = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+                }
                 .bind(host: host, port: port).get()
             channel.withLock { $0 = bound }
             logger.info("STUN listening", metadata: ["udp": "\(host):\(bound.localAddress?.port ?? port)"])
@@ -45,10 +47,14 @@ final class STUNService: Service, Sendable {
             // Usually another STUN/TURN server (coturn) already has the port: the operator's to settle — or, for the
             // default port, a server that runs on without its own STUN (clients still get --stun-uri and TURN).
             guard required else {
-                logger.warning("the built-in STUN server is off: udp \(host):\(port) is taken (\(error)); pass --stun-port to choose another port, or --stun-uri to hand out the server that has it")
+                logger.warning(
+                    "the built-in STUN server is off: udp \(host):\(port) is taken (\(error)); pass --stun-port to choose another port, or --stun-uri to hand out the server that has it"
+                )
                 return
             }
-            throw ConfigurationError("cannot listen for STUN on udp \(host):\(port) (\(error)); pass --stun-port 0 to turn the built-in STUN server off, or choose another port")
+            throw ConfigurationError(
+                "cannot listen for STUN on udp \(host):\(port) (\(error)); pass --stun-port 0 to turn the built-in STUN server off, or choose another port"
+            )
         }
     }
 
@@ -97,7 +103,8 @@ final class STUNDatagramHandler: ChannelInboundHandler, Sendable {
         switch address {
         case .v4(let v4):
             let raw = v4.address.sin_addr.s_addr.bigEndian
-            return .init(address: [UInt8(raw >> 24), UInt8(raw >> 16 & 0xFF), UInt8(raw >> 8 & 0xFF), UInt8(raw & 0xFF)], port: UInt16(port))
+            return .init(
+                address: [UInt8(raw >> 24), UInt8(raw >> 16 & 0xFF), UInt8(raw >> 8 & 0xFF), UInt8(raw & 0xFF)], port: UInt16(port))
         case .v6(let v6):
             var addr = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &addr) { Array($0) }

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The HMAC keys of one deployment. Persisted in the data directory so that room ids and tokens
@@ -26,7 +27,8 @@ public struct ServerSecrets: Codable, Sendable, Equatable {
     public static func loadOrCreate(in directory: String) throws -> ServerSecrets {
         let path = URL(fileURLWithPath: directory).appendingPathComponent("secrets.json").path
         if let existing = try read(path) { return existing }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let secrets = generate()
@@ -49,7 +51,10 @@ public struct ServerSecrets: Codable, Sendable, Equatable {
         } catch {
             throw ConfigurationError("\(path) is not a valid secrets file (\(error)); move it away to generate new secrets")
         }
-        for (name, value) in [("roomIdSecret", secrets.roomIdSecret), ("reconnectSecret", secrets.reconnectSecret), ("turnTokenSecret", secrets.turnTokenSecret)] {
+        for (name, value) in [
+            ("roomIdSecret", secrets.roomIdSecret), ("reconnectSecret", secrets.reconnectSecret),
+            ("turnTokenSecret", secrets.turnTokenSecret),
+        ] {
             guard let key = Data(base64Encoded: value), key.count >= 32 else {
                 throw ConfigurationError("\(path): \(name) must be at least 32 bytes of base64; move the file away to generate new secrets")
             }
@@ -108,11 +113,13 @@ extension VAPIDKey {
                 return try VAPIDKey(privateKeyBase64URL: JSONDecoder().decode(Stored.self, from: data).privateKey)
             } catch {
                 throw ConfigurationError(
-                    "\(path) is not a valid VAPID key file (\(error)); moving it away makes a new key, and every device must then subscribe again")
+                    "\(path) is not a valid VAPID key file (\(error)); moving it away makes a new key, and every device must then subscribe again"
+                )
             }
         }
         if let existing = try read() { return existing }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let key = VAPIDKey()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

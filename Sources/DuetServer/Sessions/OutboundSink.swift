@@ -21,7 +21,9 @@ public struct OutboundSink: Sendable {
     init(_ target: any OutboundTarget) { self.target = target }
 
     /// For tests and embedders: a target made of closures.
-    public init(yield: @escaping @Sendable (Outbound) -> Bool, finish: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) {
+    public init(
+        yield: @escaping @Sendable (Outbound) -> Bool, finish: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void
+    ) {
         target = ClosureTarget(yield: yield, finish: finish, abort: abort)
     }
 

@@ -57,9 +57,10 @@ public final class SessionHub: Sendable {
     ) {
         let count = max(1, count)
         shards = (0..<count).map { index in
-            Locked(SessionState(
-                core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
-                ringBus: ringBus, shard: RoomShard(index: index, count: count)))
+            Locked(
+                SessionState(
+                    core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
+                    ringBus: ringBus, shard: RoomShard(index: index, count: count)))
         }
         routes = count > 1 ? (0..<64).map { _ in Locked([:]) } : []
         self.logger = logger
@@ -111,7 +112,8 @@ public final class SessionHub: Sendable {
     /// `look` over every shard, one lock at a time, until no move happened meanwhile (a moving connection is seen once,
     /// never twice or not at all). After a few tries, with every lock held (in index order): never needed unless
     /// connections move without pause, and then once.
-    private func consistently<Result>(_ look: (_ shard: Int, inout SessionState) -> Void, result: () -> Result, reset: () -> Void) -> Result {
+    private func consistently<Result>(_ look: (_ shard: Int, inout SessionState) -> Void, result: () -> Result, reset: () -> Void) -> Result
+    {
         for _ in 0..<4 {
             let before = moves.load(ordering: .acquiring)
             for index in shards.indices { locked(index) { look(index, &$0) } }
@@ -173,7 +175,9 @@ public final class SessionHub: Sendable {
 
     // MARK: - Transport side
 
-    private func openConnection(_ kind: TransportKind, shard index: Int?, sid: String?, postToken: String?, sink: OutboundSink) -> ConnectionID {
+    private func openConnection(_ kind: TransportKind, shard index: Int?, sid: String?, postToken: String?, sink: OutboundSink)
+        -> ConnectionID
+    {
         let id = ConnectionID(nextConnection.wrappingAdd(1, ordering: .relaxed).newValue)
         let index = index ?? Int(id.raw % UInt64(shards.count))
         if shards.count > 1 { routes[stripe(id)].withLock { $0[id] = Route(shard: index) } }
@@ -217,14 +221,15 @@ public final class SessionHub: Sendable {
         // can hide it.
         var found: ConnectionID?
         var stream: Int?
-        let (id, refusedIn) = consistently({ index, state in
-            guard found == nil, stream == nil else { return }
-            if let id = state.postStream(sid: sid, postToken: postToken) {
-                found = id
-            } else if state.hasStream(sid: sid) {
-                stream = index
-            }
-        }, result: { (found, stream) }, reset: { (found, stream) = (nil, nil) })
+        let (id, refusedIn) = consistently(
+            { index, state in
+                guard found == nil, stream == nil else { return }
+                if let id = state.postStream(sid: sid, postToken: postToken) {
+                    found = id
+                } else if state.hasStream(sid: sid) {
+                    stream = index
+                }
+            }, result: { (found, stream) }, reset: { (found, stream) = (nil, nil) })
         if let id { return deliver(Self.parse(bytes), from: id) }
         guard let refusedIn else { return .unknownSession }
         locked(refusedIn) { $0.refusedPost(sid: sid) }
@@ -375,7 +380,9 @@ public final class SessionHub: Sendable {
     /// `POST /api/leave`: answered once the leave is in the store (acknowledged means durable, issue 34); false for
     /// `stored` when the server stopped before the store took it, or the store did not take it within `bound` (it
     /// is down: the leave stays queued and is written when it is back, but the client is not told it is stored).
-    public func leave(_ request: LeaveRequest, within bound: Duration = SessionHub.leaveStoreBound) async -> (result: SignalingCore.HTTPLeaveResult, stored: Bool) {
+    public func leave(_ request: LeaveRequest, within bound: Duration = SessionHub.leaveStoreBound) async -> (
+        result: SignalingCore.HTTPLeaveResult, stored: Bool
+    ) {
         let (result, ticket) = locked(shard(of: request.rid)) { $0.leave(request) }
         guard let ticket, let store else { return (result, true) }
         return (result, await store.durable(ticket, within: bound))
@@ -409,10 +416,14 @@ public final class SessionHub: Sendable {
     /// A connection moving between two shards is counted once (`consistently`).
     public func snapshot() -> (rooms: Int, connections: Int, connected: Int, suspended: Int) {
         var total = (rooms: 0, connections: 0, connected: 0, suspended: 0)
-        return consistently({ _, state in
-            let part = state.snapshot()
-            total = (total.rooms + part.rooms, total.connections + part.connections, total.connected + part.connected, total.suspended + part.suspended)
-        }, result: { total }, reset: { total = (0, 0, 0, 0) })
+        return consistently(
+            { _, state in
+                let part = state.snapshot()
+                total = (
+                    total.rooms + part.rooms, total.connections + part.connections, total.connected + part.connected,
+                    total.suspended + part.suspended
+                )
+            }, result: { total }, reset: { total = (0, 0, 0, 0) })
     }
 
     /// Entries per table, summed over the shards (`SessionState.tableSizes`): what the soak watches for leaks.

@@ -140,7 +140,6 @@ struct SessionState {
         return .moves(outlet, moving, toldDraining: core.isDraining, waiting: gate.forget(id))
     }
 
-
     /// A connection another shard handed over, and the join it moved for (already admitted there).
     mutating func takeOver(
         _ id: ConnectionID, _ outlet: Outlet, _ moving: MovingConnection, join: Envelope, toldDraining: Bool,
@@ -303,7 +302,9 @@ struct SessionState {
 
     /// A message that was refused before parsing (oversize): tell the sender, then close it.
     mutating func refuseOversize(_ id: ConnectionID) {
-        send(SignalingCore.errorEnvelope(ProtocolError(.messageTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"), nowMs: now()), to: id)
+        send(
+            SignalingCore.errorEnvelope(
+                ProtocolError(.messageTooLarge, "messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"), nowMs: now()), to: id)
         requestClose(id, .messageTooBig, reason: "message too large", after: nil)
     }
 
@@ -499,7 +500,9 @@ struct SessionState {
     private mutating func handleCutOffs() {
         while performing == 1, !cutOffs.isEmpty {
             let (id, envelope) = cutOffs.removeFirst()
-            if let envelope { performOutputs(core.handle(.undeliverable(id, envelope), nowMs: now())) } else {
+            if let envelope {
+                performOutputs(core.handle(.undeliverable(id, envelope), nowMs: now()))
+            } else {
                 performOutputs(core.handle(.closed(id), nowMs: now()))
             }
         }
@@ -533,15 +536,16 @@ struct SessionState {
             case .send(let id, let envelope):
                 send(envelope, to: id, after: ticket)
             case .close(let id, let reason):
-                let code: CloseCode = switch reason {
-                case .replaced: .replaced
-                case .superseded: .superseded
-                case .rateLimited: .policyViolation
-                case .shutdown: .serviceRestart
-                case .silent: .goingAway
-                case .notReading: .notReading
-                case .moved: .serviceRestart
-                }
+                let code: CloseCode =
+                    switch reason {
+                    case .replaced: .replaced
+                    case .superseded: .superseded
+                    case .rateLimited: .policyViolation
+                    case .shutdown: .serviceRestart
+                    case .silent: .goingAway
+                    case .notReading: .notReading
+                    case .moved: .serviceRestart
+                    }
                 requestClose(id, code, reason: reason.rawValue, after: ticket)
             case .unauthorized:
                 break
@@ -571,7 +575,9 @@ struct SessionState {
             return
         }
         forgetStream(outlet, id)
-        note(.notice, "cut off a connection that stopped reading", metadata: ["conn": "\(id)", "bound": "\(OutboundBound.messages) messages / \(OutboundBound.bytes) bytes"])
+        note(
+            .notice, "cut off a connection that stopped reading",
+            metadata: ["conn": "\(id)", "bound": "\(OutboundBound.messages) messages / \(OutboundBound.bytes) bytes"])
         metrics.connectionClosed(outlet.kind, reason: CloseCode.notReading.reason)
         _ = outlet.sink.yield(.close(.notReading, reason: CloseCode.notReading.reason))
         outlet.sink.finish()
@@ -591,7 +597,9 @@ struct SessionState {
         return logs
     }
 
-    private mutating func note(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata = [:]) {
+    private mutating func note(
+        _ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata = [:]
+    ) {
         guard level >= logLevel else { return }
         logs.append(LogEntry(level: level, message: message(), metadata: metadata()))
     }

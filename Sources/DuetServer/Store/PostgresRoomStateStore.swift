@@ -178,8 +178,10 @@ public final class PostgresRoomStateStore: RoomStateStore {
                 WHERE tombstone_until > \(nowMs) OR seats_until > \(nowMs) ORDER BY tombstone_until, rid
                 """, logger: logger
             ).decode((String, String, String, Int64, [String], Int64).self) {
-                snapshot.ended.append(.roomEnded(
-                    rid: rid, endedBy: endedBy, reason: reason, tombstoneUntilMs: tombstoneUntil, seats: seats, seatsUntilMs: seatsUntil))
+                snapshot.ended.append(
+                    .roomEnded(
+                        rid: rid, endedBy: endedBy, reason: reason, tombstoneUntilMs: tombstoneUntil, seats: seats, seatsUntilMs: seatsUntil
+                    ))
             }
             for try await (rid, cid, until) in try await client.query(
                 "SELECT rid, cid, until FROM duet_revoked_seats WHERE until > \(nowMs) ORDER BY until, rid, cid", logger: logger
@@ -212,7 +214,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
             try await perform("load") { client, logger in
                 try await client.withTransaction(logger: logger) { connection in
                     _ = try await connection.query(
-                        "UPDATE duet_live_rooms SET occupancy = 0, updated_at = \(nowMs) WHERE node_id = \(nodeId) AND occupancy <> 0", logger: logger)
+                        "UPDATE duet_live_rooms SET occupancy = 0, updated_at = \(nowMs) WHERE node_id = \(nodeId) AND occupancy <> 0",
+                        logger: logger)
                     for rid in own {
                         let payload = "\(nodeId) live \(rid)"
                         _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
@@ -236,8 +239,10 @@ public final class PostgresRoomStateStore: RoomStateStore {
                     WHERE rid = \(rid) AND (tombstone_until > \(nowMs) OR seats_until > \(nowMs))
                     """, logger: logger
                 ).decode((String, String, Int64, [String], Int64).self) {
-                    facts.append(.roomEnded(
-                        rid: rid, endedBy: endedBy, reason: reason, tombstoneUntilMs: tombstoneUntil, seats: seats, seatsUntilMs: seatsUntil))
+                    facts.append(
+                        .roomEnded(
+                            rid: rid, endedBy: endedBy, reason: reason, tombstoneUntilMs: tombstoneUntil, seats: seats,
+                            seatsUntilMs: seatsUntil))
                 }
             case "revoked":
                 for try await (cid, until) in try await client.query(
@@ -256,9 +261,10 @@ public final class PostgresRoomStateStore: RoomStateStore {
                     // Our own row: we know our rooms better than the table does. Another node's: a claim if that is
                     // what woke us (the row may be newer than the notification; it is still that node's).
                     if row.nodeId != nodeId {
-                        facts.append(kind == "claim"
-                            ? .roomClaimed(rid: rid, hostCid: row.hostCid, epoch: row.epoch, occupancy: row.occupancy)
-                            : .roomLive(rid: rid, hostCid: row.hostCid, epoch: row.epoch, occupancy: row.occupancy))
+                        facts.append(
+                            kind == "claim"
+                                ? .roomClaimed(rid: rid, hostCid: row.hostCid, epoch: row.epoch, occupancy: row.occupancy)
+                                : .roomLive(rid: rid, hostCid: row.hostCid, epoch: row.epoch, occupancy: row.occupancy))
                     }
                 } else {
                     facts.append(.roomGone(rid: rid))
@@ -327,7 +333,12 @@ public final class PostgresRoomStateStore: RoomStateStore {
                     let payload = "\(nodeId) \(kind) \(fact.rid)"
                     _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
                 }
-                if facts.contains(where: { switch $0 { case .roomLive, .roomClaimed: true; default: false } }) {
+                if facts.contains(where: {
+                    switch $0 {
+                    case .roomLive, .roomClaimed: true
+                    default: false
+                    }
+                }) {
                     // A node that writes live rooms is alive: no other node may reap them before its first `maintain`.
                     _ = try await connection.query(Self.heartbeat(nodeId: nodeId, nowMs: nowMs), logger: logger)
                 }
@@ -373,15 +384,15 @@ public final class PostgresRoomStateStore: RoomStateStore {
                 let deadline = nowMs - Self.deadNodeAfterMs
                 var gone: [String] = []
                 if sweep {
-                for try await rid in try await connection.query(
-                    """
-                    DELETE FROM duet_live_rooms l WHERE l.node_id <> \(nodeId) AND NOT EXISTS (
-                        SELECT 1 FROM duet_nodes n WHERE n.node_id = l.node_id AND n.heartbeat_at >= \(deadline))
-                    RETURNING l.rid
-                    """, logger: logger
-                ).decode(String.self) {
-                    gone.append(rid)
-                }
+                    for try await rid in try await connection.query(
+                        """
+                        DELETE FROM duet_live_rooms l WHERE l.node_id <> \(nodeId) AND NOT EXISTS (
+                            SELECT 1 FROM duet_nodes n WHERE n.node_id = l.node_id AND n.heartbeat_at >= \(deadline))
+                        RETURNING l.rid
+                        """, logger: logger
+                    ).decode(String.self) {
+                        gone.append(rid)
+                    }
                 }
                 for rid in gone {
                     let payload = "\(nodeId) gone \(rid)"
@@ -393,7 +404,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
                     _ = try await connection.query("DELETE FROM duet_revoked_seats WHERE until <= \(nowMs)", logger: logger)
                     // Remembered rooms (no seat) nobody came back to within an hour: their tokens have expired.
                     _ = try await connection.query(
-                        "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < \(nowMs - RoomStateRetention.rememberedRoomMs)", logger: logger)
+                        "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < \(nowMs - RoomStateRetention.rememberedRoomMs)",
+                        logger: logger)
                 }
                 return gone.sorted()
             }
@@ -409,7 +421,9 @@ public final class PostgresRoomStateStore: RoomStateStore {
             _ = try await client.query(
                 "INSERT INTO duet_vapid (id, private_key) VALUES (1, \(proposal.privateKeyBase64URL)) ON CONFLICT (id) DO NOTHING",
                 logger: logger)
-            for try await key in try await client.query("SELECT private_key FROM duet_vapid WHERE id = 1", logger: logger).decode(String.self) {
+            for try await key in try await client.query("SELECT private_key FROM duet_vapid WHERE id = 1", logger: logger).decode(
+                String.self)
+            {
                 return key
             }
             throw RoomStateStoreError("PostgreSQL: duet_vapid has no row after inserting one")
@@ -509,7 +523,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
                         group.cancelAll()
                     }
                 }
-            } catch where !Task.isCancelled {
+            } catch  where !Task.isCancelled {
                 let message = "PostgreSQL at \(endpoint): \(Self.describe(error))"
                 if let announce = ready {
                     announce.yield(RoomStateStoreError("\(message) (LISTEN)"))
@@ -550,11 +564,12 @@ public final class PostgresRoomStateStore: RoomStateStore {
         let remote = snapshot.live.filter { $0.nodeId != nodeId }
         let stillLive = Set(remote.map(\.rid))
         let vanished = state.withLock { $0.remoteLive.subtracting(stillLive) }
-        publish(snapshot.ended + snapshot.revoked
-            + vanished.sorted().map { DurableFact.roomGone(rid: $0) }
-            // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
-            // was not listening — a room still held here must be given up, not kept beside the other node's.
-            + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
+        publish(
+            snapshot.ended + snapshot.revoked
+                + vanished.sorted().map { DurableFact.roomGone(rid: $0) }
+                // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
+                // was not listening — a room still held here must be given up, not kept beside the other node's.
+                + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
     }
 
     // MARK: Rings
@@ -661,12 +676,15 @@ public final class PostgresRoomStateStore: RoomStateStore {
         let race = Race<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                race.start(continuation, work: Task {
-                    do { race.finish(.success(try await body())) } catch { race.finish(.failure(error)) }
-                }, timer: Task {
-                    try? await Task.sleep(for: limit)
-                    race.finish(.failure(TimedOut()))
-                })
+                race.start(
+                    continuation,
+                    work: Task {
+                        do { race.finish(.success(try await body())) } catch { race.finish(.failure(error)) }
+                    },
+                    timer: Task {
+                        try? await Task.sleep(for: limit)
+                        race.finish(.failure(TimedOut()))
+                    })
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -675,7 +693,9 @@ public final class PostgresRoomStateStore: RoomStateStore {
 
     /// One continuation resumed once, by whichever of the work and the timer ends first; the other is cancelled.
     private final class Race<T: Sendable>: Sendable {
-        private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, tasks: [Task<Void, Never>], result: Result<T, any Error>?)>((nil, [], nil))
+        private let state = Mutex<
+            (continuation: CheckedContinuation<T, any Error>?, tasks: [Task<Void, Never>], result: Result<T, any Error>?)
+        >((nil, [], nil))
 
         func start(_ continuation: CheckedContinuation<T, any Error>, work: Task<Void, Never>, timer: Task<Void, Never>) {
             let early = state.withLock { state -> Result<T, any Error>? in
@@ -748,7 +768,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
     static func parse(url text: String) throws -> ParsedURL {
         let redacted = redactedDatabaseURL(text)
         guard let components = URLComponents(string: text), let scheme = components.scheme,
-              scheme == "postgres" || scheme == "postgresql"
+            scheme == "postgres" || scheme == "postgresql"
         else {
             throw RoomStateStoreError("database URL \(redacted) is not postgres://user[:password]@host[:port]/database")
         }
@@ -768,7 +788,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
             connectionTLS = .disable
         case "allow", "prefer", "require", "verify-ca", "verify-full":
             // As libpq: only verify-ca checks the certificate, only verify-full the host name too.
-            tls.certificateVerification = sslmode == "verify-full" ? .fullVerification : sslmode == "verify-ca" ? .noHostnameVerification : .none
+            tls.certificateVerification =
+                sslmode == "verify-full" ? .fullVerification : sslmode == "verify-ca" ? .noHostnameVerification : .none
             let context: NIOSSLContext
             do { context = try NIOSSLContext(configuration: tls) } catch {
                 throw RoomStateStoreError("database URL \(redacted): cannot set up TLS: \(error)")
@@ -777,14 +798,17 @@ public final class PostgresRoomStateStore: RoomStateStore {
             clientTLS = required ? .require(tls) : .prefer(tls)
             connectionTLS = required ? .require(context) : .prefer(context)
         default:
-            throw RoomStateStoreError("database URL \(redacted): sslmode \(sslmode) is not one of disable, prefer, require, verify-ca, verify-full")
+            throw RoomStateStoreError(
+                "database URL \(redacted): sslmode \(sslmode) is not one of disable, prefer, require, verify-ca, verify-full")
         }
         let username = user.removingPercentEncoding ?? user
         let databaseName = database.isEmpty ? username : (database.removingPercentEncoding ?? database)
-        var client = PostgresClient.Configuration(host: host, port: port, username: username, password: password, database: databaseName, tls: clientTLS)
+        var client = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: databaseName, tls: clientTLS)
         client.options.connectTimeout = .seconds(5)
         client.options.maximumConnections = 8
-        var connection = PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: databaseName, tls: connectionTLS)
+        var connection = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: databaseName, tls: connectionTLS)
         connection.options.connectTimeout = .seconds(5)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return ParsedURL(client: client, connection: connection, endpoint: "\(shownHost):\(port)")
@@ -845,9 +869,10 @@ extension PostgresRoomStateStore: PushSubscriptionStore {
                 """,
                 logger: logger
             ).decode((String, String, String, String, Int64, String?, String?, String?).self) {
-                rows.append(PushSubscriptionRecord(
-                    rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId,
-                    encPublicKey: encPublicKey, encKeyAuth: encKeyAuth))
+                rows.append(
+                    PushSubscriptionRecord(
+                        rid: rid, endpoint: endpoint, p256dh: p256dh, auth: auth, createdAtMs: createdAt, deviceId: deviceId,
+                        encPublicKey: encPublicKey, encKeyAuth: encKeyAuth))
             }
             return rows
         }

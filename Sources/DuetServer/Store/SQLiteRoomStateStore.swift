@@ -34,7 +34,8 @@ public final class SQLiteRoomStateStore: RoomStateStore {
         try await gate.run {
             if self.state.withLock({ $0.connection }) != nil { return }
             let directory = URL(fileURLWithPath: self.path).deletingLastPathComponent().path
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let connection: SQLiteConnection
             do {
                 connection = try await SQLiteConnection.open(storage: .file(path: self.path), logger: self.logger)
@@ -96,8 +97,10 @@ public final class SQLiteRoomStateStore: RoomStateStore {
     ]
 
     private static func migrate(_ connection: SQLiteConnection) async throws {
-        _ = try await connection.query("CREATE TABLE IF NOT EXISTS duet_schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
-        let version = try await connection.query("SELECT version FROM duet_schema_version WHERE id = 1").first?.column("version")?.integer ?? 0
+        _ = try await connection.query(
+            "CREATE TABLE IF NOT EXISTS duet_schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)")
+        let version =
+            try await connection.query("SELECT version FROM duet_schema_version WHERE id = 1").first?.column("version")?.integer ?? 0
         guard version < migrations.count else { return }
         for (index, statements) in migrations.enumerated() where index >= version {
             _ = try await connection.query("BEGIN IMMEDIATE")
@@ -125,10 +128,11 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 WHERE tombstone_until > ?1 OR seats_until > ?1 ORDER BY tombstone_until, rid
                 """, [.integer(SQLiteInt64(nowMs))])
             {
-                facts.append(.roomEnded(
-                    rid: row.text("rid"), endedBy: row.text("ended_by"), reason: row.text("reason"),
-                    tombstoneUntilMs: row.int64("tombstone_until"), seats: Self.decodeSeats(row.text("seats")),
-                    seatsUntilMs: row.int64("seats_until")))
+                facts.append(
+                    .roomEnded(
+                        rid: row.text("rid"), endedBy: row.text("ended_by"), reason: row.text("reason"),
+                        tombstoneUntilMs: row.int64("tombstone_until"), seats: Self.decodeSeats(row.text("seats")),
+                        seatsUntilMs: row.int64("seats_until")))
             }
             for row in try await connection.query(
                 "SELECT rid, cid, until FROM duet_revoked_seats WHERE until > ? ORDER BY until, rid, cid", [.integer(SQLiteInt64(nowMs))])
@@ -169,8 +173,10 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 ON CONFLICT (rid) DO UPDATE SET ended_by = excluded.ended_by, reason = excluded.reason,
                     tombstone_until = excluded.tombstone_until, seats = excluded.seats, seats_until = excluded.seats_until
                 """,
-                [.text(rid), .text(endedBy), .text(reason), .integer(SQLiteInt64(tombstoneUntilMs)), .text(encodeSeats(seats)),
-                 .integer(SQLiteInt64(seatsUntilMs))])
+                [
+                    .text(rid), .text(endedBy), .text(reason), .integer(SQLiteInt64(tombstoneUntilMs)), .text(encodeSeats(seats)),
+                    .integer(SQLiteInt64(seatsUntilMs)),
+                ])
             _ = try await connection.query("DELETE FROM duet_live_rooms WHERE rid = ?", [.text(rid)])
         case .seatRevoked(let rid, let cid, let untilMs):
             _ = try await connection.query(
@@ -205,7 +211,8 @@ public final class SQLiteRoomStateStore: RoomStateStore {
             _ = try await connection.query("DELETE FROM duet_ended_rooms WHERE tombstone_until <= ?1 AND seats_until <= ?1", now)
             _ = try await connection.query("DELETE FROM duet_revoked_seats WHERE until <= ?", now)
             _ = try await connection.query(
-                "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < ?", [.integer(SQLiteInt64(nowMs - RoomStateRetention.rememberedRoomMs))])
+                "DELETE FROM duet_live_rooms WHERE occupancy = 0 AND updated_at < ?",
+                [.integer(SQLiteInt64(nowMs - RoomStateRetention.rememberedRoomMs))])
         }
         return []
     }
@@ -235,7 +242,9 @@ public final class SQLiteRoomStateStore: RoomStateStore {
         }.value
     }
 
-    private func withConnection<T: Sendable>(_ what: String, _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws -> T {
+    private func withConnection<T: Sendable>(_ what: String, _ body: @escaping @Sendable (SQLiteConnection) async throws -> T) async throws
+        -> T
+    {
         try await gate.run {
             guard let connection = self.state.withLock({ $0.connection }) else {
                 throw RoomStateStoreError("SQLite at \(self.path): \(what) before prepare() or after close()")
@@ -316,9 +325,11 @@ extension SQLiteRoomStateStore: PushSubscriptionStore {
                         created_at = excluded.created_at, device_id = excluded.device_id, enc_public_key = excluded.enc_public_key,
                         enc_key_auth = excluded.enc_key_auth
                     """,
-                    [.text(subscription.rid), .text(subscription.endpoint), .text(subscription.p256dh), .text(subscription.auth),
-                     .integer(SQLiteInt64(subscription.createdAtMs)), subscription.deviceId.map { .text($0) } ?? .null,
-                     subscription.encPublicKey.map { .text($0) } ?? .null, subscription.encKeyAuth.map { .text($0) } ?? .null])
+                    [
+                        .text(subscription.rid), .text(subscription.endpoint), .text(subscription.p256dh), .text(subscription.auth),
+                        .integer(SQLiteInt64(subscription.createdAtMs)), subscription.deviceId.map { .text($0) } ?? .null,
+                        subscription.encPublicKey.map { .text($0) } ?? .null, subscription.encKeyAuth.map { .text($0) } ?? .null,
+                    ])
                 // Bounded per room: the oldest devices make way for the newest.
                 _ = try await connection.query(
                     """

@@ -75,7 +75,9 @@ public final class StoreQueue: Sendable {
     /// goes before its live record: that record was queued first, so its `since` is older.
     func take(limit: Int = StoreQueue.batchLimit) -> [Entry] {
         pending.withLock { state in
-            let oldest = state.facts.count <= limit ? Array(state.facts.values) : Array(state.facts.values.sorted { $0.since < $1.since }.prefix(limit))
+            let oldest =
+                state.facts.count <= limit
+                ? Array(state.facts.values) : Array(state.facts.values.sorted { $0.since < $1.since }.prefix(limit))
             let batch = oldest.sorted { $0.order < $1.order }
             for entry in batch { state.facts[entry.fact.key] = nil }
             state.writing = batch.lazy.map(\.since).min()

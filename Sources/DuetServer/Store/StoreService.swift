@@ -137,7 +137,8 @@ struct StoreService: Service {
             if !(await writeBatch()) { try? await Task.sleep(for: .milliseconds(200)) }
         }
         if queue.count > 0 {
-            logger.error("store did not take the last facts before shutdown", metadata: ["pending": "\(queue.count)", "store": "\(health.engine)"])
+            logger.error(
+                "store did not take the last facts before shutdown", metadata: ["pending": "\(queue.count)", "store": "\(health.engine)"])
         }
     }
 

@@ -35,7 +35,10 @@ struct WebAssets: Sendable {
         for (path, file) in files {
             var data = file.data
             if file.pathExtension == "html", let page = String(data: data, encoding: .utf8) {
-                data = Data(inliningScripts(page, inlined: { inlineScripts.insert($0) }) { files[$0].flatMap { String(data: $0.data, encoding: .utf8) } }.utf8)
+                data = Data(
+                    inliningScripts(page, inlined: { inlineScripts.insert($0) }) {
+                        files[$0].flatMap { String(data: $0.data, encoding: .utf8) }
+                    }.utf8)
             }
             assets[path] = Asset(body: ByteBuffer(bytes: data), contentType: contentType(of: file.pathExtension))
         }

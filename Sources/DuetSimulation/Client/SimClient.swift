@@ -68,9 +68,24 @@ final class SimClient {
     // MARK: - The app
 
     func startNewCall() { run { self.feed(.startNewCall) } }
-    func join(_ roomId: String) { run { self.userLeft = false; self.feed(.joinRoom(roomId)) } }
-    func leave() { run { self.userLeft = true; self.feed(.leave) } }
-    func end() { run { self.userLeft = true; self.feed(.end) } }
+    func join(_ roomId: String) {
+        run {
+            self.userLeft = false
+            self.feed(.joinRoom(roomId))
+        }
+    }
+    func leave() {
+        run {
+            self.userLeft = true
+            self.feed(.leave)
+        }
+    }
+    func end() {
+        run {
+            self.userLeft = true
+            self.feed(.end)
+        }
+    }
     /// The user mutes or unmutes: the other side must come to show it, whatever the faults did meanwhile.
     func setMicrophone(on: Bool) {
         run {
@@ -126,7 +141,10 @@ final class SimClient {
         if let engineTrace { world.recordEngineStep(engineTrace, input, outputs) }
         if case .message(let envelope) = input { checkEpoch(envelope, sentEpoch: sentEpoch, outputs) }
         if engine.queuedRelayTypes.count > queuedBefore {
-            world.trace(side, "queued for after the rejoin: \(engine.queuedRelayTypes.suffix(engine.queuedRelayTypes.count - queuedBefore).joined(separator: ", "))")
+            world.trace(
+                side,
+                "queued for after the rejoin: \(engine.queuedRelayTypes.suffix(engine.queuedRelayTypes.count - queuedBefore).joined(separator: ", "))"
+            )
         }
         for output in outputs { perform(output) }
     }
@@ -139,9 +157,14 @@ final class SimClient {
     private func checkNotStale(_ sdp: String) {
         guard let parsed = SimMediaPlane.parse(sdp) else { return }
         if let applied = appliedRemoteCreation[parsed.instance], parsed.created < applied.created {
-            world.monitor.staleApplied(side, "a description with ICE credentials \(parsed.ufrag) (made #\(parsed.created)) after \(applied.ufrag) (#\(applied.created)) of the same peer connection")
+            world.monitor.staleApplied(
+                side,
+                "a description with ICE credentials \(parsed.ufrag) (made #\(parsed.created)) after \(applied.ufrag) (#\(applied.created)) of the same peer connection"
+            )
         }
-        if parsed.created >= (appliedRemoteCreation[parsed.instance]?.created ?? 0) { appliedRemoteCreation[parsed.instance] = (parsed.created, parsed.ufrag) }
+        if parsed.created >= (appliedRemoteCreation[parsed.instance]?.created ?? 0) {
+            appliedRemoteCreation[parsed.instance] = (parsed.created, parsed.ufrag)
+        }
     }
 
     /// The epoch at which the current peer session began (the peer arrived, or the server restarted).
@@ -151,7 +174,9 @@ final class SimClient {
 
     /// Negotiation relayed from before the current peer session must not reach WebRTC.
     private func checkEpoch(_ envelope: Envelope, sentEpoch: Int64?, _ outputs: [CallEngine.Output]) {
-        if case .participants(let list, _, let me)? = outputs.lazy.compactMap({ if case .emit(let event) = $0, case .participants = event { event } else { nil } }).last {
+        if case .participants(let list, _, let me)? = outputs.lazy.compactMap({
+            if case .emit(let event) = $0, case .participants = event { event } else { nil }
+        }).last {
             let peer = list.first { $0.cid != me }?.cid
             // A new peer, a new seat of ours, or epochs that started over (a server restart): a new peer session.
             if peer != peerCid || me != myCid || engine.epoch < peerSessionEpoch { peerSessionEpoch = engine.epoch }
@@ -164,7 +189,9 @@ final class SimClient {
             if case .engine(.addRemoteCandidates) = $0 { return true }
             return false
         }
-        if applied { world.monitor.staleApplied(side, "\(envelope.type) of epoch \(epoch) in a peer session that began at epoch \(peerSessionEpoch)") }
+        if applied {
+            world.monitor.staleApplied(side, "\(envelope.type) of epoch \(epoch) in a peer session that began at epoch \(peerSessionEpoch)")
+        }
     }
 
     private func perform(_ output: CallEngine.Output) {
@@ -325,7 +352,8 @@ final class SimClient {
             if world.mutation == .restartRequestIgnored, envelope.messageType == .restartRequest { return }
             var received = world.mutation.received(envelope)
             if world.tamperingFingerprints > 0, received.messageType == .offer || received.messageType == .answer,
-                let sdp = received.payload["sdp"]?.stringValue {
+                let sdp = received.payload["sdp"]?.stringValue
+            {
                 received.payload["sdp"] = .string(SimMediaPlane.tamperedFingerprints(sdp))
                 world.trace(side, "the server rewrote the fingerprints of this \(received.type)")
             }
@@ -400,7 +428,9 @@ final class SimClient {
     }
 
     private func execute(_ command: EngineCommand) {
-        guard acceptingWebRtcCommands || command == .close else { return world.trace(side, "WebRTC command after teardown skipped: \(command)") }
+        guard acceptingWebRtcCommands || command == .close else {
+            return world.trace(side, "WebRTC command after teardown skipped: \(command)")
+        }
         if case .addRemoteCandidates(let list) = command { world.trace(side, "webrtc add \(list.count) candidate(s)") }
         let media: SimMediaPlane = world.media
         do {
@@ -430,7 +460,11 @@ final class SimClient {
         } catch {
             // A wedged connection's refusals are the fault's, not an illegal call of the engine's.
             let wedged = (error as? SimMediaPlane.Refusal).map { if case .wedged = $0 { true } else { false } } ?? false
-            if wedged { world.trace(side, "WebRTC refused: \(command): \(error)") } else { world.monitor.webRtcRefused(side, "\(command): \(error)") }
+            if wedged {
+                world.trace(side, "WebRTC refused: \(command): \(error)")
+            } else {
+                world.monitor.webRtcRefused(side, "\(command): \(error)")
+            }
             if wedged, world.mutation == .wedgeUnreported { return }
             // As the runtimes report them (DuetCall, duet-call.js).
             switch command {

@@ -15,24 +15,32 @@ public enum TraceExport {
     }
 
     /// `duetCallSeeds`: also this many seeds with one side as `duet call` (`SeedSweep`'s duet-call mode).
-    public static func write(seeds: Int, from first: UInt64, jobs: Int, scenarios: Bool, duetCallSeeds: Int = 0, to directory: String) throws -> Summary {
+    public static func write(seeds: Int, from first: UInt64, jobs: Int, scenarios: Bool, duetCallSeeds: Int = 0, to directory: String)
+        throws -> Summary
+    {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var runs: [(name: String, run: @Sendable () -> Simulation.Result)] = (0..<seeds).map { index in
             let seed = first + UInt64(index)
-            return ("seed-\(seed)", {
-                var options = Simulation.Options(seed: seed)
-                options.recordEngineTraces = true
-                return Simulation.run(options)
-            })
+            return (
+                "seed-\(seed)",
+                {
+                    var options = Simulation.Options(seed: seed)
+                    options.recordEngineTraces = true
+                    return Simulation.run(options)
+                }
+            )
         }
         runs += (0..<duetCallSeeds).map { index in
             let seed = first + UInt64(index)
-            return ("duetcall-seed-\(seed)", {
-                var options = Simulation.Options(seed: seed)
-                options.recordEngineTraces = true
-                options.duetCallSide = Simulation.duetCallSide(forSeed: seed)
-                return Simulation.run(options)
-            })
+            return (
+                "duetcall-seed-\(seed)",
+                {
+                    var options = Simulation.Options(seed: seed)
+                    options.recordEngineTraces = true
+                    options.duetCallSide = Simulation.duetCallSide(forSeed: seed)
+                    return Simulation.run(options)
+                }
+            )
         }
         if scenarios {
             runs += NamedScenarios.all.map { scenario in ("scenario-\(scenario.name)", { scenario.run(recordEngineTraces: true).result }) }

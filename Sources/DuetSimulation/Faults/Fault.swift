@@ -1,6 +1,7 @@
 /// One of the two callers. A is the host (creates the room), B joins it.
 public enum Side: Int, Sendable, CaseIterable, CustomStringConvertible {
-    case a = 0, b = 1
+    case a = 0
+    case b = 1
     public var description: String { self == .a ? "A" : "B" }
     public var other: Side { self == .a ? .b : .a }
 }

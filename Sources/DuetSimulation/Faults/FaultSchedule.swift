@@ -51,9 +51,12 @@ public enum FaultSchedule {
         let side: Side = rng.below(2) == 0 ? .a : .b
         let plane = [Plane.signaling, .media, .both][rng.below(3)]
         // Mostly short outages, sometimes long ones: the thresholds (2 s, 10 s, 24 s, 36 s) sit in between.
-        let duration = [rng.range(100, 3_000), rng.range(3_000, 15_000), rng.range(15_000, 45_000), rng.range(45_000, longestFaultMs)][rng.weighted([4, 3, 2, 1])]
+        let duration = [rng.range(100, 3_000), rng.range(3_000, 15_000), rng.range(15_000, 45_000), rng.range(45_000, longestFaultMs)][
+            rng.weighted([4, 3, 2, 1])]
         switch rng.below(14) {
-        case 0: return ScheduledFault(at: at, durationMs: duration, .latency(side, plane, ms: rng.range(50, 1_500), jitterMs: rng.range(0, 300)))
+        case 0:
+            return ScheduledFault(
+                at: at, durationMs: duration, .latency(side, plane, ms: rng.range(50, 1_500), jitterMs: rng.range(0, 300)))
         case 1: return ScheduledFault(at: at, durationMs: duration, .loss(side, percent: [5, 20, 50][rng.below(3)]))
         case 2, 3: return ScheduledFault(at: at, durationMs: duration, .partition(side, plane))
         case 4: return ScheduledFault(at: at, durationMs: duration, .halfOpen(side, upstreamDead: rng.below(2) == 0))
@@ -61,7 +64,9 @@ public enum FaultSchedule {
         case 6: return ScheduledFault(at: at, durationMs: duration, .webSocketRefused)
         case 7: return ScheduledFault(at: at, durationMs: min(duration, 30_000), rng.below(2) == 0 ? .serverCrash : .serverRestart)
         case 8: return ScheduledFault(at: at, durationMs: duration, .duplicateAndReorder(side))
-        case 9: return ScheduledFault(at: at, .networkChange(side, offlineMs: [0, rng.range(100, 5_000), rng.range(5_000, 60_000)][rng.below(3)]))
+        case 9:
+            return ScheduledFault(
+                at: at, .networkChange(side, offlineMs: [0, rng.range(100, 5_000), rng.range(5_000, 60_000)][rng.below(3)]))
         case 10: return ScheduledFault(at: at, durationMs: duration, .freeze(side))
         case 11: return ScheduledFault(at: at, .processRestart(side))
         case 12: return ScheduledFault(at: at, rng.below(2) == 0 ? .sidHijack(side) : .tokenReplay(side))

@@ -91,7 +91,9 @@ final class InvariantMonitor {
     func iceRestartOffer(_ side: Side) {
         let index = side.rawValue
         if let last = lastRestartOffer[index], !restartExempt[index], now - last < ResilienceConstants.ICE_RESTART_COOLDOWN_MS {
-            fail(.iceRestartCooldown, side, "restart offers \(now - last) ms apart (cooldown \(ResilienceConstants.ICE_RESTART_COOLDOWN_MS) ms)")
+            fail(
+                .iceRestartCooldown, side,
+                "restart offers \(now - last) ms apart (cooldown \(ResilienceConstants.ICE_RESTART_COOLDOWN_MS) ms)")
         }
         lastRestartOffer[index] = now
         restartExempt[index] = false

@@ -62,7 +62,8 @@ final class Scheduler {
     private func siftDown(_ index: Int) {
         var parent = index
         while true {
-            let left = 2 * parent + 1, right = left + 1
+            let left = 2 * parent + 1
+            let right = left + 1
             var smallest = parent
             if left < heap.count, less(heap[left], heap[smallest]) { smallest = left }
             if right < heap.count, less(heap[right], heap[smallest]) { smallest = right }

@@ -112,7 +112,9 @@ final class SimMediaPlane {
                 problems.append("\(side) holds ufrag \(me.remoteUfrag ?? "none") of the other, whose is \(other.localUfrag ?? "none")")
             }
             if me.remoteInstance != other.instance {
-                problems.append("\(side) holds the description of pc#\(me.remoteInstance.map(String.init) ?? "none"), the other's live one is pc#\(other.instance)")
+                problems.append(
+                    "\(side) holds the description of pc#\(me.remoteInstance.map(String.init) ?? "none"), the other's live one is pc#\(other.instance)"
+                )
             }
         }
         return problems.isEmpty ? nil : problems.joined(separator: "; ")
@@ -138,7 +140,9 @@ final class SimMediaPlane {
     }
 
     func isInboundStalled(_ side: Side) -> Bool {
-        guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else { return false }
+        guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else {
+            return false
+        }
         return stall.receiver == (me.instance, me.localUfrag) && stall.sender == (other.instance, other.localUfrag)
     }
 
@@ -181,7 +185,8 @@ final class SimMediaPlane {
         // A wedged connection whose rollback failed is still in have-local-offer (Chromium refuses the session too).
         if peer.signaling != .stable, wedgedInstances.contains(peer.instance) { throw Refusal.wedged }
         guard peer.signaling == .stable else {
-            throw Refusal.wrongState("createOffer in \(peer.signaling)\(peer.signaling == .haveLocalOffer ? ": an offer is already outstanding" : "")")
+            throw Refusal.wrongState(
+                "createOffer in \(peer.signaling)\(peer.signaling == .haveLocalOffer ? ": an offer is already outstanding" : "")")
         }
         peer.rollbackUfrag = peer.localUfrag
         let fresh = iceRestart || peer.localUfrag == nil
@@ -318,7 +323,9 @@ final class SimMediaPlane {
                 // libnice (webrtcbin) has no consent freshness: its ICE stays connected on a dead path, which only the
                 // engine's media watchdog notices.
                 if !fresh, !alive, !webrtcbinSides.contains(side) {
-                    later(side, token, after: Self.disconnectAfterMs) { _ in self.canConnect(side) || self.pairAlive(side) ? nil : .disconnected }
+                    later(side, token, after: Self.disconnectAfterMs) { _ in
+                        self.canConnect(side) || self.pairAlive(side) ? nil : .disconnected
+                    }
                 }
             case .disconnected:
                 if fresh || alive {
@@ -326,7 +333,9 @@ final class SimMediaPlane {
                 } else {
                     // Consent failure runs from the moment checks stopped, whatever renegotiation happens meanwhile.
                     let failsAt = peer.disconnectedAt + Self.failAfterMs - Self.disconnectAfterMs
-                    later(side, token, after: failsAt - world.scheduler.now) { _ in self.canConnect(side) || self.pairAlive(side) ? nil : .failed }
+                    later(side, token, after: failsAt - world.scheduler.now) { _ in
+                        self.canConnect(side) || self.pairAlive(side) ? nil : .failed
+                    }
                 }
             case .failed:
                 // A failed agent needs new credentials (an ICE restart), as in Chromium. libnice (webrtcbin) keeps
@@ -486,7 +495,9 @@ final class SimMediaPlane {
         var peer = try live(side)
         // An offer never rolled back is still applied: a new one replaces it (JSEP allows a local offer in
         // have-local-offer; `GStreamerWebRtcEngine.rollback` counts on it).
-        guard peer.signaling == .stable || peer.signaling == .haveLocalOffer else { throw Refusal.wrongState("createOffer in \(peer.signaling)") }
+        guard peer.signaling == .stable || peer.signaling == .haveLocalOffer else {
+            throw Refusal.wrongState("createOffer in \(peer.signaling)")
+        }
         let fresh = peer.localUfrag == nil
         if fresh { newCredentials(side, &peer) }
         peer.signaling = .haveLocalOffer
@@ -524,7 +535,9 @@ final class SimMediaPlane {
             instance = fields.first { $0.hasPrefix("pc#") }.flatMap { Int($0.dropFirst(3)) }
             created = fields.first { $0.hasPrefix("d") }.flatMap { UInt64($0.dropFirst()) } ?? 0
         }
-        for line in sdp.split(separator: "\r\n") where line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst("a=ice-ufrag:".count)) }
+        for line in sdp.split(separator: "\r\n") where line.hasPrefix("a=ice-ufrag:") {
+            ufrag = String(line.dropFirst("a=ice-ufrag:".count))
+        }
         guard let instance, let ufrag, !ufrag.isEmpty else { return nil }
         return (instance, ufrag, created)
     }

@@ -4,7 +4,8 @@ import DuetProtocol
 /// Short, readable trace text.
 enum Describe {
     static func time(_ ms: Int64) -> String {
-        let seconds = ms / 1_000, millis = ms % 1_000
+        let seconds = ms / 1_000
+        let millis = ms % 1_000
         return "\(seconds).\(String(repeating: "0", count: millis < 10 ? 2 : millis < 100 ? 1 : 0))\(millis)s"
     }
 
@@ -13,7 +14,9 @@ enum Describe {
         if let epoch = envelope.epoch { text += " e\(epoch)" }
         switch envelope.messageType {
         case .offer?, .answer?:
-            if let sdp = envelope.payload["sdp"]?.stringValue, let parsed = SimMediaPlane.parse(sdp) { text += " pc#\(parsed.instance) \(parsed.ufrag)" }
+            if let sdp = envelope.payload["sdp"]?.stringValue, let parsed = SimMediaPlane.parse(sdp) {
+                text += " pc#\(parsed.instance) \(parsed.ufrag)"
+            }
         case .joined?:
             text += " \(envelope.payload["reconnect"]?.stringValue ?? "") \(envelope.cid ?? "")"
         case .error?:

@@ -19,14 +19,18 @@ public enum SeedSweep {
         public var firstFailure: Simulation.Result? { failures.min { $0.seed < $1.seed } }
 
         mutating func noteRecovery(_ ms: Int64, seed: UInt64) {
-            guard let current = slowest else { return slowest = (seed, ms) }
+            guard let current = slowest else {
+                slowest = (seed, ms)
+                return
+            }
             if ms > current.ms || (ms == current.ms && seed < current.seed) { slowest = (seed, ms) }
         }
 
         public var text: String {
             let sorted = recoveries.sorted()
             func percentile(_ p: Double) -> String {
-                sorted.isEmpty ? "-" : String(format: "%.1f s", Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1_000)
+                sorted.isEmpty
+                    ? "-" : String(format: "%.1f s", Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1_000)
             }
             var byInvariant: [String: (count: Int, first: UInt64)] = [:]
             for failure in failures.sorted(by: { $0.seed < $1.seed }) {
@@ -37,14 +41,18 @@ public enum SeedSweep {
                 \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
                 recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(slowest.map { String(format: "%.1f s", Double($0.ms) / 1_000) + " (seed \($0.seed))" } ?? "-") (bound \(RecoveryBound.ms / 1_000) s)
                 slow clocks reached: \(Milestone.allCases.map { "\($0.rawValue) \(milestones[$0] ?? 0)" }.joined(separator: ", "))
-                """ + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }.joined()
+                """
+                    + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }
+                    .joined()
         }
     }
 
     /// `run` for async callers (the tests): the sweep is minutes of CPU that never suspends, so it runs on a thread of
     /// its own. Called on the cooperative pool it held one of its threads (of two on this machine) for the whole sweep,
     /// and the other tests running beside it starved (a clean-clone CI timed out WebSocketWriterTests that way).
-    public static func runOffThePool(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) async -> Summary {
+    public static func runOffThePool(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) async
+        -> Summary
+    {
         await withCheckedContinuation { (done: CheckedContinuation<Summary, Never>) in
             let thread = Thread {
                 done.resume(returning: run(from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall))
@@ -57,10 +65,12 @@ public enum SeedSweep {
     /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
     public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) -> Summary {
         let started = Date()
-        let collected = Mutex(Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0))
+        let collected = Mutex(
+            Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0))
         let workers = max(1, jobs)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var local = Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0)
+            var local = Summary(
+                firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0)
             var index = worker
             while index < count {
                 var options = Simulation.Options(seed: first + UInt64(index))

@@ -87,7 +87,8 @@ public enum Simulation {
         let drawn = FaultSchedule.random(&draw)
         let faults = options.faults ?? drawn
         let sse = options.sseOnly ?? [.a: draw.chance(0.15), .b: draw.chance(0.15)]
-        let ending = options.ending
+        let ending =
+            options.ending
             ?? (draw.below(Ending.longAbsenceOneIn) == 0 ? .hostEndsWhileGuestAway : Ending.usual[draw.below(Ending.usual.count)])
         let absenceMs = draw.range(7 * 60_000, FaultSchedule.longestLongFaultMs)
         var engineOptions: [Side: CallEngine.Options] = [:]
@@ -111,7 +112,8 @@ public enum Simulation {
         let guestDelay = draw.range(200, 3_000)
         // One side mutes at a moment inside the faults (drawn last, so every earlier draw stays the seed's own).
         let mute = MediaChange(side: draw.chance(0.5) ? .a : .b, at: draw.range(0, max(Run.faultSpan(faults), 1)))
-        let run = Run(world: world, options: options, faults: faults, ending: ending, guestDelay: guestDelay, absenceMs: absenceMs, mute: mute)
+        let run = Run(
+            world: world, options: options, faults: faults, ending: ending, guestDelay: guestDelay, absenceMs: absenceMs, mute: mute)
         run.play()
         return Result(
             seed: options.seed, faults: faults, violations: world.monitor.violations, recoveryMs: run.recoveryMs,
@@ -161,14 +163,18 @@ private final class Run {
         var reached = false
         world.scheduler.run(until: time) {
             if failed { return false }
-            if !condition() { reached = true; return false }
+            if !condition() {
+                reached = true
+                return false
+            }
             return true
         }
         return reached
     }
 
     func play() {
-        let a = world.client(.a), b = world.client(.b)
+        let a = world.client(.a)
+        let b = world.client(.b)
         if options.faultsFromStart { faults.forEach { world.schedule($0, from: 0) } }
         a.startNewCall()
         run(until: 20_000, while: { world.roomId == nil })
@@ -206,7 +212,8 @@ private final class Run {
         }
         if failed { return }
         guard let since = wholeSince, since <= healedAt + RecoveryBound.ms, world.scheduler.now - since >= Self.settleMs else {
-            return world.monitor.fail(.notRecovered, nil, "\(Describe.time(RecoveryBound.ms)) after the last fault healed: \(describeState())")
+            return world.monitor.fail(
+                .notRecovered, nil, "\(Describe.time(RecoveryBound.ms)) after the last fault healed: \(describeState())")
         }
         recoveryMs = max(0, since - healedAt)
         checkMembership()
@@ -258,13 +265,16 @@ private final class Run {
     }
 
     private func checkMembership() {
-        let a = world.client(.a).engine, b = world.client(.b).engine
+        let a = world.client(.a).engine
+        let b = world.client(.b).engine
         let server = world.server.core.roomView(world.roomId ?? "")
-        let viewA = Set(a.participants.map(\.cid)), viewB = Set(b.participants.map(\.cid))
+        let viewA = Set(a.participants.map(\.cid))
+        let viewB = Set(b.participants.map(\.cid))
         if viewA != viewB || a.hostCid != b.hostCid || server.map({ Set($0.cids) != viewA || $0.host != a.hostCid }) ?? true {
             world.monitor.fail(
                 .membershipDisagreement, nil,
-                "A sees \(viewA.sorted()) host \(a.hostCid ?? "-"), B sees \(viewB.sorted()) host \(b.hostCid ?? "-"), server has \(server.map { "\($0.cids) host \($0.host)" } ?? "no room")")
+                "A sees \(viewA.sorted()) host \(a.hostCid ?? "-"), B sees \(viewB.sorted()) host \(b.hostCid ?? "-"), server has \(server.map { "\($0.cids) host \($0.host)" } ?? "no room")"
+            )
         }
     }
 
@@ -272,14 +282,16 @@ private final class Run {
     /// have not run out: a long outage may have outlived both, and the engine must have renewed them.
     private func checkCredentials() {
         for side in Side.allCases {
-            let client = world.client(side), engine = client.engine
+            let client = world.client(side)
+            let engine = client.engine
             if let token = engine.reconnectToken, let cid = engine.cid, let rid = engine.roomId,
                 !world.server.acceptsReconnectToken(token, cid: cid, rid: rid, nowMs: world.serverNowMs)
             {
                 world.monitor.fail(.staleCredentials, side, "the server no longer takes its reconnect token")
             }
             if let expiry = client.turnExpiresAt, expiry <= world.scheduler.now {
-                world.monitor.fail(.staleCredentials, side, "its TURN credentials expired \(Describe.time(world.scheduler.now - expiry)) ago")
+                world.monitor.fail(
+                    .staleCredentials, side, "its TURN credentials expired \(Describe.time(world.scheduler.now - expiry)) ago")
             }
         }
     }
@@ -287,7 +299,8 @@ private final class Run {
     // MARK: - The end
 
     private func end() {
-        let a = world.client(.a), b = world.client(.b)
+        let a = world.client(.a)
+        let b = world.client(.b)
         switch ending {
         case .hostEndsWhileGuestAway:
             let host = b.engine.cid != nil && b.engine.cid == b.engine.hostCid ? b : a
@@ -298,7 +311,8 @@ private final class Run {
             world.scheduler.after(60_000) { host.end() }
             run(until: world.scheduler.now + absenceMs + RecoveryBound.ms)
             if !failed, guest.phase != .idle {
-                world.monitor.fail(.notRecovered, guest.side, "back from \(Describe.time(absenceMs)) away, not told the room ended (\(describeState()))")
+                world.monitor.fail(
+                    .notRecovered, guest.side, "back from \(Describe.time(absenceMs)) away, not told the room ended (\(describeState()))")
             }
             return checkCleanup(afterLeaving: true)
         case .guestLeavesFirst:
@@ -330,7 +344,9 @@ private final class Run {
             if world.server.core.connectionCount > 0 {
                 let open = world.connections.values.filter { $0.serverOpen && $0.serverIncarnation == world.server.incarnation }
                     .map { "#\($0.id) \($0.side) \($0.kind)\($0.clientOpen ? " (client end open)" : "")" }.sorted()
-                world.monitor.fail(.leftovers, nil, "the server still holds \(world.server.core.connectionCount) connection(s): \(open.joined(separator: ", "))")
+                world.monitor.fail(
+                    .leftovers, nil,
+                    "the server still holds \(world.server.core.connectionCount) connection(s): \(open.joined(separator: ", "))")
             }
             for side in Side.allCases where world.client(side).phase != .idle {
                 world.monitor.fail(.leftovers, side, "phase \(world.client(side).phase) 30 s after leaving")

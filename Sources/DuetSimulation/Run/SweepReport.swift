@@ -43,7 +43,8 @@ public struct SweepReport: Codable, Sendable, Equatable {
         failures = summary.failures.sorted { $0.seed < $1.seed }.prefix(100).map {
             Failure(seed: $0.seed, violation: $0.violations.first.map { "\($0.invariant.rawValue): \($0.detail)" } ?? "?")
         }
-        recovery = Recovery(p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99), maxMs: sorted.last, slowestSeed: summary.slowest?.seed)
+        recovery = Recovery(
+            p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99), maxMs: sorted.last, slowestSeed: summary.slowest?.seed)
         boundMs = RecoveryBound.ms
         milestones = Dictionary(uniqueKeysWithValues: Milestone.allCases.map { ($0.rawValue, summary.milestones[$0] ?? 0) })
         self.mutation = mutation.rawValue
@@ -81,9 +82,10 @@ public struct Provenance: Sendable, Equatable {
         let commit = git(["rev-parse", "HEAD"], in: directory) ?? "unknown"
         // The rule of Tests/e2e/results.py `dirty()` (checked against it by `ProvenanceTests`): any change, an
         // untracked file included, except results under .build; a tree git cannot read counts as dirty.
-        let dirty = git(["status", "--porcelain", "--untracked-files=normal"], in: directory).map { status in
-            status.split(separator: "\n").contains { !$0.isEmpty && !$0.hasPrefix("?? .build/") }
-        } ?? true
+        let dirty =
+            git(["status", "--porcelain", "--untracked-files=normal"], in: directory).map { status in
+                status.split(separator: "\n").contains { !$0.isEmpty && !$0.hasPrefix("?? .build/") }
+            } ?? true
         let runId = ProcessInfo.processInfo.environment["DUET_RUN_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? localRunId()
         return Provenance(commit: commit, dirty: dirty, runId: runId)
     }

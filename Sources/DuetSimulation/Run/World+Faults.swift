@@ -20,8 +20,14 @@ extension World {
         switch fault {
         case .latency(let side, let plane, let ms, let jitter):
             updateNetwork(side) { net in
-                if plane.includes(.signaling) { net.signaling.extraLatencyMs += ms; net.signaling.jitterMs += jitter }
-                if plane.includes(.media) { net.media.extraLatencyMs += ms; net.media.jitterMs += jitter }
+                if plane.includes(.signaling) {
+                    net.signaling.extraLatencyMs += ms
+                    net.signaling.jitterMs += jitter
+                }
+                if plane.includes(.media) {
+                    net.media.extraLatencyMs += ms
+                    net.media.jitterMs += jitter
+                }
             }
         case .loss(let side, let percent):
             updateNetwork(side) { $0.lossPercent += percent }
@@ -108,8 +114,14 @@ extension World {
         switch fault {
         case .latency(let side, let plane, let ms, let jitter):
             updateNetwork(side) { net in
-                if plane.includes(.signaling) { net.signaling.extraLatencyMs -= ms; net.signaling.jitterMs -= jitter }
-                if plane.includes(.media) { net.media.extraLatencyMs -= ms; net.media.jitterMs -= jitter }
+                if plane.includes(.signaling) {
+                    net.signaling.extraLatencyMs -= ms
+                    net.signaling.jitterMs -= jitter
+                }
+                if plane.includes(.media) {
+                    net.media.extraLatencyMs -= ms
+                    net.media.jitterMs -= jitter
+                }
             }
         case .loss(let side, let percent):
             updateNetwork(side) { $0.lossPercent -= percent }
@@ -124,7 +136,10 @@ extension World {
             server.webSocketRefusals -= 1
         case .serverCrash, .serverRestart:
             if !server.isUp { process(server.restart(nowMs: serverNowMs)) }
-            trace(nil, "server up again (incarnation \(server.incarnation), no rooms; the store remembers \(server.ledger.load(nowMs: serverNowMs).count) facts)")
+            trace(
+                nil,
+                "server up again (incarnation \(server.incarnation), no rooms; the store remembers \(server.ledger.load(nowMs: serverNowMs).count) facts)"
+            )
         case .duplicateAndReorder(let side):
             updateNetwork(side) { $0.duplicateAndReorder -= 1 }
         case .freeze(let side):
@@ -179,7 +194,8 @@ extension World {
         intruder.serverOpen = true
         connections[intruder.id] = intruder
         let id = ConnectionID(intruder.id)
-        process(server.core.handle(.opened(id, kind == .ws ? .ws : .sse, sid: kind == .sse ? client(side).sseSid : nil), nowMs: serverNowMs))
+        process(
+            server.core.handle(.opened(id, kind == .ws ? .ws : .sse, sid: kind == .sse ? client(side).sseSid : nil), nowMs: serverNowMs))
         let envelope = Envelope(.join, rid: roomId, payload: (try? JSONValue(encoding: join)) ?? [:])
         let outputs = server.core.handle(.message(id, envelope), nowMs: serverNowMs)
         for case .send(let target, let reply) in outputs where target == id { trace(nil, "intruder got \(Describe.envelope(reply))") }

@@ -26,7 +26,10 @@ extension World {
                 connection.serverOpen = true
                 connection.serverIncarnation = server.incarnation
                 connection.lastHeardByServer = scheduler.now
-                process(server.core.handle(.opened(ConnectionID(connection.id), kind == .ws ? .ws : .sse, sid: kind == .sse ? client(side).sseSid : nil), nowMs: serverNowMs))
+                process(
+                    server.core.handle(
+                        .opened(ConnectionID(connection.id), kind == .ws ? .ws : .sse, sid: kind == .sse ? client(side).sseSid : nil),
+                        nowMs: serverNowMs))
             }
             let back = signalingDelay(side)
             scheduler.after(back) { [self] in
@@ -47,7 +50,9 @@ extension World {
     func sendUp(_ connection: SimConnection, _ envelope: Envelope) {
         let side = connection.side
         guard connection.clientOpen else { return }
-        if connection.pathEpoch != network(side).pathEpoch || connection.upstreamDead { return trace(side, "lost in a dead path: \(envelope.type)") }
+        if connection.pathEpoch != network(side).pathEpoch || connection.upstreamDead {
+            return trace(side, "lost in a dead path: \(envelope.type)")
+        }
         if envelope.messageType == .join, network(side).joinsToLose > 0 {
             updateNetwork(side) { $0.joinsToLose -= 1 }
             return trace(side, "join lost on its way")
@@ -96,7 +101,9 @@ extension World {
             var refused = delivered == nil
             if let target = delivered {
                 refused = serverReceives(envelope, on: connections[target.raw] ?? connection)
-                if adversarial, rng.chance(0.3) { scheduler.after(rng.range(0, 400)) { [self] in serverReceives(envelope, on: connections[target.raw] ?? connection) } }
+                if adversarial, rng.chance(0.3) {
+                    scheduler.after(rng.range(0, 400)) { [self] in serverReceives(envelope, on: connections[target.raw] ?? connection) }
+                }
             }
             scheduler.after(signalingDelay(side)) { [self] in
                 guard !refused else {
@@ -186,7 +193,9 @@ extension World {
                 if let connection = connections[id.raw] { serverClose(connection, byServer: true, replaced: reason == .replaced) }
             case .unauthorized(let id):
                 if let connection = connections[id.raw] {
-                    scheduler.after(signalingDelay(connection.side)) { [self] in client(connection.side).run { self.client(connection.side).linkFailed(connection) } }
+                    scheduler.after(signalingDelay(connection.side)) { [self] in
+                        client(connection.side).run { self.client(connection.side).linkFailed(connection) }
+                    }
                 }
             case .event(let event):
                 trace(nil, "server: \(event)")
@@ -207,9 +216,11 @@ extension World {
     /// rule allows (plus this check's own interval and the core's tick) must be gone.
     func serverKeepAlive() {
         guard server.isUp else { return }
-        for connection in connections.values.sorted(by: { $0.id < $1.id }) where connection.serverOpen && connection.serverIncarnation == server.incarnation {
+        for connection in connections.values.sorted(by: { $0.id < $1.id })
+        where connection.serverOpen && connection.serverIncarnation == server.incarnation {
             let side = connection.side
-            let answers = connection.clientOpen && connection.pathEpoch == network(side).pathEpoch && !connection.upstreamDead
+            let answers =
+                connection.clientOpen && connection.pathEpoch == network(side).pathEpoch && !connection.upstreamDead
                 && !connection.downstreamDead && network(side).signalingUp && !client(side).frozen
             if answers { connection.lastHeardByServer = scheduler.now }
             let silentFor = scheduler.now - connection.lastHeardByServer
@@ -222,7 +233,9 @@ extension World {
                 if silentFor > SSELiveness.silenceLimitMs + ResilienceConstants.PING_INTERVAL_MS + 2_000, !serverClockJumped,
                     server.core.isOpen(ConnectionID(connection.id))
                 {
-                    monitor.fail(.vanishedClientKept, side, "the server still holds SSE stream #\(connection.id) \(Describe.time(silentFor)) after its client could last POST")
+                    monitor.fail(
+                        .vanishedClientKept, side,
+                        "the server still holds SSE stream #\(connection.id) \(Describe.time(silentFor)) after its client could last POST")
                 }
                 deliverDown(connection, .comment)
             }
@@ -245,7 +258,8 @@ extension World {
 
     func releaseHeld(_ side: Side) {
         for connection in connections.values.sorted(by: { $0.id < $1.id }) where connection.side == side {
-            let up = connection.heldUp, down = connection.heldDown
+            let up = connection.heldUp
+            let down = connection.heldDown
             connection.heldUp = []
             connection.heldDown = []
             up.forEach { $0() }

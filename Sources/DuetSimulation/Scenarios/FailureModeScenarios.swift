@@ -4,7 +4,8 @@ import DuetClient
 extension NamedScenarios {
     static let failureModes: [NamedScenario] = [
         NamedScenario(
-            "epoch-stale-negotiation-dropped", "B leaves and rejoins; A's first offer (an older peer session) is replayed to B: it never reaches B's WebRTC.",
+            "epoch-stale-negotiation-dropped",
+            "B leaves and rejoins; A's first offer (an older peer session) is replayed to B: it never reaches B's WebRTC.",
             options: {
                 $0.actions = [.init(at: 5_000, .b, .leave), .init(at: 5_100, .b, .rejoin)]
                 $0.faults = [fault(15_000, .replayFirstOffer(.b))]
@@ -28,7 +29,9 @@ extension NamedScenarios {
                 }
                 let restarts = outcome.events(.a).filter { if case .iceRestart = $0.event { true } else { false } }
                 let statuses = outcome.events(.a).filter { if case .connectionStatus = $0.event { true } else { false } }
-                return check(away < mediaDiesAt, "B was suspended at \(away) ms, after its media died at \(mediaDiesAt) ms: the scenario proves nothing")
+                return check(
+                    away < mediaDiesAt,
+                    "B was suspended at \(away) ms, after its media died at \(mediaDiesAt) ms: the scenario proves nothing")
                     + check(!restarts.contains { $0.at >= away && $0.at < back }, "A restarted ICE towards the suspended B: \(restarts)")
                     + check(!statuses.contains { $0.at >= away && $0.at < back }, "A's status changed while B was away: \(statuses)")
                     + check(restarts.contains { $0.at >= back }, "A did not restart when B came back with media down: \(restarts)")
@@ -60,7 +63,8 @@ extension NamedScenarios {
                     return outcome.events(side).compactMap { if case .transport(let kind) = $0.event, $0.at < ending { kind } else { nil } }
                 }
                 return check(escalations >= 5, "B escalated only \(escalations) times: the cycle never reached its fallback turn")
-                    + check(transports(.a) == [.ws] && transports(.b) == [.ws], "signaling changed: A \(transports(.a)), B \(transports(.b))")
+                    + check(
+                        transports(.a) == [.ws] && transports(.b) == [.ws], "signaling changed: A \(transports(.a)), B \(transports(.b))")
             }),
         NamedScenario(
             "B04-restart-after-fresh-view", "A restart wanted while signaling was down waits for the room state after the reconnect.",
@@ -77,7 +81,8 @@ extension NamedScenarios {
                     + check(outcome.trace(.b, "ROOM_FULL").isEmpty, "B found the room full")
             }),
         NamedScenario(
-            "B06-told-it-was-suspended", "The server suspended B without B knowing (dead downstream): B finds out by its pings and rejoins.",
+            "B06-told-it-was-suspended",
+            "The server suspended B without B knowing (dead downstream): B finds out by its pings and rejoins.",
             options: { $0.faults = [fault(5_000, 60_000, .halfOpen(.b, upstreamDead: false))] },
             expect: { outcome in
                 check(!outcome.trace(nil, "server: suspended").isEmpty, "the server never suspended B")
@@ -92,21 +97,27 @@ extension NamedScenarios {
             expect: { outcome in
                 check(outcome.trace(nil, "intruder got joined").isEmpty, "the intruder was seated")
                     + check(!outcome.trace(.b, "new SSE session id").isEmpty, "B did not renew its SSE session id")
-                    + check(Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } }).count == 1,
-                            "B lost its seat")
+                    + check(
+                        Set(outcome.events(.b).compactMap { if case .participants(_, _, let me) = $0.event { me } else { nil } }).count
+                            == 1,
+                        "B lost its seat")
             }),
         NamedScenario(
             "B08-no-stale-connected-after-background", "After a long background the app does not claim `connected` on a dead link.",
             options: { $0.faults = [fault(5_000, 60_000, .freeze(.a))] },
             expect: { outcome in
-                check(outcome.statuses(.a).contains(.recovering) || outcome.statuses(.a).contains(.retrying), "A never left `connected`: \(outcome.statuses(.a))")
+                check(
+                    outcome.statuses(.a).contains(.recovering) || outcome.statuses(.a).contains(.retrying),
+                    "A never left `connected`: \(outcome.statuses(.a))")
             }),
         NamedScenario(
             "B09-turn-expiry-while-signaling-down", "TURN credentials come due while signaling is down: refreshed once it is back.",
             options: { $0.faults = [fault(470_000, 40_000, .partition(.a, .signaling))] },
             expect: { outcome in
                 let healed = outcome.establishedAt + 510_000
-                return check(outcome.trace(.a, "turnCredentialsFetched").compactMap(Self.time).contains { $0 >= healed }, "no TURN credentials fetched once signaling was back")
+                return check(
+                    outcome.trace(.a, "turnCredentialsFetched").compactMap(Self.time).contains { $0 >= healed },
+                    "no TURN credentials fetched once signaling was back")
             }),
         NamedScenario(
             "B10-rejoin-races-cleanup", "Leave and join again at once: the new join does not race the old teardown.",
@@ -123,7 +134,9 @@ extension NamedScenarios {
             },
             expect: { outcome in
                 check(outcome.phases(.b).last == .idle, "B ended in \(outcome.phases(.b))")
-                    + check(!outcome.trace(.b, "ROOM_ENDED").isEmpty || !outcome.trace(.b, "room_ended").isEmpty, "B was not told the room ended")
+                    + check(
+                        !outcome.trace(.b, "ROOM_ENDED").isEmpty || !outcome.trace(.b, "room_ended").isEmpty,
+                        "B was not told the room ended")
             }),
         NamedScenario(
             "B12-ws-to-sse-keeps-the-session", "WebSocket refused after a drop: B falls back to SSE and keeps its seat.",
@@ -140,14 +153,18 @@ extension NamedScenarios {
                 // and the WebSocket is refused: A's restart offer and candidates are written while A is still
                 // rejoining, so they wait in the outbox. (Not while B is suspended: nothing is offered to a peer
                 // that is away, B01.)
-                $0.faults = [fault(5_000, 20_000, .partition(.b, .signaling)), fault(20_000, 13_000, .partition(.b, .both)),
-                             fault(44_000, 12_000, .webSocketRefused), fault(46_000, .networkChange(.a, offlineMs: 2_000))]
+                $0.faults = [
+                    fault(5_000, 20_000, .partition(.b, .signaling)), fault(20_000, 13_000, .partition(.b, .both)),
+                    fault(44_000, 12_000, .webSocketRefused), fault(46_000, .networkChange(.a, offlineMs: 2_000)),
+                ]
             },
             expect: { outcome in
                 // Something really was buffered while A was down (else the scenario proves nothing); that no stale
                 // description reached WebRTC is the invariant `staleEpochApplied`, checked on every one applied
                 // (older peer session, or older ICE credentials of the same peer connection).
-                check(!outcome.trace(.a, "queued for after the rejoin: offer").isEmpty, "A's restart offer was not buffered while its signaling was down")
+                check(
+                    !outcome.trace(.a, "queued for after the rejoin: offer").isEmpty,
+                    "A's restart offer was not buffered while its signaling was down")
                     + check(outcome.restarts(.a).count + outcome.restarts(.b).count > 0, "no ICE restart renegotiated after the outage")
             }),
         NamedScenario(
@@ -193,7 +210,9 @@ extension NamedScenarios {
             }),
         NamedScenario(
             "B16-state-kept-while-suspended", "While B is suspended A's network changes; all of it is caught up when B is back.",
-            options: { $0.faults = [fault(5_000, 40_000, .partition(.b, .signaling)), fault(15_000, .networkChange(.a, offlineMs: 2_000))] },
+            options: {
+                $0.faults = [fault(5_000, 40_000, .partition(.b, .signaling)), fault(15_000, .networkChange(.a, offlineMs: 2_000))]
+            },
             expect: { outcome in
                 // A's network change kills the media path while B cannot be told: the restart waits for B's
                 // return, and B's seat and id survive the suspension.

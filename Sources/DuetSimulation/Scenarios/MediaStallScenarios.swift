@@ -20,7 +20,11 @@ extension NamedScenarios {
             return check(restart != nil, "A never restarted ICE at B's request: \(outcome.restarts(.a))")
                 // B noticed after the stall timeout and within one more sample, and the request reached A at once.
                 + check(
-                    restart.map { $0 - stalledAt >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS && $0 - stalledAt <= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + 2 * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS + 1_000 } ?? false,
+                    restart.map {
+                        $0 - stalledAt >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS
+                            && $0 - stalledAt <= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + 2
+                                * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS + 1_000
+                    } ?? false,
                     "A restarted \(restart.map { "\($0 - stalledAt) ms" } ?? "never") after the stall began")
                 + check(!outcome.trace(.a, "⇐ restart_request").isEmpty, "A never heard B's restart_request")
                 + check(left != nil, "B's status never left connected")
@@ -39,10 +43,16 @@ extension NamedScenarios {
                 return check(restart != nil, "\(side) never restarted ICE for the stall: \(outcome.restarts(side))")
                     // Noticed after the stall timeout, and within one more sample of it.
                     + check(
-                        restart.map { $0 - stalledAt >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS && $0 - stalledAt <= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + 2 * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS } ?? false,
+                        restart.map {
+                            $0 - stalledAt >= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS
+                                && $0 - stalledAt <= ResilienceConstants.MEDIA_STALL_TIMEOUT_MS + 2
+                                    * ResilienceConstants.MEDIA_SAMPLE_INTERVAL_MS
+                        } ?? false,
                         "the stall was noticed \(restart.map { "\($0 - stalledAt) ms" } ?? "never") after it began")
                     + check(left != nil, "\(side)'s status never left connected")
-                    + check(outcome.restarts(side.other).isEmpty, "\(side.other), whose media never stopped, restarted: \(outcome.restarts(side.other))")
+                    + check(
+                        outcome.restarts(side.other).isEmpty,
+                        "\(side.other), whose media never stopped, restarted: \(outcome.restarts(side.other))")
             })
     }
 }

@@ -7,8 +7,10 @@ public struct NamedScenario: Sendable {
     let options: @Sendable (inout Simulation.Options) -> Void
     let expect: @Sendable (Outcome) -> [String]
 
-    init(_ name: String, _ summary: String, options: @escaping @Sendable (inout Simulation.Options) -> Void,
-         expect: @escaping @Sendable (Outcome) -> [String] = { _ in [] }) {
+    init(
+        _ name: String, _ summary: String, options: @escaping @Sendable (inout Simulation.Options) -> Void,
+        expect: @escaping @Sendable (Outcome) -> [String] = { _ in [] }
+    ) {
         self.name = name
         self.summary = summary
         self.options = options

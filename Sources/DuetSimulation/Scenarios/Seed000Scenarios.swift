@@ -11,15 +11,22 @@ extension NamedScenarios {
             expect: { outcome in
                 check(outcome.transports(.a).count >= 2, "A did not reconnect: \(outcome.transports(.a))")
                     + check(!outcome.trace(.a, "joined e").filter { $0.contains("reattached") }.isEmpty, "A's rejoin was not `reattached`")
-                    + check(outcome.restarts(.a).isEmpty && outcome.restarts(.b).isEmpty, "ICE restarted: A \(outcome.restarts(.a)), B \(outcome.restarts(.b))")
-                    + check(outcome.trace(.a, "iceStateChanged").filter { (Self.time($0) ?? 0) < outcome.establishedAt + 30_000 }.allSatisfy { !$0.contains("disconnected") },
-                            "A's media dropped")
+                    + check(
+                        outcome.restarts(.a).isEmpty && outcome.restarts(.b).isEmpty,
+                        "ICE restarted: A \(outcome.restarts(.a)), B \(outcome.restarts(.b))")
+                    + check(
+                        outcome.trace(.a, "iceStateChanged").filter { (Self.time($0) ?? 0) < outcome.establishedAt + 30_000 }.allSatisfy {
+                            !$0.contains("disconnected")
+                        },
+                        "A's media dropped")
             }),
         NamedScenario(
             "000-2-ice-disconnected-transient", "ICE disconnected for less than the 2 s window: no ICE restart.",
             options: { $0.faults = [fault(5_000, 3_500, .partition(.a, .media))] },
             expect: { outcome in
-                check(outcome.restarts(.a).isEmpty && outcome.restarts(.b).isEmpty, "ICE restarted: A \(outcome.restarts(.a)), B \(outcome.restarts(.b))")
+                check(
+                    outcome.restarts(.a).isEmpty && outcome.restarts(.b).isEmpty,
+                    "ICE restarted: A \(outcome.restarts(.a)), B \(outcome.restarts(.b))")
                     + check(outcome.statuses(.a) == [.recovering, .connected], "A went through \(outcome.statuses(.a))")
             }),
         NamedScenario(
@@ -29,8 +36,10 @@ extension NamedScenarios {
                 let disconnectedAt = outcome.trace(.a, "iceStateChanged(DuetClient.NegotiationMachine.IceState.disconnected)").first
                 let restartAt = outcome.firstTime(.a, after: outcome.establishedAt, isRestart(.iceDisconnected))
                 return check(restartAt != nil, "the host did not restart ICE on disconnected: \(outcome.restarts(.a))")
-                    + check(disconnectedAt.flatMap(Self.time).map { (restartAt ?? 0) - $0 } == ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS,
-                            "restart not 2 s after disconnected")
+                    + check(
+                        disconnectedAt.flatMap(Self.time).map { (restartAt ?? 0) - $0 }
+                            == ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS,
+                        "restart not 2 s after disconnected")
                     + check(outcome.restarts(.b).isEmpty, "the non-host restarted: \(outcome.restarts(.b))")
             }),
         NamedScenario(
@@ -40,7 +49,9 @@ extension NamedScenarios {
                 let failedAt = outcome.trace(.a, "IceState.failed").first.flatMap(Self.time)
                 let next = failedAt.flatMap { at in outcome.firstTime(.a, after: at, isRestart()) }
                 return check(failedAt != nil, "A's ICE never failed")
-                    + check(next.map { $0 - failedAt! <= ResilienceConstants.ICE_RESTART_COOLDOWN_MS } ?? false, "no restart within the cooldown after failed")
+                    + check(
+                        next.map { $0 - failedAt! <= ResilienceConstants.ICE_RESTART_COOLDOWN_MS } ?? false,
+                        "no restart within the cooldown after failed")
             }),
         NamedScenario(
             "000-4-network-recovery", "Wi-Fi → cellular with 3 s offline: online on the new path → ICE restart.",
@@ -57,7 +68,9 @@ extension NamedScenarios {
                 let first = outcome.firstTime(.a, after: outcome.establishedAt, isRestart())
                 let timedOut = outcome.firstTime(.a, after: outcome.establishedAt, isRestart(.offerTimeout))
                 return check(timedOut != nil, "no restart after an offer timeout: \(outcome.restarts(.a))")
-                    + check(first.map { abs((timedOut ?? 0) - $0 - ResilienceConstants.OFFER_TIMEOUT_MS) <= 5 } ?? false, "the timeout was not 8 s after the lost offer")
+                    + check(
+                        first.map { abs((timedOut ?? 0) - $0 - ResilienceConstants.OFFER_TIMEOUT_MS) <= 5 } ?? false,
+                        "the timeout was not 8 s after the lost offer")
             }),
         NamedScenario(
             "000-6-non-host-fallback", "The host's offer is late (6 s): the non-host offers itself after 4 s; the glare resolves.",
@@ -74,7 +87,9 @@ extension NamedScenarios {
             expect: { outcome in
                 let downAt = outcome.firstTime(.a, after: outcome.establishedAt + 5_000) { $0 == .transport(nil) }
                 let limit = ResilienceConstants.PING_INTERVAL_MS * Int64(ResilienceConstants.PONG_MISS_THRESHOLD + 1)
-                return check(downAt.map { $0 - outcome.establishedAt - 5_000 <= limit } ?? false, "the dead socket was not closed within \(limit) ms")
+                return check(
+                    downAt.map { $0 - outcome.establishedAt - 5_000 <= limit } ?? false, "the dead socket was not closed within \(limit) ms"
+                )
                     + check(!outcome.trace(.a, "joined e").filter { $0.contains("reattached") }.isEmpty, "A's rejoin was not `reattached`")
             }),
         NamedScenario(
@@ -86,7 +101,9 @@ extension NamedScenarios {
             expect: { outcome in
                 let joins = outcome.trace(.b, "→ join").compactMap(Self.time)
                 return check(joins.count >= 2, "B sent \(joins.count) join(s)")
-                    + check(joins.count < 2 || joins[1] - joins[0] == ResilienceConstants.JOIN_RECOVERY_MS, "the join was not re-sent after 4 s: \(joins)")
+                    + check(
+                        joins.count < 2 || joins[1] - joins[0] == ResilienceConstants.JOIN_RECOVERY_MS,
+                        "the join was not re-sent after 4 s: \(joins)")
                     + check(outcome.failures(.b).isEmpty, "B failed: \(outcome.failures(.b))")
             }),
     ]

@@ -15,8 +15,9 @@ extension NamedScenarios {
             expect: { outcome in
                 Side.allCases.flatMap { side in
                     let verdicts = outcome.events(side).compactMap { if case .verification(let v) = $0.event { v } else { nil } }
-                    return check(verdicts.contains(.verified) && !verdicts.contains(.intercepted),
-                                 "\(side) was never verified, or was intercepted: \(verdicts)")
+                    return check(
+                        verdicts.contains(.verified) && !verdicts.contains(.intercepted),
+                        "\(side) was never verified, or was intercepted: \(verdicts)")
                 }
             }),
         NamedScenario(
@@ -31,7 +32,8 @@ extension NamedScenarios {
                 var problems = check(!outcome.trace(.b, "the server rewrote the fingerprints").isEmpty, "no description was ever rewritten")
                 for side in Side.allCases {
                     let events = outcome.events(side)
-                    guard let caught = events.firstIndex(where: { if case .verification(.intercepted) = $0.event { true } else { false } }) else {
+                    guard let caught = events.firstIndex(where: { if case .verification(.intercepted) = $0.event { true } else { false } })
+                    else {
                         problems.append("\(side) never said intercepted")
                         continue
                     }

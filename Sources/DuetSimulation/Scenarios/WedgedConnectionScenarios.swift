@@ -7,16 +7,22 @@ import DuetClient
 /// its wedged connection refuses once signaling is gone too (network change).
 extension NamedScenarios {
     static let wedgedConnections: [NamedScenario] = [
-        wedged(.a, "host", "B's media is cut for 20 s (its ICE fails): A restarts ICE and its wedged connection refuses B's answer",
-               then: fault(6_000, 20_000, .partition(.b, .media))),
-        wedged(.b, "guest", "B's media is cut for 20 s (its ICE fails): A restarts ICE and B's wedged connection refuses A's offer",
-               then: fault(6_000, 20_000, .partition(.b, .media))),
-        wedged(.b, "network-change", "B's network changes: B's restart offer is lost with its socket, and at its timeout the wedged connection refuses the rollback",
-               then: fault(6_000, .networkChange(.b, offlineMs: 1_000))),
+        wedged(
+            .a, "host", "B's media is cut for 20 s (its ICE fails): A restarts ICE and its wedged connection refuses B's answer",
+            then: fault(6_000, 20_000, .partition(.b, .media))),
+        wedged(
+            .b, "guest", "B's media is cut for 20 s (its ICE fails): A restarts ICE and B's wedged connection refuses A's offer",
+            then: fault(6_000, 20_000, .partition(.b, .media))),
+        wedged(
+            .b, "network-change",
+            "B's network changes: B's restart offer is lost with its socket, and at its timeout the wedged connection refuses the rollback",
+            then: fault(6_000, .networkChange(.b, offlineMs: 1_000))),
         // Issue 51: what a replacement leaves behind must not break the next recovery. Firefox hosting Chromium, whose
         // restart after a network change is refused and replaces its connection; then 12 s without media between the two.
-        wedged(.b, "then-outage", "B's network changes and its wedged connection is replaced; once media flows again, the media path between the two is cut for 12 s",
-               then: fault(6_000, .networkChange(.b, offlineMs: 1_000)), fault(30_000, 12_000, .partition(.b, .media))),
+        wedged(
+            .b, "then-outage",
+            "B's network changes and its wedged connection is replaced; once media flows again, the media path between the two is cut for 12 s",
+            then: fault(6_000, .networkChange(.b, offlineMs: 1_000)), fault(30_000, 12_000, .partition(.b, .media))),
     ]
 
     private static func wedged(_ side: Side, _ name: String, _ story: String, then triggers: ScheduledFault...) -> NamedScenario {
@@ -27,9 +33,15 @@ extension NamedScenarios {
             expect: { outcome in
                 let wedgedAt = outcome.establishedAt + 5_000
                 let replacements = outcome.events(side).filter { $0.at >= wedgedAt && isRestart(.peerConnectionWedged)($0.event) }
-                return check(replacements.count == 1, "\(side) replaced its wedged connection \(replacements.count) times (once expected): \(outcome.restarts(side))")
-                    + check(!outcome.trace(side, "Failed to set SSL role").isEmpty, "\(side)'s wedged connection never refused anything: the scenario did not test the wedge")
-                    + check(!outcome.restarts(side.other).contains(.peerConnectionWedged), "\(side.other), whose connection was fine, replaced it")
+                return check(
+                    replacements.count == 1,
+                    "\(side) replaced its wedged connection \(replacements.count) times (once expected): \(outcome.restarts(side))")
+                    + check(
+                        !outcome.trace(side, "Failed to set SSL role").isEmpty,
+                        "\(side)'s wedged connection never refused anything: the scenario did not test the wedge")
+                    + check(
+                        !outcome.restarts(side.other).contains(.peerConnectionWedged),
+                        "\(side.other), whose connection was fine, replaced it")
             })
     }
 }

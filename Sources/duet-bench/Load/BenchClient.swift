@@ -27,10 +27,13 @@ final class BenchClient: Sendable {
         start(try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10)), latency: latency)
     }
 
-    static func connect(to server: ServerUnderTest, over transport: SignalingTransportKind, latency: LatencyRecorder) async throws -> BenchClient {
+    static func connect(to server: ServerUnderTest, over transport: SignalingTransportKind, latency: LatencyRecorder) async throws
+        -> BenchClient
+    {
         switch transport {
         case .ws: try await connect(server.webSocketURL, latency: latency)
-        case .sse: start(try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(10), http: sseHTTP), latency: latency)
+        case .sse:
+            start(try await SSESignalingConnection.connect(baseURL: server.baseURL, timeout: .seconds(10), http: sseHTTP), latency: latency)
         }
     }
 
@@ -64,7 +67,8 @@ final class BenchClient: Sendable {
                 if case .int(let sent)? = envelope.payload["t"] {
                     latency.record(nanoseconds: Self.now &- UInt64(truncatingIfNeeded: sent))
                 }
-                let (waiter, handler, window) = state.withLock { state -> (CheckedContinuation<Envelope?, Never>?, (@Sendable (Envelope) -> Void)?, CheckedContinuation<Void, Never>?) in
+                let (waiter, handler, window) = state.withLock {
+                    state -> (CheckedContinuation<Envelope?, Never>?, (@Sendable (Envelope) -> Void)?, CheckedContinuation<Void, Never>?) in
                     state.received += 1
                     var window: CheckedContinuation<Void, Never>?
                     if let waiter = state.windowWaiter, state.received >= waiter.target {
@@ -129,7 +133,9 @@ final class BenchClient: Sendable {
 
     /// Sends `join` and waits for its answer, `joined` or an `error` (a refused join); returns it and the time it
     /// took. Throws when the connection closes first or no answer comes within `timeout`.
-    func join(_ rid: String, reconnect: (cid: String, token: String)? = nil, timeout: Duration = .seconds(60)) async throws -> (Envelope, Duration) {
+    func join(_ rid: String, reconnect: (cid: String, token: String)? = nil, timeout: Duration = .seconds(60)) async throws -> (
+        Envelope, Duration
+    ) {
         let payload = JoinPayload(reconnectCid: reconnect?.cid, reconnectToken: reconnect?.token, device: "bench")
         let started = ContinuousClock.now
         try await connection.send(Envelope(.join, rid: rid, payload: try JSONValue(encoding: payload)))
@@ -166,6 +172,6 @@ final class BenchClient: Sendable {
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     static let candidate: JSONValue = [
-        "candidate": ["candidate": "candidate:1 1 udp 2122260223 10.0.0.1 50000 typ host generation 0", "sdpMid": "0", "sdpMLineIndex": 0],
+        "candidate": ["candidate": "candidate:1 1 udp 2122260223 10.0.0.1 50000 typ host generation 0", "sdpMid": "0", "sdpMLineIndex": 0]
     ]
 }

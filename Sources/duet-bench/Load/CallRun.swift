@@ -28,7 +28,8 @@ enum CallRun {
         _ kind: ServerUnderTest.Kind, over transport: SignalingTransportKind = .ws, rooms: Int, joinsPerSecond: Double, seconds: Double
     ) async throws -> CallResult {
         let server = try ServerUnderTest(kind)
-        let relay = LatencyRecorder(), joins = LatencyRecorder()
+        let relay = LatencyRecorder()
+        let joins = LatencyRecorder()
         let rids = try await Rooms.make(rooms, on: server)
         let before = server.sample
         let generatorBefore = ProcessSample(pid: getpid())
@@ -67,7 +68,8 @@ enum CallRun {
         let serverJoins = try await ServerJoinHistogram.read(from: server)
         server.stop()
         return CallResult(
-            server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary, serverJoinMs: serverJoins, relayLatencyMs: relay.summary,
+            server: kind, transport: transport.rawValue, rooms: rooms, joinsPerSecond: joinsPerSecond, joinLatencyMs: joins.summary,
+            serverJoinMs: serverJoins, relayLatencyMs: relay.summary,
             messagesPerSecond: Double(delivered) / elapsed, serverRSSKiB: after.rssKiB,
             serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / elapsed,
             generatorCPUPercent: 100 * (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / elapsed)

@@ -104,7 +104,12 @@ final class HoldRecorder: Sendable {
         current.counts.withLock { change(&$0) }
     }
 
-    func loss(draining: Bool) { count { $0.losses += 1; if draining { $0.drainings += 1 } } }
+    func loss(draining: Bool) {
+        count {
+            $0.losses += 1
+            if draining { $0.drainings += 1 }
+        }
+    }
     func drainingOnly() { count { $0.drainings += 1 } }
     func error(_ key: String) { count { $0.errors[key, default: 0] += 1 } }
     func close(_ key: String) { count { $0.closes[key, default: 0] += 1 } }
@@ -324,7 +329,8 @@ final class HoldClient: Sendable {
 
     private static func setParticipants(_ participants: [ParticipantInfo], in state: inout State, now: ContinuousClock.Instant) {
         state.participants = participants
-        let whole = state.joined && participants.count == 2 && participants.contains { $0.cid == state.cid }
+        let whole =
+            state.joined && participants.count == 2 && participants.contains { $0.cid == state.cid }
             && participants.allSatisfy { ($0.connectionStatus ?? .connected) == .connected }
         if !whole { state.wholeSince = nil } else if state.wholeSince == nil { state.wholeSince = now }
     }
@@ -348,7 +354,11 @@ enum HoldRun {
     /// `http://host:port/` from `http(s)://…`, `ws(s)://…`, with or without a trailing `/ws`.
     static func normalizedBase(_ url: String) -> String {
         var base = url
-        if base.hasPrefix("ws://") { base = "http://" + base.dropFirst(5) } else if base.hasPrefix("wss://") { base = "https://" + base.dropFirst(6) }
+        if base.hasPrefix("ws://") {
+            base = "http://" + base.dropFirst(5)
+        } else if base.hasPrefix("wss://") {
+            base = "https://" + base.dropFirst(6)
+        }
         if let query = base.firstIndex(of: "?") { base = String(base[..<query]) }
         if base.hasSuffix("/ws") { base.removeLast(2) }
         return base.hasSuffix("/") ? base : base + "/"
@@ -365,7 +375,9 @@ enum HoldRun {
         let deadline = started + .milliseconds(Int64(maxSeconds * 1_000))
         let recorder = HoldRecorder()
         let rids = try await Rooms.make(rooms, baseURL: base)
-        let clients = rids.flatMap { rid in [HoldClient(rid: rid, base: base, recorder: recorder), HoldClient(rid: rid, base: base, recorder: recorder)] }
+        let clients = rids.flatMap { rid in
+            [HoldClient(rid: rid, base: base, recorder: recorder), HoldClient(rid: rid, base: base, recorder: recorder)]
+        }
         let connectStart = ContinuousClock.now
         let interval = Duration.nanoseconds(Int64(1e9 / max(1, joinsPerSecond)))
         for (index, client) in clients.enumerated() {
@@ -377,11 +389,16 @@ enum HoldRun {
         let finished = Locked(false)
         let ready = Locked<Double?>(nil)
         @Sendable func finish(timedOut: Bool) -> Never {
-            if finished.withLock({ let was = $0; $0 = true; return was }) {
+            if finished.withLock({
+                let was = $0
+                $0 = true
+                return was
+            }) {
                 while true { sleep(60) }  // the other caller is printing and exits
             }
-            let result = snapshot(url: base, rooms: rids.count, clients: clients, recorder: recorder, timedOut: timedOut,
-                                  running: (ContinuousClock.now - started).seconds, ready: ready.withLock { $0 })
+            let result = snapshot(
+                url: base, rooms: rids.count, clients: clients, recorder: recorder, timedOut: timedOut,
+                running: (ContinuousClock.now - started).seconds, ready: ready.withLock { $0 })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             say("BENCH " + ((try? String(decoding: encoder.encode(result), as: UTF8.self)) ?? "{}"))
@@ -450,13 +467,16 @@ enum HoldRun {
         for state in states { lastKinds[state.lastKind ?? "never joined", default: 0] += 1 }
         var notWhole: [String] = []
         for index in stride(from: 0, to: states.count - 1, by: 2) {
-            let a = states[index], b = states[index + 1]
+            let a = states[index]
+            let b = states[index + 1]
             let seats = Set([a.cid, b.cid].compactMap { $0 })
-            let whole = a.wholeSince != nil && b.wholeSince != nil && seats.count == 2
+            let whole =
+                a.wholeSince != nil && b.wholeSince != nil && seats.count == 2
                 && Set(a.participants.map(\.cid)) == seats && Set(b.participants.map(\.cid)) == seats
             if !whole {
                 func side(_ s: HoldClient.State) -> String {
-                    "\(s.cid ?? "-") \(s.joined ? "joined" : "away") sees [" + s.participants.map { "\($0.cid) \($0.connectionStatus?.rawValue ?? "?")" }.joined(separator: ", ") + "]"
+                    "\(s.cid ?? "-") \(s.joined ? "joined" : "away") sees ["
+                        + s.participants.map { "\($0.cid) \($0.connectionStatus?.rawValue ?? "?")" }.joined(separator: ", ") + "]"
                 }
                 notWhole.append("\(clients[index].rid): \(side(a)) | \(side(b))")
             }
@@ -508,7 +528,8 @@ struct JoinLatencyResult: Codable, Sendable {
 
 enum JoinLatencyRun {
     static func run(url: String, directURL: String, rooms: Int, joinsPerSecond: Double) async throws -> JoinLatencyResult {
-        let proxy = HoldRun.normalizedBase(url), direct = HoldRun.normalizedBase(directURL)
+        let proxy = HoldRun.normalizedBase(url)
+        let direct = HoldRun.normalizedBase(directURL)
         let rids = try await Rooms.make(rooms, baseURL: proxy)
         let recorders = [(LatencyRecorder(), LatencyRecorder()), (LatencyRecorder(), LatencyRecorder())]
         let failures = Locked([0, 0])
@@ -538,10 +559,14 @@ enum JoinLatencyRun {
 
     private static func pair(base: String, rid: String, connects: LatencyRecorder, joins: LatencyRecorder) async throws {
         var connections: [WebSocketSignalingConnection] = []
-        defer { let open = connections; Task { for connection in open { await connection.close() } } }
+        defer {
+            let open = connections
+            Task { for connection in open { await connection.close() } }
+        }
         for _ in 0..<2 {
             let begun = ContinuousClock.now
-            let connection = try await WebSocketSignalingConnection.connect(url: SignalingURL.webSocket(server: base, roomId: rid), timeout: .seconds(10))
+            let connection = try await WebSocketSignalingConnection.connect(
+                url: SignalingURL.webSocket(server: base, roomId: rid), timeout: .seconds(10))
             connects.record(nanoseconds: (ContinuousClock.now - begun).nanoseconds)
             connections.append(connection)
             var events = connection.events.makeAsyncIterator()

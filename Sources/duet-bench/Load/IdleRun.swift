@@ -28,7 +28,8 @@ enum IdleRun {
     static let callMessageBytes = 4_096
 
     static func run(
-        _ kind: ServerUnderTest.Kind, connections count: Int, leakRounds: Int = 3, leakRoundConnections: Int = 10_000, leakSettleSeconds: Int = 14
+        _ kind: ServerUnderTest.Kind, connections count: Int, leakRounds: Int = 3, leakRoundConnections: Int = 10_000,
+        leakSettleSeconds: Int = 14
     ) async throws -> IdleResult {
         let server = try ServerUnderTest(kind)
         let latency = LatencyRecorder()

@@ -17,7 +17,8 @@ struct RelayResult: Codable, Sendable {
 
 enum RelayRun {
     static func run(
-        _ kind: ServerUnderTest.Kind, over transport: SignalingTransportKind = .ws, pairs count: Int, seconds: Double, rate: Double?, window: Int = 64
+        _ kind: ServerUnderTest.Kind, over transport: SignalingTransportKind = .ws, pairs count: Int, seconds: Double, rate: Double?,
+        window: Int = 64
     ) async throws -> RelayResult {
         let server = try ServerUnderTest(kind)
         let latency = LatencyRecorder()
@@ -30,10 +31,15 @@ enum RelayRun {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await Task.sleep(until: deadline)
-                for pair in pairs { pair.a.releaseWaiters(); pair.b.releaseWaiters() }
+                for pair in pairs {
+                    pair.a.releaseWaiters()
+                    pair.b.releaseWaiters()
+                }
             }
             for pair in pairs {
-                for (sender, receiver) in server.kind == .echo ? [(pair.a, pair.a), (pair.b, pair.b)] : [(pair.a, pair.b), (pair.b, pair.a)] {
+                for (sender, receiver) in server.kind == .echo
+                    ? [(pair.a, pair.a), (pair.b, pair.b)] : [(pair.a, pair.b), (pair.b, pair.a)]
+                {
                     group.addTask {
                         var sent = 0
                         let baseline = receiver.received
@@ -60,10 +66,14 @@ enum RelayRun {
         let after = server.sample
         let delivered = senders.reduce(0) { $0 + $1.received } - receivedBefore
         let secondsTaken = elapsed.seconds
-        for pair in pairs { await pair.a.close(); await pair.b.close() }
+        for pair in pairs {
+            await pair.a.close()
+            await pair.b.close()
+        }
         server.stop()
         return RelayResult(
-            server: kind, transport: transport.rawValue, pairs: count, offeredRate: rate, messagesPerSecond: Double(delivered) / secondsTaken,
+            server: kind, transport: transport.rawValue, pairs: count, offeredRate: rate,
+            messagesPerSecond: Double(delivered) / secondsTaken,
             latencyMs: latency.summary, serverRSSKiB: after.rssKiB,
             serverCPUPercent: 100 * (after.cpuSeconds - before.cpuSeconds) / secondsTaken)
     }

@@ -24,7 +24,8 @@ enum ServerJoinHistogram {
         var buckets: [(bound: Double, count: Int)] = []
         for line in text.split(separator: "\n") where line.hasPrefix(metric + "_bucket{") {
             guard let start = line.range(of: "le=\""), let end = line[start.upperBound...].firstIndex(of: "\""),
-                  let count = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+                let count = line.split(separator: " ").last.flatMap({ Double($0) })
+            else { continue }
             let label = line[start.upperBound..<end]
             buckets.append((label == "+Inf" ? .infinity : Double(label) ?? .infinity, Int(count)))
         }

@@ -2,7 +2,7 @@ import DuetProtocol
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A WebSocket client that upgrades, joins and then reads nothing (a frozen tab), on a plain socket with a small
@@ -44,9 +44,10 @@ final class SlowReader: Sendable {
             throw BenchError("slow reader: connect: errno \(errno)")
         }
         do {
-            try reader.write(Array((
-                "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                    + "Sec-WebSocket-Key: c29hay1mcm96ZW4tdGFiIQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
+            try reader.write(
+                Array(
+                    ("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Key: c29hay1mcm96ZW4tdGFiIQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
             let head = try reader.readHead()
             guard head.hasPrefix("HTTP/1.1 101") else { throw BenchError("slow reader: upgrade answered \(head.prefix(40))") }
             try reader.write(maskedTextFrame(join))
@@ -95,6 +96,6 @@ final class SlowReader: Sendable {
     func close() { _ = Glibc.close(fd) }
 }
 
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
 }

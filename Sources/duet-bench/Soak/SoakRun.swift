@@ -56,7 +56,8 @@ enum SoakRun {
         let sampler = SoakSampler(server: server, counts: counts)
         let started = ContinuousClock.now
         let idleBefore = try await sampler.sample(since: started)
-        let joins = LatencyRecorder(), relay = LatencyRecorder()
+        let joins = LatencyRecorder()
+        let relay = LatencyRecorder()
         let end = started + .milliseconds(Int64(seconds * 1_000))
         let slots = max(1, clients / 2)
         let sampling = Task { await sampler.run(since: started, every: sampleSeconds, until: end) }
@@ -103,7 +104,12 @@ final class SoakCounts: Sendable {
     func outcome(_ key: String) { state.withLock { $0.outcomes[key, default: 0] += 1 } }
     func error(_ key: String) { state.withLock { $0.errors[key, default: 0] += 1 } }
     func began() { state.withLock { $0.active += 1 } }
-    func ended() { state.withLock { $0.active -= 1; $0.calls += 1 } }
+    func ended() {
+        state.withLock {
+            $0.active -= 1
+            $0.calls += 1
+        }
+    }
 }
 
 /// One call of a slot, from its room id to its end.
@@ -189,7 +195,8 @@ struct SoakCall: Sendable {
         do {
             if sse {
                 return BenchClient.start(
-                    try await SSESignalingConnection.connect(baseURL: base, timeout: .seconds(10), http: BenchClient.sseHTTP), latency: relay)
+                    try await SSESignalingConnection.connect(baseURL: base, timeout: .seconds(10), http: BenchClient.sseHTTP),
+                    latency: relay)
             }
             return try await BenchClient.connect(SignalingURL.webSocket(server: base, roomId: nil), latency: relay)
         } catch {
@@ -197,7 +204,9 @@ struct SoakCall: Sendable {
         }
     }
 
-    private func join(_ client: BenchClient, _ rid: String, reconnect: (cid: String, token: String)? = nil) async throws -> (cid: String?, payload: JoinedPayload) {
+    private func join(_ client: BenchClient, _ rid: String, reconnect: (cid: String, token: String)? = nil) async throws -> (
+        cid: String?, payload: JoinedPayload
+    ) {
         let (envelope, took) = try await client.join(rid, reconnect: reconnect, timeout: .seconds(10))
         guard envelope.type == MessageType.joined.rawValue, let joined = try? envelope.payload.decode(JoinedPayload.self) else {
             throw BenchError("join answered \(envelope.type): \(envelope.payload)")

@@ -103,12 +103,15 @@ struct SoakSampler: Sendable {
         for line in body.split(separator: "\n") where !line.hasPrefix("#") {
             guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
             let series = line[..<space]
-            var name = Substring(series), labels: [String: String] = [:]
+            var name = Substring(series)
+            var labels: [String: String] = [:]
             if let open = series.firstIndex(of: "{"), series.hasSuffix("}") {
                 name = series[..<open]
                 for pair in series[series.index(after: open)..<series.index(before: series.endIndex)].split(separator: ",") {
                     let parts = pair.split(separator: "=", maxSplits: 1)
-                    if parts.count == 2 { labels[String(parts[0])] = String(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
+                    if parts.count == 2 {
+                        labels[String(parts[0])] = String(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+                    }
                 }
             }
             metrics[String(name), default: []].append((labels, value))

@@ -32,15 +32,19 @@ final class ServerUnderTest: @unchecked Sendable {
 
     private func start() throws {
         let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
-        let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../benchmarks").standardized.path
+        let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../benchmarks")
+            .standardized.path
         switch kind {
         case .duet:
             process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["DUET_BINARY"] ?? binDir + "/duet")
-            process.arguments = ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", dataDirectory.path,
-                                 "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0", "--stun-port", "0",
-                                 // Every client is on loopback: one address. The per-address cap (200, since issue 15)
-                                 // refused the storm's 1,000 and idle's 19,900 clients (HTTP 400 on the upgrade).
-                                 "--max-connections-per-ip", "1000000"] + extraArguments
+            process.arguments =
+                [
+                    "serve", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", dataDirectory.path,
+                    "--rate-limit", "off", "--log-level", "error", "--drain-grace", "0", "--stun-port", "0",
+                    // Every client is on loopback: one address. The per-address cap (200, since issue 15)
+                    // refused the storm's 1,000 and idle's 19,900 clients (HTTP 400 on the upgrade).
+                    "--max-connections-per-ip", "1000000",
+                ] + extraArguments
         case .node:
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["node", benchmarks + "/node-relay.js", "\(port)"]

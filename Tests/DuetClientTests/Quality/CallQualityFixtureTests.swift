@@ -69,7 +69,8 @@ import Testing
                 let atMs = try #require((capture["atMs"] as? NSNumber)?.doubleValue)
                 let decoded = WebRtcBinStats.Decoded(
                     framesDecoded: expected.framesDecoded, frameWidth: expected.frameWidth, frameHeight: expected.frameHeight)
-                #expect(WebRtcBinStats.sample(reportJSON: json, timestampMs: atMs, decoded: decoded) == expected, "\(fixture.name) #\(index)")
+                #expect(
+                    WebRtcBinStats.sample(reportJSON: json, timestampMs: atMs, decoded: decoded) == expected, "\(fixture.name) #\(index)")
             }
         }
     }

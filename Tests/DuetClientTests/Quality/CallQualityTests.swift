@@ -3,8 +3,10 @@ import Testing
 
 /// `CallQuality`'s edges, the same cases as Tests/web/call-quality.test.mjs.
 @Suite struct CallQualityTests {
-    func at(_ timestampMs: Double, audio: Int = 0, audioLost: Int = 0, video: Int = 0, videoLost: Int = 0,
-            bytesIn: Int = 0, bytesOut: Int = 0, jitterMs: Double? = nil, rttMs: Double? = nil) -> QualitySample {
+    func at(
+        _ timestampMs: Double, audio: Int = 0, audioLost: Int = 0, video: Int = 0, videoLost: Int = 0,
+        bytesIn: Int = 0, bytesOut: Int = 0, jitterMs: Double? = nil, rttMs: Double? = nil
+    ) -> QualitySample {
         QualitySample(
             timestampMs: timestampMs, audioPacketsReceived: audio, audioPacketsLost: audioLost, videoPacketsReceived: video,
             videoPacketsLost: videoLost, bytesReceived: bytesIn, bytesSent: bytesOut, jitterMs: jitterMs, rttMs: rttMs)
@@ -62,7 +64,8 @@ import Testing
         let at160 = CallQuality.meanOpinionScore(rttMs: 300, jitterMs: 0, lossPct: 0)
         #expect(abs(below - at160) < 1e-4, "the two delay branches meet at 160 ms")
         func cost(_ from: Double, _ to: Double) -> Double {
-            CallQuality.meanOpinionScore(rttMs: from, jitterMs: 0, lossPct: 0) - CallQuality.meanOpinionScore(rttMs: to, jitterMs: 0, lossPct: 0)
+            CallQuality.meanOpinionScore(rttMs: from, jitterMs: 0, lossPct: 0)
+                - CallQuality.meanOpinionScore(rttMs: to, jitterMs: 0, lossPct: 0)
         }
         #expect(cost(400, 500) > 3 * cost(0, 100))
         var previous = Double.infinity

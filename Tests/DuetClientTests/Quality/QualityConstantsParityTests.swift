@@ -15,7 +15,8 @@ import Testing
             browser[String(match.1)] = Double(String(match.2))
         }
         let swift = Dictionary(uniqueKeysWithValues: QualityConstants.table.map { ($0.name, $0.value) })
-        #expect(browser.count == swift.count && swift.count == 3, "quality-constants.js has \(browser.count), the Swift table \(swift.count)")
+        #expect(
+            browser.count == swift.count && swift.count == 3, "quality-constants.js has \(browser.count), the Swift table \(swift.count)")
         for (name, value) in swift {
             #expect(browser[name] == value, "\(name): browser \(browser[name].map { "\($0)" } ?? "missing"), Swift \(value)")
         }

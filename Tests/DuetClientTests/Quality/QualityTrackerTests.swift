@@ -30,7 +30,9 @@ import Testing
                 let name = try event.decode(String.self, forKey: .status)
                 self.event = .connectionStatus(try #require(ConnectionStatus(rawValue: name)))
             case "polled":
-                self.event = .polled(atMs: try event.decode(Double.self, forKey: .atMs), sample: try event.decodeIfPresent(QualitySample.self, forKey: .sample))
+                self.event = .polled(
+                    atMs: try event.decode(Double.self, forKey: .atMs),
+                    sample: try event.decodeIfPresent(QualitySample.self, forKey: .sample))
             case let other:
                 throw DecodingError.dataCorruptedError(forKey: .type, in: event, debugDescription: "unknown event \(other)")
             }
@@ -45,11 +47,21 @@ import Testing
 
     /// A JSON scalar, to compare a listed field with the encoded reading's.
     enum JSONValue: Decodable, Equatable {
-        case number(Double), string(String), bool(Bool), null
+        case number(Double)
+        case string(String)
+        case bool(Bool)
+        case null
         init(from decoder: any Decoder) throws {
             let value = try decoder.singleValueContainer()
-            if value.decodeNil() { self = .null } else if let b = try? value.decode(Bool.self) { self = .bool(b) }
-            else if let d = try? value.decode(Double.self) { self = .number(d) } else { self = .string(try value.decode(String.self)) }
+            if value.decodeNil() {
+                self = .null
+            } else if let b = try? value.decode(Bool.self) {
+                self = .bool(b)
+            } else if let d = try? value.decode(Double.self) {
+                self = .number(d)
+            } else {
+                self = .string(try value.decode(String.self))
+            }
         }
     }
 

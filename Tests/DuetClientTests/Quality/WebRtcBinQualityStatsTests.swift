@@ -19,10 +19,12 @@ import Testing
              {"type":"local-candidate","id":"l","candidate-type":"host"}]
             """
         let sample = try #require(WebRtcBinStats.sample(reportJSON: report, timestampMs: 1_500, decoded: Self.decoded))
-        #expect(sample == QualitySample(
-            timestampMs: 1_500, audioPacketsReceived: 480, audioPacketsLost: 20, videoPacketsReceived: 900, videoPacketsLost: 3,
-            bytesReceived: 640_000, bytesSent: 538_000, jitterMs: 4, rttMs: 2, framesDecoded: 120, frameWidth: 320,
-            frameHeight: 240, audioCodec: "OPUS", videoCodec: nil, candidateType: "host"))
+        #expect(
+            sample
+                == QualitySample(
+                    timestampMs: 1_500, audioPacketsReceived: 480, audioPacketsLost: 20, videoPacketsReceived: 900, videoPacketsLost: 3,
+                    bytesReceived: 640_000, bytesSent: 538_000, jitterMs: 4, rttMs: 2, framesDecoded: 120, frameWidth: 320,
+                    frameHeight: 240, audioCodec: "OPUS", videoCodec: nil, candidateType: "host"))
     }
 
     @Test func withoutASelectedPairRttComesFromRtcpAndJitterFromVideoWhenNoAudio() throws {

@@ -1,20 +1,26 @@
 import DuetClient
 import DuetProtocol
-@testable import DuetRooms
 import DuetTestSupport
 import Foundation
 import Testing
+
+@testable import DuetRooms
 
 /// The caller's sealed name (issue 31) in Swift: it opens the seals Python's `cryptography` made
 /// (Tests/fixtures/ringing/caller-seal.json, also opened by the browser's caller-seal.js), and refuses every altered one.
 @Suite struct CallerSealTests {
     struct Fixture: Decodable {
-        struct Case: Decodable { var linkKey, rid, callId, name: String; var at: Int64; var caller: JSONValue }
+        struct Case: Decodable {
+            var linkKey, rid, callId, name: String
+            var at: Int64
+            var caller: JSONValue
+        }
         var cases: [Case]
     }
 
     @Test func sealsMadeByAnIndependentImplementationOpen() throws {
-        let fixture = try JSONDecoder().decode(Fixture.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/ringing/caller-seal.json")))
+        let fixture = try JSONDecoder().decode(
+            Fixture.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/ringing/caller-seal.json")))
         #expect(fixture.cases.count == 2)
         for vector in fixture.cases {
             let key = try #require(LinkKey(base64url: vector.linkKey))
@@ -24,9 +30,18 @@ import Testing
             #expect(CallerSeal.open(vector.caller, rid: "other-room", callId: vector.callId, key: key, nowMs: now) == .altered)
             #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: LinkKey.random(), nowMs: now) == .altered)
             // A replayed ring: its seal is older than a ring can be (or from the future by as much).
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs) == .verified(vector.name))
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs + 1) == .altered)
-            #expect(CallerSeal.open(vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at - RingLimits.callerSealMaxAgeMs - 1) == .altered)
+            #expect(
+                CallerSeal.open(
+                    vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs)
+                    == .verified(vector.name))
+            #expect(
+                CallerSeal.open(
+                    vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at + RingLimits.callerSealMaxAgeMs + 1)
+                    == .altered)
+            #expect(
+                CallerSeal.open(
+                    vector.caller, rid: vector.rid, callId: vector.callId, key: key, nowMs: vector.at - RingLimits.callerSealMaxAgeMs - 1)
+                    == .altered)
         }
     }
 
@@ -37,7 +52,9 @@ import Testing
         #expect(CallerSeal.open(sealed, rid: "r", callId: "c", key: key) == .verified("Mum"))
         // A plain name in a keyed call is the server's word: never shown.
         #expect(CallerSeal.open(["v": 1, "plain": "Bank"], rid: "r", callId: "c", key: key) == .altered)
-        #expect(CallerSeal.open(try CallerSeal.seal(name: "Mum", rid: "r", callId: "c", key: nil), rid: "r", callId: "c", key: nil) == .unverified("Mum"))
+        #expect(
+            CallerSeal.open(try CallerSeal.seal(name: "Mum", rid: "r", callId: "c", key: nil), rid: "r", callId: "c", key: nil)
+                == .unverified("Mum"))
         #expect(CallerSeal.open(nil, rid: "r", callId: "c", key: key) == .altered)
         #expect(CallerSeal.clean(String(repeating: "x", count: 100)).count == 64)
     }

@@ -12,7 +12,9 @@ import Testing
     static let callerDevice = "swift-caller-device-02"
 
     /// Both have been in the call (member tokens), then left; Alice is back, alone, and Bob's app listens.
-    func setUp(_ server: TestServer, media: SimulatedMediaNetwork) async throws -> (caller: DuetCall, listener: RingListener, roomId: String, key: LinkKey) {
+    func setUp(_ server: TestServer, media: SimulatedMediaNetwork) async throws -> (
+        caller: DuetCall, listener: RingListener, roomId: String, key: LinkKey
+    ) {
         let key = LinkKey.random()
         func call(_ device: String, quiet: Bool = false) async -> DuetCall {
             var configuration = DuetCall.Configuration(server: server.baseURL)
@@ -30,7 +32,8 @@ import Testing
         let alice = await call(Self.callerDevice, quiet: true)
         await alice.join(roomId: roomId)
         _ = try await eventually("Alice waits") { await alice.phase == .waiting ? true : nil }
-        let listener = RingListener(server: server.baseURL, deviceId: Self.calleeDevice, calls: [.init(roomId: roomId, memberToken: token, key: key)])
+        let listener = RingListener(
+            server: server.baseURL, deviceId: Self.calleeDevice, calls: [.init(roomId: roomId, memberToken: token, key: key)])
         return (alice, listener, roomId, key)
     }
 
@@ -48,7 +51,9 @@ import Testing
 
     func incoming(_ heard: Recorder<RingListener.Event>) async throws -> IncomingCall {
         try await eventually("an incoming call") {
-            await heard.first { if case .incoming = $0 { true } else { false } }.flatMap { if case .incoming(let call) = $0 { call } else { nil } }
+            await heard.first { if case .incoming = $0 { true } else { false } }.flatMap {
+                if case .incoming(let call) = $0 { call } else { nil }
+            }
         }
     }
 
@@ -72,7 +77,10 @@ import Testing
         await listener.decline(call)
         #expect(try await finalState(updates) == "declined")
         _ = try await eventually("the listener hears it ended") { await heard.first { $0 == .ended(call, .declined) } }
-        await listener.stop(); await alice.shutdown(); await media.shutdown(); await server.stop()
+        await listener.stop()
+        await alice.shutdown()
+        await media.shutdown()
+        await server.stop()
     }
 
     @Test func anAcceptedRingIsAcceptedForTheCallerAndAnsweredHere() async throws {
@@ -88,7 +96,10 @@ import Testing
         await listener.accept(call)
         _ = try await eventually("answered here") { await heard.first { $0 == .ended(call, .acceptedHere) } }
         #expect(try await finalState(updates) == "accepted")
-        await listener.stop(); await alice.shutdown(); await media.shutdown(); await server.stop()
+        await listener.stop()
+        await alice.shutdown()
+        await media.shutdown()
+        await server.stop()
     }
 }
 

@@ -20,7 +20,8 @@ final class FastClock: Clock, Sendable {
         static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
-    private let state = Mutex<(realAnchor: ContinuousClock.Instant, engineAnchor: Swift.Duration, factor: Double)>((ContinuousClock.now, .zero, 1))
+    private let state = Mutex<(realAnchor: ContinuousClock.Instant, engineAnchor: Swift.Duration, factor: Double)>(
+        (ContinuousClock.now, .zero, 1))
 
     var now: Instant {
         state.withLock { Instant(offset: $0.engineAnchor + (ContinuousClock.now - $0.realAnchor) * $0.factor) }
@@ -53,7 +54,10 @@ final class Participant: Sendable {
     let warnings = WarningLog()
     private let reader: Task<Void, Never>
 
-    init(server: TestServer, media: SimulatedMediaNetwork, name: String, clock: any Clock<Duration> = ContinuousClock(), sseOnly: Bool = false) async {
+    init(
+        server: TestServer, media: SimulatedMediaNetwork, name: String, clock: any Clock<Duration> = ContinuousClock(),
+        sseOnly: Bool = false
+    ) async {
         engine = await media.makeEngine(name: name)
         self.media = media
         var configuration = DuetCall.Configuration(server: server.baseURL)
@@ -94,7 +98,8 @@ final class Participant: Sendable {
             }
         }
         let warned = warnings.last(10)
-        throw TestFailure("\(what) did not happen within \(timeout); events (without stats and quality): \(told.suffix(40)); warnings: \(warned)")
+        throw TestFailure(
+            "\(what) did not happen within \(timeout); events (without stats and quality): \(told.suffix(40)); warnings: \(warned)")
     }
 
     func waitInCallConnected(timeout: Duration = .seconds(10)) async throws {
@@ -140,7 +145,9 @@ struct RecordingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt
+    ) {
         into.append("\(label): \(message) \(metadata ?? [:])")
     }
 }
@@ -151,7 +158,9 @@ actor EventLog {
 }
 
 /// Alice creates a room, Bob joins it; both on simulated engines sharing one media network.
-func startCall(server: TestServer, media: SimulatedMediaNetwork, clock: any Clock<Duration> = ContinuousClock(), sseOnly: Bool = false) async throws -> (Participant, Participant) {
+func startCall(server: TestServer, media: SimulatedMediaNetwork, clock: any Clock<Duration> = ContinuousClock(), sseOnly: Bool = false)
+    async throws -> (Participant, Participant)
+{
     let alice = await Participant(server: server, media: media, name: "alice", clock: clock, sseOnly: sseOnly)
     let bob = await Participant(server: server, media: media, name: "bob", clock: clock, sseOnly: sseOnly)
     await alice.call.startNewCall()

@@ -1,4 +1,5 @@
 import DuetProtocol
+
 @testable import DuetClient
 
 /// Test support only (it left the shipping DuetClient product): the DuetCall runtime tests drive real async
@@ -68,7 +69,9 @@ public actor SimulatedMediaNetwork {
 
     public func stats(of engine: SimulatedWebRtcEngine) -> Stats {
         let peer = peers[engine.id]!
-        return Stats(framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice, iceRestartsApplied: max(0, peer.localUfrags - 1), offersCreated: peer.offers)
+        return Stats(
+            framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice,
+            iceRestartsApplied: max(0, peer.localUfrags - 1), offersCreated: peer.offers)
     }
 
     public func configuration(of engine: SimulatedWebRtcEngine) -> RtcConfiguration { peers[engine.id]!.configuration }
@@ -82,8 +85,9 @@ public actor SimulatedMediaNetwork {
         let quality = QualitySample(
             timestampMs: 0, audioPacketsReceived: peer.frames * 2, videoPacketsReceived: peer.frames, rttMs: rttMs,
             framesDecoded: peer.frames, candidateType: candidateType)
-        return CallStats(videoFramesReceived: peer.frames, audioPacketsReceived: peer.frames * 2,
-                         candidateType: candidateType, roundTripTimeMs: rttMs, quality: quality)
+        return CallStats(
+            videoFramesReceived: peer.frames, audioPacketsReceived: peer.frames * 2,
+            candidateType: candidateType, roundTripTimeMs: rttMs, quality: quality)
     }
 
     /// Cuts the media path (signaling is separate).
@@ -109,9 +113,10 @@ public actor SimulatedMediaNetwork {
         guard var peer = peers[id], peer.peerConnections == 0 || peer.closed else { return }
         // A new connection knows nothing of the one it replaces (a renewal after a wedge, issue 32): no descriptions,
         // no credentials, no candidates, ICE `new`. Only what the engine counts over the whole call carries over.
-        peer = Peer(name: peer.name, continuation: peer.continuation, peerConnections: peer.peerConnections + 1,
-                    frames: peer.frames, localUfrags: peer.localUfrags, configuration: configuration, offers: peer.offers,
-                    refuseRemoteDescriptions: peer.refuseRemoteDescriptions)
+        peer = Peer(
+            name: peer.name, continuation: peer.continuation, peerConnections: peer.peerConnections + 1,
+            frames: peer.frames, localUfrags: peer.localUfrags, configuration: configuration, offers: peer.offers,
+            refuseRemoteDescriptions: peer.refuseRemoteDescriptions)
         peers[id] = peer
     }
 
@@ -129,7 +134,10 @@ public actor SimulatedMediaNetwork {
         peer.rollbackUfrag = peer.localUfrag
         peer.offers += 1
         let fresh = iceRestart || peer.localUfrag == nil
-        if fresh { peer.localUfrag = newUfrag(); peer.localUfrags += 1 }
+        if fresh {
+            peer.localUfrag = newUfrag()
+            peer.localUfrags += 1
+        }
         peer.signaling = .haveLocalOffer
         peers[id] = peer
         emit(id, .signalingState(.haveLocalOffer))
@@ -141,7 +149,10 @@ public actor SimulatedMediaNetwork {
         var peer = try live(id)
         guard peer.signaling == .haveRemoteOffer else { throw SimulatedWebRtcError.wrongState("createAnswer in \(peer.signaling)") }
         let fresh = peer.localUfrag == nil || peer.answeredRemoteUfrag != peer.remoteUfrag
-        if fresh { peer.localUfrag = newUfrag(); peer.localUfrags += 1 }
+        if fresh {
+            peer.localUfrag = newUfrag()
+            peer.localUfrags += 1
+        }
         peer.answeredRemoteUfrag = peer.remoteUfrag
         peer.signaling = .stable
         peers[id] = peer
@@ -226,7 +237,9 @@ public actor SimulatedMediaNetwork {
     }
 
     private func degrade(_ id: Int, to state: NegotiationMachine.IceState, generation: Int) {
-        guard generation == cutGeneration, !linkUp, let peer = peers[id], !peer.closed, peer.ice != .closed, peer.ice != .new else { return }
+        guard generation == cutGeneration, !linkUp, let peer = peers[id], !peer.closed, peer.ice != .closed, peer.ice != .new else {
+            return
+        }
         if state == .failed { peers[id]!.failedUfrag = peer.localUfrag }
         if state == .failed || peer.ice == .connected || peer.ice == .completed || peer.ice == .checking { setIce(id, state) }
     }
@@ -249,7 +262,8 @@ public actor SimulatedMediaNetwork {
         guard let ufrag = peers[id]?.localUfrag else { return }
         for index in 0..<2 {
             let candidate = IceCandidate(
-                candidate: "candidate:\(index + 1) 1 udp 2122260223 10.0.\(id).1 \(50_000 + index) typ host generation 0 ufrag \(ufrag) network-id 1",
+                candidate:
+                    "candidate:\(index + 1) 1 udp 2122260223 10.0.\(id).1 \(50_000 + index) typ host generation 0 ufrag \(ufrag) network-id 1",
                 sdpMid: "0", sdpMLineIndex: 0)
             after(.milliseconds(2 + index * 3)) { network in await network.emitCandidate(id, candidate, ufrag: ufrag) }
         }
@@ -340,7 +354,9 @@ public final class SimulatedWebRtcEngine: WebRtcEngine {
         self.events = events
     }
 
-    public func ensurePeerConnection(_ configuration: RtcConfiguration) async throws { await network.ensurePeerConnection(id, configuration) }
+    public func ensurePeerConnection(_ configuration: RtcConfiguration) async throws {
+        await network.ensurePeerConnection(id, configuration)
+    }
     public func createOffer(iceRestart: Bool) async throws -> String { try await network.createOffer(id, iceRestart: iceRestart) }
     public func createAnswer() async throws -> String { try await network.createAnswer(id) }
     public func setRemoteDescription(_ kind: NegotiationMachine.DescriptionKind, sdp: String) async throws {

@@ -42,7 +42,8 @@ struct Driven<Machine, Action: TimerCarrying> {
     mutating func advance(by ms: Int64) -> [Action] {
         let target = nowMs + ms
         var produced: [Action] = []
-        while let (timer, deadline) = deadlines.filter({ $0.value <= target }).min(by: { ($0.value, "\($0.key)") < ($1.value, "\($1.key)") }) {
+        while let (timer, deadline) = deadlines.filter({ $0.value <= target }).min(by: { ($0.value, "\($0.key)") < ($1.value, "\($1.key)") }
+        ) {
             nowMs = deadline
             deadlines[timer] = nil
             let actions = fire(&machine, timer)

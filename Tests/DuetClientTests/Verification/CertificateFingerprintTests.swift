@@ -48,7 +48,8 @@ import Testing
         let der = try #require(CertificateFingerprint.der(fromPEM: pem))
         var other = der
         other[other.count / 2] ^= 0x01
-        let otherPEM = "-----BEGIN CERTIFICATE-----\n\(Data(other).base64EncodedString(options: .lineLength64Characters))\n-----END CERTIFICATE-----\n"
+        let otherPEM =
+            "-----BEGIN CERTIFICATE-----\n\(Data(other).base64EncodedString(options: .lineLength64Characters))\n-----END CERTIFICATE-----\n"
         let both = CertificateFingerprint.ders(fromPEM: pem + otherPEM)
         #expect(both == [der, other])
         #expect(CertificateFingerprint.ders(fromPEM: "") == [])

@@ -30,7 +30,8 @@ import Testing
         relayed.payload["from"] = .string(v.sender)
         #expect(bob.check(relayed) == .pass)
         var swapped = relayed
-        swapped.payload["sdp"] = .string(v.sdp.replacingOccurrences(of: "4A:AD", with: "4A:AE").replacingOccurrences(of: "4a:ad", with: "4a:ae"))
+        swapped.payload["sdp"] = .string(
+            v.sdp.replacingOccurrences(of: "4A:AD", with: "4A:AE").replacingOccurrences(of: "4a:ad", with: "4a:ae"))
         #expect(bob.check(swapped) == .rejected, "fingerprint rewritten")
         #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "from": .string(v.sender)])) == .rejected, "no auth")
         #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth)])) == .rejected, "no from")
@@ -52,12 +53,19 @@ import Testing
     @Test func aVerifyFailedCarriesTheVectorAuthAndAForgedOrKeylessOneIsDropped() throws {
         let v = try VerificationVectorTests.vectors().verifyFailed
         let key = try #require(LinkKey(base64url: v.key))
-        #expect(VerificationVectorTests.hex(FingerprintAuth.verifyFailedMessage(rid: v.rid, sender: v.sender, receiver: v.receiver)) == v.messageHex)
+        #expect(
+            VerificationVectorTests.hex(FingerprintAuth.verifyFailedMessage(rid: v.rid, sender: v.sender, receiver: v.receiver))
+                == v.messageHex)
         let bob = told(v.rid, me: v.sender, peer: v.receiver, key: key)
         #expect(bob.signed(Envelope(.verifyFailed, rid: v.rid))?.payload["auth"]?.stringValue == v.auth)
         let alice = told(v.rid, me: v.receiver, peer: v.sender, key: key)
         #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .pass)
-        #expect(alice.check(Envelope(.verifyFailed, payload: ["auth": .string((v.auth.first == "A" ? "B" : "A") + v.auth.dropFirst()), "from": .string(v.sender)])) == .dropped)
+        #expect(
+            alice.check(
+                Envelope(
+                    .verifyFailed,
+                    payload: ["auth": .string((v.auth.first == "A" ? "B" : "A") + v.auth.dropFirst()), "from": .string(v.sender)]))
+                == .dropped)
         #expect(alice.check(Envelope(.verifyFailed, payload: ["from": .string(v.sender)])) == .dropped)
         let keyless = told(v.rid, me: v.receiver, peer: v.sender, key: nil)
         #expect(keyless.check(Envelope(.verifyFailed, payload: ["auth": .string(v.auth), "from": .string(v.sender)])) == .dropped)
@@ -81,10 +89,13 @@ import Testing
         #expect(carol.check(failed) == .dropped)
         var alone = SignedSignaling(key: key)
         alone.note(.room(v.rid))
-        alone.note(.participants([ParticipantInfo(cid: v.sender, joinedAt: 0, connectionStatus: .connected)], hostCid: v.sender, myCid: v.sender))
+        alone.note(
+            .participants([ParticipantInfo(cid: v.sender, joinedAt: 0, connectionStatus: .connected)], hostCid: v.sender, myCid: v.sender))
         #expect(alone.signed(Envelope(.offer, rid: v.rid, payload: ["sdp": .string(v.sdp)])) == nil, "nobody to sign for")
         #expect(alice.signed(Envelope(.answer, rid: v.rid, payload: [:])) == nil, "no SDP to sign")
-        #expect(alice.signed(Envelope(.ice, rid: v.rid, payload: ["candidate": .null])) == Envelope(.ice, rid: v.rid, payload: ["candidate": .null]))
+        #expect(
+            alice.signed(Envelope(.ice, rid: v.rid, payload: ["candidate": .null]))
+                == Envelope(.ice, rid: v.rid, payload: ["candidate": .null]))
     }
 
     @Test func theSafetyCodeComesOnceBothSidesAreKnownAndGoesWithThePeer() throws {
@@ -107,12 +118,17 @@ import Testing
         let key = try #require(LinkKey(base64url: v.key))
         var bob = told(v.rid, me: v.receiver, peer: v.sender, key: key)
         // Bob's seat was renewed (a fresh join with a new cid); Alice signed for his old one just before she knew.
-        bob.note(.participants([v.sender, "C-bob-new"].map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) }, hostCid: v.sender, myCid: "C-bob-new"))
+        bob.note(
+            .participants(
+                [v.sender, "C-bob-new"].map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) }, hostCid: v.sender,
+                myCid: "C-bob-new"))
         #expect(bob.myCid == "C-bob-new")
         #expect(bob.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .pass)
         // Someone else's seat is not ours.
         let carol = told(v.rid, me: "C-carol", peer: v.sender, key: key)
-        #expect(carol.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .rejected)
+        #expect(
+            carol.check(Envelope(.offer, payload: ["sdp": .string(v.sdp), "auth": .string(v.auth), "from": .string(v.sender)])) == .rejected
+        )
     }
 
     /// duet call, on a link without a key, found the handshake's certificate is not the described one: the code is

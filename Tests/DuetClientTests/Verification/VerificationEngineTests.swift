@@ -1,6 +1,7 @@
 import DuetProtocol
-@testable import DuetClient
 import Testing
+
+@testable import DuetClient
 
 /// The engine's side of a verified call (issue 19): the runtime checks each offer and answer against the link's
 /// key and hands over only those that pass; one that fails comes as `descriptionRejected`. The engine then tells the
@@ -19,7 +20,8 @@ import Testing
 
     func roomState(_ participants: [String], epoch: Int64) throws -> Envelope {
         let state = RoomStatePayload(
-            hostCid: "C-h", participants: participants.map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) }, epoch: epoch)
+            hostCid: "C-h", participants: participants.map { ParticipantInfo(cid: $0, joinedAt: 0, connectionStatus: .connected) },
+            epoch: epoch)
         return Envelope(.roomState, rid: rid, epoch: epoch, payload: try JSONValue(encoding: state))
     }
 

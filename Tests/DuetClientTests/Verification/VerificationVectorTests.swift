@@ -26,7 +26,8 @@ import Testing
     }
 
     static func vectors() throws -> Vectors {
-        try JSONDecoder().decode(Vectors.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/verification/vectors.json")))
+        try JSONDecoder().decode(
+            Vectors.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/verification/vectors.json")))
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -38,7 +39,9 @@ import Testing
             let key = try #require(LinkKey(base64url: v.key), "\(v.name)")
             let prints = FingerprintAuth.fingerprints(inSDP: v.sdp)
             #expect(prints == v.fingerprints, "\(v.name)")
-            #expect(Self.hex(FingerprintAuth.message(rid: v.rid, sender: v.sender, receiver: v.receiver, fingerprints: prints)) == v.messageHex, "\(v.name)")
+            #expect(
+                Self.hex(FingerprintAuth.message(rid: v.rid, sender: v.sender, receiver: v.receiver, fingerprints: prints)) == v.messageHex,
+                "\(v.name)")
             #expect(FingerprintAuth.auth(key: key, rid: v.rid, sender: v.sender, receiver: v.receiver, sdp: v.sdp) == v.auth, "\(v.name)")
             #expect(FingerprintAuth.verify(auth: v.auth, key: key, rid: v.rid, sender: v.sender, receiver: v.receiver, sdp: v.sdp))
         }
@@ -47,10 +50,14 @@ import Testing
     /// The browser reads the same file (Tests/web/verification.test.mjs): one grammar for `a=fingerprint` lines.
     @Test func fingerprintLinesAreReadAsTheBrowserReadsThem() throws {
         struct Cases: Decodable {
-            struct Case: Decodable { var lines: [String]; var expected: [String] }
+            struct Case: Decodable {
+                var lines: [String]
+                var expected: [String]
+            }
             var cases: [Case]
         }
-        let file = try JSONDecoder().decode(Cases.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/verification/fingerprint-lines.json")))
+        let file = try JSONDecoder().decode(
+            Cases.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/verification/fingerprint-lines.json")))
         #expect(file.cases.count >= 7)
         for item in file.cases {
             #expect(FingerprintAuth.fingerprints(inSDP: item.lines.joined(separator: "\r\n")) == item.expected, "\(item.lines)")
@@ -60,7 +67,10 @@ import Testing
     @Test func authSaysNoToASwappedFingerprintAReflectionAnotherRoomOrKeyOrNone() throws {
         let v = try #require(try Self.vectors().auth.first)
         let key = try #require(LinkKey(base64url: v.key))
-        func verify(auth: String? = nil, key: LinkKey? = nil, rid: String? = nil, sender: String? = nil, receiver: String? = nil, sdp: String? = nil, noAuth: Bool = false) -> Bool {
+        func verify(
+            auth: String? = nil, key: LinkKey? = nil, rid: String? = nil, sender: String? = nil, receiver: String? = nil,
+            sdp: String? = nil, noAuth: Bool = false
+        ) -> Bool {
             FingerprintAuth.verify(
                 auth: noAuth ? nil : (auth ?? v.auth), key: key ?? LinkKey(base64url: v.key)!, rid: rid ?? v.rid,
                 sender: sender ?? v.sender, receiver: receiver ?? v.receiver, sdp: sdp ?? v.sdp)
@@ -73,7 +83,9 @@ import Testing
         #expect(!verify(noAuth: true), "no auth on a keyed link")
         #expect(!verify(auth: String(v.auth.dropLast())))
         let stripped = v.sdp.components(separatedBy: "\r\n").filter { !$0.hasPrefix("a=fingerprint") }.joined(separator: "\r\n")
-        #expect(FingerprintAuth.auth(key: key, rid: v.rid, sender: v.sender, receiver: v.receiver, sdp: stripped) == nil, "nothing to vouch for")
+        #expect(
+            FingerprintAuth.auth(key: key, rid: v.rid, sender: v.sender, receiver: v.receiver, sdp: stripped) == nil, "nothing to vouch for"
+        )
         #expect(!verify(sdp: stripped))
         #expect(verify(sdp: v.sdp + "a=extmap:9 urn:x\r\n"), "only the fingerprints are vouched for")
     }
@@ -97,7 +109,8 @@ import Testing
         #expect(SafetyCode.code(rid: s.rid, local: s.local, remote: s.remote) == s.code)
         #expect(SafetyCode.code(rid: s.rid, local: s.remote, remote: s.local) == s.code, "the other end")
         let middle = ["sha-256 AA:BB"]
-        #expect(SafetyCode.code(rid: s.rid, local: s.local, remote: middle) != SafetyCode.code(rid: s.rid, local: s.remote, remote: middle),
-                "someone in the middle: the codes differ")
+        #expect(
+            SafetyCode.code(rid: s.rid, local: s.local, remote: middle) != SafetyCode.code(rid: s.rid, local: s.remote, remote: middle),
+            "someone in the middle: the codes differ")
     }
 }

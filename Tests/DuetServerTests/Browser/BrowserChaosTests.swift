@@ -66,9 +66,13 @@ import Testing
         let duet = packageRoot + "/.build/debug/duet"
         try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
         let script = packageRoot + "/Tests/e2e/" + script
-        let result = try await OneAtATime.heavyWork.run("\(script.split(separator: "/").suffix(2).joined(separator: "/")) \(scenario)", load: .shared) { try await runCommand(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
-            environment: ["DUET_BINARY": duet], timeout: .seconds(320)) }
+        let result = try await OneAtATime.heavyWork.run(
+            "\(script.split(separator: "/").suffix(2).joined(separator: "/")) \(scenario)", load: .shared
+        ) {
+            try await runCommand(
+                ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", script, scenario],
+                environment: ["DUET_BINARY": duet], timeout: .seconds(320))
+        }
         #expect(result.status == 0, "chaos \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
         if let line = result.stdout.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) { print(line) }

@@ -10,18 +10,22 @@ func runBrowserScenario(
     script: String, _ scenario: String, needs tools: [String] = ["chromium", "unshare", "ip"],
     timeout: Duration = .seconds(150), sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-    try #require(tools.allSatisfy(commandExists), "\(tools.joined(separator: ", ")) are required (the README test command installs them)",
-                 sourceLocation: sourceLocation)
+    try #require(
+        tools.allSatisfy(commandExists), "\(tools.joined(separator: ", ")) are required (the README test command installs them)",
+        sourceLocation: sourceLocation)
     let duet = packageRoot + "/.build/debug/duet"
-    try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing", sourceLocation: sourceLocation)
+    try #require(
+        FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing", sourceLocation: sourceLocation)
     let path = packageRoot + "/Tests/e2e/" + script
     // Filed under the calling suite's file, so that the timing table knows its tests wrap this job (scripts/timing.py).
     let result = try await OneAtATime.heavyWork.run(
         "\(script) \(scenario)", load: .shared, fileID: sourceLocation.fileID
-    ) { try await runCommand(
-        ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", path, scenario],
-        environment: ["DUET_BINARY": duet],
-        timeout: timeout) }
+    ) {
+        try await runCommand(
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 \"$0\" \"$1\"", path, scenario],
+            environment: ["DUET_BINARY": duet],
+            timeout: timeout)
+    }
     #expect(result.status == 0, "scenario \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
     #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
 }
@@ -31,7 +35,8 @@ func runBrowserScenario(
 /// its servers and Chromium after a failure. One number, kept where the waits are.
 func scenarioLimit(script: String, _ scenario: String, teardown: Duration = .seconds(30)) async throws -> Duration {
     let result = try await runCommand(["python3", packageRoot + "/Tests/e2e/" + script, "--limit", scenario], timeout: .seconds(30))
-    let seconds = try #require(Int64(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
-                               "\(script) --limit \(scenario): \(result.stdout) \(result.stderr)")
+    let seconds = try #require(
+        Int64(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+        "\(script) --limit \(scenario): \(result.stdout) \(result.stderr)")
     return .seconds(seconds) + teardown
 }

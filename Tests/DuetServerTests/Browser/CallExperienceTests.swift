@@ -25,7 +25,8 @@ import Testing
     /// Each scenario under the limit call_ux.py works out from its waits (`--limit`), plus time to tear down.
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let limit = try await scenarioLimit(script: "browser/call_ux.py", scenario)
-        try await runBrowserScenario(script: "browser/call_ux.py", scenario, needs: ["chromium", "unshare", "ip", "iptables"],
-                                     timeout: limit, sourceLocation: sourceLocation)
+        try await runBrowserScenario(
+            script: "browser/call_ux.py", scenario, needs: ["chromium", "unshare", "ip", "iptables"],
+            timeout: limit, sourceLocation: sourceLocation)
     }
 }

@@ -29,9 +29,11 @@ import Testing
     private func run(_ scenario: String, browser: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var tools = ["unshare", "ip", "nginx", "openssl", "runuser"]
         if browser { tools.append("chromium") }
-        try #require(FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres"),
-                     "PostgreSQL 15 is required (apt-get install postgresql; the README test command installs it)")
+        try #require(
+            FileManager.default.fileExists(atPath: "/usr/lib/postgresql/15/bin/postgres"),
+            "PostgreSQL 15 is required (apt-get install postgresql; the README test command installs it)")
         // Outcomes go to .build/results/$DUET_RUN_ID/cluster/ (Tests/e2e/results.py), never to docs/.
-        try await runBrowserScenario(script: "cluster/cluster.py", scenario, needs: tools, timeout: .seconds(170), sourceLocation: sourceLocation)
+        try await runBrowserScenario(
+            script: "cluster/cluster.py", scenario, needs: tools, timeout: .seconds(170), sourceLocation: sourceLocation)
     }
 }

@@ -22,17 +22,19 @@ import Testing
     @Test func relayOnlyCallThroughCoturnOverTLS() async throws { try await run("turns-relay") }
 
     private func run(_ scenario: String, namespace: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        try #require(commandExists("nginx") && commandExists("turnserver") && commandExists("systemd-analyze")
-                     && commandExists("openssl"),
-                     "nginx, coturn, systemd-analyze and openssl are required (the README test command installs them)")
+        try #require(
+            commandExists("nginx") && commandExists("turnserver") && commandExists("systemd-analyze")
+                && commandExists("openssl"),
+            "nginx, coturn, systemd-analyze and openssl are required (the README test command installs them)")
         let script = packageRoot + "/Tests/e2e/deploy/deploy_scenarios.py"
         // The files under test are the repository's deploy/: DUET_DEPLOY_DIR (for proving the checks fail on a
         // broken copy by hand) is cleared.
         var environment = ["DUET_DEPLOY_DIR": ""]
         let command: [String]
         if namespace {
-            try #require(commandExists("chromium") && commandExists("unshare") && commandExists("ip"),
-                         "chromium, unshare and ip are required (the README test command installs them)")
+            try #require(
+                commandExists("chromium") && commandExists("unshare") && commandExists("ip"),
+                "chromium, unshare and ip are required (the README test command installs them)")
             let duet = packageRoot + "/.build/debug/duet"
             try #require(FileManager.default.fileExists(atPath: duet), "build the package first: \(duet) is missing")
             environment["DUET_BINARY"] = duet

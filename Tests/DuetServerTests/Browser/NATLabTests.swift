@@ -33,8 +33,10 @@ import Testing
         let script = packageRoot + "/Tests/e2e/natlab/natlab.py"
         let env = environment
         // The script's own network namespace (`unshare -n`) only ever runs `ip netns …` on the lab's namespaces.
-        let result = try await OneAtATime.heavyWork.run("natlab/natlab.py \(scenario)", load: .shared) { try await runCommand(
-            ["unshare", "-n", "python3", script, scenario], environment: env, timeout: .seconds(170)) }
+        let result = try await OneAtATime.heavyWork.run("natlab/natlab.py \(scenario)", load: .shared) {
+            try await runCommand(
+                ["unshare", "-n", "python3", script, scenario], environment: env, timeout: .seconds(170))
+        }
         #expect(result.status == 0, "natlab \(scenario) failed:\n\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("scenario \(scenario): ok"), "\(result.stdout)", sourceLocation: sourceLocation)
     }

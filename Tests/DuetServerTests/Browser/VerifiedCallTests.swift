@@ -22,7 +22,9 @@ import Testing
     /// Its control: the same unkeyed call straight to the server gives one code on both pages.
     @Test func withoutAManInTheMiddleTheCodesAreEqual() async throws { try await run("direct-unkeyed", script: "browser/mitm_call.py") }
 
-    private func run(_ scenario: String, script: String = "browser/verified_calls.py", sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    private func run(_ scenario: String, script: String = "browser/verified_calls.py", sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
         let limit = try await scenarioLimit(script: script, scenario)
         try await runBrowserScenario(script: script, scenario, timeout: limit, sourceLocation: sourceLocation)
     }

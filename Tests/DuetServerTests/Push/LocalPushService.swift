@@ -5,11 +5,17 @@ import Foundation
 /// VAPID with py_vapid and decrypts with http_ece) and answers each endpoint by a script of statuses.
 final class LocalPushService: Sendable {
     struct Subscription: Codable, Sendable {
-        struct Keys: Codable, Sendable { var p256dh: String; var auth: String }
+        struct Keys: Codable, Sendable {
+            var p256dh: String
+            var auth: String
+        }
         var endpoint: String
         var keys: Keys
     }
-    struct Ready: Codable { var port: Int; var subscriptions: [String: Subscription] }
+    struct Ready: Codable {
+        var port: Int
+        var subscriptions: [String: Subscription]
+    }
 
     let process: Process
     let stdin: Pipe
@@ -22,7 +28,8 @@ final class LocalPushService: Sendable {
         let directory = TestServer.temporaryDirectory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", packageRoot + "/Tests/e2e/push/push_service.py", directory]
+        process.arguments =
+            ["python3", packageRoot + "/Tests/e2e/push/push_service.py", directory]
             + scripts.sorted { $0.key < $1.key }.flatMap { ["--script", "\($0.key)=\($0.value)"] }
         let stdin = Pipe()
         process.standardInput = stdin
@@ -83,8 +90,11 @@ final class LocalPushService: Sendable {
 
 extension TestServer {
     /// `POST /api/push/subscribe?roomId=` with a device's subscription and the proof of a seat.
-    func subscribePush(rid: String, _ subscription: LocalPushService.Subscription, cid: String?, token: String?) async throws -> HTTPResult {
-        var body: [String: Any] = ["endpoint": subscription.endpoint, "keys": ["p256dh": subscription.keys.p256dh, "auth": subscription.keys.auth]]
+    func subscribePush(rid: String, _ subscription: LocalPushService.Subscription, cid: String?, token: String?) async throws -> HTTPResult
+    {
+        var body: [String: Any] = [
+            "endpoint": subscription.endpoint, "keys": ["p256dh": subscription.keys.p256dh, "auth": subscription.keys.auth],
+        ]
         if let cid { body["cid"] = cid }
         if let token { body["reconnectToken"] = token }
         let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)

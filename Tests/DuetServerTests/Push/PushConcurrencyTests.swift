@@ -1,6 +1,7 @@
-@testable import DuetServer
 import Synchronization
 import Testing
+
+@testable import DuetServer
 
 /// The push sender's limits per push service host (issue 31): a busy or slow host takes at most its share, every other
 /// host goes on, waiters are served in order, and nothing is kept for a host with nothing running.

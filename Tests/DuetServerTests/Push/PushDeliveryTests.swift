@@ -1,8 +1,9 @@
 import DuetProtocol
 import DuetTestSupport
-@testable import DuetServer
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 /// Web Push end to end: the real server, a real push service that is not Duet's code (LocalPushService), the
 /// seed's join alert as the trigger.
@@ -55,7 +56,9 @@ import Testing
         // 410: the subscription is forgotten.
         try await push.waitForRequests("gone", count: 1)
         try await eventually("the gone subscription is removed") {
-            try await !server.server.pushStore.pushSubscriptions(rid: rid).contains { $0.endpoint == (try push.subscription("gone")).endpoint }
+            try await !server.server.pushStore.pushSubscriptions(rid: rid).contains {
+                $0.endpoint == (try push.subscription("gone")).endpoint
+            }
         }
         // 429 (Retry-After: 1), then 201: retried once, delivered once.
         let flaky = try await push.waitForRequests("flaky", count: 2)
@@ -86,7 +89,10 @@ import Testing
         let inRoom = try push.subscription("inroom")
         let bJoined = try await b.join(rid, JoinPayload(pushEndpoint: inRoom.endpoint))
         for name in ["inroom", "away"] {
-            #expect(try await server.subscribePush(rid: rid, try push.subscription(name), cid: bJoined.cid, token: bJoined.payload.reconnectToken).status == 204)
+            #expect(
+                try await server.subscribePush(
+                    rid: rid, try push.subscription(name), cid: bJoined.cid, token: bJoined.payload.reconnectToken
+                ).status == 204)
         }
         let a = try await TestClient.connect(.ws, to: server)
         _ = try await a.join(rid)
@@ -119,7 +125,9 @@ import Testing
         let joined = try await b.join(rid)
         let cid = joined.cid
         let token = joined.payload.reconnectToken
-        #expect(try await server.subscribePush(rid: rid, local, cid: cid, token: (token.first == "0" ? "1" : "0") + token.dropFirst()).status == 401)
+        #expect(
+            try await server.subscribePush(rid: rid, local, cid: cid, token: (token.first == "0" ? "1" : "0") + token.dropFirst()).status
+                == 401)
         // The seat proves this room only.
         let other = try await server.roomId()
         #expect(try await server.subscribePush(rid: other, local, cid: cid, token: token).status == 401)
@@ -139,8 +147,9 @@ import Testing
 
         // A loopback subscription that got into the store anyway (its name resolved elsewhere when it was made) is
         // refused at sending time: no request reaches it.
-        try await server.server.pushStore.savePushSubscription(PushSubscriptionRecord(
-            rid: rid, endpoint: local.endpoint, p256dh: local.keys.p256dh, auth: local.keys.auth, createdAtMs: 0))
+        try await server.server.pushStore.savePushSubscription(
+            PushSubscriptionRecord(
+                rid: rid, endpoint: local.endpoint, p256dh: local.keys.p256dh, auth: local.keys.auth, createdAtMs: 0))
         try await b.send(.leave, rid: rid)
         let a = try await TestClient.connect(.ws, to: server)
         _ = try await a.join(rid)

@@ -1,8 +1,9 @@
 import DuetProtocol
 import DuetTestSupport
-@testable import DuetServer
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 /// Ringing through the real server (issue 31): live to a listening page, by push to a device that is not open
 /// (through LocalPushService, a push service that is not Duet's code), answered over signaling and over HTTP.
@@ -33,7 +34,9 @@ import Testing
 
     static func listen(_ call: Call, device: String = callee, token: String? = nil) async throws -> TestClient {
         let page = try await TestClient.connect(.ws, to: call.server)
-        try await page.send(.watchRooms, WatchRoomsPayload(rids: [call.rid], listen: ListenPayload(deviceId: device, members: [call.rid: token ?? call.memberToken])))
+        try await page.send(
+            .watchRooms,
+            WatchRoomsPayload(rids: [call.rid], listen: ListenPayload(deviceId: device, members: [call.rid: token ?? call.memberToken])))
         _ = try await page.expect(.roomStatuses)
         return page
     }
@@ -90,7 +93,8 @@ import Testing
         body["deviceId"] = Self.callee
         body["memberToken"] = call.memberToken
         let subscribed = try await server.http(
-            .POST, "api/push/subscribe?roomId=" + call.rid, body: String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self))
+            .POST, "api/push/subscribe?roomId=" + call.rid,
+            body: String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self))
         #expect(subscribed.status == 204, "\(subscribed.body)")
 
         try await call.a.send(.ring, rid: call.rid, RingPayload(callId: "c3", caller: ["sealed": "Mum"]))
@@ -123,7 +127,8 @@ import Testing
         try await call.a.send(.ring, rid: call.rid, RingPayload(callId: "c4"))
         _ = try await home.expect(.incomingCall)
         func answer(_ token: String) async throws -> Int {
-            let body = try JSONEncoder().encode(RingAnswerPayload(rid: call.rid, callId: "c4", answer: .decline, deviceId: Self.callee, memberToken: token))
+            let body = try JSONEncoder().encode(
+                RingAnswerPayload(rid: call.rid, callId: "c4", answer: .decline, deviceId: Self.callee, memberToken: token))
             return try await server.http(.POST, "api/ring/answer", body: String(decoding: body, as: UTF8.self)).status
         }
         // Altered in its first character (always changed: a hex digit replaced by another one).

@@ -1,9 +1,10 @@
 import Crypto
 import DuetProtocol
 import DuetTestSupport
-@testable import DuetServer
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 /// Web Push crypto checked against implementations that are not Duet's: bodies made by Python's http_ece
 /// (Tests/e2e/push/make_vectors.py) reproduced byte for byte, and VAPID headers verified by py_vapid.
@@ -16,7 +17,8 @@ import Testing
     }
 
     static func vectors() throws -> Vectors {
-        try JSONDecoder().decode(Vectors.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/push/aes128gcm.json")))
+        try JSONDecoder().decode(
+            Vectors.self, from: Data(contentsOf: URL(fileURLWithPath: packageRoot + "/Tests/fixtures/push/aes128gcm.json")))
     }
 
     func bytes(_ text: String) throws -> [UInt8] { try #require(Base64URL.decode(text)) }
@@ -46,9 +48,13 @@ import Testing
             try WebPushEncryption.encrypt([UInt8](repeating: 0, count: WebPushEncryption.maxPlaintextBytes + 1), p256dh: p256dh, auth: auth)
         }
         #expect(throws: WebPushEncryption.Failure.self) { try WebPushEncryption.encrypt([1], p256dh: p256dh, auth: [1, 2, 3]) }
-        #expect(throws: WebPushEncryption.Failure.self) { try WebPushEncryption.encrypt([1], p256dh: [4] + [UInt8](repeating: 1, count: 64), auth: auth) }
+        #expect(throws: WebPushEncryption.Failure.self) {
+            try WebPushEncryption.encrypt([1], p256dh: [4] + [UInt8](repeating: 1, count: 64), auth: auth)
+        }
         // The largest payload still makes a body push services must accept (RFC 8030 §7.2: 4096 bytes).
-        #expect(try WebPushEncryption.encrypt([UInt8](repeating: 0, count: WebPushEncryption.maxPlaintextBytes), p256dh: p256dh, auth: auth).count == 4096)
+        #expect(
+            try WebPushEncryption.encrypt([UInt8](repeating: 0, count: WebPushEncryption.maxPlaintextBytes), p256dh: p256dh, auth: auth)
+                .count == 4096)
     }
 
     @Test func vapidHeadersVerifyWithPyVapid() async throws {

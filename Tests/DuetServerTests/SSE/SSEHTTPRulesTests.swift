@@ -1,8 +1,9 @@
-@testable import DuetServer
 import DuetProtocol
 import DuetTestSupport
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 /// The real server on an ephemeral port, met by raw sockets: the HTTP rules that are Duet's own since `/sse` is
 /// answered by `SSEConnectionHandler` in front of the router — order on a kept-alive connection, the body limit, the
@@ -54,7 +55,8 @@ import Testing
         defer { socket.close() }
         let sid = SessionIdFormat.random()
         try await socket.send(
-            "HEAD /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + "PUT /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+            "HEAD /sse?sid=\(sid) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                + "PUT /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
                 + Self.post(sid, body: #"{"v":1,"type":"ping"}"#).replacingOccurrences(of: "POST /sse?", with: "POST /sse/?"))
         let text = try await Self.answers(3, from: socket)
         // The POST to /sse/ reaches the SSE endpoint: no stream of that sid, 410 (the router would say 404).
@@ -83,7 +85,8 @@ import Testing
         #expect(Self.statuses(first).first?.contains("413") == true, "\(first.prefix(200))")
         #expect(first.contains("messages are limited to \(ProtocolLimits.maxMessageBytes) bytes"))
         // At the limit exactly it is read and handed on (no stream: 410), on the same connection.
-        try await socket.send(Self.post(SessionIdFormat.random(), body: String(repeating: " ", count: ProtocolLimits.maxMessageBytes - 2) + "{}"))
+        try await socket.send(
+            Self.post(SessionIdFormat.random(), body: String(repeating: " ", count: ProtocolLimits.maxMessageBytes - 2) + "{}"))
         let second = try await socket.receive(until: "\n\r\n")
         #expect(Self.statuses(second).first?.contains("410") == true, "\(second.prefix(200))")
     }
@@ -158,7 +161,8 @@ import Testing
         let socket = try await RawSocket.connect(port: server.port)
         defer { socket.close() }
         // Refused at its head (bad sid), with a body still to come, then another request pipelined behind it.
-        try await socket.send(Self.post("nope", body: "{}", extra: "Connection: close\r\n") + "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try await socket.send(
+            Self.post("nope", body: "{}", extra: "Connection: close\r\n") + "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let (text, closed) = try await Self.readToEnd(socket)
         #expect(Self.statuses(text).map { String($0.dropFirst(9).prefix(3)) } == ["400"], "\(text)")
         #expect(closed, "the server closed the socket after its answer")

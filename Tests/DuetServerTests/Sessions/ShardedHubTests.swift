@@ -1,10 +1,11 @@
-@testable import DuetServer
 import DuetProtocol
-@testable import DuetRooms
 import Foundation
 import Logging
 import Synchronization
 import Testing
+
+@testable import DuetRooms
+@testable import DuetServer
 
 /// Issue 33, point 5: the hub sharded by room behaves as one hub, and a room never waits on another shard's.
 @Suite struct ShardedHubTests {
@@ -30,15 +31,18 @@ import Testing
             let one = HubDriver(authorities: authorities, rooms: rooms, shards: 1).play(script)
             let sharded = HubDriver(authorities: authorities, rooms: rooms, shards: 4).play(script)
             for message in sharded.joined() {
-                for kind in [#""type":"incoming_call""#, #""reason":"accepted""#, #""reason":"declined""#, #""reason":"cancelled""#,
-                    #""reason":"answered_elsewhere""#, #""type":"room_status_update""#, #""type":"offer""#] where message.contains(kind) {
+                for kind in [
+                    #""type":"incoming_call""#, #""reason":"accepted""#, #""reason":"declined""#, #""reason":"cancelled""#,
+                    #""reason":"answered_elsewhere""#, #""type":"room_status_update""#, #""type":"offer""#,
+                ] where message.contains(kind) {
                     heard[kind, default: 0] += 1
                 }
             }
             for client in one.indices where one[client] != sharded[client] {
                 let common = min(one[client].count, sharded[client].count)
                 let index = (0..<common).first { one[client][$0] != sharded[client][$0] } ?? common
-                Issue.record("""
+                Issue.record(
+                    """
                     seed \(seed), client \(client), message \(index): one shard said \
                     \(index < one[client].count ? one[client][index] : "nothing"), four said \
                     \(index < sharded[client].count ? sharded[client][index] : "nothing")
@@ -63,19 +67,23 @@ import Testing
             let rid = authorities.roomIds.issue(using: &generator)
             byShard[hub.shard(of: rid)] = byShard[hub.shard(of: rid)] ?? rid
         }
-        let blocked = byShard[0]!, free = byShard[1]!
+        let blocked = byShard[0]!
+        let free = byShard[1]!
         let release = DispatchSemaphore(value: 0)
         let stuck = Atomic<Bool>(false)
         // The first room's second participant has a sink that blocks on the room_state its partner's join sends.
         let first = hub.open(.ws, sink: OutboundSink(yield: { _ in true }, finish: {}, abort: {}), rid: blocked)
         hub.receive(HubDriver.join(blocked), from: first)
-        let blocking = hub.open(.ws, sink: OutboundSink(yield: { item in
-            if case .text(let text) = item, text.contains(#""type":"joined""#) {
-                stuck.store(true, ordering: .sequentiallyConsistent)
-                release.wait()
-            }
-            return true
-        }, finish: {}, abort: {}), rid: blocked)
+        let blocking = hub.open(
+            .ws,
+            sink: OutboundSink(
+                yield: { item in
+                    if case .text(let text) = item, text.contains(#""type":"joined""#) {
+                        stuck.store(true, ordering: .sequentiallyConsistent)
+                        release.wait()
+                    }
+                    return true
+                }, finish: {}, abort: {}), rid: blocked)
         let heard = Recorder()
         let other = hub.open(.ws, sink: heard.sink, rid: free)
         hub.receive(HubDriver.join(free), from: other)
@@ -105,7 +113,8 @@ import Testing
         let sid = "S-00000000000000aa"
         var rid = authorities.roomIds.issue(using: &generator)
         while hub.shard(of: rid) == hub.shard(of: sid) { rid = authorities.roomIds.issue(using: &generator) }
-        let owner = Recorder(), intruder = Recorder()
+        let owner = Recorder()
+        let intruder = Recorder()
         _ = hub.openSSE(sid: sid, postToken: "owner-token", sink: owner.sink)
         #expect(hub.receive(HubDriver.join(rid), sid: sid, postToken: "owner-token") == .accepted)
         #expect(owner.texts.contains { $0.contains(#""type":"joined""#) })
@@ -124,7 +133,8 @@ import Testing
         let hub = HubDriver.hub(authorities: authorities, shards: 4)
         var generator = SplitMix64(seed: 11)
         let rid = authorities.roomIds.issue(using: &generator)
-        let watcher = Recorder(), named = Recorder()
+        let watcher = Recorder()
+        let named = Recorder()
         let page = hub.open(.ws, sink: watcher.sink)
         hub.receive(Array(#"{"v":1,"type":"watch_rooms","payload":{"rids":["\#(rid)"]}}"#.utf8), from: page)
         let a = hub.open(.ws, sink: named.sink, rid: rid)
@@ -135,7 +145,8 @@ import Testing
         let stray = try #require(ids.indices.first { Int(ids[$0].raw % 4) != hub.shard(of: rid) })
         hub.receive(HubDriver.join(rid), from: ids[stray])
         #expect(strays[stray].texts.contains { $0.contains(#""type":"joined""#) }, "the moved connection was not seated")
-        #expect(named.texts.last { $0.contains(#""type":"room_state""#) }?.components(separatedBy: #""connectionStatus""#).count == 3,
+        #expect(
+            named.texts.last { $0.contains(#""type":"room_state""#) }?.components(separatedBy: #""connectionStatus""#).count == 3,
             "the named partner does not see two seats")
         #expect(watcher.texts.last { $0.contains("room_status") }?.contains(#""count":2"#) == true, "the watching page did not see 2")
         #expect(hub.snapshot().rooms == 1, "the room was split between shards")
@@ -149,7 +160,11 @@ import Testing
 final class Recorder: Sendable {
     private let items = Mutex<[Outbound]>([])
     var sink: OutboundSink {
-        OutboundSink(yield: { item in self.items.withLock { $0.append(item) }; return true }, finish: {}, abort: {})
+        OutboundSink(
+            yield: { item in
+                self.items.withLock { $0.append(item) }
+                return true
+            }, finish: {}, abort: {})
     }
     var all: [Outbound] { items.withLock { $0 } }
     var texts: [String] { all.compactMap { if case .text(let text) = $0 { text } else { nil } } }
@@ -312,9 +327,13 @@ final class HubDriver {
             let device = "device-of-client-\(client)"
             let nowMs = clock.ms.load(ordering: .relaxed)
             let rids = listened.map { #""\#(rooms[$0])""# }.joined(separator: ",")
-            let members = Set(listened).sorted().map { #""\#(rooms[$0])":"\#(authorities.memberTokens.issue(rid: rooms[$0], deviceId: device, nowMs: nowMs))""# }
-                .joined(separator: ",")
-            send(client, #"{"v":1,"type":"watch_rooms","payload":{"rids":[\#(rids)],"listen":{"deviceId":"\#(device)","members":{\#(members)}}}}"#)
+            let members = Set(listened).sorted().map {
+                #""\#(rooms[$0])":"\#(authorities.memberTokens.issue(rid: rooms[$0], deviceId: device, nowMs: nowMs))""#
+            }
+            .joined(separator: ",")
+            send(
+                client,
+                #"{"v":1,"type":"watch_rooms","payload":{"rids":[\#(rids)],"listen":{"deviceId":"\#(device)","members":{\#(members)}}}}"#)
         case .ring(let client):
             guard let rid = clients[client].room else { return }
             rings += 1
@@ -326,7 +345,10 @@ final class HubDriver {
             guard !ringing.isEmpty else { return }
             let client = ringing[pick % ringing.count]
             guard let (rid, callId) = clients[client].rungFor else { return }
-            send(client, #"{"v":1,"type":"ring_answer","rid":"\#(rid)","payload":{"rid":"\#(rid)","callId":"\#(callId)","answer":"\#(accept ? "accept" : "decline")"}}"#)
+            send(
+                client,
+                #"{"v":1,"type":"ring_answer","rid":"\#(rid)","payload":{"rid":"\#(rid)","callId":"\#(callId)","answer":"\#(accept ? "accept" : "decline")"}}"#
+            )
         case .cancel(let client):
             guard let rid = clients[client].room, let callId = clients[client].calling else { return }
             send(client, #"{"v":1,"type":"ring_cancel","rid":"\#(rid)","payload":{"callId":"\#(callId)"}}"#)
@@ -342,8 +364,10 @@ final class HubDriver {
                 if let id = clients[index].id { hub.closed(id, reason: "asked") }
                 clients[index].id = nil
             case .text(let text):
-                if let object = Self.object(text), object["type"] as? String == "incoming_call", let payload = object["payload"] as? [String: Any],
-                    let rid = payload["rid"] as? String, let callId = payload["callId"] as? String {
+                if let object = Self.object(text), object["type"] as? String == "incoming_call",
+                    let payload = object["payload"] as? [String: Any],
+                    let rid = payload["rid"] as? String, let callId = payload["callId"] as? String
+                {
                     clients[index].rungFor = (rid, callId)
                 }
                 if let object = Self.object(text), object["type"] as? String == "ring_ended" { clients[index].rungFor = nil }
@@ -380,7 +404,9 @@ final class HubDriver {
         var start = 0
         for end in steps + [items.count] where end > start {
             let chunk = items[start..<end].enumerated().map { offset, item -> (String, Int, Int, Outbound) in
-                guard case .text(let text) = item, let object = object(text), let rid = object["rid"] as? String else { return ("", 0, offset, item) }
+                guard case .text(let text) = item, let object = object(text), let rid = object["rid"] as? String else {
+                    return ("", 0, offset, item)
+                }
                 return (rid, object["type"] as? String == "room_status_update" ? 1 : 0, offset, item)
             }
             ordered += chunk.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }.map(\.3)
@@ -414,22 +440,22 @@ final class HubDriver {
         }
         var counts: [String: Int] = [:]
         return items.compactMap { item -> String? in
-                switch item {
-                case .close(let code, _):
-                    return "close \(code.rawValue)"
-                case .text(let text):
-                    guard let object = Self.object(text) else { return text }
-                    let type = object["type"] as? String
-                    let payload = object["payload"] as? [String: Any] ?? [:]
-                    if type == "room_status_update", let rid = payload["rid"] as? String, let count = payload["count"] as? Int {
-                        if counts[rid] == count { return nil }
-                        counts[rid] = count
-                    }
-                    if type == "room_statuses" { for (rid, count) in payload { counts[rid] = count as? Int } }
-                    let renamed = rename(object, key: nil)
-                    let data = try? JSONSerialization.data(withJSONObject: renamed, options: [.sortedKeys])
-                    return data.map { String(decoding: $0, as: UTF8.self) } ?? text
+            switch item {
+            case .close(let code, _):
+                return "close \(code.rawValue)"
+            case .text(let text):
+                guard let object = Self.object(text) else { return text }
+                let type = object["type"] as? String
+                let payload = object["payload"] as? [String: Any] ?? [:]
+                if type == "room_status_update", let rid = payload["rid"] as? String, let count = payload["count"] as? Int {
+                    if counts[rid] == count { return nil }
+                    counts[rid] = count
                 }
+                if type == "room_statuses" { for (rid, count) in payload { counts[rid] = count as? Int } }
+                let renamed = rename(object, key: nil)
+                let data = try? JSONSerialization.data(withJSONObject: renamed, options: [.sortedKeys])
+                return data.map { String(decoding: $0, as: UTF8.self) } ?? text
+            }
         }
     }
 }

@@ -1,8 +1,9 @@
-@testable import DuetServer
 import DuetProtocol
-@testable import DuetRooms
 import Foundation
 import Testing
+
+@testable import DuetRooms
+@testable import DuetServer
 
 /// Issue 33, point 5: rings across shards. A page listens for rings in the shard of each room it listens for, wherever
 /// its connection is, so a ring counts it, rings it, takes its answer and ends for it as in one shard.
@@ -35,14 +36,20 @@ import Testing
         /// The caller, seated alone in the ringing room.
         func caller(_ recorder: Recorder) -> ConnectionID {
             let id = connection(in: 0, recorder)
-            hub.receive(Array(#"{"v":1,"type":"join","rid":"\#(ringing)","payload":{"alert":false,"deviceId":"\#(ShardedRingTests.caller)"}}"#.utf8), from: id)
+            hub.receive(
+                Array(
+                    #"{"v":1,"type":"join","rid":"\#(ringing)","payload":{"alert":false,"deviceId":"\#(ShardedRingTests.caller)"}}"#.utf8),
+                from: id)
             return id
         }
 
         func listen(_ id: ConnectionID, device: String = ShardedRingTests.callee, watching: [String]? = nil) {
             let token = authorities.memberTokens.issue(rid: ringing, deviceId: device, nowMs: Int64(Date().timeIntervalSince1970 * 1000))
             let rids = (watching ?? [ringing]).map { #""\#($0)""# }.joined(separator: ",")
-            hub.receive(Array(#"{"v":1,"type":"watch_rooms","payload":{"rids":[\#(rids)],"listen":{"deviceId":"\#(device)","members":{"\#(ringing)":"\#(token)"}}}}"#.utf8), from: id)
+            hub.receive(
+                Array(
+                    #"{"v":1,"type":"watch_rooms","payload":{"rids":[\#(rids)],"listen":{"deviceId":"\#(device)","members":{"\#(ringing)":"\#(token)"}}}}"#
+                        .utf8), from: id)
         }
 
         func ring(_ id: ConnectionID, _ callId: String) {
@@ -50,13 +57,17 @@ import Testing
         }
 
         func answer(_ id: ConnectionID, _ callId: String, _ answer: String) {
-            hub.receive(Array(#"{"v":1,"type":"ring_answer","rid":"\#(ringing)","payload":{"rid":"\#(ringing)","callId":"\#(callId)","answer":"\#(answer)"}}"#.utf8), from: id)
+            hub.receive(
+                Array(
+                    #"{"v":1,"type":"ring_answer","rid":"\#(ringing)","payload":{"rid":"\#(ringing)","callId":"\#(callId)","answer":"\#(answer)"}}"#
+                        .utf8), from: id)
         }
     }
 
     static func payloads(_ recorder: Recorder, _ type: String) -> [[String: Any]] {
         recorder.texts.compactMap { text in
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], object["type"] as? String == type
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+                object["type"] as? String == type
             else { return nil }
             return object["payload"] as? [String: Any] ?? [:]
         }
@@ -66,7 +77,8 @@ import Testing
     /// and its decline over its own connection ends the ring for both.
     @Test func aPageInAnotherShardIsCountedAtOnceAndItsAnswerCounts() throws {
         let setup = Setup()
-        let a = Recorder(), page = Recorder()
+        let a = Recorder()
+        let page = Recorder()
         let caller = setup.caller(a)
         let listener = setup.connection(in: 1, page)
         setup.listen(listener)
@@ -93,7 +105,8 @@ import Testing
             setup.ring(caller, callId)
             #expect(Self.payloads(a, "ring_state").first?["devices"] as? Int == 1, "one device, two pages")
             setup.answer(listeners.first { $0.0 == answering }!.1, callId, "accept")
-            #expect(Self.payloads(pages[answering]!, "ring_ended").map { $0["reason"] as? String } == ["accepted"],
+            #expect(
+                Self.payloads(pages[answering]!, "ring_ended").map { $0["reason"] as? String } == ["accepted"],
                 "the page in shard \(answering) that accepted heard \(Self.payloads(pages[answering]!, "ring_ended"))")
             #expect(Self.payloads(pages[other]!, "ring_ended").map { $0["reason"] as? String } == ["answered_elsewhere"])
             #expect(Self.payloads(a, "ring_state").last?["state"] as? String == "accepted")
@@ -105,7 +118,8 @@ import Testing
     /// shard that rang it) and from another (its listening never was where the page was).
     @Test(arguments: [0, 1]) func aPageThatMovesWhileRungHearsTheEndAndIsForgottenOnceClosed(from shard: Int) throws {
         let setup = Setup()
-        let a = Recorder(), page = Recorder()
+        let a = Recorder()
+        let page = Recorder()
         let caller = setup.caller(a)
         let listener = setup.connection(in: shard, page)
         setup.listen(listener)
@@ -113,12 +127,16 @@ import Testing
         #expect(Self.payloads(page, "incoming_call").count == 1)
         setup.hub.receive(HubDriver.join(setup.rooms[2]!), from: listener)
         #expect(page.texts.contains { $0.contains(#""type":"joined""#) }, "the page did not join")
-        setup.hub.receive(Array(#"{"v":1,"type":"ring_cancel","rid":"\#(setup.ringing)","payload":{"callId":"call-1"}}"#.utf8), from: caller)
-        #expect(Self.payloads(page, "ring_ended").map { $0["reason"] as? String } == ["cancelled"], "the moved page was not told the ring ended")
+        setup.hub.receive(
+            Array(#"{"v":1,"type":"ring_cancel","rid":"\#(setup.ringing)","payload":{"callId":"call-1"}}"#.utf8), from: caller)
+        #expect(
+            Self.payloads(page, "ring_ended").map { $0["reason"] as? String } == ["cancelled"], "the moved page was not told the ring ended"
+        )
         // Still listening from its new shard: the next ring rings it; closed, it is forgotten.
         setup.ring(caller, "call-2")
         #expect(Self.payloads(page, "incoming_call").count == 2, "the moved page stopped listening")
-        setup.hub.receive(Array(#"{"v":1,"type":"ring_cancel","rid":"\#(setup.ringing)","payload":{"callId":"call-2"}}"#.utf8), from: caller)
+        setup.hub.receive(
+            Array(#"{"v":1,"type":"ring_cancel","rid":"\#(setup.ringing)","payload":{"callId":"call-2"}}"#.utf8), from: caller)
         setup.hub.closed(listener, reason: "end")
         setup.ring(caller, "call-3")
         #expect(Self.payloads(a, "ring_state").last?["devices"] as? Int == 0, "a closed page in another shard was still counted")
@@ -127,7 +145,8 @@ import Testing
     /// A page that stops listening (a new `watch_rooms` without `listen`) is no longer rung from the room's shard.
     @Test func aPageThatStopsListeningIsNotRung() {
         let setup = Setup()
-        let a = Recorder(), page = Recorder()
+        let a = Recorder()
+        let page = Recorder()
         let caller = setup.caller(a)
         let listener = setup.connection(in: 3, page)
         setup.listen(listener)

@@ -1,10 +1,11 @@
-@testable import DuetServer
 import DuetProtocol
-@testable import DuetRooms
 import Foundation
 import Logging
 import Synchronization
 import Testing
+
+@testable import DuetRooms
+@testable import DuetServer
 
 /// Issue 34, point 1, as pure logic: the store's tickets (`StoreQueue`), and the hub holding the news of a final fact
 /// until the store has it (`DurableGate`) while everything else flows. KillAfterAckTests proves it with `kill -9`.
@@ -135,7 +136,8 @@ import Testing
         let queue = StoreQueue()
         let hub = Self.hub(queue, shards: shards)
         let rid = Self.roomId()
-        let a = Recorder(), b = Recorder()
+        let a = Recorder()
+        let b = Recorder()
         let (host, guest) = Self.room(hub, rid, a, b)
         let before = (a.texts.count, b.texts.count)
         Self.send(hub, host, #"{"v":1,"type":"end_room","rid":"\#(rid)","payload":{}}"#)
@@ -154,7 +156,8 @@ import Testing
         let queue = StoreQueue()
         let hub = Self.hub(queue)
         let rid = Self.roomId()
-        let a = Recorder(), b = Recorder()
+        let a = Recorder()
+        let b = Recorder()
         let (host, guest) = Self.room(hub, rid, a, b)
         _ = queue.take()
         hub.durable(through: queue.written())
@@ -168,7 +171,8 @@ import Testing
         _ = queue.take()
         hub.durable(through: queue.written())
         let states = a.texts.suffix(from: heard).compactMap { text -> Int? in
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], object["type"] as? String == "room_state"
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+                object["type"] as? String == "room_state"
             else { return nil }
             return ((object["payload"] as? [String: Any])?["participants"] as? [Any])?.count
         }
@@ -213,7 +217,9 @@ import Testing
         let rid = Self.roomId()
         var elsewhere = Self.roomId()
         while hub.shard(of: elsewhere) == hub.shard(of: rid) { elsewhere = Self.roomId() }
-        let a = Recorder(), b = Recorder(), page = Recorder()
+        let a = Recorder()
+        let b = Recorder()
+        let page = Recorder()
         let (host, _) = Self.room(hub, rid, a, b)
         let watcher = hub.open(.ws, sink: page.sink, rid: elsewhere)
         Self.send(hub, watcher, #"{"v":1,"type":"watch_rooms","payload":{"rids":["\#(rid)"]}}"#)
@@ -236,7 +242,8 @@ import Testing
         let rid = Self.roomId()
         var other = Self.roomId()
         while hub.shard(of: other) == hub.shard(of: rid) { other = Self.roomId() }
-        let a = Recorder(), b = Recorder()
+        let a = Recorder()
+        let b = Recorder()
         let (host, guest) = Self.room(hub, rid, a, b)
         _ = queue.take()
         hub.durable(through: queue.written())

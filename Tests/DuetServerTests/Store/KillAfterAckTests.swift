@@ -5,8 +5,9 @@ import DuetTransport
 import Foundation
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue 34: what a client was told is final survives `kill -9` the instant it was told. `duet serve` runs as its own
@@ -74,14 +75,17 @@ import Glibc
                         let epoch = room.seat.epoch
                         group.addTask {
                             let evicted = await room.host.untilClosed(.roomState) { envelope in
-                                (try? envelope.payload.decode(RoomStatePayload.self)).map { $0.participants.count == 1 && $0.epoch > epoch } ?? false
+                                (try? envelope.payload.decode(RoomStatePayload.self)).map { $0.participants.count == 1 && $0.epoch > epoch }
+                                    ?? false
                             }
                             if evicted != nil, heard.count.wrappingAdd(1, ordering: .relaxed).newValue == 4 { kill(pid, SIGKILL) }
                         }
                     }
                 }
                 for room in rooms { await room.host.close() }
-                guard heard.count.load(ordering: .relaxed) == 4 else { throw TestFailure("round \(round): only \(heard.count.load(ordering: .relaxed)) of 4 hosts heard the eviction") }
+                guard heard.count.load(ordering: .relaxed) == 4 else {
+                    throw TestFailure("round \(round): only \(heard.count.load(ordering: .relaxed)) of 4 hosts heard the eviction")
+                }
                 server = try await server.killedAndStartedAgain()
                 for room in rooms {
                     let answer = try await Round.rejoin(room.seat, server)
@@ -139,7 +143,9 @@ import Glibc
 
         /// Three rooms of two; the guests of A and the host of B on SSE, so both transports' sinks are tested.
         static func prepare(on server: ServerProcess) async throws -> Round {
-            func pair(_ hostKind: SignalingTransportKind, _ guestKind: SignalingTransportKind) async throws -> (TestClient, TestClient, Seat) {
+            func pair(_ hostKind: SignalingTransportKind, _ guestKind: SignalingTransportKind) async throws -> (
+                TestClient, TestClient, Seat
+            ) {
                 let rid = try await server.roomId()
                 let host = try await TestClient.connect(hostKind, baseURL: server.baseURL, roomId: rid)
                 _ = try await host.join(rid)
@@ -152,7 +158,8 @@ import Glibc
             let b = try await pair(.sse, .ws)
             let c = try await pair(.ws, .ws)
             await c.1.close()
-            return Round(endedHost: a.0, endedGuest: a.1, endedSeat: a.2, leftHost: b.0, leftGuest: b.1, leftSeat: b.2, httpHost: c.0, httpSeat: c.2)
+            return Round(
+                endedHost: a.0, endedGuest: a.1, endedSeat: a.2, leftHost: b.0, leftGuest: b.1, leftSeat: b.2, httpHost: c.0, httpSeat: c.2)
         }
 
         /// The three steps at once; SIGKILL the instant the last of the three acknowledgements arrives; then which of
@@ -160,21 +167,29 @@ import Glibc
         func stepAndKill(_ server: ServerProcess) async throws -> Told {
             let told = Acknowledgements(killing: server.process.processIdentifier)
             @Sendable func acknowledged(_ mark: @Sendable (inout Told) -> Void) { told.heard(mark) }
-            let leave = try String(decoding: JSONEncoder().encode(LeaveRequest(rid: httpSeat.rid, cid: httpSeat.cid, reconnectToken: httpSeat.token)), as: UTF8.self)
+            let leave = try String(
+                decoding: JSONEncoder().encode(LeaveRequest(rid: httpSeat.rid, cid: httpSeat.cid, reconnectToken: httpSeat.token)),
+                as: UTF8.self)
             func alone(after seat: Seat) -> @Sendable (Envelope) -> Bool {
                 let epoch = seat.epoch
-                return { envelope in (try? envelope.payload.decode(RoomStatePayload.self)).map { $0.participants.count == 1 && $0.epoch > epoch } ?? false }
+                return { envelope in
+                    (try? envelope.payload.decode(RoomStatePayload.self)).map { $0.participants.count == 1 && $0.epoch > epoch } ?? false
+                }
             }
-            let leftAlone = alone(after: leftSeat), httpAlone = alone(after: httpSeat)
+            let leftAlone = alone(after: leftSeat)
+            let httpAlone = alone(after: httpSeat)
             await withTaskGroup(of: Void.self) { group in
                 // Whichever acknowledgement comes first kills the server; each task ends with its message or its close.
                 for client in [endedHost, endedGuest] {
                     group.addTask { if await client.untilClosed(.roomEnded) != nil { acknowledged { $0.ended = true } } }
                 }
                 group.addTask { if await leftHost.untilClosed(.roomState, where: leftAlone) != nil { acknowledged { $0.left = true } } }
-                group.addTask { if await httpHost.untilClosed(.roomState, where: httpAlone) != nil { acknowledged { $0.leftOverHTTP = true } } }
                 group.addTask {
-                    let response = try? await TestServer.http(server.baseURL, .POST, "api/leave", body: leave, headers: [("Content-Type", "application/json")])
+                    if await httpHost.untilClosed(.roomState, where: httpAlone) != nil { acknowledged { $0.leftOverHTTP = true } }
+                }
+                group.addTask {
+                    let response = try? await TestServer.http(
+                        server.baseURL, .POST, "api/leave", body: leave, headers: [("Content-Type", "application/json")])
                     if response?.status == 204 { acknowledged { $0.leftOverHTTP = true } }
                 }
                 group.addTask { try? await endedHost.send(.endRoom, rid: endedSeat.rid) }
@@ -206,7 +221,9 @@ import Glibc
             let client = try await TestClient.connect(.ws, baseURL: server.baseURL, roomId: seat.rid)
             defer { Task { await client.close() } }
             try await client.send(.join, rid: seat.rid, JoinPayload(reconnectCid: seat.cid, reconnectToken: seat.token))
-            guard let answer = await client.first(of: [.error, .joined]) else { throw TestFailure("no answer to a join with \(seat.cid)'s token") }
+            guard let answer = await client.first(of: [.error, .joined]) else {
+                throw TestFailure("no answer to a join with \(seat.cid)'s token")
+            }
             if answer.type == MessageType.joined.rawValue { return "joined: " + (answer.payload["reconnect"]?.stringValue ?? "?") }
             return answer.payload["code"]?.stringValue ?? "?"
         }

@@ -1,9 +1,10 @@
-@testable import DuetServer
 import DuetTestSupport
 import Foundation
 import Logging
 import Synchronization
 import Testing
+
+@testable import DuetServer
 
 /// Both stores against the protocol's promises: what is written is loaded back by a new instance (a restart),
 /// expired rows are left out, facts with one key replace each other, and a node's own live rooms come back empty.
@@ -48,8 +49,9 @@ import Testing
         try await Self.with(kind) { place in
             let first = try await place.store()
             let facts: [DurableFact] = [
-                .roomEnded(rid: "r-ended", endedBy: "c-host", reason: "host_ended", tombstoneUntilMs: Self.now + 300_000,
-                           seats: ["c-host", "c-guest"], seatsUntilMs: Self.now + 600_000),
+                .roomEnded(
+                    rid: "r-ended", endedBy: "c-host", reason: "host_ended", tombstoneUntilMs: Self.now + 300_000,
+                    seats: ["c-host", "c-guest"], seatsUntilMs: Self.now + 600_000),
                 .seatRevoked(rid: "r-live", cid: "c-left", untilMs: Self.now + 900_000),
                 .roomLive(rid: "r-live", hostCid: "c-host2", epoch: 7, occupancy: 2),
             ]
@@ -66,23 +68,35 @@ import Testing
     @Test(arguments: Kind.allCases) func expiredRowsAreLeftOutAndTheRestComeByExpiry(kind: Kind) async throws {
         try await Self.with(kind) { place in
             let store = try await place.store()
-            try await store.write([
-                // Wholly expired.
-                .roomEnded(rid: "r-old", endedBy: "c1", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c1"], seatsUntilMs: Self.now - 1),
-                .seatRevoked(rid: "r-a", cid: "c-old", untilMs: Self.now),
-                // The tombstone expired but its seats are still barred: still in force.
-                .roomEnded(rid: "r-seats", endedBy: "c2", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c2"], seatsUntilMs: Self.now + 50),
-                .roomEnded(rid: "r-new", endedBy: "c3", reason: "host_ended", tombstoneUntilMs: Self.now + 20, seats: [], seatsUntilMs: Self.now + 20),
-                .seatRevoked(rid: "r-a", cid: "c-late", untilMs: Self.now + 300),
-                .seatRevoked(rid: "r-b", cid: "c-soon", untilMs: Self.now + 200),
-            ], nowMs: Self.now - 100)
+            try await store.write(
+                [
+                    // Wholly expired.
+                    .roomEnded(
+                        rid: "r-old", endedBy: "c1", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c1"],
+                        seatsUntilMs: Self.now - 1),
+                    .seatRevoked(rid: "r-a", cid: "c-old", untilMs: Self.now),
+                    // The tombstone expired but its seats are still barred: still in force.
+                    .roomEnded(
+                        rid: "r-seats", endedBy: "c2", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c2"],
+                        seatsUntilMs: Self.now + 50),
+                    .roomEnded(
+                        rid: "r-new", endedBy: "c3", reason: "host_ended", tombstoneUntilMs: Self.now + 20, seats: [],
+                        seatsUntilMs: Self.now + 20),
+                    .seatRevoked(rid: "r-a", cid: "c-late", untilMs: Self.now + 300),
+                    .seatRevoked(rid: "r-b", cid: "c-soon", untilMs: Self.now + 200),
+                ], nowMs: Self.now - 100)
             let loaded = try await store.load(nowMs: Self.now)
-            #expect(loaded == [
-                .roomEnded(rid: "r-seats", endedBy: "c2", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c2"], seatsUntilMs: Self.now + 50),
-                .roomEnded(rid: "r-new", endedBy: "c3", reason: "host_ended", tombstoneUntilMs: Self.now + 20, seats: [], seatsUntilMs: Self.now + 20),
-                .seatRevoked(rid: "r-b", cid: "c-soon", untilMs: Self.now + 200),
-                .seatRevoked(rid: "r-a", cid: "c-late", untilMs: Self.now + 300),
-            ])
+            #expect(
+                loaded == [
+                    .roomEnded(
+                        rid: "r-seats", endedBy: "c2", reason: "host_ended", tombstoneUntilMs: Self.now - 10, seats: ["c2"],
+                        seatsUntilMs: Self.now + 50),
+                    .roomEnded(
+                        rid: "r-new", endedBy: "c3", reason: "host_ended", tombstoneUntilMs: Self.now + 20, seats: [],
+                        seatsUntilMs: Self.now + 20),
+                    .seatRevoked(rid: "r-b", cid: "c-soon", untilMs: Self.now + 200),
+                    .seatRevoked(rid: "r-a", cid: "c-late", untilMs: Self.now + 300),
+                ])
             // Upkeep deletes them for good; what is in force stays.
             _ = try await store.maintain(nowMs: Self.now)
             #expect(try await store.load(nowMs: Self.now) == loaded)
@@ -105,13 +119,16 @@ import Testing
             try await store.write([.seatRevoked(rid: "r4", cid: "c", untilMs: Self.now + 500)], nowMs: Self.now + 1)
             // Ended takes the room out of the live ones.
             try await store.write([.roomLive(rid: "r5", hostCid: "h", epoch: 3, occupancy: 2)], nowMs: Self.now)
-            let ended = DurableFact.roomEnded(rid: "r5", endedBy: "h", reason: "host_ended", tombstoneUntilMs: Self.now + 1000, seats: ["h"], seatsUntilMs: Self.now + 1000)
+            let ended = DurableFact.roomEnded(
+                rid: "r5", endedBy: "h", reason: "host_ended", tombstoneUntilMs: Self.now + 1000, seats: ["h"],
+                seatsUntilMs: Self.now + 1000)
             try await store.write([ended], nowMs: Self.now + 2)
-            #expect(try await store.load(nowMs: Self.now + 3) == [
-                ended,
-                .seatRevoked(rid: "r4", cid: "c", untilMs: Self.now + 500),
-                .roomLive(rid: "r3", hostCid: "g", epoch: 2, occupancy: 0),
-            ])
+            #expect(
+                try await store.load(nowMs: Self.now + 3) == [
+                    ended,
+                    .seatRevoked(rid: "r4", cid: "c", untilMs: Self.now + 500),
+                    .roomLive(rid: "r3", hostCid: "g", epoch: 2, occupancy: 0),
+                ])
             await store.close()
         }
     }
@@ -147,7 +164,9 @@ import Testing
             try await store.savePushSubscription(record("r1", "one", 2, "b"))
             try await store.savePushSubscription(record("r2", "one", 3))
             #expect(try await store.pushSubscriptions(rid: "r1") == [record("r1", "one", 2, "b")])
-            for index in 0..<(PushSubscriptionLimits.perRoom + 3) { try await store.savePushSubscription(record("r3", "d\(index)", Int64(10 + index))) }
+            for index in 0..<(PushSubscriptionLimits.perRoom + 3) {
+                try await store.savePushSubscription(record("r3", "d\(index)", Int64(10 + index)))
+            }
             let bounded = try await store.pushSubscriptions(rid: "r3")
             #expect(bounded.count == PushSubscriptionLimits.perRoom)
             #expect(bounded.first?.endpoint == "https://push.example/d3")
@@ -218,8 +237,9 @@ import Testing
             let now = Self.now
             let live = DurableFact.roomLive(rid: "r1", hostCid: "h1", epoch: 3, occupancy: 2)
             let revoked = DurableFact.seatRevoked(rid: "r1", cid: "c-left", untilMs: now + 600_000)
-            let ended = DurableFact.roomEnded(rid: "r2", endedBy: "h2", reason: "host_ended", tombstoneUntilMs: now + 300_000,
-                                              seats: ["h2", "g2"], seatsUntilMs: now + 600_000)
+            let ended = DurableFact.roomEnded(
+                rid: "r2", endedBy: "h2", reason: "host_ended", tombstoneUntilMs: now + 300_000,
+                seats: ["h2", "g2"], seatsUntilMs: now + 600_000)
             try await a.write([live], nowMs: now)
             try await heardByB.waitFor([live])
             try await a.write([revoked], nowMs: now)
@@ -230,7 +250,9 @@ import Testing
             try await a.write([ended], nowMs: now)
             try await heardByB.waitFor([live, revoked, .roomLive(rid: "r2", hostCid: "h2", epoch: 1, occupancy: 2), ended])
             try await a.write([.roomGone(rid: "r1")], nowMs: now)
-            try await heardByB.waitFor([live, revoked, .roomLive(rid: "r2", hostCid: "h2", epoch: 1, occupancy: 2), ended, .roomGone(rid: "r1")])
+            try await heardByB.waitFor([
+                live, revoked, .roomLive(rid: "r2", hostCid: "h2", epoch: 1, occupancy: 2), ended, .roomGone(rid: "r1"),
+            ])
 
             // A marker from B: once A has heard it, A has handled every notification before it, its own included.
             let marker = DurableFact.roomLive(rid: "marker", hostCid: "hb", epoch: 1, occupancy: 1)
@@ -258,7 +280,9 @@ import Testing
             try await a.write([.roomLive(rid: "r", hostCid: "h", epoch: 5, occupancy: 1)], nowMs: now)
             #expect(try await c.load(nowMs: now) == [.roomLive(rid: "r", hostCid: "h", epoch: 4, occupancy: 1)], "still B's record")
             // A's update of a room it still holds changes its own record.
-            try await a.write([.roomClaimed(rid: "s", hostCid: "h", epoch: 1, occupancy: 1), .roomLive(rid: "s", hostCid: "h", epoch: 2, occupancy: 2)], nowMs: now)
+            try await a.write(
+                [.roomClaimed(rid: "s", hostCid: "h", epoch: 1, occupancy: 1), .roomLive(rid: "s", hostCid: "h", epoch: 2, occupancy: 2)],
+                nowMs: now)
             #expect(try await c.load(nowMs: now).contains(.roomLive(rid: "s", hostCid: "h", epoch: 2, occupancy: 2)))
             for store in [a, b, c] { await store.close() }
         }
@@ -269,7 +293,9 @@ import Testing
             let a = try await Self.store(server, "node-a")
             let b = try await Self.store(server, "node-b")
             let t0 = Self.now
-            try await a.write([.roomLive(rid: "ra1", hostCid: "h", epoch: 1, occupancy: 2), .roomLive(rid: "ra2", hostCid: "h", epoch: 1, occupancy: 1)], nowMs: t0)
+            try await a.write(
+                [.roomLive(rid: "ra1", hostCid: "h", epoch: 1, occupancy: 2), .roomLive(rid: "ra2", hostCid: "h", epoch: 1, occupancy: 1)],
+                nowMs: t0)
             #expect(try await a.maintain(nowMs: t0) == [])
             try await b.write([.roomLive(rid: "rb", hostCid: "h", epoch: 1, occupancy: 1)], nowMs: t0)
             #expect(try await b.maintain(nowMs: t0) == [])
@@ -328,7 +354,9 @@ import Testing
             try await stores[0].write([.seatRevoked(rid: "r", cid: "c", untilMs: Self.now + 60_000)], nowMs: Self.now)
             #expect(try await stores[2].load(nowMs: Self.now).count == 1)
             // One schema version row, at the newest version.
-            let result = try await runCommand(["/usr/lib/postgresql/15/bin/psql", server.url, "-tAc", "SELECT id, version FROM duet_schema_version"])
+            let result = try await runCommand([
+                "/usr/lib/postgresql/15/bin/psql", server.url, "-tAc", "SELECT id, version FROM duet_schema_version",
+            ])
             #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1|\(PostgresRoomStateStore.migrations.count)")
             for store in stores { await store.close() }
         }

@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Foundation
 

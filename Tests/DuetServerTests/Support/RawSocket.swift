@@ -1,8 +1,9 @@
 import DuetTestSupport
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A bare TCP client for hostile-client tests: what no well-behaved client library will do (stop reading, send
@@ -16,7 +17,8 @@ final class RawSocket: Sendable {
     /// - Parameters:
     ///   - source: a local address to bind first (e.g. 127.0.0.2: another client address on the loopback interface).
     ///   - receiveBuffer: `SO_RCVBUF` in bytes, set before connecting: a reader that stops reading fills it fast.
-    static func connect(port: Int, host: String = "127.0.0.1", source: String? = nil, receiveBuffer: Int32? = nil) async throws -> RawSocket {
+    static func connect(port: Int, host: String = "127.0.0.1", source: String? = nil, receiveBuffer: Int32? = nil) async throws -> RawSocket
+    {
         try await offPool {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
@@ -26,12 +28,22 @@ final class RawSocket: Sendable {
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             if let source {
                 var local = try address(source, port: 0)
-                let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-                guard bound == 0 else { Glibc.close(fd); throw TestFailure("bind \(source): \(errno)") }
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard bound == 0 else {
+                    Glibc.close(fd)
+                    throw TestFailure("bind \(source): \(errno)")
+                }
             }
             var remote = try address(host, port: port)
-            let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard connected == 0 else { Glibc.close(fd); throw TestFailure("connect: \(errno)") }
+            let connected = withUnsafePointer(to: &remote) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                Glibc.close(fd)
+                throw TestFailure("connect: \(errno)")
+            }
             return RawSocket(fd)
         }
     }

@@ -1,7 +1,8 @@
 import DuetTestSupport
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `duet serve` as its own process, so a test can measure the server's memory (RSS) apart from its own.
@@ -22,7 +23,8 @@ final class ServerProcess: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    private init(process: Process, port: Int, dataDirectory: String, announced: String, arguments: [String], environment: [String: String]) {
+    private init(process: Process, port: Int, dataDirectory: String, announced: String, arguments: [String], environment: [String: String])
+    {
         self.process = process
         self.arguments = arguments
         self.environment = environment
@@ -31,14 +33,18 @@ final class ServerProcess: Sendable {
         self.dataDirectory = dataDirectory
     }
 
-    static func start(_ arguments: [String] = [], environment: [String: String] = [:], port: Int = 0, dataDirectory: String? = nil) async throws -> ServerProcess {
+    static func start(_ arguments: [String] = [], environment: [String: String] = [:], port: Int = 0, dataDirectory: String? = nil)
+        async throws -> ServerProcess
+    {
         guard let binary else { throw TestFailure("build the package first (swift build): .build/debug/duet not found") }
         let dataDirectory = dataDirectory ?? TestServer.temporaryDirectory()
         let process = Process()
         // Niced: the server under measurement must not take the CPU the other tests' timing needs.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
         process.arguments = ["-n", "10", binary, "serve", "--port", "\(port)", "--stun-port", "0", "--data-dir", dataDirectory] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }) { _, new in new }
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["DUET_LOG_LEVEL": "warning"].merging(environment) { _, new in new }
+        ) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -51,7 +57,8 @@ final class ServerProcess: Sendable {
             process.terminate()
             throw TestFailure("duet serve printed no URL: \(line)")
         }
-        return ServerProcess(process: process, port: port, dataDirectory: dataDirectory, announced: line, arguments: arguments, environment: environment)
+        return ServerProcess(
+            process: process, port: port, dataDirectory: dataDirectory, announced: line, arguments: arguments, environment: environment)
     }
 
     /// `kill -9`, then the same binary again on the same port and data directory, with the same arguments.

@@ -1,5 +1,5 @@
-import DuetTestSupport
 import DuetProtocol
+import DuetTestSupport
 import DuetTransport
 import Foundation
 
@@ -64,7 +64,10 @@ final class TestClient: Sendable {
 
     /// The first message of `type` (messages of other types stay in the inbox).
     @discardableResult
-    func expect(_ type: MessageType, timeout: Duration = TestClient.expectTimeout, where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async throws -> Envelope {
+    func expect(
+        _ type: MessageType, timeout: Duration = TestClient.expectTimeout,
+        where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }
+    ) async throws -> Envelope {
         let found = await inbox.take(timeout: timeout) { event in
             if case .message(let envelope) = event, envelope.type == type.rawValue, predicate(envelope) { return true }
             return false
@@ -88,7 +91,9 @@ final class TestClient: Sendable {
 
     /// The first message of `type` that matches, or nil once the connection closed before one came (the close stays in
     /// the inbox for `expectClosed`).
-    func untilClosed(_ type: MessageType, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }) async -> Envelope? {
+    func untilClosed(
+        _ type: MessageType, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Envelope) -> Bool = { _ in true }
+    ) async -> Envelope? {
         let found = await inbox.take(timeout: timeout) { event in
             switch event {
             case .message(let envelope): envelope.type == type.rawValue && predicate(envelope)
@@ -134,7 +139,9 @@ final class TestClient: Sendable {
         return Joined(envelope: envelope, payload: try envelope.payload.decode(JoinedPayload.self))
     }
 
-    func roomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool = { _ in true }) async throws -> RoomStatePayload {
+    func roomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool = { _ in true })
+        async throws -> RoomStatePayload
+    {
         let envelope = try await expect(.roomState, timeout: timeout) { envelope in
             (try? envelope.payload.decode(RoomStatePayload.self)).map(predicate) ?? false
         }
@@ -146,7 +153,9 @@ final class TestClient: Sendable {
     /// stale state queued earlier (the one-participant state after the host's own join) matches what the change
     /// should produce.
     @discardableResult
-    func settledRoomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool) async throws -> RoomStatePayload {
+    func settledRoomState(timeout: Duration = .seconds(5), where predicate: @escaping @Sendable (RoomStatePayload) -> Bool) async throws
+        -> RoomStatePayload
+    {
         let isRoomState: @Sendable (SignalingEvent) -> Bool = { event in
             if case .message(let envelope) = event { return envelope.type == MessageType.roomState.rawValue }
             return false
@@ -196,8 +205,10 @@ actor Inbox {
         }
     }
 
-    func take(timeout: Duration, droppingEarlier dropEarlier: (@Sendable (SignalingEvent) -> Bool)? = nil,
-              matching match: @escaping @Sendable (SignalingEvent) -> Bool) async -> SignalingEvent? {
+    func take(
+        timeout: Duration, droppingEarlier dropEarlier: (@Sendable (SignalingEvent) -> Bool)? = nil,
+        matching match: @escaping @Sendable (SignalingEvent) -> Bool
+    ) async -> SignalingEvent? {
         if let index = events.firstIndex(where: match) {
             let found = events.remove(at: index)
             if let dropEarlier {
@@ -226,7 +237,8 @@ actor Inbox {
     func summary() -> String {
         events.map { event in
             switch event {
-            case .message(let envelope): envelope.type + (envelope.type == "error" ? "(\(envelope.payload["code"]?.stringValue ?? ""))" : "")
+            case .message(let envelope):
+                envelope.type + (envelope.type == "error" ? "(\(envelope.payload["code"]?.stringValue ?? ""))" : "")
             case .undecodable(let text): "undecodable(\(text.prefix(40)))"
             case .closed(let reason): "closed(\(reason))"
             }

@@ -1,8 +1,9 @@
-@testable import DuetServer
 import DuetTestSupport
 import Foundation
 import NIOHTTP1
 import Testing
+
+@testable import DuetServer
 
 /// Upgrades NIO's upgrader would drop without an answer, met by raw sockets on the real server: a broken WebSocket
 /// upgrade gets its status and the socket closes; an upgrade to a protocol Duet does not speak is served as HTTP/1.1.
@@ -36,7 +37,8 @@ import Testing
         let socket = try await RawSocket.connect(port: server.port)
         defer { socket.close() }
         try await socket.send(
-            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+        )
         let answer = try await socket.receive(until: "\r\n\r\nok")
         #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(80))")
         // NIO's decoder parses nothing after a request that asked to upgrade: the server closes the socket after it
@@ -51,12 +53,23 @@ import Testing
     }
 
     @Test func theVerdictLeavesAGoodUpgradeAndPlainRequestsAlone() {
-        var good = Self.head("GET", "/ws", [("Upgrade", "websocket"), ("Connection", "keep-alive, Upgrade"), ("Sec-WebSocket-Key", "k"), ("Sec-WebSocket-Version", "13")])
-        guard case .pass = UpgradeRequestCheck.verdict(good) else { Issue.record("a good upgrade passes"); return }
+        var good = Self.head(
+            "GET", "/ws",
+            [("Upgrade", "websocket"), ("Connection", "keep-alive, Upgrade"), ("Sec-WebSocket-Key", "k"), ("Sec-WebSocket-Version", "13")])
+        guard case .pass = UpgradeRequestCheck.verdict(good) else {
+            Issue.record("a good upgrade passes")
+            return
+        }
         good = Self.head("GET", "/", [("Connection", "keep-alive")])
-        guard case .pass = UpgradeRequestCheck.verdict(good) else { Issue.record("a plain request passes"); return }
+        guard case .pass = UpgradeRequestCheck.verdict(good) else {
+            Issue.record("a plain request passes")
+            return
+        }
         let h2c = Self.head("GET", "/", [("Upgrade", "h2c"), ("Connection", "Upgrade, HTTP2-Settings, keep-alive")])
-        guard case .downgrade(let plain) = UpgradeRequestCheck.verdict(h2c) else { Issue.record("h2c is downgraded"); return }
+        guard case .downgrade(let plain) = UpgradeRequestCheck.verdict(h2c) else {
+            Issue.record("h2c is downgraded")
+            return
+        }
         #expect(plain.headers["Upgrade"].isEmpty)
         #expect(plain.headers["Connection"] == ["close"])
     }

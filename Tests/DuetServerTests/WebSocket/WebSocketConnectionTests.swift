@@ -1,4 +1,3 @@
-@testable import DuetServer
 import DuetProtocol
 import DuetRooms
 import Logging
@@ -7,6 +6,8 @@ import NIOEmbedded
 import NIOWebSocket
 import Synchronization
 import Testing
+
+@testable import DuetServer
 
 /// One `/ws` connection's handler on an in-memory channel, with a real hub: what it writes, when it flushes, and
 /// that the hub never writes to a socket itself.
@@ -48,7 +49,8 @@ import Testing
             channel = EmbeddedChannel(loop: loop)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
             let handler = WebSocketConnectionHandler(
-                hub: hub, settings: .init(pingInterval: pingInterval), limiter: limiter, admission: limiter.admit("127.0.0.1").mapError { _ in Gatekeeper.Refusal(status: .serviceUnavailable, message: "full") })
+                hub: hub, settings: .init(pingInterval: pingInterval), limiter: limiter,
+                admission: limiter.admit("127.0.0.1").mapError { _ in Gatekeeper.Refusal(status: .serviceUnavailable, message: "full") })
             try channel.pipeline.syncOperations.addHandlers([counter, handler])
         }
 
@@ -199,7 +201,8 @@ import Testing
     @Test func theHubsCloseIsTheLastFrameAndTheSocketClosesWhenTheClientAnswers() throws {
         let hub = Self.hub()
         let connection = try Connection(hub: hub)
-        try connection.send(#"{"v":1,"type":"ping","payload":{"pad":""# + String(repeating: "x", count: ProtocolLimits.maxMessageBytes) + #""}}"#)
+        try connection.send(
+            #"{"v":1,"type":"ping","payload":{"pad":""# + String(repeating: "x", count: ProtocolLimits.maxMessageBytes) + #""}}"#)
         try connection.send(Self.ping)  // read after the close: not answered
         connection.endOfRead()
         let frames = try connection.written()

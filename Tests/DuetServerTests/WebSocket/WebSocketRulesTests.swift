@@ -1,7 +1,8 @@
-@testable import DuetServer
 import DuetTestSupport
 import Foundation
 import Testing
+
+@testable import DuetServer
 
 /// The real server on an ephemeral port, met by raw sockets: the WebSocket rules and the refusal statuses that are
 /// Duet's own since `/ws` runs on plain NIO handlers.

@@ -194,7 +194,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
     private func beginPost(_ head: HTTPRequest, closing: Bool, _ context: ChannelHandlerContext) {
         switch endpoint.acceptPost(head, peer: context.channel.remoteAddress) {
         case .success(let post):
-            current = .posting(sid: post.sid, postToken: post.postToken, body: context.channel.allocator.buffer(capacity: 0), closing: closing)
+            current = .posting(
+                sid: post.sid, postToken: post.postToken, body: context.channel.allocator.buffer(capacity: 0), closing: closing)
         case .failure(let answer):
             current = .discarding(closing: closing)
             respond(answer, closing: closing, context)
@@ -243,7 +244,8 @@ final class SSEConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler,
             // The hub knows the stream before its client can read the post token and POST (from any other connection);
             // what the hub queues meanwhile is written below, after the opening.
             outbox.handlerWillWrite()
-            let id = endpoint.hub.openSSE(sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox), rid: RoomHint.rid(in: head.path))
+            let id = endpoint.hub.openSSE(
+                sid: opened.sid, postToken: postToken, sink: OutboundSink(outbox), rid: RoomHint.rid(in: head.path))
             stream = Stream(id: id, outbox: outbox, ticket: opened.ticket, closing: closing)
             context.write(wrapOutboundOut(.head(endpoint.streamHead(closing: closing))), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(string: SSEEndpoint.streamOpening(postToken: postToken)))), promise: nil)

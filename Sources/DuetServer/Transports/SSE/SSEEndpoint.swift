@@ -1,8 +1,8 @@
 import DuetProtocol
 import Foundation
-import Synchronization
 import HTTPTypes
 import NIOCore
+import Synchronization
 
 /// Server-Sent Events fallback (docs/protocol.md, Transports): `GET /sse?sid=` streams messages, `POST /sse?sid=`
 /// carries one message. What each request is answered, decided on the event loop by `SSEConnectionHandler` — no
@@ -64,10 +64,15 @@ struct SSEEndpoint: Sendable {
         switch hub.receive(bytes, sid: sid, postToken: postToken) {
         case .accepted: nil
         case .wrongPostToken:
-            Answer(status: .unauthorized, message: "\(SSEPostBinding.header) is missing or is not this stream's token (the stream's first message, sse_session, gives it)")
+            Answer(
+                status: .unauthorized,
+                message:
+                    "\(SSEPostBinding.header) is missing or is not this stream's token (the stream's first message, sse_session, gives it)")
         case .unknownSession: Answer(status: .gone, message: "no open stream for this sid; open GET /sse?sid= again")
         case .unauthorized:
-            Answer(status: .unauthorized, message: "this sid belongs to a participant: the first message must be a join with its reconnectCid and reconnectToken")
+            Answer(
+                status: .unauthorized,
+                message: "this sid belongs to a participant: the first message must be a join with its reconnectCid and reconnectToken")
         }
     }
 

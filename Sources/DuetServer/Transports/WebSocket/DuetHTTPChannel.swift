@@ -56,7 +56,8 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             // bytes: most of an idle WebSocket's memory) and grow for large messages. Below 512 bytes the allocator
             // grows in 64-byte steps, so a 2 KB offer takes six reads: up to four per wake-up keeps it within one
             // (one per wake-up doubled the call-shaped join p99, docs/benchmarks.md).
-            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
+            try channel.syncOptions?.setOption(
+                ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65_536))
             try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 4)
             let gate = NIOLoopBoundBox(Gate.none, eventLoop: channel.eventLoop)
             let webSocket = self.webSocket
@@ -120,7 +121,9 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     if let seconds = refusal.retryAfterSeconds { fields[.retryAfter] = "\(seconds)" }
                     let body = ByteBuffer(string: refusal.message + "\n")
                     fields[.contentLength] = "\(body.readableBytes)"
-                    try await outbound.write(contentsOf: [.head(HTTPResponse(status: refusal.status, headerFields: fields)), .body(body), .end(nil)])
+                    try await outbound.write(contentsOf: [
+                        .head(HTTPResponse(status: refusal.status, headerFields: fields)), .body(body), .end(nil),
+                    ])
                 }
             }
         } catch {
@@ -138,7 +141,8 @@ struct DuetHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 return
             }
             let location = request.uri.path + (request.uri.query.map { "?\($0)" } ?? "")
-            try await writer.writeResponse(HTTPResponse(status: .temporaryRedirect, headerFields: [.connection: "close", .location: location]))
+            try await writer.writeResponse(
+                HTTPResponse(status: .temporaryRedirect, headerFields: [.connection: "close", .location: location]))
             throw RedirectedToANewConnection()
         }
     }

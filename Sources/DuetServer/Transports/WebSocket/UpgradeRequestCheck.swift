@@ -40,7 +40,8 @@ final class UpgradeRequestCheck: ChannelInboundHandler, RemovableChannelHandler 
             return .refuse(.badRequest, message: "a WebSocket upgrade needs exactly one Sec-WebSocket-Key", extraHeaders: [])
         }
         guard head.headers[canonicalForm: "Sec-WebSocket-Version"] == ["13"] else {
-            return .refuse(.upgradeRequired, message: "this server speaks WebSocket version 13", extraHeaders: [("Sec-WebSocket-Version", "13")])
+            return .refuse(
+                .upgradeRequired, message: "this server speaks WebSocket version 13", extraHeaders: [("Sec-WebSocket-Version", "13")])
         }
         return .pass
     }
