@@ -117,6 +117,8 @@ test_args=("$@")
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-64}
 
 status=0
+# The code's format (.swift-format, the toolchain's `swift format`): a few seconds, in every tier, before the build.
+stage format swift format lint --strict --recursive --parallel Sources Tests Plugins Package.swift || status=$?
 stage build swift build --build-tests || status=$?
 
 # The differential replay and the fuzz smoke run beside `swift test`, one after the other, at the lowest CPU priority

@@ -7,7 +7,7 @@
                                                                   until process PID (the run) ends
 
 It reads what the run wrote as it went, measured where it happened:
-  timing/stages.tsv          scripts/test.sh: each stage (install, build, swift test, differential, fuzz) with its
+  timing/stages.tsv          scripts/test.sh: each stage (install, format, build, swift test, differential, fuzz) with its
                              wall time and exit status
   timing/xunit*.xml          `swift test --xunit-output`: every test's time (for a heavy job this includes its wait for
                              a slot: the jobs table has the wait apart)
