@@ -39,6 +39,8 @@ import Testing
         #expect(Self.problem(with: "docs/protocol.md#no-such-heading", from: "README.md", in: "") != nil)
         #expect(Self.problem(with: "docs/protocol.md", from: "README.md", in: "") == nil)
         #expect(Self.links(in: "see [a](b.md) and `[c](d.md)` and [e](https://x.example/)\n```\n[f](g.md)\n```\n") == ["b.md"])
+        #expect(Self.links(in: "[a](b.md \"a title\")") == ["b.md"])
+        #expect(Self.headings(in: "# One\n```sh\n# a comment\n```\n## Two\n") == ["# One", "## Two"])
         #expect(Self.anchor(of: "## Ringing (issue 31 amendment)") == "ringing-issue-31-amendment")
         #expect(Self.anchor(of: "### `duet call`: a headless peer") == "duet-call-a-headless-peer")
     }
@@ -55,7 +57,8 @@ import Testing
             if fenced { continue }
             let outsideCode = line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
                 .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
-            for match in outsideCode.matches(of: /\]\(([^)\s]+)\)/) {
+            // `[text](target)` or `[text](target "title")`; `<target>` is not used in these documents.
+            for match in outsideCode.matches(of: /\]\(([^)\s]+)(?:\s+"[^"]*")?\)/) {
                 let target = String(match.output.1)
                 if target.contains("://") || target.hasPrefix("mailto:") { continue }
                 found.append(target)
@@ -71,8 +74,22 @@ import Testing
         guard FileManager.default.fileExists(atPath: full) else { return "no such file" }
         guard parts.count == 2 else { return nil }
         guard let text = try? String(contentsOfFile: full, encoding: .utf8) else { return "unreadable" }
-        let anchors = Set(text.split(separator: "\n").filter { $0.hasPrefix("#") }.map { anchor(of: String($0)) })
+        let anchors = Set(headings(in: text).map(anchor(of:)))
         return anchors.contains(parts[1]) ? nil : "no heading with anchor #\(parts[1])"
+    }
+
+    /// The heading lines of a Markdown text (`#`… outside fenced blocks: a shell comment in a code block is no heading).
+    static func headings(in markdown: String) -> [String] {
+        var found: [String] = []
+        var fenced = false
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") {
+                fenced.toggle()
+                continue
+            }
+            if !fenced, line.hasPrefix("#") { found.append(String(line)) }
+        }
+        return found
     }
 
     /// GitHub's anchor of a heading line.

@@ -47,6 +47,12 @@ public actor SimulatedMediaNetwork {
         var failedUfrag: String?
         var offers = 0
         var refuseRemoteDescriptions = 0
+        /// ICE restarts this side applied: new credentials on a connection that had some (a new connection's first do
+        /// not count).
+        var restarts = 0
+        /// The o= line's version: one more for every description this connection makes (its session id is
+        /// `sessionId(of:)`), as browsers write it, so the engine's session and ordering rules apply here too.
+        var descriptionVersion = 0
     }
 
     private var peers: [Int: Peer] = [:]
@@ -71,7 +77,7 @@ public actor SimulatedMediaNetwork {
         let peer = peers[engine.id]!
         return Stats(
             framesReceived: peer.frames, peerConnectionsCreated: peer.peerConnections, closed: peer.closed, iceState: peer.ice,
-            iceRestartsApplied: max(0, peer.localUfrags - 1), offersCreated: peer.offers)
+            iceRestartsApplied: peer.restarts, offersCreated: peer.offers)
     }
 
     public func configuration(of engine: SimulatedWebRtcEngine) -> RtcConfiguration { peers[engine.id]!.configuration }
@@ -113,10 +119,11 @@ public actor SimulatedMediaNetwork {
         guard var peer = peers[id], peer.peerConnections == 0 || peer.closed else { return }
         // A new connection knows nothing of the one it replaces (a renewal after a wedge, issue 32): no descriptions,
         // no credentials, no candidates, ICE `new`. Only what the engine counts over the whole call carries over.
+        // A wedge is its connection's: refusals still owed do not carry over.
         peer = Peer(
             name: peer.name, continuation: peer.continuation, peerConnections: peer.peerConnections + 1,
             frames: peer.frames, localUfrags: peer.localUfrags, configuration: configuration, offers: peer.offers,
-            refuseRemoteDescriptions: peer.refuseRemoteDescriptions)
+            restarts: peer.restarts)
         peers[id] = peer
     }
 
@@ -135,14 +142,16 @@ public actor SimulatedMediaNetwork {
         peer.offers += 1
         let fresh = iceRestart || peer.localUfrag == nil
         if fresh {
+            if peer.localUfrag != nil { peer.restarts += 1 }
             peer.localUfrag = newUfrag()
             peer.localUfrags += 1
         }
+        peer.descriptionVersion += 1
         peer.signaling = .haveLocalOffer
         peers[id] = peer
         emit(id, .signalingState(.haveLocalOffer))
         if fresh { gather(id) }
-        return sdp(peer)
+        return sdp(peer, id: id)
     }
 
     func createAnswer(_ id: Int) throws -> String {
@@ -150,20 +159,23 @@ public actor SimulatedMediaNetwork {
         guard peer.signaling == .haveRemoteOffer else { throw SimulatedWebRtcError.wrongState("createAnswer in \(peer.signaling)") }
         let fresh = peer.localUfrag == nil || peer.answeredRemoteUfrag != peer.remoteUfrag
         if fresh {
+            if peer.localUfrag != nil { peer.restarts += 1 }
             peer.localUfrag = newUfrag()
             peer.localUfrags += 1
         }
+        peer.descriptionVersion += 1
         peer.answeredRemoteUfrag = peer.remoteUfrag
         peer.signaling = .stable
         peers[id] = peer
         emit(id, .signalingState(.stable))
         if fresh { gather(id) }
         evaluate()
-        return sdp(peer)
+        return sdp(peer, id: id)
     }
 
     func setRemote(_ id: Int, kind: NegotiationMachine.DescriptionKind, sdp text: String) throws {
         var peer = try live(id)
+        let before = peer.signaling
         guard let ufrag = Self.ufrag(in: text) else { throw SimulatedWebRtcError.badDescription }
         if peer.refuseRemoteDescriptions > 0 {
             peers[id]!.refuseRemoteDescriptions -= 1
@@ -184,7 +196,7 @@ public actor SimulatedMediaNetwork {
         if peer.remoteUfrag != ufrag { peer.remoteCandidates = 0 }
         peer.remoteUfrag = ufrag
         peers[id] = peer
-        emit(id, .signalingState(peer.signaling))
+        if peer.signaling != before { emit(id, .signalingState(peer.signaling)) }  // no event for an unchanged state
         evaluate()
     }
 
@@ -294,8 +306,12 @@ public actor SimulatedMediaNetwork {
         return "u\(ufragCounter)"
     }
 
-    private func sdp(_ peer: Peer) -> String {
-        "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=duet-sim \(peer.name)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n"
+    /// A description as a browser writes it, as far as the engine reads it: the connection's own o= session id (one per
+    /// side and connection) with a version that grows with every description, and the ICE credentials.
+    private func sdp(_ peer: Peer, id: Int) -> String {
+        let session = 1000 * id + peer.peerConnections
+        return
+            "v=0\r\no=- \(session) \(peer.descriptionVersion) IN IP4 127.0.0.1\r\ns=duet-sim \(peer.name)\r\na=ice-ufrag:\(peer.localUfrag ?? "")\r\n"
     }
 
     static func ufrag(in sdp: String) -> String? {

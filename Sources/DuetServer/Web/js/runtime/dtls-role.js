@@ -5,12 +5,12 @@
 // `active`, so Firefox is the DTLS server), Chromium's restart offer came back with Firefox now the client, and
 // Chromium refuses to change the role of a live transport ("Failed to set SSL role for the transport"): its connection
 // was wedged and replaced, the call silent for a second or two (issue 32). The offer we send therefore names the role
-// this side already holds (`a=setup:active` or `passive`, which RFC 8842 §5.3 lets an offerer do for an existing
-// association); the answerer must take the other one, and nothing changes. The offer applied locally stays as the
+// this side already holds (`a=setup:active` or `passive`: RFC 8842, updating RFC 5763, lets an offer say either for an
+// existing association); the answerer must take the other one, and nothing changes. The offer applied locally stays as the
 // browser made it (`actpass` is compatible with either answer). A connection not yet negotiated offers `actpass`.
 // Off by default (PeerConnection's keepsDtlsRole): kept in place, that restart meets libwebrtc pairing its new ports
 // with Firefox's old-generation candidates, which Firefox's old ICE stream answers — Firefox hears nothing for ~4 s in
-// about half the runs, where the refusal and a new connection heal in about 1 s (docs/call-engine.md).
+// 8 runs of 12, where the refusal and a new connection heal in about 1 s (docs/call-engine.md).
 
 /** The `a=setup` value of an SDP (the first: bundled sections share one transport), or null. */
 function setupOf(sdp) {
