@@ -29,6 +29,10 @@ public enum ResilienceConstants {
     /// sees goes through the seeds' transient window and the host's restart; the watchdog speaks only where ICE
     /// cannot (a black hole under working STUN, Firefox's slower consent check, libnice without one).
     public static let MEDIA_STALL_TIMEOUT_MS: Int64 = 5_000
+    /// Duet (issue 51): restarts made while ICE is up and media stalled before the connection itself is replaced
+    /// (`NegotiationMachine`): ICE connecting while nothing arrives says the connection, not the path, is broken (a
+    /// Firefox peer whose restart's ICE stream failed sends nothing on it any more, whatever ICE does next).
+    public static let MEDIA_STALL_RESTARTS_BEFORE_RENEWAL = 2
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000
     public static let TURN_REFRESH_TRIGGER_RATIO = 0.8
@@ -78,6 +82,7 @@ public enum ResilienceConstants {
         ("ICE_DISCONNECTED_RESTART_DELAY_MS", Double(ICE_DISCONNECTED_RESTART_DELAY_MS)),
         ("MEDIA_SAMPLE_INTERVAL_MS", Double(MEDIA_SAMPLE_INTERVAL_MS)),
         ("MEDIA_STALL_TIMEOUT_MS", Double(MEDIA_STALL_TIMEOUT_MS)),
+        ("MEDIA_STALL_RESTARTS_BEFORE_RENEWAL", Double(MEDIA_STALL_RESTARTS_BEFORE_RENEWAL)),
         ("TURN_FETCH_TIMEOUT_MS", Double(TURN_FETCH_TIMEOUT_MS)),
         ("TURN_REFRESH_TRIGGER_RATIO", TURN_REFRESH_TRIGGER_RATIO),
         ("RECONNECT_TOKEN_REFRESH_RATIO", RECONNECT_TOKEN_REFRESH_RATIO),

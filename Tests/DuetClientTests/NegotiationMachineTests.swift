@@ -340,6 +340,61 @@ import Testing
         #expect(guest.machine.pendingRestart == nil, "the restart that ran is the one that waited")
     }
 
+    @Test(
+        "a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts replaces the connection while ICE is up; media flowing counts afresh, an unanswered restart does not count"
+    )
+    func aStallThatRestartsCannotMendRenewsTheConnection() {
+        /// Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied) and reports what it did.
+        func restartAgain(_ host: inout Driver, _ n: Int) -> [Machine.Action] {
+            let actions = host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+            guard actions.contains(.iceRestartStarted(.mediaStall)) else { return actions }
+            host.send { $0.handle(.localDescriptionReady(.offer, sdp: "r\(n)")) }
+            host.send { $0.handle(.remoteDescription(.answer, sdp: "ra\(n)", epoch: 1)) }
+            host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+            host.send { $0.handle(.iceStateChanged(.connected)) }
+            return actions
+        }
+        var host = stalledHostAfterItsRestart()  // restart 1, answered, ICE connected
+        #expect(ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL == 2)
+        #expect(host.machine.restartsWithoutMedia == 1)
+        #expect(restartAgain(&host, 2).contains(.iceRestartStarted(.mediaStall)), "restart 2")
+        let third = host.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+        #expect(third.contains(.renewPeerConnection), "a third restart would not help: the connection is replaced")
+        #expect(third.contains(.iceRestartStarted(.peerConnectionWedged)))
+        #expect(third.contains(.createOffer(iceRestart: false)), "the new connection offers afresh")
+        #expect(!third.contains(.iceRestartStarted(.mediaStall)))
+        #expect(host.machine.restartsWithoutMedia == 0, "the new connection gets its own restarts")
+
+        var flowed = stalledHostAfterItsRestart()
+        flowed.send { $0.handle(.mediaFlowing) }
+        flowed.send { $0.handle(.mediaStalled) }  // held by the cooldown: restarted at its end
+        #expect(restartAgain(&flowed, 2).contains(.iceRestartStarted(.mediaStall)))
+        #expect(restartAgain(&flowed, 3).contains(.iceRestartStarted(.mediaStall)), "media flowed between: counted afresh")
+
+        var unanswered = connectedHost()
+        #expect(unanswered.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
+        unanswered.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        #expect(unanswered.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS).contains(.iceRestartStarted(.offerTimeout)))
+        unanswered.send { $0.handle(.localDescriptionReady(.offer, sdp: "r2")) }
+        unanswered.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
+        #expect(unanswered.machine.restartsWithoutMedia == 0, "nobody answered: the path may well be what is broken")
+
+        // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
+        var webrtcbin = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
+        webrtcbin.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) }
+        webrtcbin.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
+        webrtcbin.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
+        webrtcbin.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        webrtcbin.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(webrtcbin.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
+        webrtcbin.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
+        webrtcbin.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
+        webrtcbin.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        for n in 2...4 {
+            #expect(restartAgain(&webrtcbin, n).contains(.iceRestartStarted(.mediaStall)), "restart \(n), never a renewal")
+        }
+    }
+
     @Test("a lasting stall is not restarted again over the peer's renegotiation, nor by a guest once ICE itself failed")
     func aLastingStallLeavesThePeersRestartAndICEFailureAlone() {
         var host = stalledHostAfterItsRestart()

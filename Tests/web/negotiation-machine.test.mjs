@@ -349,6 +349,56 @@ test('a stall still there when the cooldown ends with signaling down is restarte
   assert.equal(guest.machine.pendingRestart, null, 'the restart that ran is the one that waited');
 });
 
+test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts replaces the connection while ICE is up; media flowing counts afresh, an unanswered restart does not count', () => {
+  // Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied); returns what it did.
+  const restartAgain = (host, n) => {
+    const actions = host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+    if (!has(actions, restarted('mediaStall'))) return actions;
+    host.send({ type: 'localDescriptionReady', kind: 'offer', sdp: `r${n}` });
+    host.send({ type: 'remoteDescription', kind: 'answer', sdp: `ra${n}`, epoch: 1 });
+    host.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+    host.send({ type: 'iceStateChanged', state: 'connected' });
+    return actions;
+  };
+  const host = stalledHostAfterItsRestart(); // restart 1, answered, ICE connected
+  assert.equal(RESILIENCE.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL, 2);
+  assert.equal(host.machine.restartsWithoutMedia, 1);
+  assert.ok(has(restartAgain(host, 2), restarted('mediaStall')), 'restart 2');
+  const third = host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  assert.ok(third.some((a) => a.type === 'renewPeerConnection'), 'a third restart would not help: the connection is replaced');
+  assert.ok(has(third, restarted('peerConnectionWedged')));
+  assert.ok(third.some((a) => a.type === 'createOffer' && a.iceRestart === false), 'the new connection offers afresh');
+  assert.ok(!has(third, restarted('mediaStall')));
+  assert.equal(host.machine.restartsWithoutMedia, 0, 'the new connection gets its own restarts');
+
+  const flowed = stalledHostAfterItsRestart();
+  flowed.send({ type: 'mediaFlowing' });
+  flowed.send({ type: 'mediaStalled' }); // held by the cooldown: restarted at its end
+  assert.ok(has(restartAgain(flowed, 2), restarted('mediaStall')));
+  assert.ok(has(restartAgain(flowed, 3), restarted('mediaStall')), 'media flowed between: counted afresh');
+
+  const unanswered = connectedHost();
+  assert.ok(has(unanswered.send({ type: 'mediaStalled' }), restarted('mediaStall')));
+  unanswered.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  assert.ok(has(unanswered.advance(RESILIENCE.OFFER_TIMEOUT_MS), restarted('offerTimeout')));
+  unanswered.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' });
+  unanswered.advance(RESILIENCE.OFFER_TIMEOUT_MS);
+  assert.equal(unanswered.machine.restartsWithoutMedia, 0, 'nobody answered: the path may well be what is broken');
+
+  // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
+  const webrtcbin = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));
+  webrtcbin.send({ type: 'peer', present: true, isHost: true, peerEpoch: 1 });
+  webrtcbin.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'o1' });
+  webrtcbin.send({ type: 'remoteDescription', kind: 'answer', sdp: 'a1', epoch: 1 });
+  webrtcbin.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  webrtcbin.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.ok(has(webrtcbin.send({ type: 'mediaStalled' }), restarted('mediaStall')));
+  webrtcbin.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r1' });
+  webrtcbin.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra1', epoch: 1 });
+  webrtcbin.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  for (const n of [2, 3, 4]) assert.ok(has(restartAgain(webrtcbin, n), restarted('mediaStall')), `restart ${n}, never a renewal`);
+});
+
 test('a lasting stall is not restarted again over the peer renegotiation, nor by a guest once ICE itself failed', () => {
   const host = stalledHostAfterItsRestart();
   host.send({ type: 'remoteDescription', kind: 'offer', sdp: 'peer-restart', epoch: 1 });

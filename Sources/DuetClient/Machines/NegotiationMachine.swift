@@ -25,6 +25,9 @@ import DuetProtocol
 ///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own
 ///   restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and nothing
 ///   is negotiated on the wedged connection meanwhile.
+/// - A stall that outlasts `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` restart offers the peer answered is a wedge too when
+///   ICE is up at the next restart: the connection is replaced instead of restarted again (a Firefox peer whose
+///   restart's ICE stream failed sends nothing on that connection any more, whatever ICE does next).
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -128,6 +131,11 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one more
     /// cooldown for what that renegotiation does instead of crossing it at our cooldown's end.
     private var peerOfferSinceRestart = false
+    /// Restart offers of ours the peer answered while media was stalled, since media last flowed: the peer hears us and
+    /// takes new credentials, yet nothing arrives. Past `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` of them, with ICE up, the
+    /// trouble is the connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed,
+    /// whatever ICE does next): it is replaced, as a wedged one. An unanswered restart proves nothing of the kind.
+    public private(set) var restartsWithoutMedia = 0
     public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
     private var signalingUp = true
     private var makingOffer = false
@@ -305,6 +313,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
             if kind == .offer, pendingRestart == .mediaStall { pendingRestart = nil }
             if kind == .offer { peerOfferSinceRestart = true }
+            if kind == .answer, offerIsRestart, mediaStalled { restartsWithoutMedia += 1 }
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
@@ -352,6 +361,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         case .mediaFlowing:
             mediaStalled = false
             stalledWhenLeft = false
+            restartsWithoutMedia = 0
             if pendingRestart?.outlastsMedia != true { pendingRestart = nil }  // media came back by itself (ours, not the peer's)
             return []
         case .peerAskedForRestart:
@@ -439,6 +449,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         replacedInCooldown = false
         stalledWhenLeft = stalledWhenLeft || mediaStalled  // told again by every view while alone
         mediaStalled = false
+        restartsWithoutMedia = 0
         // An offer nobody will answer would block the next peer's negotiation.
         let rollback: [Action] = signalingState == .haveLocalOffer ? [.rollback] : []
         signalingState = .stable
@@ -472,6 +483,14 @@ public struct NegotiationMachine: Sendable, Equatable {
             return []
         }
         pendingRestart = nil  // this restart is the one anything waiting wanted
+        // ICE is up and media is not, after restarts the peer took: restarts move the path, and the path is not what is broken.
+        // Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry a session
+        // id a browser takes for an echo of its own, so the browser would not renew for it (the sweep's duet call seed 768).
+        if mediaStalled, iceState == .connected || iceState == .completed, !restartsOnlyAsHost,
+            restartsWithoutMedia >= ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL
+        {
+            return connectionWedged()
+        }
         var actions: [Action] = []
         if signalingState == .haveLocalOffer {
             actions += [.rollback, .timer(.cancel(.offerTimeout))]
@@ -605,6 +624,7 @@ public struct NegotiationMachine: Sendable, Equatable {
     private mutating func renewPeerConnection() -> [Action] {
         renewalUnconfirmed = true
         renewalPending = false  // whatever made it, the wedged connection is gone
+        restartsWithoutMedia = 0  // the new connection gets its own restarts
         peerOfferSinceRestart = false
         peerTookOurOffer = false
         appliedRemoteSession = nil

@@ -58,6 +58,10 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
     /// (issue 32: Chromium refused a restart answer whose DTLS role Firefox had flipped, then its rollback and every
     /// later description the same way). Offers are still made. It matters at the next negotiation.
     case peerConnectionWedged(Side)
+    /// This side's peer connection sends no media from now on, while it goes on receiving and answering ICE, until it
+    /// is closed (issue 51: Firefox's transmit pipelines after an ICE restart whose new stream failed; every later
+    /// restart connects and none brings them back). Only the other side's inbound counters show it.
+    case silentSender(Side)
 
     public var description: String {
         switch self {
@@ -81,13 +85,14 @@ public enum Fault: Sendable, Equatable, CustomStringConvertible {
         case .tamperFingerprints: "the server rewrites the DTLS fingerprints of relayed offers and answers"
         case .mediaStall(let side): "media to \(side) stops while ICE stays connected"
         case .peerConnectionWedged(let side): "the peer connection of \(side) refuses every remote description and rollback"
+        case .silentSender(let side): "the peer connection of \(side) sends no media until it is replaced"
         }
     }
 
     var isInstantaneous: Bool {
         switch self {
         case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer,
-            .mediaStall, .peerConnectionWedged:
+            .mediaStall, .peerConnectionWedged, .silentSender:
             true
         default: false
         }

@@ -96,6 +96,8 @@ final class SimMediaPlane {
     private var inboundStalls: [InboundStall?] = [nil, nil]
     /// Peer connections (instances) that refuse every remote description and rollback (`Fault.peerConnectionWedged`).
     private var wedgedInstances: Set<Int> = []
+    /// Peer connections (instances) that send no media until they are closed (`Fault.silentSender`).
+    private var silentInstances: Set<Int> = []
 
     init(world: World) { self.world = world }
 
@@ -139,7 +141,14 @@ final class SimMediaPlane {
         wedgedInstances.insert(peer.instance)
     }
 
+    /// `side`'s current peer connection sends no media from now on (ICE and receiving untouched), until it is closed.
+    func silenceSender(_ side: Side) {
+        guard let peer = peers[side.rawValue], !peer.closed else { return }
+        silentInstances.insert(peer.instance)
+    }
+
     func isInboundStalled(_ side: Side) -> Bool {
+        if let other = peers[side.other.rawValue], silentInstances.contains(other.instance) { return true }
         guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else {
             return false
         }

@@ -101,6 +101,10 @@ extension World {
             // webrtcbin refuses nothing this way (it has no rollback, and answers a restart on a fresh session).
             guard !media.webrtcbinSides.contains(side) else { return trace(side, "wedged peer connection not modelled for webrtcbin") }
             media.wedge(side)
+        case .silentSender(let side):
+            // Firefox's; a webrtcbin side renews its session by itself when its own counters stop, not modelled here.
+            guard !media.webrtcbinSides.contains(side) else { return trace(side, "silent sender not modelled for webrtcbin") }
+            media.silenceSender(side)
         case .sidHijack(let side):
             // Someone without the room link: their own room, this side's sid.
             attack(side, kind: .sse, join: JoinPayload(device: "attacker"), room: server.createRoomId())
@@ -149,7 +153,7 @@ extension World {
         case .tamperFingerprints:
             tamperingFingerprints -= 1
         case .dropConnection, .networkChange, .serverClockJump, .processRestart, .sidHijack, .tokenReplay, .loseNextJoin, .replayFirstOffer,
-            .mediaStall, .peerConnectionWedged:
+            .mediaStall, .peerConnectionWedged, .silentSender:
             break
         }
     }

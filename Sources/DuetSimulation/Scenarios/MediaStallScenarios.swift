@@ -4,7 +4,33 @@ import DuetClient
 /// `connected` and restarts ICE itself (the host or the guest), and the call comes back with media both ways. A guest
 /// that cannot restart in place (`duet call`) asks the host to (`restart_request`).
 extension NamedScenarios {
-    static let mediaStalls: [NamedScenario] = browserMediaStalls + [duetCallGuestMediaStall]
+    static let mediaStalls: [NamedScenario] = browserMediaStalls + [duetCallGuestMediaStall] + silentSenders
+
+    /// Issue 51: a peer connection whose sender went silent for good (Firefox after a restart's failed ICE stream): the
+    /// receiving side's restarts connect and bring nothing, so after MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them it
+    /// replaces its connection, the silent side renews for the new session, and media flows both ways again.
+    static let silentSenders: [NamedScenario] = [Side.a, .b].map { silent in
+        let receiver = silent.other
+        return NamedScenario(
+            "silent-sender-\(silent == .a ? "host" : "guest")",
+            "\(silent)'s peer connection stops sending media for good while ICE stays connected and it goes on receiving: \(receiver)'s watchdog sees the stall and restarts ICE \(ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) times to no avail, then replaces its connection; \(silent) renews for the new session and media flows both ways.",
+            options: { $0.faults = [fault(5_000, .silentSender(silent))] },
+            expect: { outcome in
+                let silencedAt = outcome.establishedAt + 5_000
+                let restarts = outcome.events(receiver).filter { $0.at >= silencedAt }.compactMap {
+                    event -> NegotiationMachine.RestartReason? in
+                    if case .iceRestart(let reason) = event.event { reason } else { nil }
+                }
+                let inPlace = restarts.prefix { $0 != .peerConnectionWedged }
+                return check(
+                    inPlace.count == ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL,
+                    "\(receiver) restarted in place \(inPlace.count) times before replacing its connection: \(restarts)")
+                    + check(restarts.contains(.peerConnectionWedged), "\(receiver) never replaced its connection: \(restarts)")
+                    + check(
+                        !outcome.restarts(silent).contains(.peerConnectionWedged),
+                        "\(silent), whose media arrived all along, replaced its connection: \(outcome.restarts(silent))")
+            })
+    }
 
     static let duetCallGuestMediaStall = NamedScenario(
         "media-stall-duet-call-guest",

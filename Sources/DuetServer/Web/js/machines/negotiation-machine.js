@@ -19,6 +19,9 @@
 //   offer: then what it sends meanwhile is stale); one that never took ours negotiates with the new one. At once (a wedge shows right after
 //   our own restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and
 //   nothing is negotiated on the wedged connection meanwhile. Anything from the peer's old connection is stale.
+// - A stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restart offers the peer answered is a wedge too when ICE
+//   is up at the next restart: the connection is replaced instead of restarted again (a Firefox peer whose restart's
+//   ICE stream failed sends nothing on that connection any more, whatever ICE does next).
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
@@ -73,6 +76,11 @@ export class NegotiationMachine {
     /** The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one
      * more cooldown for what that renegotiation does instead of crossing it at our cooldown's end. */
     this.peerOfferSinceRestart = false;
+    /** Restart offers of ours the peer answered while media was stalled, since media last flowed: the peer hears us
+     *  and takes new credentials, yet nothing arrives. Past MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them, with ICE up,
+     *  the trouble is the connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed,
+     *  whatever ICE does next): it is replaced, as a wedged one. An unanswered restart proves nothing of the kind. */
+    this.restartsWithoutMedia = 0;
     this.remoteCandidateBuffer = [];
     this.signalingUp = true;
     this.makingOffer = false;
@@ -259,6 +267,7 @@ export class NegotiationMachine {
         // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
         if (event.kind === 'offer' && this.pendingRestart === 'mediaStall') this.pendingRestart = null;
         if (event.kind === 'offer') this.peerOfferSinceRestart = true;
+        if (event.kind === 'answer' && this.offerIsRestart && this.mediaStalled) this.restartsWithoutMedia += 1;
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
@@ -308,6 +317,7 @@ export class NegotiationMachine {
       case 'mediaFlowing':
         this.mediaStalled = false;
         this.stalledWhenLeft = false;
+        this.restartsWithoutMedia = 0;
         if (!outlastsMedia(this.pendingRestart)) this.pendingRestart = null; // media came back by itself (ours, not the peer's)
         return [];
       case 'peerAskedForRestart':
@@ -411,6 +421,7 @@ export class NegotiationMachine {
     this.replacedInCooldown = false;
     this.stalledWhenLeft = this.stalledWhenLeft || this.mediaStalled; // told again by every view while alone
     this.mediaStalled = false;
+    this.restartsWithoutMedia = 0;
     // An offer nobody will answer would block the next peer's negotiation.
     const rollback = this.signalingState === 'haveLocalOffer' ? [{ type: 'rollback' }] : [];
     this.signalingState = 'stable';
@@ -448,6 +459,14 @@ export class NegotiationMachine {
       return [];
     }
     this.pendingRestart = null; // this restart is the one anything waiting wanted
+    // ICE is up and media is not, after restarts the peer took: restarts move the path, and the path is not what is broken.
+    const iceUp = this.iceState === 'connected' || this.iceState === 'completed';
+    // Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry a session
+    // id a browser takes for an echo of its own, so the browser would not renew for it (the sweep's duet call seed 768).
+    if (this.mediaStalled && iceUp && !this.restartsOnlyAsHost
+      && this.restartsWithoutMedia >= RESILIENCE.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) {
+      return this.#connectionWedged();
+    }
     const actions = [];
     if (this.signalingState === 'haveLocalOffer') {
       actions.push({ type: 'rollback' }, timerAction(cancel('offerTimeout')));
@@ -588,6 +607,7 @@ export class NegotiationMachine {
   #renewPeerConnection() {
     this.renewalUnconfirmed = true;
     this.renewalPending = false; // whatever made it, the wedged connection is gone
+    this.restartsWithoutMedia = 0; // the new connection gets its own restarts
     this.peerOfferSinceRestart = false;
     this.peerTookOurOffer = false;
     this.appliedRemoteSession = null;

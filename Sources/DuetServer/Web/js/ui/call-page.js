@@ -160,6 +160,12 @@ window.duet = {
     const ufrags = (sdp) => [...new Set([...(sdp ?? '').matchAll(/^a=ice-ufrag:(\S+)/gm)].map((m) => m[1]))].sort();
     return { local: ufrags(pc?.localDescription?.sdp), remote: ufrags(pc?.remoteDescription?.sdp), signalingState: pc?.signalingState ?? null };
   },
+  // The live connection's current descriptions as WebRTC holds them ({local, remote}: SDP text, null before one):
+  // diagnosis of what each side agreed (bundling, candidates, DTLS roles), beside `ice` and `paths`.
+  get descriptions() {
+    const pc = currentPc();
+    return { local: pc?.localDescription?.sdp ?? null, remote: pc?.remoteDescription?.sdp ?? null };
+  },
   // How many of the other side's descriptions WebRTC applied in this call (0 before it starts).
   get remoteDescriptionsApplied() { return call?.remoteDescriptionsApplied ?? 0; },
   // Every WebRTC command this call performed (the last 200): {t, pc, type, kind?, origin?, ufrag?, ok, error?}.
