@@ -311,33 +311,6 @@ def online_then_outage_of(firefox_a, firefox_b, side="B"):
     return scenario
 
 
-RESTART_FAILED_HOLD_S = 16
-
-
-def restart_fails_in_outage_of(firefox_a, firefox_b):
-    """Issue 51, as CI found it (run 20261207T005954Z-e5cbf7): every UDP packet between the two dropped until the host
-    (A) has restarted ICE for the stall and B has answered, then for RESTART_FAILED_HOLD_S more, so that the restart's
-    new ICE stream fails on B before UDP comes back (Firefox fails its transport for every pipeline then; about 12 s).
-    After it, media both ways (video frames and decoded audio, each side checked): Firefox's transmit pipelines
-    never send again on that connection (docs/call-engine.md), so A's restarts connect and bring nothing until A
-    replaces the connection (`peerConnectionWedged`) and B renews for it."""
-    def scenario(net):
-        with chaos.serving() as server:
-            pair_call(net, server, firefox_a, firefox_b)
-            restarts_before = len(net.a.page.evaluate("duet.iceRestarts"))
-            with chaos.blocked("FORWARD -p udp -j DROP", what="UDP outage until A's restart is answered, then "
-                                                             f"{RESTART_FAILED_HOLD_S} s"):
-                net.a.page.wait_for(f"duet.iceRestarts.length > {restarts_before}", 30, message="A restarts ICE in the outage")
-                agreed(net, 15, "A's restart answered by B in the outage")
-                log(f"A restarted ({net.a.page.evaluate('duet.iceRestarts')}) and B answered; UDP dropped "
-                    f"{RESTART_FAILED_HOLD_S} s more")
-                time.sleep(RESTART_FAILED_HOLD_S)
-            recovery = chaos.measured(net, time.monotonic(), 90, "back after the outage that failed the restart")
-            agreed(net, 15, "both sides on one pair of connections after it")
-            return recovery, chaos.how_it_recovered(net)
-    return scenario
-
-
 def shown_within(page, expression, seconds, what):
     """`expression` becomes true on `page` within `seconds` (the product's promise: "within a second")."""
     started = time.monotonic()
@@ -412,8 +385,6 @@ SCENARIOS = {
                                           online_of(*ONLINE_PAIRS[pair], side)) for pair in ONLINE_PAIRS for side in ("A", "B")},
     **{f"{pair}-online-b-outage": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, B's network back (`online`, B restarts ICE), then UDP between the two dropped {OUTAGE_S} s",
                                    online_then_outage_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
-    **{f"{pair}-restart-fails": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, UDP dropped until A's stall restart is answered and {RESTART_FAILED_HOLD_S} s more (the restart's ICE fails)",
-                                 restart_fails_in_outage_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
     **{f"{pair}-basics": (f"{PAIR_TITLES.get(pair, 'Chromium · Chromium')}, mute and camera state both ways, quality under 40 % loss",
                           basics_of(*ONLINE_PAIRS[pair])) for pair in ONLINE_PAIRS},
 }
