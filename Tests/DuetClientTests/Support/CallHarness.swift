@@ -145,10 +145,8 @@ struct RecordingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt
-    ) {
-        into.append("\(label): \(message) \(metadata ?? [:])")
+    func log(event: LogEvent) {
+        into.append("\(label): \(event.message) \(event.metadata ?? [:])")
     }
 }
 

@@ -306,13 +306,15 @@ class Firefox:
             raise BiDiError(f"{method}: {reply.get('error')}: {reply.get('message')}")
         return reply.get("result", {})
 
-    def new_page(self, url=None, timeout=10, prejoin=False):
+    def new_page(self, url=None, timeout=10, prejoin=False, preload=()):
         """A new tab. prejoin: show Duet's pre-join screen (by default a test page joins at once: every document
-        gets sessionStorage['duet.prejoin'] = 'skip' before its scripts run, as cdp.Browser.new_page does)."""
+        gets sessionStorage['duet.prejoin'] = 'skip' before its scripts run, as cdp.Browser.new_page does).
+        preload: more function declarations each document runs before its own scripts."""
         context = self.send("browsingContext.create", {"type": "tab"})["context"]
         page = Page(self, context)
         self._pages[context] = page
-        self.send("script.addPreloadScript", {"functionDeclaration": SMALL_CAMERA, "contexts": [context]})
+        for declaration in (SMALL_CAMERA, *preload):
+            self.send("script.addPreloadScript", {"functionDeclaration": declaration, "contexts": [context]})
         if not prejoin:
             self.send("script.addPreloadScript", {
                 "functionDeclaration": "() => { try { sessionStorage.setItem('duet.prejoin', 'skip'); } catch (e) {} }",

@@ -48,14 +48,24 @@ from bidi import Firefox  # noqa: E402
 from scenarios import audio_silent, log, media_flows  # noqa: E402
 
 
-def open_firefox(peer, url, origin):
+# Every RTCPeerConnection the page makes, in `window.duetTestPcs` (a test's view of the connections, newest last).
+RECORD_PEER_CONNECTIONS = """() => {
+  const Original = window.RTCPeerConnection;
+  window.duetTestPcs = [];
+  window.RTCPeerConnection = class extends Original {
+    constructor(...args) { super(...args); window.duetTestPcs.push(this); }
+  };
+}"""
+
+
+def open_firefox(peer, url, origin, preload=()):
     """Firefox in `peer`'s namespace, its page at `url`. An http origin that is not localhost is made a secure
     context (getUserMedia, WebCrypto), as Chromium's --unsafely-treat-insecure-origin-as-secure does in chaos.py."""
     host = origin.split("//", 1)[1].split(":", 1)[0]
     peer.browser = Firefox.launch(prefix=peer.enter, netns_pid=peer.holder.pid, prefs={
         "dom.securecontext.allowlist": host, "media.devices.insecure.enabled": True, "media.getusermedia.insecure.enabled": True,
     })
-    peer.page = results.watch(peer.browser.new_page(url, timeout=20), peer.name)
+    peer.page = results.watch(peer.browser.new_page(url, timeout=20, preload=preload), peer.name)
     peer.page.wait_for("window.duet && duet.page === 'call'", 15, message=f"{peer.name}: call page loads")
     return peer.page
 
@@ -70,13 +80,14 @@ PAIR_TITLES = {"firefox-hosts-chromium": "Firefox hosts · Chromium", "chromium-
                "firefox-pair": "Firefox · Firefox"}
 
 
-def pair_call(net, server, firefox_a, firefox_b, query=""):
-    """A hosts (joins first, offers), B joins; each side Firefox or Chromium as told, each page's URL with `query`."""
+def pair_call(net, server, firefox_a, firefox_b, query="", firefox_preload=()):
+    """A hosts (joins first, offers), B joins; each side Firefox or Chromium as told, each page's URL with `query`
+    (a Firefox page also runs `firefox_preload` before its scripts)."""
     room = server.new_room()
     for peer, firefox in ((net.a, firefox_a), (net.b, firefox_b)):
         origin = f"http://{peer.gateway}:{server.port}"
         url = f"{origin}/call/{room}{query}"
-        page = open_firefox(peer, url, origin) if firefox else peer.open(url, origin)
+        page = open_firefox(peer, url, origin, firefox_preload) if firefox else peer.open(url, origin)
         if peer is net.a:
             page.wait_for("duet.phase === 'waiting'", 20, message="A waits (it hosts)")
     chaos.wait_whole(net, 40, "call established")
@@ -205,6 +216,47 @@ def role_kept_by_chromium_b():
             refused = refused_commands(net)
             chaos.expect(refused == {"A": [], "B": []}, f"no WebRTC command refused: {refused}")
             return first, chaos.how_it_recovered(net)
+    return scenario
+
+
+# The newest connection's senders send no RTP from now on. Firefox keeps sending video frames for a track replaced by
+# none, and audio for an inactive encoding, so each kind is silenced the way that holds: audio's track replaced by
+# none, video's encodings made inactive. Renegotiation does not undo it; a new connection has new senders.
+SILENCE_SENDERS = """Promise.all(window.duetTestPcs.at(-1).getSenders().map((sender) => {
+  if (sender.track?.kind === 'audio') return sender.replaceTrack(null);
+  const parameters = sender.getParameters();
+  for (const encoding of parameters.encodings ?? []) encoding.active = false;
+  return sender.setParameters(parameters);
+})).then(() => true)"""
+
+
+def silent_sender_of_b():
+    """Issue 51, as CI found it (run 20261207T005954Z-e5cbf7) and made deterministic by injection: Chromium hosts,
+    Firefox (B) joins, and B's connection stops sending for good — audio's track replaced by none and video's encodings inactive, injected
+    here, where Firefox did it by itself after a restart whose ICE stream failed (docs/call-engine.md) — while it
+    goes on receiving and ICE stays connected. A's watchdog sees the stall and restarts ICE; B answers each restart,
+    and nothing comes. After MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts A replaces its connection
+    (`peerConnectionWedged`), B renews for the new session (a new connection sends its tracks afresh), and media flows
+    both ways (video frames and decoded audio, each side checked). Time: from the silence to whole."""
+    def scenario(net):
+        with chaos.serving() as server:
+            pair_call(net, server, False, True, firefox_preload=(RECORD_PEER_CONNECTIONS,))
+            connections = net.b.page.evaluate("window.duetTestPcs.length")
+            before = len(net.a.page.evaluate("duet.iceRestarts"))
+            started = time.monotonic()
+            net.b.page.evaluate(SILENCE_SENDERS)
+            log("B's connection sends nothing any more (its audio track replaced by none, its video encodings inactive)")
+            recovery = chaos.measured(net, started, 75, "whole after B's connection went silent")
+            restarts = net.a.page.evaluate("duet.iceRestarts")[before:]
+            renewal = restarts.index("peerConnectionWedged") if "peerConnectionWedged" in restarts else None
+            chaos.expect(renewal is not None, f"A replaced its connection: {restarts}")
+            chaos.expect(len(restarts[:renewal]) == chaos.constant("MEDIA_STALL_RESTARTS_BEFORE_RENEWAL"),
+                         f"A restarted in place {chaos.constant('MEDIA_STALL_RESTARTS_BEFORE_RENEWAL')} times first: {restarts}")
+            chaos.expect(net.b.page.evaluate("window.duetTestPcs.length") > connections,
+                         "B renewed its connection for A's new one")
+            chaos.expect("peerConnectionWedged" not in net.b.page.evaluate("duet.iceRestarts"),
+                         "B, whose media arrived all along, replaced nothing itself")
+            return recovery, chaos.how_it_recovered(net)
     return scenario
 
 
@@ -373,6 +425,7 @@ ONLINE_PAIRS = {"chromium-pair": (False, False), **PAIRS}
 SCENARIOS = {
     "firefox-hosts-chromium-restarts": ("Firefox hosts, Chromium restarts ICE (answered with the DTLS role flipped), then Chromium's link is cut 10 s", restart_by_chromium_b()),
     "firefox-hosts-chromium-role-kept": ("Firefox hosts, Chromium restarts ICE naming its DTLS role (`?keep-dtls-role=1`): nothing refused; time to whole after the restart", role_kept_by_chromium_b()),
+    "chromium-hosts-firefox-silent-sender": ("Chromium hosts, Firefox's connection stops sending for good (injected) while ICE stays connected: A replaces the connection after its restarts bring nothing", silent_sender_of_b()),
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True, False)),
     "chromium-hosts-firefox-cut": ("Chromium hosts, Firefox's link cut 10 s", cut_of_b(False, True, firefox_watchdog=True)),
     "firefox-pair-cut": ("Firefox · Firefox, B's link cut 10 s", cut_of_b(True, True, firefox_watchdog=True)),
@@ -415,6 +468,8 @@ OWN_ROWS = {
 PAIR_ONLY = {
     "dtls-role-flipped": ("Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut",
                           {"firefox-hosts-chromium": "firefox-hosts-chromium-restarts"}),
+    "silent-sender": ("Firefox's connection stops sending for good (injected: as Firefox did after a restart's ICE stream died) while ICE stays connected",
+                      {"chromium-hosts-firefox": "chromium-hosts-firefox-silent-sender"}),
     "dtls-role-kept": ("Chromium's ICE restart naming its DTLS role (`?keep-dtls-role=1`, off by default): time to whole after it",
                        {"firefox-hosts-chromium": "firefox-hosts-chromium-role-kept"}),
 }
