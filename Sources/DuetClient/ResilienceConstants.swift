@@ -29,9 +29,9 @@ public enum ResilienceConstants {
     /// sees goes through the seeds' transient window and the host's restart; the watchdog speaks only where ICE
     /// cannot (a black hole under working STUN, Firefox's slower consent check, libnice without one).
     public static let MEDIA_STALL_TIMEOUT_MS: Int64 = 5_000
-    /// Duet (issue 51): restarts made while ICE is up and media stalled before the connection itself is replaced
-    /// (`NegotiationMachine`): ICE connecting while nothing arrives says the connection, not the path, is broken (a
-    /// Firefox peer whose restart's ICE stream failed sends nothing on it any more, whatever ICE does next).
+    /// Duet (issue 51): stall restarts made with ICE up and answered by the peer before the connection itself is
+    /// replaced (`NegotiationMachine`): ICE working while nothing arrives says the connection, not the path, is broken
+    /// (a Firefox peer whose restart's ICE stream failed sends nothing on it any more, whatever ICE does next).
     public static let MEDIA_STALL_RESTARTS_BEFORE_RENEWAL = 2
     // TURN
     public static let TURN_FETCH_TIMEOUT_MS: Int64 = 2_000

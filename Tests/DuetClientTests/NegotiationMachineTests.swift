@@ -341,7 +341,7 @@ import Testing
     }
 
     @Test(
-        "a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts replaces the connection while ICE is up; media flowing counts afresh, an unanswered restart does not count"
+        "a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered stall restarts under a working ICE replaces the connection; media flowing or ICE down count afresh; unanswered and other restarts do not count"
     )
     func aStallThatRestartsCannotMendRenewsTheConnection() {
         /// Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied) and reports what it did.
@@ -378,6 +378,20 @@ import Testing
         unanswered.send { $0.handle(.localDescriptionReady(.offer, sdp: "r2")) }
         unanswered.advance(by: ResilienceConstants.OFFER_TIMEOUT_MS)
         #expect(unanswered.machine.restartsWithoutMedia == 0, "nobody answered: the path may well be what is broken")
+
+        var outage = stalledHostAfterItsRestart()
+        #expect(restartAgain(&outage, 2).contains(.iceRestartStarted(.mediaStall)))
+        outage.send { $0.handle(.iceStateChanged(.disconnected)) }
+        outage.send { $0.handle(.iceStateChanged(.connected)) }
+        #expect(outage.machine.restartsWithoutMedia == 0, "ICE went down between: the path, not the connection")
+        #expect(restartAgain(&outage, 3).contains(.iceRestartStarted(.mediaStall)), "restarted in place again")
+
+        var online = stalledHostAfterItsRestart()
+        #expect(restartAgain(&online, 2).contains(.iceRestartStarted(.mediaStall)))
+        online.send { $0.handle(.networkOnline) }  // held by the cooldown
+        let onlineRestart = online.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+        #expect(onlineRestart.contains(.iceRestartStarted(.networkOnline)), "a network change is restarted in place")
+        #expect(!onlineRestart.contains(.renewPeerConnection))
 
         // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
         var webrtcbin = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }

@@ -349,7 +349,7 @@ test('a stall still there when the cooldown ends with signaling down is restarte
   assert.equal(guest.machine.pendingRestart, null, 'the restart that ran is the one that waited');
 });
 
-test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts replaces the connection while ICE is up; media flowing counts afresh, an unanswered restart does not count', () => {
+test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered stall restarts under a working ICE replaces the connection; media flowing or ICE down count afresh; unanswered and other restarts do not count', () => {
   // Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied); returns what it did.
   const restartAgain = (host, n) => {
     const actions = host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
@@ -384,6 +384,20 @@ test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restart
   unanswered.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' });
   unanswered.advance(RESILIENCE.OFFER_TIMEOUT_MS);
   assert.equal(unanswered.machine.restartsWithoutMedia, 0, 'nobody answered: the path may well be what is broken');
+
+  const outage = stalledHostAfterItsRestart();
+  assert.ok(has(restartAgain(outage, 2), restarted('mediaStall')));
+  outage.send({ type: 'iceStateChanged', state: 'disconnected' });
+  outage.send({ type: 'iceStateChanged', state: 'connected' });
+  assert.equal(outage.machine.restartsWithoutMedia, 0, 'ICE went down between: the path, not the connection');
+  assert.ok(has(restartAgain(outage, 3), restarted('mediaStall')), 'restarted in place again');
+
+  const online = stalledHostAfterItsRestart();
+  assert.ok(has(restartAgain(online, 2), restarted('mediaStall')));
+  online.send({ type: 'networkOnline' }); // held by the cooldown
+  const onlineRestart = online.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  assert.ok(has(onlineRestart, restarted('networkOnline')), 'a network change is restarted in place');
+  assert.ok(!onlineRestart.some((a) => a.type === 'renewPeerConnection'));
 
   // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
   const webrtcbin = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));

@@ -25,9 +25,9 @@ import DuetProtocol
 ///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own
 ///   restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and nothing
 ///   is negotiated on the wedged connection meanwhile.
-/// - A stall that outlasts `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` restart offers the peer answered is a wedge too when
-///   ICE is up at the next restart: the connection is replaced instead of restarted again (a Firefox peer whose
-///   restart's ICE stream failed sends nothing on that connection any more, whatever ICE does next).
+/// - A stall that outlasts `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` stall restarts made with ICE up and answered by the
+///   peer is a wedge too: the next one replaces the connection instead (a Firefox peer whose restart's ICE stream failed
+///   sends nothing on that connection any more, whatever ICE does next). ICE going down starts the count again.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -131,11 +131,14 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one more
     /// cooldown for what that renegotiation does instead of crossing it at our cooldown's end.
     private var peerOfferSinceRestart = false
-    /// Restart offers of ours the peer answered while media was stalled, since media last flowed: the peer hears us and
-    /// takes new credentials, yet nothing arrives. Past `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` of them, with ICE up, the
-    /// trouble is the connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed,
-    /// whatever ICE does next): it is replaced, as a wedged one. An unanswered restart proves nothing of the kind.
+    /// Stall restarts (`mediaStall`, `escalation`) made with ICE up and answered by the peer, since media last flowed and
+    /// ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives. Past
+    /// `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` of them the trouble is the connection, not the path (Firefox's senders stay
+    /// silent after a restart's ICE stream failed, whatever ICE does next): it is replaced, as a wedged one. An
+    /// unanswered restart, or one made while ICE was down (an outage: the path), proves nothing of the kind.
     public private(set) var restartsWithoutMedia = 0
+    /// The restart offer out is such a stall restart: its answer counts.
+    private var offerIsStallRestart = false
     public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
     private var signalingUp = true
     private var makingOffer = false
@@ -313,7 +316,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
             if kind == .offer, pendingRestart == .mediaStall { pendingRestart = nil }
             if kind == .offer { peerOfferSinceRestart = true }
-            if kind == .answer, offerIsRestart, mediaStalled { restartsWithoutMedia += 1 }
+            if kind == .answer, offerIsStallRestart, mediaStalled { restartsWithoutMedia += 1 }
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
@@ -339,9 +342,11 @@ public struct NegotiationMachine: Sendable, Equatable {
                 if !mediaStalled, pendingRestart?.outlastsMedia != true { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
+                restartsWithoutMedia = 0  // the path is down now: what restarts do next says nothing of the connection
                 guard isHost, peerPresent, !peerSuspended else { return [] }
                 return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
             case .failed:
+                restartsWithoutMedia = 0
                 guard isHost else { return [] }
                 return [.timer(.cancel(.iceRestartDelay))] + restart(.iceFailed)
             default:
@@ -460,6 +465,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         guard !renewalPending, !makingOffer, !answering, !applyingRemote, signalingState == .stable else { return [] }
         makingOffer = true
         offerIsRestart = iceRestart
+        offerIsStallRestart = false
         offerFromFallback = fromFallback
         return [.createOffer(iceRestart: iceRestart)]
     }
@@ -483,20 +489,23 @@ public struct NegotiationMachine: Sendable, Equatable {
             return []
         }
         pendingRestart = nil  // this restart is the one anything waiting wanted
-        // ICE is up and media is not, after restarts the peer took: restarts move the path, and the path is not what is broken.
-        // Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry a session
-        // id a browser takes for an echo of its own, so the browser would not renew for it (the sweep's duet call seed 768).
-        if mediaStalled, iceState == .connected || iceState == .completed, !restartsOnlyAsHost,
-            restartsWithoutMedia >= ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL
-        {
-            return connectionWedged()
-        }
+        // A stall under a working ICE (not a network change, a timed-out offer or the peer's request: their restart is the
+        // right tool). Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers
+        // carry a session id a browser takes for an echo of its own, so the browser would not renew for it (duet call
+        // seed 768).
+        let stallRestart =
+            mediaStalled && (reason == .mediaStall || reason == .escalation) && !restartsOnlyAsHost
+            && (iceState == .connected || iceState == .completed)
+        // Restarts the peer took moved the path, and media still does not come: the path is not what is broken.
+        if stallRestart, restartsWithoutMedia >= ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL { return connectionWedged() }
         var actions: [Action] = []
         if signalingState == .haveLocalOffer {
             actions += [.rollback, .timer(.cancel(.offerTimeout))]
             signalingState = .stable
         }
-        return actions + [.iceRestartStarted(reason)] + offer(iceRestart: true)
+        let made = offer(iceRestart: true)
+        offerIsStallRestart = stallRestart && !made.isEmpty
+        return actions + [.iceRestartStarted(reason)] + made
     }
 
     /// Remembers a restart for later: the newest reason, except that one which outlasts media (a timed-out offer the

@@ -148,7 +148,7 @@ final class SimMediaPlane {
     }
 
     func isInboundStalled(_ side: Side) -> Bool {
-        if let other = peers[side.other.rawValue], silentInstances.contains(other.instance) { return true }
+        if let other = peers[side.other.rawValue], !other.closed, silentInstances.contains(other.instance) { return true }
         guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else {
             return false
         }

@@ -217,17 +217,21 @@ def wait_window(page, since, accept, timeout, what):
     """Polls `duet.stats()` until the newest window of at least AUDIO_WINDOW_S of audio after `since` (a mark;
     None: now) satisfies `accept(window)`; returns the latest stats with that window under "window"."""
     history = [since or mark(page)]
+    taken = [time.time()]  # when each reading of `history` was taken (epoch s; a mark: no later than this)
     deadline = time.monotonic() + timeout
     last = None
     while True:
         now = stats(page)
-        base = next((h for h in reversed(history)
-                     if now["audioSamplesDuration"] - h["audioSamplesDuration"] >= AUDIO_WINDOW_S), None)
-        if base is not None:
-            last = media_window(base, now)
+        index = next((i for i in range(len(history) - 1, -1, -1)
+                      if now["audioSamplesDuration"] - history[i]["audioSamplesDuration"] >= AUDIO_WINDOW_S), None)
+        if index is not None:
+            last = media_window(history[index], now)
             if accept(last):
-                return {**now, "window": last}
+                # windowFrom: the window's start (epoch s, the reading before it), for telling what happened before
+                # media came back from what happened after.
+                return {**now, "window": last, "windowFrom": taken[index]}
         history.append(now)
+        taken.append(time.time())
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{what}: not within {timeout}s; since the mark {media_window(history[0], now)}, "
                                f"last full window {last}, stats {now}")

@@ -132,14 +132,17 @@ def wait_whole(net, timeout, what, healed=None):
     decoded audio above silence (scenarios.media_flows: one window of at least AUDIO_WINDOW_S of audio), and still
     connected once it did. After a fault (`healed` given), a side that leaves connected as media comes back, within
     WATCHDOG_AFTERSHOCK_S of the heal, is its watchdog noticing the fault's silence (Chromium under a Firefox host
-    renews its connection, so the host hears nothing until the new DTLS handshake gets through the heal): it must
-    come back whole; leaving connected later is a flap and fails."""
+    renews its connection, so the host hears nothing until the new DTLS handshake gets through the heal); so is one
+    that left before the media that proved it whole began to arrive (media had not come back: its watchdog saw a stall
+    and its recovery is what brought media back, issue 51). Either must come back whole, at most twice; leaving
+    connected after media came back, later than that, is a flap and fails."""
     marks = {peer.name: mark(peer.page) for peer in (net.a, net.b)}
     for peer in (net.a, net.b):
+        waits = 0
         while True:
             try:
                 peer.page.wait_for(HEALTHY, timeout, poll=0.1, message=f"{peer.name}: {what}")
-                media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
+                flowing = media_flows(peer.page, since=marks[peer.name], timeout=timeout, what=f"{peer.name}: {what}")
             except TimeoutError:
                 log_state(net)
                 raise
@@ -147,12 +150,27 @@ def wait_whole(net, timeout, what, healed=None):
                 break
             log_state(net)
             left = left_connected_after_heal(peer, healed)
-            if left is not None and left < WATCHDOG_AFTERSHOCK_S:
-                log(f"{peer.name} left connected {left:.1f} s after the heal, as media came back (within "
-                    f"{WATCHDOG_AFTERSHOCK_S} s: its watchdog counted the fault's silence): waiting for it to be whole again")
+            before_media = left_connected_at(peer)
+            before_media = before_media is not None and before_media < flowing["windowFrom"]
+            if waits < 2 and ((left is not None and left < WATCHDOG_AFTERSHOCK_S) or (healed is not None and before_media)):
+                why = (f"{left:.1f} s after the heal (within {WATCHDOG_AFTERSHOCK_S} s: its watchdog counted the fault's silence)"
+                       if left is not None and left < WATCHDOG_AFTERSHOCK_S else
+                       "before media came back (its watchdog saw the stall its recovery mended)")
+                log(f"{peer.name} left connected {why}: waiting for it to be whole again")
                 marks[peer.name] = mark(peer.page)
+                waits += 1
                 continue
             raise AssertionError(f"{peer.name} still connected once media flowed: {what}")
+
+
+def left_connected_at(peer):
+    """When (epoch s) the peer last left `connected` (its page's status log), or None if it never did."""
+    previous, left = "connected", None
+    for entry in peer.page.evaluate("duet.statusLog"):
+        if previous == "connected" and entry["status"] != "connected":
+            left = entry["at"] / 1000
+        previous = entry["status"]
+    return left
 
 
 def left_connected_after_heal(peer, healed):

@@ -25,7 +25,7 @@ export const RESILIENCE = Object.freeze({
   // Media watchdog (issue 32): inbound counters read this often while ICE is connected; no growth this long is a stall
   MEDIA_SAMPLE_INTERVAL_MS: 1000,
   MEDIA_STALL_TIMEOUT_MS: 5000,
-  // Duet: restarts made while ICE is up and media stalled before the connection itself is replaced (issue 51).
+  // Duet: stall restarts made with ICE up and answered before the connection itself is replaced (issue 51).
   MEDIA_STALL_RESTARTS_BEFORE_RENEWAL: 2,
   // TURN
   TURN_FETCH_TIMEOUT_MS: 2000,

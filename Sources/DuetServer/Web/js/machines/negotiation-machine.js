@@ -19,9 +19,9 @@
 //   offer: then what it sends meanwhile is stale); one that never took ours negotiates with the new one. At once (a wedge shows right after
 //   our own restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and
 //   nothing is negotiated on the wedged connection meanwhile. Anything from the peer's old connection is stale.
-// - A stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restart offers the peer answered is a wedge too when ICE
-//   is up at the next restart: the connection is replaced instead of restarted again (a Firefox peer whose restart's
-//   ICE stream failed sends nothing on that connection any more, whatever ICE does next).
+// - A stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL stall restarts made with ICE up and answered by the peer
+//   is a wedge too: the next one replaces the connection instead (a Firefox peer whose restart's ICE stream failed
+//   sends nothing on that connection any more, whatever ICE does next). ICE going down starts the count again.
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
@@ -76,11 +76,14 @@ export class NegotiationMachine {
     /** The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one
      * more cooldown for what that renegotiation does instead of crossing it at our cooldown's end. */
     this.peerOfferSinceRestart = false;
-    /** Restart offers of ours the peer answered while media was stalled, since media last flowed: the peer hears us
-     *  and takes new credentials, yet nothing arrives. Past MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them, with ICE up,
-     *  the trouble is the connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed,
-     *  whatever ICE does next): it is replaced, as a wedged one. An unanswered restart proves nothing of the kind. */
+    /** Stall restarts (`mediaStall`, `escalation`) made with ICE up and answered by the peer, since media last flowed
+     *  and ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives. Past
+     *  MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them the trouble is the connection, not the path (Firefox's senders stay
+     *  silent after a restart's ICE stream failed, whatever ICE does next): it is replaced, as a wedged one. An
+     *  unanswered restart, or one made while ICE was down (an outage: the path), proves nothing of the kind. */
     this.restartsWithoutMedia = 0;
+    /** The restart offer out is such a stall restart: its answer counts. */
+    this.offerIsStallRestart = false;
     this.remoteCandidateBuffer = [];
     this.signalingUp = true;
     this.makingOffer = false;
@@ -267,7 +270,7 @@ export class NegotiationMachine {
         // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
         if (event.kind === 'offer' && this.pendingRestart === 'mediaStall') this.pendingRestart = null;
         if (event.kind === 'offer') this.peerOfferSinceRestart = true;
-        if (event.kind === 'answer' && this.offerIsRestart && this.mediaStalled) this.restartsWithoutMedia += 1;
+        if (event.kind === 'answer' && this.offerIsStallRestart && this.mediaStalled) this.restartsWithoutMedia += 1;
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
@@ -295,9 +298,11 @@ export class NegotiationMachine {
             if (!this.mediaStalled && !outlastsMedia(this.pendingRestart)) this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
+            this.restartsWithoutMedia = 0; // the path is down now: what restarts do next says nothing of the connection
             if (!this.isHost || !this.peerPresent || this.peerSuspended) return [];
             return [timerAction(schedule('iceRestartDelay', RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS))];
           case 'failed':
+            this.restartsWithoutMedia = 0;
             if (!this.isHost) return [];
             return [timerAction(cancel('iceRestartDelay')), ...this.#restart('iceFailed')];
           default:
@@ -436,6 +441,7 @@ export class NegotiationMachine {
     if (this.renewalPending || this.makingOffer || this.answering || this.applyingRemote || this.signalingState !== 'stable') return [];
     this.makingOffer = true;
     this.offerIsRestart = iceRestart;
+    this.offerIsStallRestart = false;
     this.offerFromFallback = fromFallback;
     return [{ type: 'createOffer', iceRestart }];
   }
@@ -459,20 +465,21 @@ export class NegotiationMachine {
       return [];
     }
     this.pendingRestart = null; // this restart is the one anything waiting wanted
-    // ICE is up and media is not, after restarts the peer took: restarts move the path, and the path is not what is broken.
-    const iceUp = this.iceState === 'connected' || this.iceState === 'completed';
-    // Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry a session
-    // id a browser takes for an echo of its own, so the browser would not renew for it (the sweep's duet call seed 768).
-    if (this.mediaStalled && iceUp && !this.restartsOnlyAsHost
-      && this.restartsWithoutMedia >= RESILIENCE.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) {
-      return this.#connectionWedged();
-    }
+    // A stall under a working ICE (not a network change, a timed-out offer or the peer's request: their restart is the
+    // right tool). Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry
+    // a session id a browser takes for an echo of its own, so the browser would not renew for it (duet call seed 768).
+    const stallRestart = this.mediaStalled && (reason === 'mediaStall' || reason === 'escalation') && !this.restartsOnlyAsHost
+      && (this.iceState === 'connected' || this.iceState === 'completed');
+    // Restarts the peer took moved the path, and media still does not come: the path is not what is broken.
+    if (stallRestart && this.restartsWithoutMedia >= RESILIENCE.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) return this.#connectionWedged();
     const actions = [];
     if (this.signalingState === 'haveLocalOffer') {
       actions.push({ type: 'rollback' }, timerAction(cancel('offerTimeout')));
       this.signalingState = 'stable';
     }
-    return [...actions, { type: 'iceRestartStarted', reason }, ...this.#offer(true)];
+    const offer = this.#offer(true);
+    this.offerIsStallRestart = stallRestart && offer.length > 0;
+    return [...actions, { type: 'iceRestartStarted', reason }, ...offer];
   }
 
   /** Remembers a restart for later: the newest reason, except that one which outlasts media (a timed-out offer the
