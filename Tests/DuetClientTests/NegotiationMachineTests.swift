@@ -8,15 +8,15 @@ import Testing
     typealias Machine = NegotiationMachine
     typealias Driver = Driven<Machine, Machine.Action>
 
-    func side(host: Bool) -> Driver {
-        var driven = Driven(Machine()) { machine, timer in machine.handle(.timerFired(timer)) }
+    func side(host: Bool, restartsOnlyAsHost: Bool = false) -> Driver {
+        var driven = Driven(Machine(restartsOnlyAsHost: restartsOnlyAsHost)) { machine, timer in machine.handle(.timerFired(timer)) }
         driven.send { $0.handle(.peer(present: true, isHost: host, peerEpoch: 1)) }
         return driven
     }
 
     /// Host with an answered offer and ICE connected.
-    func connectedHost() -> Driver {
-        var host = side(host: true)
+    func connectedHost(restartsOnlyAsHost: Bool = false) -> Driver {
+        var host = side(host: true, restartsOnlyAsHost: restartsOnlyAsHost)
         host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
         host.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
         host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
@@ -202,12 +202,7 @@ import Testing
         let restartOffer = guest.send { $0.handle(.remoteDescription(.offer, sdp: "o2-restart", epoch: 1)) }
         #expect(restartOffer.contains(.setRemoteDescription(.offer, sdp: "o2-restart")), "the host's restart is answered")
 
-        var host = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
-        host.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) }
-        host.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
-        host.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
-        host.send { $0.handle(.remoteDescriptionApplied(.answer)) }
-        host.send { $0.handle(.iceStateChanged(.connected)) }
+        var host = connectedHost(restartsOnlyAsHost: true)
         #expect(host.send { $0.handle(.iceStateChanged(.failed)) }.contains(.createOffer(iceRestart: true)))
     }
 
@@ -394,12 +389,7 @@ import Testing
         #expect(!onlineRestart.contains(.renewPeerConnection))
 
         // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
-        var webrtcbin = Driven(Machine(restartsOnlyAsHost: true)) { machine, timer in machine.handle(.timerFired(timer)) }
-        webrtcbin.send { $0.handle(.peer(present: true, isHost: true, peerEpoch: 1)) }
-        webrtcbin.send { $0.handle(.localDescriptionReady(.offer, sdp: "o1")) }
-        webrtcbin.send { $0.handle(.remoteDescription(.answer, sdp: "a1", epoch: 1)) }
-        webrtcbin.send { $0.handle(.remoteDescriptionApplied(.answer)) }
-        webrtcbin.send { $0.handle(.iceStateChanged(.connected)) }
+        var webrtcbin = connectedHost(restartsOnlyAsHost: true)
         #expect(webrtcbin.send { $0.handle(.mediaStalled) }.contains(.iceRestartStarted(.mediaStall)))
         webrtcbin.send { $0.handle(.localDescriptionReady(.offer, sdp: "r1")) }
         webrtcbin.send { $0.handle(.remoteDescription(.answer, sdp: "ra1", epoch: 1)) }
