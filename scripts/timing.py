@@ -122,6 +122,7 @@ def read_jobs(timing):
     for job in jobs:
         measured = phases.get(job["label"])
         job["phases"] = measured["phases"] if measured else {}
+        job["cpuSeconds"] = measured.get("cpuSeconds") if measured else None
         job["waitsOn"] = waits_on(job, job["phases"])
     return jobs
 
@@ -171,20 +172,34 @@ def build(run_dir):
     # counts a test's time from its start, which comes before its wait for a place among the tests in flight
     # (scripts/test.sh), so their xunit times are mostly that wait.
     slow = [{"name": j["label"], "seconds": j["ranSeconds"], "waitsOn": j["waitsOn"], "load": j["load"],
-             "cpuBusy": j.get("cpuBusy")} for j in jobs]
+             "cpuBusy": j.get("cpuBusy"), "cpuSeconds": j.get("cpuSeconds")} for j in jobs]
     heavy_files = {os.path.basename(j.get("file", "")).removesuffix(".swift") for j in jobs}
     in_process = [t for t in tests if t["suite"].split(".")[-1] not in heavy_files]
+    heaviest = sorted((x for x in slow if x["cpuSeconds"] is not None), key=lambda x: -x["cpuSeconds"])
+    # CPU-seconds per e2e script: on 2 busy cores, what a family of scenarios costs the rest of the run.
+    by_script = {}
+    for x in heaviest:
+        script = by_script.setdefault(x["name"].split(" ")[0], {"script": x["name"].split(" ")[0], "jobs": 0, "cpuSeconds": 0.0,
+                                                                "seconds": 0.0})
+        script["jobs"] += 1
+        script["cpuSeconds"] = round(script["cpuSeconds"] + x["cpuSeconds"], 1)
+        script["seconds"] = round(script["seconds"] + x["seconds"], 1)
     slow.sort(key=lambda x: -x["seconds"])
     return {"runId": run.get("runId", os.path.basename(run_dir.rstrip("/"))), "commit": run.get("commit"),
             "dirty": run.get("dirty"), "arguments": run.get("arguments"), "exitStatus": run.get("exitStatus"),
             "totalSeconds": total, "stages": stages, "tests": len(tests), "failedTests": sum(t["failed"] for t in tests),
             "heavyJobs": len(jobs), "heavyRunSeconds": round(sum(j["ranSeconds"] for j in jobs), 1),
             "inProcessTests": len(in_process), "inProcessFailed": sum(t["failed"] for t in in_process),
-            "suites": sorted(suites.values(), key=lambda s: (-s["seconds"], -s["tests"])), "slowest": slow[:25], "jobs": jobs}
+            "suites": sorted(suites.values(), key=lambda s: (-s["seconds"], -s["tests"])), "slowest": slow[:25], "jobs": jobs,
+            "heaviestByCpu": heaviest[:15], "cpuByScript": sorted(by_script.values(), key=lambda s: -s["cpuSeconds"])}
 
 
 def minutes(seconds):
     return "-" if seconds is None else f"{seconds:,.0f} s ({seconds / 60:.1f} min)"
+
+
+def cpu_text(seconds):
+    return "-" if seconds is None else f"{seconds:,.1f}"
 
 
 def percent(share):
@@ -203,9 +218,18 @@ def markdown(t):
     out += ["", f"The 25 slowest heavy jobs (by their run, without their wait for a slot). The {t['inProcessTests']} "
             f"in-process tests ({t['inProcessFailed']} failed) are not ranked: their times include their wait for a place "
             "among the tests in flight.", "",
-            "| # | test or job | seconds | slot | mostly waits on | cores busy meanwhile |", "|---:|---|---:|---|---|---:|"]
-    out += [f"| {i} | {x['name']} | {x['seconds']:,.1f} | {x['load']} | {x['waitsOn']} | {percent(x['cpuBusy'])} |"
-            for i, x in enumerate(t["slowest"], 1)]
+            "| # | test or job | seconds | CPU-seconds | slot | mostly waits on | cores busy meanwhile |",
+            "|---:|---|---:|---:|---|---|---:|"]
+    out += [f"| {i} | {x['name']} | {x['seconds']:,.1f} | {cpu_text(x.get('cpuSeconds'))} | {x['load']} | {x['waitsOn']} | "
+            f"{percent(x['cpuBusy'])} |" for i, x in enumerate(t["slowest"], 1)]
+    if t.get("cpuByScript"):
+        total = sum(s["cpuSeconds"] for s in t["cpuByScript"])
+        out += ["", f"CPU-seconds of the e2e scenarios (each with every process it started; {total:,.0f} in all), by script "
+                "and the 15 heaviest. The in-process jobs (seed sweeps, the soak in little) are not measured this way.", "",
+                "| script | jobs | CPU-seconds | their run time |", "|---|---:|---:|---:|"]
+        out += [f"| {s['script']} | {s['jobs']} | {s['cpuSeconds']:,.0f} | {s['seconds']:,.0f} s |" for s in t["cpuByScript"]]
+        out += ["", "| # | job | CPU-seconds | seconds |", "|---:|---|---:|---:|"]
+        out += [f"| {i} | {x['name']} | {x['cpuSeconds']:,.1f} | {x['seconds']:,.1f} |" for i, x in enumerate(t["heaviestByCpu"], 1)]
     return "\n".join(out) + "\n"
 
 

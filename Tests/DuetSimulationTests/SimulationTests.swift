@@ -90,12 +90,20 @@ import Testing
         #expect(report.seeds == 300)
         #expect(report.violations == summary.failures.count && report.violations > 0)
         #expect(report.failures.first?.violation.hasPrefix(Violation.Invariant.vanishedClientKept.rawValue) == true)
+        // A sweep that stops at its first failure (the mutation tests' form) names the seed the whole sweep names,
+        // having run no seed above it.
+        let stopped = await OneAtATime.heavyWork.run {
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved, untilFirstFailure: true)
+        }
+        let first = try #require(summary.firstFailure?.seed)
+        #expect(stopped.firstFailure?.seed == first)
+        #expect(stopped.seeds < 300 && stopped.seeds >= Int(first), "\(stopped.seeds) seeds run, first failure \(first)")
     }
 
     /// A server that never closes a silent SSE stream keeps a vanished client "connected": caught.
     @Test func removingTheSSELivenessRuleIsCaught() async throws {
         let summary = await OneAtATime.heavyWork.run {
-            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved)
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .sseLivenessRemoved, untilFirstFailure: true)
         }
         let failing = try #require(summary.firstFailure, "the broken server went unnoticed")
         #expect(failing.violations.contains { $0.invariant == .vanishedClientKept })
@@ -123,7 +131,7 @@ import Testing
     /// shrinks to a readable schedule.
     @Test func ignoringTheCooldownIsCaught() async throws {
         let summary = await OneAtATime.heavyWork.run {
-            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored)
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .cooldownIgnored, untilFirstFailure: true)
         }
         let failing = try #require(summary.firstFailure, "the broken runtime went unnoticed")
         #expect(failing.violations.first?.invariant == .iceRestartCooldown)
@@ -139,7 +147,9 @@ import Testing
     }
 
     @Test func losingThePingTimerIsCaught() async throws {
-        let summary = await OneAtATime.heavyWork.run { await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .pingLost) }
+        let summary = await OneAtATime.heavyWork.run {
+            await SeedSweep.runOffThePool(from: 1, count: 300, jobs: 2, mutation: .pingLost, untilFirstFailure: true)
+        }
         let failing = try #require(summary.firstFailure, "the broken runtime went unnoticed")
         #expect(failing.violations.contains { $0.invariant == .notRecovered })
     }

@@ -9,6 +9,11 @@ When the process ends, the totals and the process's wall time go to
 `.build/results/$DUET_RUN_ID/timing/scenarios/<script> <scenario>.json` (only in a run with an id: scripts/test.sh sets
 one), which scripts/timing.py joins with the Swift side's record of the same job. The rest of a scenario's time is
 its waits on the product's timers and events. Stdlib only, importable from any e2e folder.
+
+The record also has the CPU-seconds the scenario used, with every process it started (browsers, `duet serve`,
+coturn, `duet call`…): the process joins a cgroup of its own (cgroup v1 `cpuacct`, where the machine has it) when
+this module is imported, and its children inherit it. On 2 cores that are busy all along, a CPU-second is what a
+scenario costs the others (docs/testing.md).
 """
 import atexit
 import contextlib
@@ -58,12 +63,58 @@ def _write():
         with _lock:
             body = {"job": key, "wallSeconds": round(time.monotonic() - _started, 2),
                     "phases": {k: round(v, 2) for k, v in sorted(_spent.items())}}
+        cpu = _cpu_seconds()
+        if cpu is not None:
+            body["cpuSeconds"] = cpu
         path = os.path.join(directory, key.replace("/", "_") + ".json")
         with open(path + ".tmp", "w") as f:
             json.dump(body, f, sort_keys=True)
         os.replace(path + ".tmp", path)
     except OSError:
         pass
+    finally:
+        if _cpu_group:
+            _leave_cpu_group()
 
 
+_CPUACCT = "/sys/fs/cgroup/cpuacct"
+
+
+def _join_cpu_group():
+    """A cpuacct cgroup for this process and what it starts, or None (no run id, not a scenario, no cgroup v1)."""
+    run = os.environ.get("DUET_RUN_ID", "")
+    if not run or "/" in run or run.startswith(".") or not _scenario_key():
+        return None
+    path = os.path.join(_CPUACCT, "duet-jobs", f"{run}-{os.getpid()}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        return path
+    except OSError:
+        return None
+
+
+def _cpu_seconds():
+    """CPU used so far by this process's cgroup (the exited and killed processes in it included), or None."""
+    if not _cpu_group:
+        return None
+    try:
+        with open(os.path.join(_cpu_group, "cpuacct.usage")) as f:
+            return round(int(f.read()) / 1e9, 2)
+    except (OSError, ValueError):
+        return None
+
+
+def _leave_cpu_group():
+    """Back to the root group, and the group removed if nothing is left in it (a straggler keeps it: harmless)."""
+    try:
+        with open(os.path.join(_CPUACCT, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        os.rmdir(_cpu_group)
+    except OSError:
+        pass
+
+
+_cpu_group = _join_cpu_group()
 atexit.register(_write)

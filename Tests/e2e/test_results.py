@@ -548,7 +548,8 @@ class TimingTableTests(unittest.TestCase):
         with open(os.path.join(timing, "heavy.jsonl"), "w") as f:
             f.writelines(json.dumps(j) + "\n" for j in jobs)
         with open(os.path.join(timing, "scenarios", "chaos_chaos.py cut-2min.json"), "w") as f:
-            json.dump({"job": "chaos/chaos.py cut-2min", "wallSeconds": 150.0, "phases": {"browser start": 1.0}}, f)
+            json.dump({"job": "chaos/chaos.py cut-2min", "wallSeconds": 150.0, "phases": {"browser start": 1.0},
+                       "cpuSeconds": 120.5}, f)
         with open(os.path.join(timing, "scenarios", "cluster_cluster.py failover.json"), "w") as f:
             json.dump({"job": "cluster/cluster.py failover", "wallSeconds": 20.0, "phases": {"PostgreSQL start": 12.0}}, f)
 
@@ -582,6 +583,11 @@ class TimingTableTests(unittest.TestCase):
         self.assertIn("| swift test | 1,500 s | 25 % | 1 |", text, "the mean of the samples inside the stage")
         self.assertIn("| build | 290 s | 75 % | 0 |", text)
         self.assertIn("| install | 10 s | - | 0 |", text, "no sample inside: no figure")
+        # The CPU a scenario used (with what it started) where it was measured; none for an in-process job.
+        self.assertIn("| 1 | chaos/chaos.py cut-2min | 150.0 | 120.5 | shared |", text)
+        self.assertIn("| sweepOfSeeds() | 30.0 | - | exclusive |", text)
+        self.assertEqual([(s["script"], s["jobs"], s["cpuSeconds"]) for s in t["cpuByScript"]], [("chaos/chaos.py", 1, 120.5)])
+        self.assertIn("| chaos/chaos.py | 1 | 120 | 150 s |", text)
 
 
 if __name__ == "__main__":

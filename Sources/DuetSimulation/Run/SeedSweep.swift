@@ -50,12 +50,15 @@ public enum SeedSweep {
     /// `run` for async callers (the tests): the sweep is minutes of CPU that never suspends, so it runs on a thread of
     /// its own. Called on the cooperative pool it held one of its threads (of two on this machine) for the whole sweep,
     /// and the other tests running beside it starved (a clean-clone CI timed out WebSocketWriterTests that way).
-    public static func runOffThePool(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) async
-        -> Summary
-    {
+    public static func runOffThePool(
+        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false, untilFirstFailure: Bool = false
+    ) async -> Summary {
         await withCheckedContinuation { (done: CheckedContinuation<Summary, Never>) in
             let thread = Thread {
-                done.resume(returning: run(from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall))
+                done.resume(
+                    returning: run(
+                        from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall, untilFirstFailure: untilFirstFailure)
+                )
             }
             thread.name = "duet-seed-sweep"
             thread.start()
@@ -63,17 +66,25 @@ public enum SeedSweep {
     }
 
     /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
-    public static func run(from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false) -> Summary {
+    /// `untilFirstFailure`: no seed above the lowest failing one found so far is started, for a sweep that only needs
+    /// to know a mutation is caught. Every seed below the lowest failing one still runs, so `firstFailure` is the
+    /// seed the whole sweep would name, whatever the workers' timing.
+    public static func run(
+        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false, untilFirstFailure: Bool = false
+    ) -> Summary {
         let started = Date()
         let collected = Mutex(
             Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0))
         let workers = max(1, jobs)
+        let lowestFailure = Mutex<UInt64?>(nil)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             var local = Summary(
                 firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0)
             var index = worker
             while index < count {
-                var options = Simulation.Options(seed: first + UInt64(index))
+                let seed = first + UInt64(index)
+                if untilFirstFailure, let lowest = lowestFailure.withLock({ $0 }), seed > lowest { break }
+                var options = Simulation.Options(seed: seed)
                 options.mutation = mutation
                 if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: options.seed) }
                 var result = Simulation.run(options)
@@ -85,6 +96,7 @@ public enum SeedSweep {
                     local.noteRecovery(recovery, seed: result.seed)
                 }
                 if !result.passed {
+                    lowestFailure.withLock { $0 = min($0 ?? seed, seed) }
                     result.trace = []
                     local.failures.append(result)
                 }

@@ -64,6 +64,10 @@ PREFS = {
     "extensions.update.enabled": False,
     "browser.newtabpage.enabled": False,
     "dom.disable_open_during_load": False,
+    # Headless Firefox paints at 60 Hz, and in the parent process (software compositing) that was most of a call's
+    # CPU: 10 Hz shows a test everything it looks at (video keeps decoding at its own rate; `framesDecoded` counts
+    # it), and a Firefox pair's call took 18.5 CPU-seconds instead of 27 with the camera at 15 fps (issue 50).
+    "layout.frame_rate": 10,
 }
 
 
@@ -75,14 +79,14 @@ PREFS = {
 # would: the page's own constraints (device, facing mode) stay, only the size is bounded.
 SMALL_CAMERA = """() => {
   if (typeof MediaDevices === 'undefined') return;  // not a secure context: no camera to bound
-  const [width, height] = [%d, %d];
+  const [width, height, fps] = [%d, %d, %d];
   const original = MediaDevices.prototype.getUserMedia;
-  const small = (video) => ({ ...(typeof video === 'object' ? video : {}),
-                              width: { ideal: width, max: width }, height: { ideal: height, max: height } });
+  const small = (video) => ({ ...(typeof video === 'object' ? video : {}), width: { ideal: width, max: width },
+                              height: { ideal: height, max: height }, frameRate: { ideal: fps, max: fps } });
   MediaDevices.prototype.getUserMedia = function (constraints) {
     return original.call(this, constraints && constraints.video ? { ...constraints, video: small(constraints.video) } : constraints);
   };
-}""" % cdp.FAKE_CAMERA[:2]
+}""" % cdp.FAKE_CAMERA
 
 
 class BiDiError(CDPError):
@@ -210,12 +214,15 @@ class Firefox:
         atexit.register(self.close)
 
     @classmethod
-    def launch(cls, start_timeout=30, require_netns=True, prefix=(), prefs=None, netns_pid=None):
+    def launch(cls, start_timeout=30, require_netns=True, prefix=(), prefs=None, netns_pid=None, _template=True):
         """`prefix`: a command Firefox runs under, e.g. `nsenter -t PID -n` for a namespace of its own; then
-        `netns_pid` names a process in that namespace, where the driver connects to BiDi (it listens on loopback)."""
+        `netns_pid` names a process in that namespace, where the driver connects to BiDi (it listens on loopback).
+        The profile starts as a copy of a warmed one (`_copy_warm_profile`); `_template=False` starts from nothing."""
         if require_netns and not in_private_netns():
             raise RuntimeError("refusing to start Firefox outside a private network namespace (run under `unshare -n`)")
         profile = tempfile.mkdtemp(prefix="duet-firefox-")
+        if _template:
+            _copy_warm_profile(profile, prefix, netns_pid)
         with open(os.path.join(profile, "user.js"), "w") as f:
             for name, value in {**PREFS, **(prefs or {})}.items():
                 f.write(f"user_pref({json.dumps(name)}, {json.dumps(value)});\n")
@@ -342,6 +349,72 @@ class Firefox:
         self._ws.close()
         _kill_group(self.proc)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# A fresh profile costs Firefox about 4 CPU-seconds to start (it creates its databases and compiles its start-up
+# cache); a copy of a profile that has started once costs about 1.9 (measured here, issue 50: ~40 Firefox starts in
+# the default tier, on 2 cores that are busy all along). The warmed profile is made once per Firefox build, under
+# .build/, by the first launch that needs it (a file lock keeps the others waiting), from the same PREFS, having
+# loaded nothing but about:blank. What it keeps is what Firefox makes for itself (databases, start-up cache,
+# certificate store); its prefs.js is not kept — the BiDi agent writes its own recommendations there, and a test's
+# prefs come from user.js alone, as with a fresh profile — nor its session, lock or log.
+_WARM_DROP = ("prefs.js", "user.js", "lock", ".parentlock", "firefox.log", "sessionstore.jsonlz4", "sessionstore-backups",
+              "sessionCheckpoints.json", "times.json", "crashes", "minidumps")
+
+
+def _warm_profile_path():
+    binary = os.path.realpath(FIREFOX)
+    try:
+        st = os.stat(binary)
+    except OSError:
+        return None
+    import hashlib
+    key = hashlib.sha256(json.dumps([binary, st.st_size, st.st_mtime_ns, PREFS], sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(phase_timing.ROOT, ".build", "firefox-warm-profile", key)
+
+
+def _copy_warm_profile(profile, prefix, netns_pid):
+    """Fills the empty directory `profile` from the warmed profile, making that first if need be. Any failure leaves
+    `profile` empty (a fresh profile: slower, the same behaviour) and says so on stderr."""
+    import fcntl
+    warm = _warm_profile_path()
+    if warm is None:
+        return
+    try:
+        if not os.path.isdir(warm):
+            os.makedirs(os.path.dirname(warm), exist_ok=True)
+            with open(warm + ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not os.path.isdir(warm):
+                    _make_warm_profile(warm, prefix, netns_pid)
+        shutil.copytree(warm, profile, symlinks=True, dirs_exist_ok=True)
+    except Exception as e:  # noqa: BLE001 (a slower start is the whole cost)
+        print(f"bidi: starting Firefox with a fresh profile ({type(e).__name__}: {e})", file=sys.stderr)
+        for name in os.listdir(profile):
+            path = os.path.join(profile, name)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+
+
+def _make_warm_profile(warm, prefix, netns_pid):
+    browser = Firefox.launch(prefix=prefix, netns_pid=netns_pid, _template=False)
+    try:
+        browser.send("browser.close", timeout=10)   # a clean exit writes the start-up cache
+    except Exception:  # noqa: BLE001 (the connection may close before the answer)
+        pass
+    browser.proc.wait(20)
+    made = browser.profile + ".warm"
+    os.rename(browser.profile, made)
+    browser.close()                                 # the process is gone; nothing left to remove
+    for name in _WARM_DROP:
+        path = os.path.join(made, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.remove(path)
+    staging = warm + f".{os.getpid()}"
+    shutil.copytree(made, staging, symlinks=True)
+    shutil.rmtree(made, ignore_errors=True)
+    os.rename(staging, warm)
 
 
 def _kill_group(proc):
