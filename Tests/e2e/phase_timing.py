@@ -85,6 +85,19 @@ def _join_cpu_group():
     run = os.environ.get("DUET_RUN_ID", "")
     if not run or "/" in run or run.startswith(".") or not _scenario_key():
         return None
+    try:
+        # Only where cpuacct is a hierarchy of its own: co-mounted with `cpu`, a group would also get a CPU share of
+        # its own and change how the scenarios are scheduled.
+        with open("/proc/mounts") as f:
+            mounts = [line.split() for line in f]
+        if not any(m[1] == _CPUACCT and m[2] == "cgroup" and "cpu" not in m[3].split(",") for m in mounts if len(m) > 3):
+            return None
+        # A helper a scenario runs (cluster/postgres.py start) is counted in the scenario's group, not a group of its own.
+        with open("/proc/self/cgroup") as f:
+            if any(":cpuacct:/duet-jobs/" in line for line in f):
+                return None
+    except OSError:
+        return None
     path = os.path.join(_CPUACCT, "duet-jobs", f"{run}-{os.getpid()}")
     try:
         os.makedirs(path, exist_ok=True)

@@ -133,10 +133,22 @@ final class SimClient {
 
     // MARK: - The loop
 
+    /// Whether the engine, before the input being handled, had made enough answered stall restarts that its next one
+    /// replaces the connection, and the input is not a refusal (the monitor's `stallRenewed`, told apart from a refused
+    /// description's replacement; a stall renewal is never deferred: `restart` returns early in a cooldown).
+    private var renewalForStallDue = false
+
     /// `sentEpoch`: the epoch the server stamped on a relayed message (before any mutation touched it).
     func feed(_ input: CallEngine.Input, sentEpoch: Int64? = nil) {
         world.trace(side, "← \(Describe.input(input))")
         let queuedBefore = engine.queuedRelayTypes.count
+        let outerRenewalForStallDue = renewalForStallDue  // a feed nested in this one's outputs gives it back on its way out
+        defer { renewalForStallDue = outerRenewalForStallDue }
+        renewalForStallDue = engine.negotiation.restartsWithoutMedia >= ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL
+        switch input {
+        case .remoteDescriptionFailed, .rollbackFailed: renewalForStallDue = false  // a refusal replaces it whatever the count
+        default: break
+        }
         let outputs = engine.handle(input)
         if let engineTrace { world.recordEngineStep(engineTrace, input, outputs) }
         if case .message(let envelope) = input { checkEpoch(envelope, sentEpoch: sentEpoch, outputs) }
@@ -267,7 +279,10 @@ final class SimClient {
         events.append((world.scheduler.now, event))
         signing.note(event)
         if event == .iceRestart(.mediaStall) { world.monitor.reached(.mediaStallRestarted) }
-        if event == .iceRestart(.peerConnectionWedged) { world.monitor.reached(.wedgedConnectionReplaced) }
+        if event == .iceRestart(.peerConnectionWedged) {
+            // The same restart reason for both causes: which one it was shows in the engine's count before the input.
+            world.monitor.reached(renewalForStallDue ? .stallRenewed : .wedgedConnectionReplaced)
+        }
         switch event {
         case .phase(let value):
             // An interception ends the call on purpose (issue 19): like a leave, not a failure.

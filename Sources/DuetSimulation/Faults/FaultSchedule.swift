@@ -14,6 +14,8 @@ public enum FaultSchedule {
     public static let mediaStallOneIn = 6
     /// One seed in this many has a wedged peer connection (`Fault.peerConnectionWedged`) on top of its faults.
     public static let peerConnectionWedgedOneIn = 6
+    /// One seed in this many has a sender that goes silent for good (`Fault.silentSender`, Firefox's, issue 51).
+    public static let silentSenderOneIn = 8
 
     public static func random(_ rng: inout SplitMix64) -> [ScheduledFault] {
         let count = 1 + rng.below(5)
@@ -29,6 +31,12 @@ public enum FaultSchedule {
         for _ in 0..<3 { _ = wedgeDraw.next() }
         if wedgeDraw.below(peerConnectionWedgedOneIn) == 0 {
             faults.append(ScheduledFault(at: wedgeDraw.range(0, windowMs), .peerConnectionWedged(wedgeDraw.below(2) == 0 ? .a : .b)))
+        }
+        // From a copy too, past the stall's and the wedge's draws.
+        var silentDraw = rng
+        for _ in 0..<6 { _ = silentDraw.next() }
+        if silentDraw.below(silentSenderOneIn) == 0 {
+            faults.append(ScheduledFault(at: silentDraw.range(0, windowMs), .silentSender(silentDraw.below(2) == 0 ? .a : .b)))
         }
         return faults.sorted { $0.at < $1.at }
     }

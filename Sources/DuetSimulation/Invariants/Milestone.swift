@@ -15,4 +15,7 @@ public enum Milestone: String, Sendable, CaseIterable, Codable {
     case mediaStallRestarted
     /// A side whose peer connection refused a description or a rollback replaced it (issue 32 point 3).
     case wedgedConnectionReplaced
+    /// A side whose inbound media stayed stopped through `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` stall restarts made with
+    /// ICE up and answered replaced its connection (a silent sender, issue 51).
+    case stallRenewed
 }

@@ -47,17 +47,21 @@ public enum SeedSweep {
         }
     }
 
+    /// For `until`: stop at the first seed that breaks an invariant.
+    public static let failed: @Sendable (Simulation.Result) -> Bool = { !$0.passed }
+
     /// `run` for async callers (the tests): the sweep is minutes of CPU that never suspends, so it runs on a thread of
     /// its own. Called on the cooperative pool it held one of its threads (of two on this machine) for the whole sweep,
     /// and the other tests running beside it starved (a clean-clone CI timed out WebSocketWriterTests that way).
     public static func runOffThePool(
-        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false, untilFirstFailure: Bool = false
+        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false,
+        until stop: (@Sendable (Simulation.Result) -> Bool)? = nil
     ) async -> Summary {
         await withCheckedContinuation { (done: CheckedContinuation<Summary, Never>) in
             let thread = Thread {
                 done.resume(
                     returning: run(
-                        from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall, untilFirstFailure: untilFirstFailure)
+                        from: first, count: count, jobs: jobs, mutation: mutation, duetCall: duetCall, until: stop)
                 )
             }
             thread.name = "duet-seed-sweep"
@@ -66,24 +70,25 @@ public enum SeedSweep {
     }
 
     /// `duetCall`: one side of every run is `duet call` (webrtcbin, host-only restarts): A on even seeds, B on odd.
-    /// `untilFirstFailure`: no seed above the lowest failing one found so far is started, for a sweep that only needs
-    /// to know a mutation is caught. Every seed below the lowest failing one still runs, so `firstFailure` is the
-    /// seed the whole sweep would name, whatever the workers' timing.
+    /// `until`: no seed above the lowest one whose result it holds for (found so far) is started, for a sweep that only
+    /// needs to know a mutation is caught (`failed` stops at the first failure). Every seed below that one still runs,
+    /// so the lowest seed it holds for is the one the whole sweep would name, whatever the workers' timing.
     public static func run(
-        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false, untilFirstFailure: Bool = false
+        from first: UInt64, count: Int, jobs: Int, mutation: Mutation = .none, duetCall: Bool = false,
+        until stop: (@Sendable (Simulation.Result) -> Bool)? = nil
     ) -> Summary {
         let started = Date()
         let collected = Mutex(
             Summary(firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0))
         let workers = max(1, jobs)
-        let lowestFailure = Mutex<UInt64?>(nil)
+        let lowestStop = Mutex<UInt64?>(nil)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             var local = Summary(
                 firstSeed: first, seeds: 0, failures: [], milestones: [:], recoveries: [], slowest: nil, events: 0, seconds: 0)
             var index = worker
             while index < count {
                 let seed = first + UInt64(index)
-                if untilFirstFailure, let lowest = lowestFailure.withLock({ $0 }), seed > lowest { break }
+                if let lowest = lowestStop.withLock({ $0 }), seed > lowest { break }
                 var options = Simulation.Options(seed: seed)
                 options.mutation = mutation
                 if duetCall { options.duetCallSide = Simulation.duetCallSide(forSeed: options.seed) }
@@ -95,8 +100,8 @@ public enum SeedSweep {
                     local.recoveries.append(recovery)
                     local.noteRecovery(recovery, seed: result.seed)
                 }
+                if let stop, stop(result) { lowestStop.withLock { $0 = min($0 ?? seed, seed) } }
                 if !result.passed {
-                    lowestFailure.withLock { $0 = min($0 ?? seed, seed) }
                     result.trace = []
                     local.failures.append(result)
                 }

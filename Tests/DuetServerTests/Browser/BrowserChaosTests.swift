@@ -58,6 +58,11 @@ import Testing
     @Test func aFirefoxConnectionThatStopsSendingIsReplacedByTheHost() async throws {
         try await run("chromium-hosts-firefox-silent-sender", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
     }
+    /// The same with Firefox hosting (the issue 51 report's pair): the Chromium guest sees the stall and restarts; Firefox
+    /// answers with its DTLS role flipped, Chromium refuses it and replaces the connection; the Firefox host renews for it.
+    @Test func aFirefoxHostsConnectionThatStopsSendingIsReplacedByTheGuest() async throws {
+        try await run("firefox-hosts-chromium-silent-sender", script: "browser/firefox_faults.py", needs: ["firefox-esr"])
+    }
     @Test func serverKilledAndRestarted() async throws { try await run("server-kill") }
     @Test func refusedWebSocketUsesSSE() async throws { try await run("ws-refused") }
     @Test func latencyAndLossStillConnectAndHold() async throws { try await run("rtt-loss") }

@@ -378,17 +378,30 @@ def _copy_warm_profile(profile, prefix, netns_pid):
     `profile` empty (a fresh profile: slower, the same behaviour) and says so on stderr."""
     import fcntl
     warm = _warm_profile_path()
-    if warm is None:
+    if warm is None or os.path.exists(warm + ".failed"):
         return
     try:
         if not os.path.isdir(warm):
             os.makedirs(os.path.dirname(warm), exist_ok=True)
             with open(warm + ".lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
+                if os.path.exists(warm + ".failed"):
+                    return
                 if not os.path.isdir(warm):
-                    _make_warm_profile(warm, prefix, netns_pid)
-        shutil.copytree(warm, profile, symlinks=True, dirs_exist_ok=True)
-    except Exception as e:  # noqa: BLE001 (a slower start is the whole cost)
+                    try:
+                        _make_warm_profile(warm, prefix, netns_pid)
+                    except TimeoutError:
+                        raise
+                    except (OSError, CDPError, subprocess.SubprocessError) as e:
+                        # Once per build: the launches after this one start fresh rather than try again.
+                        with open(warm + ".failed", "w") as f:
+                            f.write(f"{type(e).__name__}: {e}\n")
+                        raise
+        with phase_timing.spent("browser start"):
+            shutil.copytree(warm, profile, symlinks=True, dirs_exist_ok=True)
+    except TimeoutError:
+        raise                   # a scenario's hard limit (SIGALRM) or a launch that never answered: not ours to hide
+    except (OSError, CDPError, subprocess.SubprocessError) as e:  # a slower start is the whole cost
         print(f"bidi: starting Firefox with a fresh profile ({type(e).__name__}: {e})", file=sys.stderr)
         for name in os.listdir(profile):
             path = os.path.join(profile, name)
@@ -397,14 +410,16 @@ def _copy_warm_profile(profile, prefix, netns_pid):
 
 def _make_warm_profile(warm, prefix, netns_pid):
     browser = Firefox.launch(prefix=prefix, netns_pid=netns_pid, _template=False)
-    try:
-        browser.send("browser.close", timeout=10)   # a clean exit writes the start-up cache
-    except Exception:  # noqa: BLE001 (the connection may close before the answer)
-        pass
-    browser.proc.wait(20)
     made = browser.profile + ".warm"
-    os.rename(browser.profile, made)
-    browser.close()                                 # the process is gone; nothing left to remove
+    try:
+        try:
+            browser.send("browser.close", timeout=10)   # a clean exit writes the start-up cache
+        except CDPError:
+            pass                                        # the connection may close before the answer
+        browser.proc.wait(20)
+        os.rename(browser.profile, made)
+    finally:
+        browser.close()                                 # kills what is left; the renamed profile stays
     for name in _WARM_DROP:
         path = os.path.join(made, name)
         if os.path.isdir(path) and not os.path.islink(path):

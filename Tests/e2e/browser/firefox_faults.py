@@ -230,32 +230,43 @@ SILENCE_SENDERS = """Promise.all(window.duetTestPcs.at(-1).getSenders().map((sen
 })).then(() => true)"""
 
 
-def silent_sender_of_b():
-    """Issue 51, as CI found it (run 20261207T005954Z-e5cbf7) and made deterministic by injection: Chromium hosts,
-    Firefox (B) joins, and B's connection stops sending for good — audio's track replaced by none and video's encodings inactive, injected
-    here, where Firefox did it by itself after a restart whose ICE stream failed (docs/call-engine.md) — while it
-    goes on receiving and ICE stays connected. A's watchdog sees the stall and restarts ICE; B answers each restart,
-    and nothing comes. After MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts A replaces its connection
-    (`peerConnectionWedged`), B renews for the new session (a new connection sends its tracks afresh), and media flows
-    both ways (video frames and decoded audio, each side checked). Time: from the silence to whole."""
+def silent_sender_of(firefox_hosts):
+    """Issue 51, as CI found it (run 20261207T005954Z-e5cbf7, Chromium hosting) and as its report had it (Firefox
+    hosting), made deterministic by injection: the Firefox side's connection stops sending for good — audio's track
+    replaced by none and video's encodings inactive, injected here, where Firefox did it by itself after a restart whose
+    ICE stream failed (docs/call-engine.md) — while it goes on receiving and ICE stays connected. The Chromium side's
+    watchdog sees the stall and restarts ICE (as host or guest: the side media stopped for restarts); Firefox answers
+    each restart, and nothing comes. After MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered restarts the Chromium side
+    replaces its connection (`peerConnectionWedged`), Firefox renews for the new session (a new connection sends its
+    tracks afresh), and media flows both ways (video frames and decoded audio, each side checked). Time: from the
+    silence to whole. With Firefox hosting, Firefox answers the Chromium guest's first restart with its DTLS role
+    flipped (docs/call-engine.md), Chromium refuses the answer and replaces its connection then: one restart in
+    place, one refusal, the same renewal."""
     def scenario(net):
         with chaos.serving() as server:
-            pair_call(net, server, False, True, firefox_preload=(RECORD_PEER_CONNECTIONS,))
-            connections = net.b.page.evaluate("window.duetTestPcs.length")
-            before = len(net.a.page.evaluate("duet.iceRestarts"))
+            pair_call(net, server, firefox_hosts, not firefox_hosts, firefox_preload=(RECORD_PEER_CONNECTIONS,))
+            silent, receiver = (net.a, net.b) if firefox_hosts else (net.b, net.a)
+            connections = silent.page.evaluate("window.duetTestPcs.length")
+            before = len(receiver.page.evaluate("duet.iceRestarts"))
             started = time.monotonic()
-            net.b.page.evaluate(SILENCE_SENDERS)
-            log("B's connection sends nothing any more (its audio track replaced by none, its video encodings inactive)")
-            recovery = chaos.measured(net, started, 75, "whole after B's connection went silent")
-            restarts = net.a.page.evaluate("duet.iceRestarts")[before:]
+            silent.page.evaluate(SILENCE_SENDERS)
+            log(f"{silent.name}'s connection sends nothing any more (its audio track replaced by none, its video encodings inactive)")
+            recovery = chaos.measured(net, started, 75, f"whole after {silent.name}'s connection went silent")
+            restarts = receiver.page.evaluate("duet.iceRestarts")[before:]
             renewal = restarts.index("peerConnectionWedged") if "peerConnectionWedged" in restarts else None
-            chaos.expect(renewal is not None, f"A replaced its connection: {restarts}")
-            chaos.expect(len(restarts[:renewal]) == chaos.constant("MEDIA_STALL_RESTARTS_BEFORE_RENEWAL"),
-                         f"A restarted in place {chaos.constant('MEDIA_STALL_RESTARTS_BEFORE_RENEWAL')} times first: {restarts}")
-            chaos.expect(net.b.page.evaluate("window.duetTestPcs.length") > connections,
-                         "B renewed its connection for A's new one")
-            chaos.expect("peerConnectionWedged" not in net.b.page.evaluate("duet.iceRestarts"),
-                         "B, whose media arrived all along, replaced nothing itself")
+            chaos.expect(renewal is not None, f"{receiver.name} replaced its connection: {restarts}")
+            if firefox_hosts:
+                chaos.expect(restarts[:renewal] == ["mediaStall"], f"{receiver.name} restarted in place once first: {restarts}")
+                refused = refused_commands(net)
+                chaos.expect(refused[receiver.name] and not refused[silent.name],
+                             f"{receiver.name} (only) refused Firefox's answer with the DTLS role flipped: {refused}")
+            else:
+                chaos.expect(len(restarts[:renewal]) == chaos.constant("MEDIA_STALL_RESTARTS_BEFORE_RENEWAL"),
+                             f"{receiver.name} restarted in place {chaos.constant('MEDIA_STALL_RESTARTS_BEFORE_RENEWAL')} times first: {restarts}")
+            chaos.expect(silent.page.evaluate("window.duetTestPcs.length") > connections,
+                         f"{silent.name} renewed its connection for {receiver.name}'s new one")
+            chaos.expect("peerConnectionWedged" not in silent.page.evaluate("duet.iceRestarts"),
+                         f"{silent.name}, whose media arrived all along, replaced nothing itself")
             return recovery, chaos.how_it_recovered(net)
     return scenario
 
@@ -425,7 +436,8 @@ ONLINE_PAIRS = {"chromium-pair": (False, False), **PAIRS}
 SCENARIOS = {
     "firefox-hosts-chromium-restarts": ("Firefox hosts, Chromium restarts ICE (answered with the DTLS role flipped), then Chromium's link is cut 10 s", restart_by_chromium_b()),
     "firefox-hosts-chromium-role-kept": ("Firefox hosts, Chromium restarts ICE naming its DTLS role (`?keep-dtls-role=1`): nothing refused; time to whole after the restart", role_kept_by_chromium_b()),
-    "chromium-hosts-firefox-silent-sender": ("Chromium hosts, Firefox's connection stops sending for good (injected) while ICE stays connected: A replaces the connection after its restarts bring nothing", silent_sender_of_b()),
+    "chromium-hosts-firefox-silent-sender": ("Chromium hosts, Firefox's connection stops sending for good (injected) while ICE stays connected: A replaces the connection after its restarts bring nothing", silent_sender_of(False)),
+    "firefox-hosts-chromium-silent-sender": ("Firefox hosts, its connection stops sending for good (injected) while ICE stays connected: the Chromium guest's restart is answered with the DTLS role flipped, refused, and the connection replaced", silent_sender_of(True)),
     "firefox-hosts-chromium-cut": ("Firefox hosts, Chromium's link cut 10 s", cut_of_b(True, False)),
     "chromium-hosts-firefox-cut": ("Chromium hosts, Firefox's link cut 10 s", cut_of_b(False, True, firefox_watchdog=True)),
     "firefox-pair-cut": ("Firefox · Firefox, B's link cut 10 s", cut_of_b(True, True, firefox_watchdog=True)),
@@ -469,7 +481,8 @@ PAIR_ONLY = {
     "dtls-role-flipped": ("Chromium's ICE restart answered with the DTLS role flipped, then a 10 s cut",
                           {"firefox-hosts-chromium": "firefox-hosts-chromium-restarts"}),
     "silent-sender": ("Firefox's connection stops sending for good (injected: as Firefox did after a restart's ICE stream died) while ICE stays connected",
-                      {"chromium-hosts-firefox": "chromium-hosts-firefox-silent-sender"}),
+                      {"chromium-hosts-firefox": "chromium-hosts-firefox-silent-sender",
+                       "firefox-hosts-chromium": "firefox-hosts-chromium-silent-sender"}),
     "dtls-role-kept": ("Chromium's ICE restart naming its DTLS role (`?keep-dtls-role=1`, off by default): time to whole after it",
                        {"firefox-hosts-chromium": "firefox-hosts-chromium-role-kept"}),
 }
