@@ -38,6 +38,9 @@ let package = Package(
         // The durable room-state store: SQLite (bundled) on one node, PostgreSQL shared by a cluster.
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The API reference: `swift package generate-documentation --target DuetClient` (a command plugin: nothing of it
+        // is built by `swift build`).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Wire contract: envelope, message payloads, error codes, id/token formats. No dependencies.
