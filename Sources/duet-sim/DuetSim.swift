@@ -11,7 +11,8 @@ struct DuetSim: ParsableCommand {
         abstract: "Runs Duet calls through deterministic fault schedules and checks the invariants at every step.",
         discussion: """
             Every run: A creates a room, B joins, faults drawn from the seed play out, the world heals, and both \
-            sides must be back in the call within \(RecoveryBound.ms / 1_000) s; then the call ends and nothing may remain.
+            sides must be back in the call within \(RecoveryBound.ms / 1_000) s (\((RecoveryBound.ms + RecoveryBound.stallRenewalMs) / 1_000) s \
+            when a sender went silent for good: its renewal waits for restarts in place); then the call ends and nothing may remain.
             A failing seed prints a shrunk schedule and its trace; `duet-sim --seed N` replays it.
             """)
 

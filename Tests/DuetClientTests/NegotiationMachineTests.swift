@@ -336,7 +336,7 @@ import Testing
     }
 
     @Test(
-        "a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered stall restarts under a working ICE replaces the connection; media flowing or ICE down count afresh; unanswered and other restarts do not count"
+        "a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restarts answered under a working ICE, whatever asked for them, replaces the connection at its next stall restart; media flowing or ICE down count afresh; unanswered restarts do not count"
     )
     func aStallThatRestartsCannotMendRenewsTheConnection() {
         /// Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied) and reports what it did.
@@ -387,6 +387,30 @@ import Testing
         let onlineRestart = online.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
         #expect(onlineRestart.contains(.iceRestartStarted(.networkOnline)), "a network change is restarted in place")
         #expect(!onlineRestart.contains(.renewPeerConnection))
+
+        // A stall amid signaling trouble (sweep seed 1440): the reconnect's restart and a network change's restart, both
+        // answered with ICE up and media still stalled, count as the stall's own would; its next stall restart renews.
+        var reasons = connectedHost()
+        reasons.send { $0.handle(.signaling(up: false)) }
+        reasons.send { $0.handle(.mediaStalled) }  // owed: nobody to send it to
+        reasons.send { $0.handle(.signaling(up: true)) }
+        #expect(reasons.send { $0.handle(.roomStateAfterReconnect) }.contains(.iceRestartStarted(.signalingReconnect)))
+        func answer(_ n: Int) {
+            reasons.send { $0.handle(.localDescriptionReady(.offer, sdp: "r\(n)")) }
+            reasons.send { $0.handle(.remoteDescription(.answer, sdp: "ra\(n)", epoch: 1)) }
+            reasons.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        }
+        answer(1)
+        #expect(reasons.machine.restartsWithoutMedia == 1, "the reconnect's restart moved the path: it counts")
+        reasons.send { $0.handle(.networkOnline) }  // held by the cooldown
+        #expect(
+            reasons.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS).contains(.iceRestartStarted(.networkOnline)),
+            "a network change is restarted in place")
+        answer(2)
+        #expect(reasons.machine.restartsWithoutMedia == 2)
+        let renewed = reasons.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS)
+        #expect(renewed.contains(.renewPeerConnection), "the stall restart after them replaces the connection")
+        #expect(!renewed.contains(.iceRestartStarted(.mediaStall)))
 
         // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
         var webrtcbin = connectedHost(restartsOnlyAsHost: true)

@@ -349,7 +349,7 @@ test('a stall still there when the cooldown ends with signaling down is restarte
   assert.equal(guest.machine.pendingRestart, null, 'the restart that ran is the one that waited');
 });
 
-test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered stall restarts under a working ICE replaces the connection; media flowing or ICE down count afresh; unanswered and other restarts do not count', () => {
+test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restarts answered under a working ICE, whatever asked for them, replaces the connection at its next stall restart; media flowing or ICE down count afresh; unanswered restarts do not count', () => {
   // Still stalled with ICE connected at the cooldown's end: restarted again (its answer applied); returns what it did.
   const restartAgain = (host, n) => {
     const actions = host.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
@@ -398,6 +398,29 @@ test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL answered stall r
   const onlineRestart = online.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
   assert.ok(has(onlineRestart, restarted('networkOnline')), 'a network change is restarted in place');
   assert.ok(!onlineRestart.some((a) => a.type === 'renewPeerConnection'));
+
+  // A stall amid signaling trouble (sweep seed 1440): the reconnect's restart and a network change's restart, both
+  // answered with ICE up and media still stalled, count as the stall's own would; its next stall restart renews.
+  const reasons = connectedHost();
+  reasons.send({ type: 'signaling', up: false });
+  reasons.send({ type: 'mediaStalled' }); // owed: nobody to send it to
+  reasons.send({ type: 'signaling', up: true });
+  const reconnected = reasons.send({ type: 'roomStateAfterReconnect' });
+  assert.ok(has(reconnected, restarted('signalingReconnect')));
+  const answer = (n) => {
+    reasons.send({ type: 'localDescriptionReady', kind: 'offer', sdp: `r${n}` });
+    reasons.send({ type: 'remoteDescription', kind: 'answer', sdp: `ra${n}`, epoch: 1 });
+    reasons.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  };
+  answer(1);
+  assert.equal(reasons.machine.restartsWithoutMedia, 1, "the reconnect's restart moved the path: it counts");
+  reasons.send({ type: 'networkOnline' }); // held by the cooldown
+  assert.ok(has(reasons.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS), restarted('networkOnline')), 'a network change is restarted in place');
+  answer(2);
+  assert.equal(reasons.machine.restartsWithoutMedia, 2);
+  const renewed = reasons.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS);
+  assert.ok(renewed.some((a) => a.type === 'renewPeerConnection'), 'the stall restart after them replaces the connection');
+  assert.ok(!has(renewed, restarted('mediaStall')));
 
   // webrtcbin (`restartsOnlyAsHost`) as the host: it keeps restarting; it gives a silent session up by itself.
   const webrtcbin = new Driven(new NegotiationMachine({ restartsOnlyAsHost: true }));

@@ -25,9 +25,10 @@ import DuetProtocol
 ///   that never took ours negotiates with the new connection as it is. At once (a wedge shows right after our own
 ///   restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and nothing
 ///   is negotiated on the wedged connection meanwhile.
-/// - A stall that outlasts `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` stall restarts made with ICE up and answered by the
-///   peer is a wedge too: the next one replaces the connection instead (a Firefox peer whose restart's ICE stream failed
-///   sends nothing on that connection any more, whatever ICE does next). ICE going down starts the count again.
+/// - A stall that outlasts `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` restarts made while it lasted, with ICE up, and
+///   answered by the peer (whatever asked for them: the stall, an escalation, a reconnect, a timed-out offer) is a wedge
+///   too: its next stall restart replaces the connection instead (a Firefox peer whose restart's ICE stream failed sends
+///   nothing on that connection any more, whatever ICE does next). ICE going down starts the count again.
 public struct NegotiationMachine: Sendable, Equatable {
     public enum SignalingState: Sendable, Equatable { case stable, haveLocalOffer, haveRemoteOffer }
 
@@ -131,14 +132,17 @@ public struct NegotiationMachine: Sendable, Equatable {
     /// The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one more
     /// cooldown for what that renegotiation does instead of crossing it at our cooldown's end.
     private var peerOfferSinceRestart = false
-    /// Stall restarts (`mediaStall`, `escalation`) made with ICE up and answered by the peer, since media last flowed and
-    /// ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives. Past
-    /// `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` of them the trouble is the connection, not the path (Firefox's senders stay
-    /// silent after a restart's ICE stream failed, whatever ICE does next): it is replaced, as a wedged one. An
-    /// unanswered restart, or one made while ICE was down (an outage: the path), proves nothing of the kind.
+    /// Restarts made while our media was stalled under a connected ICE and answered by the peer, since media last flowed
+    /// and ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives. Whatever asked
+    /// for the restart (the stall, an escalation, a reconnect, a timed-out offer), it moved the path all the same: counting
+    /// only the stall's own would let a stall amid signaling trouble spend its cooldowns on restarts that prove as much
+    /// and count for nothing (sweep seed 1440). Past `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` of them the trouble is the
+    /// connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed, whatever ICE does
+    /// next): the next stall restart replaces it, as a wedged one. An unanswered restart, or one made while ICE was down
+    /// (an outage: the path), proves nothing of the kind.
     public private(set) var restartsWithoutMedia = 0
-    /// The restart offer out is such a stall restart: its answer counts.
-    private var offerIsStallRestart = false
+    /// The restart offer out was made while media stalled under a connected ICE: its answer counts.
+    private var offerMadeWhileStalled = false
     public private(set) var remoteCandidateBuffer: [IceCandidate?] = []
     private var signalingUp = true
     private var makingOffer = false
@@ -316,7 +320,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
             if kind == .offer, pendingRestart == .mediaStall { pendingRestart = nil }
             if kind == .offer { peerOfferSinceRestart = true }
-            if kind == .answer, offerIsStallRestart, mediaStalled { restartsWithoutMedia += 1 }
+            if kind == .answer, offerMadeWhileStalled, mediaStalled { restartsWithoutMedia += 1 }
             let flushed = remoteCandidateBuffer
             remoteCandidateBuffer.removeAll()
             var actions: [Action] = flushed.isEmpty ? [] : [.addRemoteCandidates(flushed)]
@@ -465,7 +469,7 @@ public struct NegotiationMachine: Sendable, Equatable {
         guard !renewalPending, !makingOffer, !answering, !applyingRemote, signalingState == .stable else { return [] }
         makingOffer = true
         offerIsRestart = iceRestart
-        offerIsStallRestart = false
+        offerMadeWhileStalled = false
         offerFromFallback = fromFallback
         return [.createOffer(iceRestart: iceRestart)]
     }
@@ -489,14 +493,15 @@ public struct NegotiationMachine: Sendable, Equatable {
             return []
         }
         pendingRestart = nil  // this restart is the one anything waiting wanted
-        // A stall under a working ICE (not a network change, a timed-out offer or the peer's request: their restart is the
-        // right tool). Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers
-        // carry a session id a browser takes for an echo of its own, so the browser would not renew for it (duet call
-        // seed 768).
-        let stallRestart =
-            mediaStalled && (reason == .mediaStall || reason == .escalation) && !restartsOnlyAsHost
-            && (iceState == .connected || iceState == .completed)
-        // Restarts the peer took moved the path, and media still does not come: the path is not what is broken.
+        // A stall under a working ICE. Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself,
+        // and its offers carry a session id a browser takes for an echo of its own, so the browser would not renew for it
+        // (duet call seed 768).
+        let stalledUnderWorkingICE =
+            mediaStalled && !restartsOnlyAsHost && (iceState == .connected || iceState == .completed)
+        // Restarts the peer took moved the path, and media still does not come: the path is not what is broken. Only the
+        // stall's own restart (or an escalation's) renews: a network change, a timed-out offer or the peer's request is
+        // restarted in place, their restart is the right tool.
+        let stallRestart = stalledUnderWorkingICE && (reason == .mediaStall || reason == .escalation)
         if stallRestart, restartsWithoutMedia >= ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL { return connectionWedged() }
         var actions: [Action] = []
         if signalingState == .haveLocalOffer {
@@ -504,7 +509,7 @@ public struct NegotiationMachine: Sendable, Equatable {
             signalingState = .stable
         }
         let made = offer(iceRestart: true)
-        offerIsStallRestart = stallRestart && !made.isEmpty
+        offerMadeWhileStalled = stalledUnderWorkingICE && !made.isEmpty
         return actions + [.iceRestartStarted(reason)] + made
     }
 

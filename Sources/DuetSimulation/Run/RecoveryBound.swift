@@ -12,6 +12,11 @@ import DuetClient
 /// 6. plus one second for round trips, gathering and connectivity checks.
 ///
 /// 36 + 5 + 4 + 10 + 8 + 1 = 64 s.
+///
+/// A run with a sender silent for good (`Fault.silentSender`, Firefox's after a failed restart) has one step more by
+/// design: only a new connection mends it, and the engine renews only after `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL`
+/// answered restarts in place, a cooldown apart (cheap, and webrtcbin's first restart may not move the path):
+/// 2 × `ICE_RESTART_COOLDOWN_MS` = 20 s more, 84 s (`ms(for:)`).
 public enum RecoveryBound {
     public static let ms: Int64 =
         ResilienceConstants.PING_INTERVAL_MS * Int64(ResilienceConstants.PONG_MISS_THRESHOLD + 1)
@@ -20,4 +25,15 @@ public enum RecoveryBound {
         + ResilienceConstants.ICE_RESTART_COOLDOWN_MS
         + ResilienceConstants.OFFER_TIMEOUT_MS
         + 1_000
+}
+
+extension RecoveryBound {
+    /// What a lasting stall's restarts in place add before the renewal that mends a silent sender.
+    public static let stallRenewalMs =
+        Int64(ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) * ResilienceConstants.ICE_RESTART_COOLDOWN_MS
+
+    /// The bound for a run with these faults: `ms`, and `stallRenewalMs` more when a sender goes silent for good.
+    public static func ms(for faults: [ScheduledFault]) -> Int64 {
+        ms + (faults.contains { if case .silentSender = $0.fault { true } else { false } } ? stallRenewalMs : 0)
+    }
 }

@@ -2,7 +2,7 @@ import DuetClient
 import DuetProtocol
 
 /// One run: A creates a room, B joins, the call is established, the faults play, the world heals, both
-/// must come back within `RecoveryBound.ms` and stay, then the call ends and nothing may remain.
+/// must come back within `RecoveryBound.ms(for:)` and stay, then the call ends and nothing may remain.
 public enum Simulation {
     public enum Ending: String, Sendable, CaseIterable {
         /// B leaves, then A.
@@ -148,6 +148,8 @@ private final class Run {
     let absenceMs: Int64
     var recoveryMs: Int64?
     var establishedAt: Int64?
+    /// How long after the last fault heals the call must be whole (a silent sender's renewal adds to it).
+    var bound: Int64 { RecoveryBound.ms(for: faults) }
 
     let mute: MediaChange
 
@@ -191,7 +193,7 @@ private final class Run {
             return options.faultsFromStart ? () : world.monitor.fail(.notRecovered, .a, "no room after 20 s")
         }
         world.scheduler.after(guestDelay) { b.join(roomId) }
-        let setupDeadline = world.scheduler.now + 30_000 + (options.faultsFromStart ? Self.faultSpan(faults) + RecoveryBound.ms : 0)
+        let setupDeadline = world.scheduler.now + 30_000 + (options.faultsFromStart ? Self.faultSpan(faults) + bound : 0)
         guard run(until: setupDeadline, while: { !isWhole() }) || failed else {
             return world.monitor.fail(.notRecovered, nil, "the call was not established (\(describeState()))")
         }
@@ -215,14 +217,14 @@ private final class Run {
         // Whole within the bound, and whole for good (30 s): a flicker on the way (say, one side alone for a
         // moment after a server restart) is allowed inside the bound.
         var wholeSince: Int64? = isWhole() ? world.scheduler.now : nil
-        run(until: healedAt + RecoveryBound.ms + Self.settleMs) {
+        run(until: healedAt + bound + Self.settleMs) {
             if isWhole() { wholeSince = wholeSince ?? world.scheduler.now } else { wholeSince = nil }
             return wholeSince.map { world.scheduler.now - $0 < Self.settleMs } ?? true
         }
         if failed { return }
-        guard let since = wholeSince, since <= healedAt + RecoveryBound.ms, world.scheduler.now - since >= Self.settleMs else {
+        guard let since = wholeSince, since <= healedAt + bound, world.scheduler.now - since >= Self.settleMs else {
             return world.monitor.fail(
-                .notRecovered, nil, "\(Describe.time(RecoveryBound.ms)) after the last fault healed: \(describeState())")
+                .notRecovered, nil, "\(Describe.time(bound)) after the last fault healed: \(describeState())")
         }
         recoveryMs = max(0, since - healedAt)
         checkMembership()
@@ -318,7 +320,7 @@ private final class Run {
             world.trace(nil, "schedule: \(away) (the host ends the room meanwhile)")
             world.schedule(away, from: world.scheduler.now)
             world.scheduler.after(60_000) { host.end() }
-            run(until: world.scheduler.now + absenceMs + RecoveryBound.ms)
+            run(until: world.scheduler.now + absenceMs + bound)
             if !failed, guest.phase != .idle {
                 world.monitor.fail(
                     .notRecovered, guest.side, "back from \(Describe.time(absenceMs)) away, not told the room ended (\(describeState()))")

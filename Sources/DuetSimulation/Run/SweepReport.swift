@@ -24,6 +24,8 @@ public struct SweepReport: Codable, Sendable, Equatable {
     public var failures: [Failure]
     public var recovery: Recovery
     public var boundMs: Int64
+    /// The bound of a run with a sender silent for good (`RecoveryBound.ms(for:)`).
+    public var boundWithSilentSenderMs: Int64
     public var milestones: [String: Int]
     public var mutation: String
     /// One side of every run was `duet call` (webrtcbin, host-only restarts): the host on even seeds, the guest on odd.
@@ -46,6 +48,7 @@ public struct SweepReport: Codable, Sendable, Equatable {
         recovery = Recovery(
             p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99), maxMs: sorted.last, slowestSeed: summary.slowest?.seed)
         boundMs = RecoveryBound.ms
+        boundWithSilentSenderMs = RecoveryBound.ms + RecoveryBound.stallRenewalMs
         milestones = Dictionary(uniqueKeysWithValues: Milestone.allCases.map { ($0.rawValue, summary.milestones[$0] ?? 0) })
         self.mutation = mutation.rawValue
         self.duetCall = duetCall

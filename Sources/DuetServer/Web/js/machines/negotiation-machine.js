@@ -19,9 +19,10 @@
 //   offer: then what it sends meanwhile is stale); one that never took ours negotiates with the new one. At once (a wedge shows right after
 //   our own restart, in its cooldown); a second replacement within the cooldown of the first waits for its end, and
 //   nothing is negotiated on the wedged connection meanwhile. Anything from the peer's old connection is stale.
-// - A stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL stall restarts made with ICE up and answered by the peer
-//   is a wedge too: the next one replaces the connection instead (a Firefox peer whose restart's ICE stream failed
-//   sends nothing on that connection any more, whatever ICE does next). ICE going down starts the count again.
+// - A stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restarts made while it lasted, with ICE up, and answered
+//   by the peer (whatever asked for them: the stall, an escalation, a reconnect, a timed-out offer) is a wedge too: its
+//   next stall restart replaces the connection instead (a Firefox peer whose restart's ICE stream failed sends nothing
+//   on that connection any more, whatever ICE does next). ICE going down starts the count again.
 //
 // SignalingState: 'stable' | 'haveLocalOffer' | 'haveRemoteOffer' (Swift names, not W3C ones).
 // IceState: 'new' | 'checking' | 'connected' | 'completed' | 'disconnected' | 'failed' | 'closed'.
@@ -76,14 +77,17 @@ export class NegotiationMachine {
     /** The peer renegotiated (a remote offer applied) since our last restart offer: a stall that lasts waits one
      * more cooldown for what that renegotiation does instead of crossing it at our cooldown's end. */
     this.peerOfferSinceRestart = false;
-    /** Stall restarts (`mediaStall`, `escalation`) made with ICE up and answered by the peer, since media last flowed
-     *  and ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives. Past
-     *  MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them the trouble is the connection, not the path (Firefox's senders stay
-     *  silent after a restart's ICE stream failed, whatever ICE does next): it is replaced, as a wedged one. An
-     *  unanswered restart, or one made while ICE was down (an outage: the path), proves nothing of the kind. */
+    /** Restarts made while our media was stalled under a connected ICE and answered by the peer, since media last
+     *  flowed and ICE was last down: the peer hears us and takes new credentials, ICE works, yet nothing arrives.
+     *  Whatever asked for the restart (the stall, an escalation, a reconnect, a timed-out offer), it moved the path all
+     *  the same: counting only the stall's own would let a stall amid signaling trouble spend its cooldowns on restarts
+     *  that prove as much and count for nothing (sweep seed 1440). Past MEDIA_STALL_RESTARTS_BEFORE_RENEWAL of them the
+     *  trouble is the connection, not the path (Firefox's senders stay silent after a restart's ICE stream failed,
+     *  whatever ICE does next): the next stall restart replaces it, as a wedged one. An unanswered restart, or one made
+     *  while ICE was down (an outage: the path), proves nothing of the kind. */
     this.restartsWithoutMedia = 0;
-    /** The restart offer out is such a stall restart: its answer counts. */
-    this.offerIsStallRestart = false;
+    /** The restart offer out was made while media stalled under a connected ICE: its answer counts. */
+    this.offerMadeWhileStalled = false;
     this.remoteCandidateBuffer = [];
     this.signalingUp = true;
     this.makingOffer = false;
@@ -270,7 +274,7 @@ export class NegotiationMachine {
         // The peer renegotiated (its restart, say): a stall restart of ours still waiting would only cross it.
         if (event.kind === 'offer' && this.pendingRestart === 'mediaStall') this.pendingRestart = null;
         if (event.kind === 'offer') this.peerOfferSinceRestart = true;
-        if (event.kind === 'answer' && this.offerIsStallRestart && this.mediaStalled) this.restartsWithoutMedia += 1;
+        if (event.kind === 'answer' && this.offerMadeWhileStalled && this.mediaStalled) this.restartsWithoutMedia += 1;
         const flushed = this.remoteCandidateBuffer;
         this.remoteCandidateBuffer = [];
         const actions = flushed.length === 0 ? [] : [{ type: 'addRemoteCandidates', candidates: flushed }];
@@ -441,7 +445,7 @@ export class NegotiationMachine {
     if (this.renewalPending || this.makingOffer || this.answering || this.applyingRemote || this.signalingState !== 'stable') return [];
     this.makingOffer = true;
     this.offerIsRestart = iceRestart;
-    this.offerIsStallRestart = false;
+    this.offerMadeWhileStalled = false;
     this.offerFromFallback = fromFallback;
     return [{ type: 'createOffer', iceRestart }];
   }
@@ -465,12 +469,15 @@ export class NegotiationMachine {
       return [];
     }
     this.pendingRestart = null; // this restart is the one anything waiting wanted
-    // A stall under a working ICE (not a network change, a timed-out offer or the peer's request: their restart is the
-    // right tool). Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and its offers carry
-    // a session id a browser takes for an echo of its own, so the browser would not renew for it (duet call seed 768).
-    const stallRestart = this.mediaStalled && (reason === 'mediaStall' || reason === 'escalation') && !this.restartsOnlyAsHost
+    // A stall under a working ICE. Not for webrtcbin (`restartsOnlyAsHost`): it gives a silent session up by itself, and
+    // its offers carry a session id a browser takes for an echo of its own, so the browser would not renew for it (duet
+    // call seed 768).
+    const stalledUnderWorkingICE = this.mediaStalled && !this.restartsOnlyAsHost
       && (this.iceState === 'connected' || this.iceState === 'completed');
-    // Restarts the peer took moved the path, and media still does not come: the path is not what is broken.
+    // Restarts the peer took moved the path, and media still does not come: the path is not what is broken. Only the
+    // stall's own restart (or an escalation's) renews: a network change, a timed-out offer or the peer's request is
+    // restarted in place, their restart is the right tool.
+    const stallRestart = stalledUnderWorkingICE && (reason === 'mediaStall' || reason === 'escalation');
     if (stallRestart && this.restartsWithoutMedia >= RESILIENCE.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) return this.#connectionWedged();
     const actions = [];
     if (this.signalingState === 'haveLocalOffer') {
@@ -478,7 +485,7 @@ export class NegotiationMachine {
       this.signalingState = 'stable';
     }
     const offer = this.#offer(true);
-    this.offerIsStallRestart = stallRestart && offer.length > 0;
+    this.offerMadeWhileStalled = stalledUnderWorkingICE && offer.length > 0;
     return [...actions, { type: 'iceRestartStarted', reason }, ...offer];
   }
 
