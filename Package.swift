@@ -66,10 +66,13 @@ let package = Package(
             dependencies: ["DuetProtocol", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
+        // The browser client: plain HTML/CSS/JavaScript modules (the page, the network check, the service worker, the
+        // engine's machines mirrored from DuetClient), shipped as they are; the server serves them.
+        .target(name: "DuetWeb", resources: [.copy("Web")], swiftSettings: strict),
         .target(
             name: "DuetServer",
             dependencies: [
-                "DuetProtocol", "DuetRooms", "CMallocInfo",
+                "DuetProtocol", "DuetRooms", "DuetWeb", "CMallocInfo",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -95,8 +98,6 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            // The browser client: plain HTML/CSS/JavaScript modules, served as they are.
-            resources: [.copy("Web")],
             swiftSettings: strict
         ),
         // `mallinfo2()` for the heap-in-use gauge (Glibc does not export it).

@@ -38,10 +38,10 @@ fi
 # say where (only the named scenarios: they all restart ICE).
 mutant="$(mktemp -d)"
 trap 'rm -rf "$mutant"' EXIT
-cp -r Sources/DuetServer/Web/js "$mutant/js"
+cp -r Sources/DuetWeb/Web/js "$mutant/js"
 sed -i -E 's/^(  ICE_RESTART_COOLDOWN_MS: )([0-9]+),/echo "\1$((\2 + 1)),"/e' "$mutant/js/constants.js"
 grep -q "ICE_RESTART_COOLDOWN_MS" "$mutant/js/constants.js"
-if cmp -s Sources/DuetServer/Web/js/constants.js "$mutant/js/constants.js"; then
+if cmp -s Sources/DuetWeb/Web/js/constants.js "$mutant/js/constants.js"; then
   echo "self-check: could not change the cooldown in the copy" >&2; exit 1
 fi
 mkdir -p "$mutant/traces"
@@ -56,9 +56,9 @@ grep -q "FIRST DIVERGENCE" "$results/self-check.txt" && grep -A1 "first differin
 echo "self-check: a browser engine with the ICE-restart cooldown changed diverges ($(head -1 "$results/self-check.txt"))"
 
 # And one transition of a JS machine: a replaced call torn down like a room that is gone (B15 must diverge).
-rm -rf "$mutant/js" && cp -r Sources/DuetServer/Web/js "$mutant/js"
+rm -rf "$mutant/js" && cp -r Sources/DuetWeb/Web/js "$mutant/js"
 sed -i 's/kind: TEARDOWN.replaced }/kind: TEARDOWN.roomGone }/' "$mutant/js/machines/call-phase-machine.js"
-if cmp -s Sources/DuetServer/Web/js/machines/call-phase-machine.js "$mutant/js/machines/call-phase-machine.js"; then
+if cmp -s Sources/DuetWeb/Web/js/machines/call-phase-machine.js "$mutant/js/machines/call-phase-machine.js"; then
   echo "self-check: could not change the replaced transition in the copy" >&2; exit 1
 fi
 if node Tests/web/differential/replay.mjs "$mutant/traces" --js-root "$mutant/js" > "$results/self-check-transition.txt"; then

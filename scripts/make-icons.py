@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Writes the web app's PNG icons (Sources/DuetServer/Web/img/duet-192.png and duet-512.png): two overlapping rings
+"""Writes the web app's PNG icons (Sources/DuetWeb/Web/img/duet-192.png and duet-512.png): two overlapping rings
 on Duet's background, drawn pixel by pixel with the standard library only. Run it again only to change them."""
 import math
 import os
 import struct
 import zlib
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "Sources", "DuetServer", "Web", "img")
+HERE = os.path.join(os.path.dirname(__file__), "..", "Sources", "DuetWeb", "Web", "img")
 BACKGROUND = (16, 20, 24)
 RINGS = [((0.40, 0.5), (77, 163, 255)), ((0.60, 0.5), (125, 220, 139))]
 

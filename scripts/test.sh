@@ -7,7 +7,7 @@
 #   scripts/test.sh --quick    the pure machines, protocol, rooms, in-process server tests and the JS unit tests:
 #                              at most 5 minutes after the build, the loop to run after every edit
 #   scripts/test.sh --long     the default tier with the long forms: the 10,000-seed sweeps, the 30-minute soak,
-#                              5 minutes of fuzzing per target
+#                              5 minutes of fuzzing per target, and the release .deb installed into a root without Swift
 #   scripts/test.sh [--quick|--long] ARGS…   ARGS go to `swift test` (e.g. --filter BrowserCallTests); with ARGS
 #                              the differential replay and the fuzz smoke are left out
 #
@@ -194,6 +194,15 @@ long_soak() {
   DUET_BINARY="$PWD/.build/release/duet" .build/release/duet-bench soak --clients 2000 --seconds 1800 --warmup-seconds 300 \
     > ".build/results/$DUET_RUN_ID/soak/soak.log"
 }
+# The long tier's package: the release .deb (scripts/package.sh) installed into a root without Swift and run from
+# there (Tests/e2e/package/package_install.py, in namespaces of its own; docs/deploy.md "What the tests prove").
+long_package() {
+  local dist=".build/results/$DUET_RUN_ID/package/dist"
+  scripts/package.sh --output "$dist" || return
+  local debs=("$dist"/duet_*.deb)
+  unshare -n -m sh -c 'ip link set lo up && exec python3 "$0" "$1"' Tests/e2e/package/package_install.py "${debs[0]}"
+}
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage package long_package || status=$?; fi
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
 if [ "$format_status" -ne 0 ]; then
   echo "format: swift format lint found code not laid out as .swift-format says (fix: swift format -i -r Sources Tests Plugins Package.swift)" >&2

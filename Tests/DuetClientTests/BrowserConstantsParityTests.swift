@@ -7,7 +7,7 @@ import Testing
 /// nothing missing and nothing extra (seed 001 item 7: the platforms behave alike).
 @Suite struct BrowserConstantsParityTests {
     @Test func browserConstantsMatchTheSwiftTable() throws {
-        let path = packageRoot + "/Sources/DuetServer/Web/js/constants.js"
+        let path = packageRoot + "/Sources/DuetWeb/Web/js/constants.js"
         let source = try String(contentsOfFile: path, encoding: .utf8)
         var browser: [String: Double] = [:]
         for line in source.split(separator: "\n") {

@@ -2,7 +2,7 @@ import DuetTestSupport
 import Foundation
 import Testing
 
-/// The browser client's pure machines (`Sources/DuetServer/Web/js/**`) have unit tests of their own in
+/// The browser client's pure machines (`Sources/DuetWeb/Web/js/**`) have unit tests of their own in
 /// `Tests/web/*.test.mjs`, run here with Node's built-in test runner so one `swift test` runs them all.
 @Suite struct BrowserEngineUnitTests {
     @Test func javaScriptMachineTestsPass() async throws {

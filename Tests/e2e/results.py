@@ -24,7 +24,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RESULTS = os.path.join(ROOT, ".build", "results")
-SUITES = ("chaos", "browser", "peer", "natlab", "deploy", "cluster")
+SUITES = ("chaos", "browser", "peer", "natlab", "deploy", "cluster", "package")
 
 
 def now():

@@ -2,7 +2,7 @@
 // replaced before it was read, repeats collapse, and a flood stays bounded. A fake clock: no real time passes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AnnounceQueue, ANNOUNCE_GAP_MS } from '../../Sources/DuetServer/Web/js/ui/announce-queue.js';
+import { AnnounceQueue, ANNOUNCE_GAP_MS } from '../../Sources/DuetWeb/Web/js/ui/announce-queue.js';
 
 function fakeClock() {
   let now = 0;

@@ -2,8 +2,8 @@
 // additions (session events, resume) and the wire shapes the runtime sends verbatim.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallEngine } from '../../Sources/DuetServer/Web/js/engine/call-engine.js';
-import { TIMER_IDS } from '../../Sources/DuetServer/Web/js/machines/timers.js';
+import { CallEngine } from '../../Sources/DuetWeb/Web/js/engine/call-engine.js';
+import { TIMER_IDS } from '../../Sources/DuetWeb/Web/js/machines/timers.js';
 import { has } from './support/driven.mjs';
 
 const rid = 'R' + 'a'.repeat(26);

@@ -1,7 +1,7 @@
 // Mirrors Tests/DuetClientTests/CallPhaseMachineTests.swift: one test per transition (seed 000 §2).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CALL_PHASES, CallPhaseMachine } from '../../Sources/DuetServer/Web/js/machines/call-phase-machine.js';
+import { CALL_PHASES, CallPhaseMachine } from '../../Sources/DuetWeb/Web/js/machines/call-phase-machine.js';
 
 function machineAt(phase) {
   const m = new CallPhaseMachine();

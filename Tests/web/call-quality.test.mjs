@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   addReading, addReconnect, emptySample, emptySummary, meanOpinionScore, qualityLevel, qualityReading, roundTo,
-} from '../../Sources/DuetServer/Web/js/quality/call-quality.js';
-import { sampleFromChromiumStats } from '../../Sources/DuetServer/Web/js/quality/chromium-stats.js';
-import { QUALITY } from '../../Sources/DuetServer/Web/js/quality/quality-constants.js';
-import { QualityMonitor } from '../../Sources/DuetServer/Web/js/runtime/quality-monitor.js';
+} from '../../Sources/DuetWeb/Web/js/quality/call-quality.js';
+import { sampleFromChromiumStats } from '../../Sources/DuetWeb/Web/js/quality/chromium-stats.js';
+import { QUALITY } from '../../Sources/DuetWeb/Web/js/quality/quality-constants.js';
+import { QualityMonitor } from '../../Sources/DuetWeb/Web/js/runtime/quality-monitor.js';
 
 const root = new URL('../../', import.meta.url);
 const fixtureDir = new URL('Tests/fixtures/quality/', root);

@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { sealCaller, openCaller, cleanName, MAX_SEAL_AGE_MS } from '../../Sources/DuetServer/Web/js/ringing/caller-seal.js';
-import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
+import { sealCaller, openCaller, cleanName, MAX_SEAL_AGE_MS } from '../../Sources/DuetWeb/Web/js/ringing/caller-seal.js';
+import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetWeb/Web/js/verification/link-key.js';
 
 const { cases } = JSON.parse(readFileSync(new URL('../fixtures/ringing/caller-seal.json', import.meta.url), 'utf8'));
 
@@ -55,7 +55,7 @@ test('a round trip through this implementation, and an unkeyed link says the nam
 
 test('a ring\'s answer secrets travel sealed, and their commitments are their SHA-256 (what the server checks)', async () => {
   const { createHash } = await import('node:crypto');
-  const { newAnswerSecrets } = await import('../../Sources/DuetServer/Web/js/ringing/caller-seal.js');
+  const { newAnswerSecrets } = await import('../../Sources/DuetWeb/Web/js/ringing/caller-seal.js');
   const { secrets, commitments } = await newAnswerSecrets();
   assert.notEqual(secrets.accept, secrets.decline);
   for (const answer of ['accept', 'decline']) {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import {
   CHECKS, CHECK_TIMEOUT_MS, MICROPHONE_SIGNAL_LEVEL, cameraVerdict, microphoneVerdict, signalingVerdict, stunVerdict,
   summarize, turnVerdict,
-} from '../../Sources/DuetServer/Web/js/ui/check-verdicts.js';
+} from '../../Sources/DuetWeb/Web/js/ui/check-verdicts.js';
 
 const fetched = { status: 'fetched' };
 const STUN = 'stun:198.51.100.1:3478';

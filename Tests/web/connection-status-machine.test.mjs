@@ -2,8 +2,8 @@
 // and escalation without end (seed 001).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { ConnectionStatusMachine, ESCALATION_STEPS } from '../../Sources/DuetServer/Web/js/machines/connection-status-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { ConnectionStatusMachine, ESCALATION_STEPS } from '../../Sources/DuetWeb/Web/js/machines/connection-status-machine.js';
 import { Driven, has, sched } from './support/driven.mjs';
 
 function inCall() {

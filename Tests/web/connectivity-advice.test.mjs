@@ -2,10 +2,10 @@
 // made from them (js/ui/connectivity-advice.js). Both pure: time is an argument.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CANNOT_CONNECT_AFTER_MS, diagnose, listTransports } from '../../Sources/DuetServer/Web/js/ui/connectivity-advice.js';
+import { CANNOT_CONNECT_AFTER_MS, diagnose, listTransports } from '../../Sources/DuetWeb/Web/js/ui/connectivity-advice.js';
 import {
   ConnectivityFacts, iceServersOf, iceUrlKey, isPublicAddress, parseCandidate, refusedIceServerUrl, relayProtocolOf, summarizeIceServers, turnTransport,
-} from '../../Sources/DuetServer/Web/js/runtime/connectivity-facts.js';
+} from '../../Sources/DuetWeb/Web/js/runtime/connectivity-facts.js';
 
 const STUN = { urls: ['stun:198.51.100.1:3478'] };
 const turn = (...urls) => ({ urls, username: '1700003600:duet', credential: 'c2VjcmV0' });

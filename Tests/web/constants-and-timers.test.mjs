@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { Backoff, SplitMix64, TIMER_IDS } from '../../Sources/DuetServer/Web/js/machines/timers.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { Backoff, SplitMix64, TIMER_IDS } from '../../Sources/DuetWeb/Web/js/machines/timers.js';
 
 const root = new URL('../../', import.meta.url);
 
@@ -19,7 +19,7 @@ test('constants.js matches ResilienceConstants.swift, name by name and value by 
 });
 
 test('constants.js keeps the one-constant-per-line format the Swift parity test parses', () => {
-  const text = readFileSync(new URL('Sources/DuetServer/Web/js/constants.js', root), 'utf8');
+  const text = readFileSync(new URL('Sources/DuetWeb/Web/js/constants.js', root), 'utf8');
   const lines = text.split('\n').filter((line) => /^\s+[A-Z_]+:/.test(line));
   assert.equal(lines.length, 32);
   for (const line of lines) assert.match(line, /^ {2}[A-Z_]+: \d+(\.\d+)?,$/);

@@ -2,7 +2,7 @@
 // once, kept, renewed before it lapses; a store that fails costs only stability; each page takes its own slot.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IDENTITY_LIFETIME_MS, IDENTITY_RENEW_BEFORE_MS, loadIdentity } from '../../Sources/DuetServer/Web/js/runtime/dtls-identity.js';
+import { IDENTITY_LIFETIME_MS, IDENTITY_RENEW_BEFORE_MS, loadIdentity } from '../../Sources/DuetWeb/Web/js/runtime/dtls-identity.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -58,7 +58,7 @@ test('a store that cannot be read or written costs stability, not the call', asy
 });
 
 test('pages take the first free slot, each its own: two tabs of one browser never share an identity', async () => {
-  const { takeSlot } = await import('../../Sources/DuetServer/Web/js/runtime/dtls-identity.js');
+  const { takeSlot } = await import('../../Sources/DuetWeb/Web/js/runtime/dtls-identity.js');
   const held = new Set();
   const locks = {
     async request(name, options, callback) {

@@ -2,8 +2,8 @@
 // offer PeerConnection sends with it (only with keepsDtlsRole: off by default, docs/call-engine.md says why).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { establishedDtlsRole, offerKeepingDtlsRole } from '../../Sources/DuetServer/Web/js/runtime/dtls-role.js';
-import { PeerConnection } from '../../Sources/DuetServer/Web/js/runtime/peer-connection.js';
+import { establishedDtlsRole, offerKeepingDtlsRole } from '../../Sources/DuetWeb/Web/js/runtime/dtls-role.js';
+import { PeerConnection } from '../../Sources/DuetWeb/Web/js/runtime/peer-connection.js';
 
 const sdp = (setup) => [
   'v=0', 'o=- 1 2 IN IP4 127.0.0.1', 's=-', 't=0 0', 'a=group:BUNDLE 0 1',

@@ -2,8 +2,8 @@
 // hard timeout 15 s.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { JoinMachine } from '../../Sources/DuetServer/Web/js/machines/join-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { JoinMachine } from '../../Sources/DuetWeb/Web/js/machines/join-machine.js';
 import { Driven, has } from './support/driven.mjs';
 
 function join(options = {}, open = false) {

@@ -2,7 +2,7 @@
 // and takes the peer's from relays and room_state. (The differential replay checks the two engines step by step.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallEngine } from '../../Sources/DuetServer/Web/js/engine/call-engine.js';
+import { CallEngine } from '../../Sources/DuetWeb/Web/js/engine/call-engine.js';
 
 const rid = 'R' + 'a'.repeat(26);
 const muted = { audio: false, video: true, screen: false };

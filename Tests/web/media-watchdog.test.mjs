@@ -3,8 +3,8 @@
 // stall, and only growth ends it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { MediaWatchdogMachine, STALL_SAMPLES } from '../../Sources/DuetServer/Web/js/machines/media-watchdog-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { MediaWatchdogMachine, STALL_SAMPLES } from '../../Sources/DuetWeb/Web/js/machines/media-watchdog-machine.js';
 
 function connected() {
   const machine = new MediaWatchdogMachine();

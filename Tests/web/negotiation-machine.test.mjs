@@ -2,9 +2,9 @@
 // triggers and cooldown, glare, candidate buffer, stale epochs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
-import { isOlder, offerName, sdpOrigin } from '../../Sources/DuetServer/Web/js/machines/sdp-origin.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { NegotiationMachine } from '../../Sources/DuetWeb/Web/js/machines/negotiation-machine.js';
+import { isOlder, offerName, sdpOrigin } from '../../Sources/DuetWeb/Web/js/machines/sdp-origin.js';
 import { Driven, canc, has } from './support/driven.mjs';
 
 function side(host) {

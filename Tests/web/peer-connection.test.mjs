@@ -3,7 +3,7 @@
 // applies its own at once (PeerConnection.createOffer says why).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PeerConnection } from '../../Sources/DuetServer/Web/js/runtime/peer-connection.js';
+import { PeerConnection } from '../../Sources/DuetWeb/Web/js/runtime/peer-connection.js';
 
 class FakeConnection {
   constructor() {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { initialTracker, trackQuality } from '../../Sources/DuetServer/Web/js/quality/quality-tracker.js';
+import { initialTracker, trackQuality } from '../../Sources/DuetWeb/Web/js/quality/quality-tracker.js';
 
 const dir = new URL('../fixtures/quality-tracker/', import.meta.url);
 const traces = readdirSync(dir).filter((name) => name.endsWith('.json')).sort()

@@ -4,8 +4,8 @@
 // connections to one node. A link for no room (the home page's watcher) carries none.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { webSocketUrl, openWebSocketLink } from '../../Sources/DuetServer/Web/js/runtime/websocket-link.js';
-import { sseUrl, createSseLink } from '../../Sources/DuetServer/Web/js/runtime/sse-link.js';
+import { webSocketUrl, openWebSocketLink } from '../../Sources/DuetWeb/Web/js/runtime/websocket-link.js';
+import { sseUrl, createSseLink } from '../../Sources/DuetWeb/Web/js/runtime/sse-link.js';
 import { BASE, installFakeSseServer, settle, sseSession } from './support/fake-sse-server.mjs';
 
 const ROOM = 'AbCdEfGhIjKlMnOpQrStUvWx-_0';  // the shape of a real room id: 27 base64url characters

@@ -2,8 +2,8 @@
 // (seed 000 §4 scenarios 1 and 7, §9).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { SignalingLinkMachine } from '../../Sources/DuetServer/Web/js/machines/signaling-link-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { SignalingLinkMachine } from '../../Sources/DuetWeb/Web/js/machines/signaling-link-machine.js';
 import { Driven, has, sched } from './support/driven.mjs';
 
 const link = (options = {}) => new Driven(new SignalingLinkMachine(options));

@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { SignedMessageOrder } from '../../Sources/DuetServer/Web/js/runtime/signed-message-order.js';
-import { SignedSignaling } from '../../Sources/DuetServer/Web/js/runtime/signed-signaling.js';
-import { parseLinkKey } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
+import { SignedMessageOrder } from '../../Sources/DuetWeb/Web/js/runtime/signed-message-order.js';
+import { SignedSignaling } from '../../Sources/DuetWeb/Web/js/runtime/signed-signaling.js';
+import { parseLinkKey } from '../../Sources/DuetWeb/Web/js/verification/link-key.js';
 
 const SIGNED = new Set(['offer', 'answer', 'verify_failed']);
 const settle = () => new Promise((resolve) => setImmediate(resolve));

@@ -3,9 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { parseLinkKey } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
-import { verifyFailedMessage } from '../../Sources/DuetServer/Web/js/verification/fingerprint-auth.js';
-import { SafetyCodeSource, SignedSignaling } from '../../Sources/DuetServer/Web/js/runtime/signed-signaling.js';
+import { parseLinkKey } from '../../Sources/DuetWeb/Web/js/verification/link-key.js';
+import { verifyFailedMessage } from '../../Sources/DuetWeb/Web/js/verification/fingerprint-auth.js';
+import { SafetyCodeSource, SignedSignaling } from '../../Sources/DuetWeb/Web/js/runtime/signed-signaling.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../fixtures/verification/vectors.json', import.meta.url), 'utf8'));
 const [offer] = vectors.auth;

@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { sealSnapshot, openSnapshot, recipientId, newDeviceKey, bytesOf, deviceKeyAuth, SNAPSHOT_MAX_AGE_MS } from '../../Sources/DuetServer/Web/js/ringing/snapshot.js';
-import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
+import { sealSnapshot, openSnapshot, recipientId, newDeviceKey, bytesOf, deviceKeyAuth, SNAPSHOT_MAX_AGE_MS } from '../../Sources/DuetWeb/Web/js/ringing/snapshot.js';
+import { parseLinkKey, newLinkKeyText } from '../../Sources/DuetWeb/Web/js/verification/link-key.js';
 
 const { cases } = JSON.parse(readFileSync(new URL('../fixtures/ringing/snapshot.json', import.meta.url), 'utf8'));
 

@@ -3,8 +3,8 @@
 // carries the token of the link's stream in `X-Duet-Post-Token`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { openSseLink, createSseLink } from '../../Sources/DuetServer/Web/js/runtime/sse-link.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { openSseLink, createSseLink } from '../../Sources/DuetWeb/Web/js/runtime/sse-link.js';
 import { BASE, data, installFakeSseServer, settle, sseSession } from './support/fake-sse-server.mjs';
 
 const ping = (ts) => ({ v: 1, type: 'ping', payload: { ts } });

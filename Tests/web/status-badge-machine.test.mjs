@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { StatusBadgeMachine, BADGE_TIMER } from '../../Sources/DuetServer/Web/js/ui/status-badge-machine.js';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
+import { StatusBadgeMachine, BADGE_TIMER } from '../../Sources/DuetWeb/Web/js/ui/status-badge-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
 
 function inCall({ media = true } = {}) {
   const machine = new StatusBadgeMachine();

@@ -28,9 +28,9 @@ globalThis.navigator = {
   },
 };
 
-const { DeviceController } = await import('../../Sources/DuetServer/Web/js/ui/devices.js');
-const { ScreenShare } = await import('../../Sources/DuetServer/Web/js/ui/screen-share.js');
-const { LocalMedia } = await import('../../Sources/DuetServer/Web/js/runtime/media.js');
+const { DeviceController } = await import('../../Sources/DuetWeb/Web/js/ui/devices.js');
+const { ScreenShare } = await import('../../Sources/DuetWeb/Web/js/ui/screen-share.js');
+const { LocalMedia } = await import('../../Sources/DuetWeb/Web/js/runtime/media.js');
 
 async function ticks(n) { for (let i = 0; i < n; i++) await null; }
 

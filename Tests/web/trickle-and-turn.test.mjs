@@ -2,9 +2,9 @@
 // fetch timeout, 0.8 × TTL refresh, refresh while signaling is down.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { TrickleIceMachine, cleanCandidate } from '../../Sources/DuetServer/Web/js/machines/trickle-ice-machine.js';
-import { TurnMachine } from '../../Sources/DuetServer/Web/js/machines/turn-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { TrickleIceMachine, cleanCandidate } from '../../Sources/DuetWeb/Web/js/machines/trickle-ice-machine.js';
+import { TurnMachine } from '../../Sources/DuetWeb/Web/js/machines/turn-machine.js';
 import { Driven, has } from './support/driven.mjs';
 
 const raw = {

@@ -4,11 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { base64url, newLinkKeyText, parseLinkKey } from '../../Sources/DuetServer/Web/js/verification/link-key.js';
+import { base64url, newLinkKeyText, parseLinkKey } from '../../Sources/DuetWeb/Web/js/verification/link-key.js';
 import {
   authMessage, fingerprintAuth, fingerprintsInSdp, verifyFingerprintAuth,
-} from '../../Sources/DuetServer/Web/js/verification/fingerprint-auth.js';
-import { safetyCode, safetyDigest } from '../../Sources/DuetServer/Web/js/verification/safety-code.js';
+} from '../../Sources/DuetWeb/Web/js/verification/fingerprint-auth.js';
+import { safetyCode, safetyDigest } from '../../Sources/DuetWeb/Web/js/verification/safety-code.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../fixtures/verification/vectors.json', import.meta.url), 'utf8'));
 const hex = (bytes) => Buffer.from(bytes).toString('hex');

@@ -3,8 +3,8 @@
 // end with nothing negotiated on the wedged connection; results and refusals of the replaced connection are its own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RESILIENCE } from '../../Sources/DuetServer/Web/js/constants.js';
-import { NegotiationMachine } from '../../Sources/DuetServer/Web/js/machines/negotiation-machine.js';
+import { RESILIENCE } from '../../Sources/DuetWeb/Web/js/constants.js';
+import { NegotiationMachine } from '../../Sources/DuetWeb/Web/js/machines/negotiation-machine.js';
 import { Driven, canc } from './support/driven.mjs';
 
 const described = (name, session, version) => `v=0\r\no=- ${session} ${version} IN IP4 127.0.0.1\r\ns=-\r\na=ice-ufrag:${name}\r\n`;

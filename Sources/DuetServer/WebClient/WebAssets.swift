@@ -1,3 +1,4 @@
+import DuetWeb
 import Foundation
 import NIOCore
 
@@ -14,9 +15,9 @@ struct WebAssets: Sendable {
     /// no other inline script.
     private(set) var inlineScripts: Set<String> = []
 
-    /// Loads every file under the bundled `Web` folder, keyed by its URL path (`/js/app.js`).
+    /// Loads every file of the browser client (the DuetWeb module's `Web` folder), keyed by its URL path (`/js/app.js`).
     static func bundled() -> WebAssets {
-        guard let root = Bundle.module.url(forResource: "Web", withExtension: nil) else { return WebAssets(assets: [:]) }
+        guard let root = DuetWeb.root else { return WebAssets(assets: [:]) }
         return load(from: root)
     }
 

@@ -7,7 +7,7 @@ import Testing
 /// values, nothing missing and nothing extra (as BrowserConstantsParityTests does for the resilience table).
 @Suite struct QualityConstantsParityTests {
     @Test func browserQualityConstantsMatchTheSwiftTable() throws {
-        let source = try String(contentsOfFile: packageRoot + "/Sources/DuetServer/Web/js/quality/quality-constants.js", encoding: .utf8)
+        let source = try String(contentsOfFile: packageRoot + "/Sources/DuetWeb/Web/js/quality/quality-constants.js", encoding: .utf8)
         var browser: [String: Double] = [:]
         for line in source.split(separator: "\n") {
             guard let match = line.wholeMatch(of: /\s*([A-Z][A-Z0-9_]*)\s*:\s*([0-9.]+)\s*,?\s*(\/\/.*)?/) else { continue }

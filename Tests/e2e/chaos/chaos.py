@@ -116,7 +116,7 @@ def frames(peer):
 
 def constant(name):
     """A resilience constant as the browser client has it (the one table, `js/constants.js`)."""
-    path = os.path.join(HERE, "..", "..", "..", "Sources", "DuetServer", "Web", "js", "constants.js")
+    path = os.path.join(HERE, "..", "..", "..", "Sources", "DuetWeb", "Web", "js", "constants.js")
     found = re.search(rf"\b{name}:\s*([0-9_]+)", open(path).read())
     expect(found is not None, f"{name} is in constants.js")
     return int(found.group(1).replace("_", ""))

@@ -5,8 +5,8 @@
 // ones DuetClient's WebRtcBinStats made during the capture (its Swift test re-derives them from the raw reports).
 //   node Tests/e2e/quality/make_fixture.mjs CAPTURE.json Tests/fixtures/quality/NAME.json "description"
 import { readFileSync, writeFileSync } from 'node:fs';
-import { addReading, emptySample, emptySummary, qualityReading } from '../../../Sources/DuetServer/Web/js/quality/call-quality.js';
-import { sampleFromChromiumStats } from '../../../Sources/DuetServer/Web/js/quality/chromium-stats.js';
+import { addReading, emptySample, emptySummary, qualityReading } from '../../../Sources/DuetWeb/Web/js/quality/call-quality.js';
+import { sampleFromChromiumStats } from '../../../Sources/DuetWeb/Web/js/quality/chromium-stats.js';
 
 const [input, output, description] = process.argv.slice(2);
 const capture = JSON.parse(readFileSync(input, 'utf8'));

@@ -21,7 +21,7 @@ const option = (name) => {
   const [value] = args.splice(at, 2).slice(1);
   return value;
 };
-const jsRoot = resolve(option('--js-root') ?? join(here, '../../../Sources/DuetServer/Web/js'));
+const jsRoot = resolve(option('--js-root') ?? join(here, '../../../Sources/DuetWeb/Web/js'));
 const reportPath = option('--report');
 const directory = args[0];
 if (!directory) {

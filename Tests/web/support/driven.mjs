@@ -2,7 +2,7 @@
 // commands are recorded as deadlines, and advancing time fires them, in deadline order, back into the
 // machine. A 15 s timeout is tested in microseconds.
 
-export const WEB_JS = new URL('../../../Sources/DuetServer/Web/js/', import.meta.url);
+export const WEB_JS = new URL('../../../Sources/DuetWeb/Web/js/', import.meta.url);
 
 export class Driven {
   constructor(machine, fire = (m, timer) => m.handle({ type: 'timerFired', timer })) {
