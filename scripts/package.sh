@@ -3,14 +3,19 @@
 #
 #   duet-<version>-linux-<arch>.tar.gz  `duet` with the Swift runtime linked in (--static-swift-stdlib) and its web
 #                                       client (the Duet_DuetWeb.resources folder it serves, kept beside it): unpack
-#                                       anywhere, run `./duet serve`. Needs only what Debian 12 has in every root.
+#                                       anywhere, run `./duet serve`. It links glibc, libstdc++, libgcc and zlib only.
 #   duet_<version>_<arch>.deb           the same in /opt/duet (and `duet` on the PATH), the systemd unit
 #                                       (deploy/systemd/duet.service), /etc/duet/duet.env (deploy/duet.env, a conffile:
 #                                       an upgrade keeps the operator's), a system user `duet` and /var/lib/duet.
 #                                       `apt install ./duet_<version>_<arch>.deb` on a Debian 12 root without Swift.
 #
-#   scripts/package.sh            # release build (about 20 minutes on 2 cores from nothing)
-#   scripts/package.sh --debug    # a debug build: what the package test installs (the same files, a bigger binary)
+# <version> is DuetVersion's (CHANGELOG.md) and the build's place in history, `0.1.0+git<commits>.<commit>`
+# (`.dirty` for a tree with changes), so that each later build is a newer package to apt.
+#
+#   scripts/package.sh            # release build (about 20 minutes on 2 cores from nothing); the long tier's
+#   scripts/package.sh --debug    # a debug build: the same files, a bigger binary (about 8 minutes from nothing)
+#
+# Needs dpkg-dev (dpkg-shlibdeps) beside the Swift toolchain.
 #
 # The files are deploy/'s, not copies: what the deploy tests run is what the package installs. The package depends on
 # the shared libraries the binary links (dpkg-shlibdeps), nothing else.
@@ -22,23 +27,28 @@ output=dist
 while [ $# -gt 0 ]; do
   case "$1" in
     --debug) configuration=debug ;;
-    --output) output="$2"; shift ;;
+    --output) [ $# -ge 2 ] || { echo "package: --output needs a folder" >&2; exit 64; }; output="$2"; shift ;;
     *) echo "usage: scripts/package.sh [--debug] [--output DIR]" >&2; exit 64 ;;
   esac
   shift
 done
 
-# The ordinary build directory: the static runtime changes only the link (about 30 s for a debug build here; the
-# next plain `swift build` links `duet` back against the toolchain's runtime, as long again).
-swift build -c "$configuration" --product duet --static-swift-stdlib
-bin="$(swift build -c "$configuration" --show-bin-path)"
+# A build directory of its own (.build-package): objects compiled for the ordinary, dynamically linked build do not
+# carry what a static link of Foundation needs (CoreFoundation, ICU), and relinking them statically in .build failed
+# once an incremental build had recompiled some of them (undefined CF* and ICU symbols).
+scratch=.build-package
+swift build -c "$configuration" --product duet --static-swift-stdlib --scratch-path "$scratch"
+bin="$(swift build -c "$configuration" --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
 
-if ldd "$bin/duet" | grep -q 'libswift\|libFoundation\|libdispatch'; then
+linked="$(ldd "$bin/duet")"
+if grep -q 'libswift\|libFoundation\|lib_FoundationICU\|libdispatch\|libBlocksRuntime' <<< "$linked"; then
   echo "package: $bin/duet still links the Swift runtime dynamically:" >&2
-  ldd "$bin/duet" >&2
+  echo "$linked" >&2
   exit 1
 fi
-version="$("$bin/duet" --version | cut -d' ' -f1)"
+base="$("$bin/duet" --version | cut -d' ' -f1)"
+version="$base+git$(git rev-list --count HEAD).$(git rev-parse --short=10 HEAD)"
+[ -z "$(git status --porcelain)" ] || version="$version.dirty"
 arch="$(dpkg --print-architecture)"
 mkdir -p "$output"
 output="$(cd "$output" && pwd)"
@@ -73,6 +83,7 @@ depends="$(cd "$work/src" && dpkg-shlibdeps -O -e"$root/opt/duet/duet" 2> "$work
   cat "$work/shlibdeps.log" >&2
   exit 1
 }
+[ -n "$depends" ] || { echo "package: dpkg-shlibdeps found no dependency for the binary" >&2; exit 1; }
 
 cat > "$root/DEBIAN/control" <<EOF
 Package: duet
@@ -93,22 +104,22 @@ echo /etc/duet/duet.env > "$root/DEBIAN/conffiles"
 cat > "$root/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 # The system user the service runs as (duet.service's User=; with DynamicUser=yes systemd uses this static one, so
-# the data keeps its owner across reinstalls) and its data directory, where secrets.json lives.
+# the data keeps its owner across reinstalls) and its data directory, where secrets.json lives (systemd moves it under
+# /var/lib/private/ at the first start, as DynamicUser= does). The service is neither enabled nor started here: it
+# needs the operator's secret first (duet serve refuses the placeholder), and docs/deploy.md step 6 enables it. An
+# upgrade restarts a running server (it drains its calls first: SIGTERM) and leaves a stopped or disabled one so.
 set -e
 if [ "$1" = configure ]; then
   getent group duet > /dev/null || groupadd --system duet
   getent passwd duet > /dev/null || useradd --system --gid duet --home-dir /var/lib/duet --no-create-home \
     --shell /usr/sbin/nologin --comment "Duet signaling server" duet
-  install -d -m 700 -o duet -g duet /var/lib/duet
+  [ -e /var/lib/duet ] || install -d -m 700 -o duet -g duet /var/lib/duet
   if [ -d /run/systemd/system ]; then
-    systemctl daemon-reload
-    systemctl enable duet.service > /dev/null 2>&1 || true
-    # An upgrade restarts a running server (it drains its calls first: SIGTERM); a first install waits for the
-    # operator's settings.
-    systemctl try-restart duet.service || true
+    systemctl daemon-reload || true
+    [ -z "$2" ] || systemctl try-restart duet.service || true
   fi
   if [ -z "$2" ]; then
-    echo "duet: set the TURN secret and names in /etc/duet/duet.env (docs/deploy.md), then: systemctl start duet"
+    echo "duet: set the TURN secret and names in /etc/duet/duet.env (docs/deploy.md, step 5), then: systemctl enable --now duet"
   fi
 fi
 EOF
@@ -127,10 +138,13 @@ cat > "$root/DEBIAN/postrm" <<'EOF'
 set -e
 if [ "$1" = purge ]; then
   rm -rf /var/lib/duet /var/lib/private/duet
+  # An enabled service's link (the operator's `systemctl enable`) would dangle.
+  rm -f /etc/systemd/system/multi-user.target.wants/duet.service
 fi
 if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 EOF
 chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
+(cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum > DEBIAN/md5sums)
 
 deb="$output/duet_${version}_${arch}.deb"
 dpkg-deb --root-owner-group --build "$root" "$deb" > /dev/null

@@ -310,7 +310,10 @@ def simulation_table(run):
         recovery = " / ".join(f"{r[k] / 1000:.1f} s" if r.get(k) is not None else "—" for k in ("p50Ms", "p90Ms", "p99Ms", "maxMs"))
         commit, rid = stamp(s)
         wall = f"{s['wallSeconds']:.0f} s, {s['build']} build"
-        rows.append(f"| {sides} | {seeds} | {violations} | {recovery} | {s['boundMs'] / 1000:g} s | {wall} | {commit} | {rid} |")
+        bound = f"{s['boundMs'] / 1000:g} s"
+        if s.get("boundWithSilentSenderMs"):  # a silent sender still unmended at the heal has its renewal's time more
+            bound += f" ({s['boundWithSilentSenderMs'] / 1000:g} s with a silent sender left)"
+        rows.append(f"| {sides} | {seeds} | {violations} | {recovery} | {bound} | {wall} | {commit} | {rid} |")
     return rows
 
 

@@ -69,6 +69,8 @@ install_tools() {
   # The deployment tests (DeployTests) run deploy/ for real: nginx in front (nginx -t, then a call through it),
   # systemd-analyze verify on the units, nft -c on the firewall.
   command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+  # dpkg-shlibdeps: the long tier's package (scripts/package.sh works out the .deb's dependencies with it).
+  command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
   command -v systemd-analyze >/dev/null || need+=(systemd)
   command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
   # The store tests (Tests/DuetServerTests/Store) and the cluster tests run PostgreSQL 15 of their own, each in a

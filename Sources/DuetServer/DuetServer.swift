@@ -142,7 +142,7 @@ public final class DuetServer: Sendable {
             metrics: metrics)
 
         let router = Router(context: DuetRequestContext.self)
-        let assets = WebAssets.bundled()
+        let assets = configuration.webRoot.map { WebAssets.load(from: URL(fileURLWithPath: $0, isDirectory: true)) } ?? WebAssets.bundled()
         // First: middleware wraps only the routes added after it.
         let securityHeaders = SecurityHeadersMiddleware<DuetRequestContext>(inlineScripts: assets.inlineScripts)
         router.add(middleware: securityHeaders)

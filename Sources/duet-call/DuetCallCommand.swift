@@ -47,7 +47,9 @@ struct DuetCallCommand: AsyncParsableCommand {
     var name: String = "duet call"
     @Flag(help: "Join once (to be a device of this call), leave, wait for a ring in it and accept it, then join the call.")
     var answer = false
-    @Option(help: "This device's id (16–64 base64url characters). Default: a new one for each run.")
+    /// Taken as it comes (`.unconditional`): a base64url id may start with `-` (one random id in 32 does), which the
+    /// parser would otherwise read as a flag and refuse unless written `--device-id=…`.
+    @Option(parsing: .unconditional, help: "This device's id (16–64 base64url characters). Default: a new one for each run.")
     var deviceId: String?
 
     enum EventsFormat: String, ExpressibleByArgument { case jsonl }
@@ -159,7 +161,12 @@ struct DuetCallCommand: AsyncParsableCommand {
     /// without an answer leaves the call with its exit code (an accepted one goes on as a call).
     static func ringWhenAlone(_ call: DuetCall, name: String, log: EventLog, outcome: RingOutcome) {
         Task {
+            var last: (state: String, devices: Int)?
             for await update in call.ringUpdates {
+                // The server says `ring_state` again whenever it learns something of the ring (a push delivered, a
+                // page that rang, a reconnect): an event only when what it says changed.
+                guard last.map({ $0 != (update.state, update.devices) }) ?? true else { continue }
+                last = (update.state, update.devices)
                 log.note(["event": "ring", "state": update.state, "devices": update.devices, "callId": update.callId])
                 let code: Int32? =
                     switch update.state {

@@ -84,6 +84,11 @@ struct ServeCommand: AsyncParsableCommand {
     var pushAllowPrivateEndpoints: Switch?
     @Option(help: "Extra trusted root certificates (PEM) for push services, e.g. a lab's own. Env: DUET_PUSH_CA_FILE")
     var pushCaFile: String?
+    @Option(
+        help:
+            "Serve the browser client from this folder, read at start-up, instead of the one built in (e.g. Sources/DuetWeb/Web while working on it: a restart, no rebuild). Env: DUET_WEB_ROOT"
+    )
+    var webRoot: String?
     @Option(help: "How push services reach this server's operator (VAPID sub): mailto:… or https://…. Env: DUET_PUSH_CONTACT")
     var pushContact: String?
 
@@ -150,6 +155,13 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--node-id (DUET_NODE_ID) must be 1 to 64 characters without spaces")
         }
         config.turnSecret = try value(turnSecret, "DUET_TURN_SECRET")
+        // deploy/duet.env's placeholder (the package installs it as it is): a server started before the operator set a
+        // secret would hand out credentials anyone can forge. Refused (exit 64: systemd does not restart it).
+        if config.turnSecret == "CHANGE_ME_TURN_SECRET" {
+            throw ValidationError(
+                "\(Self.flagName("DUET_TURN_SECRET")) is still the placeholder CHANGE_ME_TURN_SECRET: set a secret of your own (docs/deploy.md, step 5)"
+            )
+        }
         config.turnURIs = list(turnUri, "DUET_TURN_URIS")
         config.turnCredentialTTLSeconds = try count(turnTtl, "DUET_TURN_TTL", 1...86_400) ?? config.turnCredentialTTLSeconds
         // Given (flag or environment): a port in use is an error. The default: a port in use (coturn on this machine,
@@ -209,6 +221,13 @@ struct ServeCommand: AsyncParsableCommand {
         config.pushAllowPrivateEndpoints =
             try toggle(pushAllowPrivateEndpoints, "DUET_PUSH_ALLOW_PRIVATE_ENDPOINTS") ?? config.pushAllowPrivateEndpoints
         config.pushTrustRootsFile = try value(pushCaFile, "DUET_PUSH_CA_FILE")
+        if let root = try value(webRoot, "DUET_WEB_ROOT") {
+            guard FileManager.default.fileExists(atPath: root + "/index.html") else {
+                throw ValidationError(
+                    "\(Self.flagName("DUET_WEB_ROOT")) must be a folder holding the browser client (no index.html in \(root))")
+            }
+            config.webRoot = root
+        }
         if let contact = try value(pushContact, "DUET_PUSH_CONTACT") {
             guard contact.hasPrefix("mailto:") || contact.hasPrefix("https://") else {
                 throw ValidationError("\(Self.flagName("DUET_PUSH_CONTACT")) must be a mailto: or https: URI (RFC 8292), got \(contact)")

@@ -381,6 +381,16 @@ import Testing
         #expect(outage.machine.restartsWithoutMedia == 0, "ICE went down between: the path, not the connection")
         #expect(restartAgain(&outage, 3).contains(.iceRestartStarted(.mediaStall)), "restarted in place again")
 
+        // A restart made with ICE up whose answer comes after ICE went down (the path moved meanwhile): it proves nothing.
+        var moved = stalledHostAfterItsRestart()
+        #expect(moved.machine.restartsWithoutMedia == 1)
+        #expect(moved.advance(by: ResilienceConstants.ICE_RESTART_COOLDOWN_MS).contains(.iceRestartStarted(.mediaStall)))
+        moved.send { $0.handle(.localDescriptionReady(.offer, sdp: "r2")) }
+        moved.send { $0.handle(.iceStateChanged(.disconnected)) }
+        moved.send { $0.handle(.remoteDescription(.answer, sdp: "ra2", epoch: 1)) }
+        moved.send { $0.handle(.remoteDescriptionApplied(.answer)) }
+        #expect(moved.machine.restartsWithoutMedia == 0, "answered after the path went down: not counted")
+
         var online = stalledHostAfterItsRestart()
         #expect(restartAgain(&online, 2).contains(.iceRestartStarted(.mediaStall)))
         online.send { $0.handle(.networkOnline) }  // held by the cooldown

@@ -387,6 +387,35 @@ import Testing
         #expect(endReasons(over, to: late) == ["no_answer"])
     }
 
+    /// docs/protocol.md: a room's join alerts are 3 at once, then one more per `joinAlertIntervalMs` (30 s).
+    @Test func joinAlertsComeThreeAtOnceThenOnePerThirtySeconds() throws {
+        #expect(RingLimits.joinAlertBurst == 3 && RingLimits.joinAlertIntervalMs == 30_000, "as docs/protocol.md says")
+        var core = SignalingCore(settings: SignalingCore.Settings(), authorities: authorities, seed: 11)
+        let rid = authorities.roomIds.issue()
+        let host = ConnectionID(1)
+        _ = core.handle(.opened(host, .ws, sid: nil), nowMs: 0)
+        _ = try core.joinedForTest(host, rid: rid, now: 0, payload: JoinPayload(deviceId: callerDevice))
+        var guestNumber: UInt64 = 100
+        /// A guest takes a new seat at `now` and leaves: whether a join alert went out.
+        func guestJoinAlerts(at now: Int64) -> Bool {
+            guestNumber += 1
+            let guest = ConnectionID(guestNumber)
+            _ = core.handle(.opened(guest, .ws, sid: nil), nowMs: now)
+            let joined = core.handle(.message(guest, Envelope(.join, rid: rid)), nowMs: now)
+            _ = core.handle(.message(guest, Envelope(.leave, rid: rid)), nowMs: now)
+            _ = core.handle(.closed(guest), nowMs: now)
+            return pushes(joined).contains { if case .joined = $0.kind { true } else { false } }
+        }
+        // The host's own join (it made the room) took the first of the burst.
+        #expect([1_000, 2_000, 3_000].map(guestJoinAlerts) == [true, true, false], "3 at once, the host's join among them")
+        #expect(!guestJoinAlerts(at: 20_000), "the next one refills over 30 s, not at once")
+        #expect(guestJoinAlerts(at: 40_000), "one more once 30 s have refilled it")
+        #expect(!guestJoinAlerts(at: 41_000), "and only one")
+        #expect(
+            [200_000, 200_001, 200_002, 200_003].map(guestJoinAlerts) == [true, true, true, false], "a full burst again after a quiet while"
+        )
+    }
+
     @Test func aReconnectIsNoNewsAndJoinAlertsAreSpaced() throws {
         var (world, _) = try world()
         let joined = try world.core.joinedForTest(world.caller, rid: world.rid, now: 0)

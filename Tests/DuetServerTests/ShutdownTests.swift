@@ -117,6 +117,9 @@ import Testing
             (["--turn-uri", "turn:turn.example.test:3478"], [:], "--turn-secret"),
             (["--turn-secret", "s", "--turn-uri", "stun:stun.example.test"], [:], "--turn-uri"),
             (["--tls-cert", "/nonexistent.pem"], [:], "--tls-key"),
+            // deploy/duet.env's placeholder, as the package installs it: never served with.
+            ([], ["DUET_TURN_SECRET": "CHANGE_ME_TURN_SECRET", "DUET_TURN_URIS": "turn:turn.example.test:3478"], "placeholder"),
+            (["--web-root", "/nonexistent"], [:], "--web-root"),
         ]
         for (flags, environment, named) in cases {
             let result = try await runCommand(

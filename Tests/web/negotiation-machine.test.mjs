@@ -392,6 +392,16 @@ test('a stall that outlasts MEDIA_STALL_RESTARTS_BEFORE_RENEWAL restarts answere
   assert.equal(outage.machine.restartsWithoutMedia, 0, 'ICE went down between: the path, not the connection');
   assert.ok(has(restartAgain(outage, 3), restarted('mediaStall')), 'restarted in place again');
 
+  // A restart made with ICE up whose answer comes after ICE went down (the path moved meanwhile): it proves nothing.
+  const moved = stalledHostAfterItsRestart();
+  assert.equal(moved.machine.restartsWithoutMedia, 1);
+  assert.ok(has(moved.advance(RESILIENCE.ICE_RESTART_COOLDOWN_MS), restarted('mediaStall')));
+  moved.send({ type: 'localDescriptionReady', kind: 'offer', sdp: 'r2' });
+  moved.send({ type: 'iceStateChanged', state: 'disconnected' });
+  moved.send({ type: 'remoteDescription', kind: 'answer', sdp: 'ra2', epoch: 1 });
+  moved.send({ type: 'remoteDescriptionApplied', kind: 'answer' });
+  assert.equal(moved.machine.restartsWithoutMedia, 0, 'answered after the path went down: not counted');
+
   const online = stalledHostAfterItsRestart();
   assert.ok(has(restartAgain(online, 2), restarted('mediaStall')));
   online.send({ type: 'networkOnline' }); // held by the cooldown

@@ -346,11 +346,15 @@ public struct NegotiationMachine: Sendable, Equatable {
                 if !mediaStalled, pendingRestart?.outlastsMedia != true { pendingRestart = nil }
                 return [.timer(.cancel(.iceRestartDelay))]
             case .disconnected:
-                restartsWithoutMedia = 0  // the path is down now: what restarts do next says nothing of the connection
+                // The path is down now: what restarts do next says nothing of the connection, and the answer to one
+                // made before (a network change's, say, just before the path moved) proves no more.
+                restartsWithoutMedia = 0
+                offerMadeWhileStalled = false
                 guard isHost, peerPresent, !peerSuspended else { return [] }
                 return [.timer(.schedule(.iceRestartDelay, afterMs: ResilienceConstants.ICE_DISCONNECTED_RESTART_DELAY_MS))]
             case .failed:
                 restartsWithoutMedia = 0
+                offerMadeWhileStalled = false
                 guard isHost else { return [] }
                 return [.timer(.cancel(.iceRestartDelay))] + restart(.iceFailed)
             default:

@@ -81,6 +81,8 @@ public struct ServerConfiguration: Sendable {
     public var pushAllowPrivateEndpoints = false
     /// `--push-ca-file`: extra trusted roots (PEM) for push services' certificates.
     public var pushTrustRootsFile: String?
+    /// `--web-root`: the browser client's folder, read at start-up instead of the built-in copy (DuetWeb's).
+    public var webRoot: String?
     /// `--push-contact`: the VAPID `sub` claim.
     public var pushContact = "mailto:operator@duet.invalid"
     /// `--ring-timeout`: how long a ring rings before it is "no answer" (45 s).

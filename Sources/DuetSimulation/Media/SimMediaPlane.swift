@@ -147,6 +147,9 @@ final class SimMediaPlane {
         silentInstances.insert(peer.instance)
     }
 
+    /// A peer connection silenced by `Fault.silentSender` is still open: nothing but its replacement mends it.
+    var silentSenderLeft: Bool { peers.contains { $0.map { !$0.closed && silentInstances.contains($0.instance) } ?? false } }
+
     func isInboundStalled(_ side: Side) -> Bool {
         if let other = peers[side.other.rawValue], !other.closed, silentInstances.contains(other.instance) { return true }
         guard let stall = inboundStalls[side.rawValue], let me = peers[side.rawValue], let other = peers[side.other.rawValue] else {

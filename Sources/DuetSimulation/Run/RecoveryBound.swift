@@ -13,10 +13,12 @@ import DuetClient
 ///
 /// 36 + 5 + 4 + 10 + 8 + 1 = 64 s.
 ///
-/// A run with a sender silent for good (`Fault.silentSender`, Firefox's after a failed restart) has one step more by
-/// design: only a new connection mends it, and the engine renews only after `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL`
-/// answered restarts in place, a cooldown apart (cheap, and webrtcbin's first restart may not move the path):
-/// 2 × `ICE_RESTART_COOLDOWN_MS` = 20 s more, 84 s (`ms(for:)`).
+/// A run whose sender went silent for good (`Fault.silentSender`, Firefox's after a failed restart) and is not mended
+/// when the last fault heals has more by design: only a new connection mends it, and the engine renews only after
+/// `MEDIA_STALL_RESTARTS_BEFORE_RENEWAL` answered restarts in place, a cooldown apart (cheap, and webrtcbin's first
+/// restart may not move the path), once the watchdog has seen the stall: `MEDIA_STALL_TIMEOUT_MS` + 2 ×
+/// `ICE_RESTART_COOLDOWN_MS` = 25 s more, 89 s (`ms(silentSenderUnmended:)`). A silent sender mended before the heal
+/// adds nothing.
 public enum RecoveryBound {
     public static let ms: Int64 =
         ResilienceConstants.PING_INTERVAL_MS * Int64(ResilienceConstants.PONG_MISS_THRESHOLD + 1)
@@ -28,12 +30,12 @@ public enum RecoveryBound {
 }
 
 extension RecoveryBound {
-    /// What a lasting stall's restarts in place add before the renewal that mends a silent sender.
+    /// What a lasting stall costs before the renewal that mends a silent sender: the watchdog's wait, then the restarts
+    /// in place a cooldown apart.
     public static let stallRenewalMs =
-        Int64(ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) * ResilienceConstants.ICE_RESTART_COOLDOWN_MS
+        ResilienceConstants.MEDIA_STALL_TIMEOUT_MS
+        + Int64(ResilienceConstants.MEDIA_STALL_RESTARTS_BEFORE_RENEWAL) * ResilienceConstants.ICE_RESTART_COOLDOWN_MS
 
-    /// The bound for a run with these faults: `ms`, and `stallRenewalMs` more when a sender goes silent for good.
-    public static func ms(for faults: [ScheduledFault]) -> Int64 {
-        ms + (faults.contains { if case .silentSender = $0.fault { true } else { false } } ? stallRenewalMs : 0)
-    }
+    /// The bound of a run: `ms`, and `stallRenewalMs` more when a silenced connection is still open at the heal.
+    public static func ms(silentSenderUnmended: Bool) -> Int64 { ms + (silentSenderUnmended ? stallRenewalMs : 0) }
 }

@@ -148,8 +148,13 @@ private final class Run {
     let absenceMs: Int64
     var recoveryMs: Int64?
     var establishedAt: Int64?
-    /// How long after the last fault heals the call must be whole (a silent sender's renewal adds to it).
-    var bound: Int64 { RecoveryBound.ms(for: faults) }
+    /// How long after the last fault heals the call must be whole: a silenced connection still open then adds its
+    /// renewal (`RecoveryBound`). Before the heal, any silent sender in the schedule counts.
+    var bound: Int64 {
+        RecoveryBound.ms(
+            silentSenderUnmended: silentSenderAtHeal ?? faults.contains { if case .silentSender = $0.fault { true } else { false } })
+    }
+    var silentSenderAtHeal: Bool?
 
     let mute: MediaChange
 
@@ -214,6 +219,7 @@ private final class Run {
         let healedAt = (options.faultsFromStart ? 0 : base) + max(Self.faultSpan(faults), options.actions.map(\.at).max() ?? 0)
         run(until: healedAt)
         if failed { return }
+        silentSenderAtHeal = world.media.silentSenderLeft
         // Whole within the bound, and whole for good (30 s): a flicker on the way (say, one side alone for a
         // moment after a server restart) is allowed inside the bound.
         var wholeSince: Int64? = isWhole() ? world.scheduler.now : nil

@@ -17,6 +17,15 @@ import Testing
     /// Accept and Decline and A's snapshot (opened with B's key, proven by the link's key); its Decline reaches A.
     /// A calls again with B's home page open: the sheet shows A's picture.
     @Test func aPushedRingIsANotificationWhoseDeclineReachesTheCaller() async throws { try await run("ring-push") }
+    /// Firefox's own push client (issue 52, `Tests/e2e/browser/firefox_push.py`): B's Ring me here subscribes through
+    /// `PushManager.subscribe` to the test's push service (Mozilla's protocol to Firefox, RFC 8030 with VAPID to the
+    /// server); with no Duet page of B's open, A's ring is a push Firefox decrypts itself and B's worker shows with A's
+    /// verified name, Accept and Decline; A's cancel closes it; Ring me here off, A's next ring reaches nobody.
+    @Test func firefoxsOwnPushClientRingsWithEveryDuetPageClosed() async throws {
+        let limit = try await scenarioLimit(script: "browser/firefox_push.py", "ring-firefox-push")
+        try await runBrowserScenario(
+            script: "browser/firefox_push.py", "ring-firefox-push", needs: ["chromium", "firefox-esr", "unshare", "ip"], timeout: limit)
+    }
 
     private func run(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let limit = try await scenarioLimit(script: "browser/ringing.py", scenario)

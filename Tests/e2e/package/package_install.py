@@ -14,12 +14,14 @@ its User=, with only the file's settings; systemd itself does not run here). It 
 browser client from /opt/duet, and seat two clients in one room over WebSocket; SIGTERM must end it with status 0;
 `apt-get purge` must leave no file of it behind but its user.
 """
+import atexit
 import base64
 import http.client
 import json
 import os
 import re
 import secrets
+import select
 import shutil
 import socket
 import struct
@@ -58,7 +60,9 @@ class Root:
 
     def __init__(self):
         self.base = tempfile.mkdtemp(prefix="duet-package-")
+        atexit.register(os.rmdir, self.base)  # empty again once the namespace's mounts are gone (lazily, below)
         sh("mount", "-t", "tmpfs", "-o", "size=2g", "duet-package", self.base)
+        atexit.register(sh, "umount", "-l", self.base, check=False)
         for name in ("upper", "work", "merged"):
             os.mkdir(os.path.join(self.base, name))
         self.path = os.path.join(self.base, "merged")
@@ -74,6 +78,9 @@ class Root:
         self.hidden = [ROOT]
         if swift:
             toolchain = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(swift))))  # …/usr/bin/swift
+            if toolchain in ("/", "/usr"):
+                fail(f"the Swift toolchain is installed into {toolchain} ({swift}): it cannot be hidden from the root; "
+                     "use a toolchain unpacked into a folder of its own (e.g. /opt/swift)")
             self.hidden.append(toolchain)
         for path in self.hidden:
             if os.path.isdir(self.inside(path)):
@@ -148,12 +155,28 @@ def install(root, deb):
     if state.st_uid != int(user[2]) or state.st_mode & 0o777 != 0o700:
         fail(f"/var/lib/duet is not duet's alone: uid {state.st_uid}, mode {oct(state.st_mode & 0o777)}")
     linked = root.run("ldd", "/opt/duet/duet").stdout
-    if "not found" in linked or "libswift" in linked:
+    if "not found" in linked or re.search(r"libswift|libFoundation|lib_FoundationICU|libdispatch|libBlocksRuntime", linked):
         fail(f"/opt/duet/duet does not stand alone:\n{linked}")
+    check_depends(root, deb, linked)
     version = root.run("duet", "--version").stdout.strip()
     libraries = sorted(re.findall(r"^\s*(\S+\.so[.0-9]*)", linked, re.M))
     log(f"installed duet {version}; it links only: {', '.join(libraries)}")
     return version
+
+
+def check_depends(root, deb, linked):
+    """Every library the binary loads belongs to a package the .deb depends on: the root here has far more than a
+    minimal Debian 12 does, so a library present only by chance would pass the run but not a fresh machine."""
+    declared = {re.sub(r"\s*\(.*\)", "", d).strip() for d in sh("dpkg-deb", "-f", deb, "Depends").stdout.split(",")}
+    for path in sorted(set(re.findall(r"=> (/\S+)", linked) + re.findall(r"^\s*(/\S+) \(", linked, re.M))):
+        real = "/" + os.path.relpath(os.path.realpath(root.inside(path)), root.path)
+        # dpkg names a file by the path its package ships (/lib or /usr/lib, on a merged /usr either reaches it).
+        names = dict.fromkeys([path, real] + [n[4:] if n.startswith("/usr/") else "/usr" + n for n in (path, real)])
+        package = next((owner.stdout.split(":")[0].strip() for owner in (root.run("dpkg", "-S", n, check=False) for n in names)
+                        if owner.returncode == 0), None)
+        if package not in declared:
+            fail(f"{path} (package {package or 'unknown'}) is loaded by duet but the .deb depends only on {sorted(declared)}")
+    log(f"every library duet loads is in a package it depends on: {sorted(declared)}")
 
 
 def set_secret(root):
@@ -177,7 +200,8 @@ def start(root):
     logfile = open(log_path, "w")
     process = subprocess.Popen(["chroot", f"--userspec={user}:{user}", root.path, *argv], env=env,
                                stdout=subprocess.PIPE, stderr=logfile, text=True)
-    line = process.stdout.readline().strip()
+    ready, _, _ = select.select([process.stdout], [], [], 30)
+    line = process.stdout.readline().strip() if ready else "(nothing within 30 s)"
     expected = f"http://{settings['DUET_HOST']}:{settings['DUET_PORT']}/"
     if line != expected:
         process.kill()
@@ -338,9 +362,12 @@ def main(deb):
         process, host, port, log_path = start(root)
         try:
             serve_checks(host, port)
-        finally:
-            if process.poll() is None:
-                stop(process, log_path)
+        except BaseException:
+            process.kill()
+            raise
+        if process.poll() is not None:
+            fail(f"duet serve ended by itself (status {process.returncode}) before it was asked to")
+        stop(process, log_path)
         purge(root)
         results.report(seconds=time.monotonic() - started, how=f"apt-get install, duet serve {version}, apt-get purge")
     print("scenario deb-install: ok", flush=True)

@@ -738,7 +738,9 @@ def scenario_ring_duet_calls(_browser):
         lonely.wait(lambda p: p.proc.poll() is not None, 20, "a ring that reaches nobody ends")
         expect(lonely.proc.returncode == 9 and (lonely.last("ring") or {}).get("state") == "unreachable",
                f"--ring with nobody to ring exits 9: {lonely.proc.returncode}, {lonely.last('ring')}")
-        answering = Peer(link, "--answer")
+        # A device id that starts with "-" (base64url: one random id in 32 does) is taken as the option's value.
+        device = "-" + base64.urlsafe_b64encode(os.urandom(18)).decode()[:23]
+        answering = Peer(link, "--answer", "--device-id", device)
         peers.append(answering)
         answering.wait(lambda p: p.last("listening") is not None, 20, "the answering side joined once and listens")
         ringing = Peer(link, "--ring", "--name", "Bea")
@@ -746,6 +748,8 @@ def scenario_ring_duet_calls(_browser):
         answering.wait(lambda p: p.last("incoming") is not None, 20, "the ring is heard")
         expect(answering.last("incoming")["caller"] == {"verified": "Bea"}, f"the caller's name, verified: {answering.last('incoming')}")
         ringing.wait(lambda p: (p.last("ring") or {}).get("state") == "accepted", 20, "the caller sees accepted")
+        said = [(e["state"], e["devices"]) for e in ringing.snapshot() if e.get("event") == "ring"]
+        expect(all(a != b for a, b in zip(said, said[1:])), f"each ring event says something new: {said}")
         for name, peer in (("ringing", ringing), ("answering", answering)):
             peer.in_call(what=f"{name} side in call")
             log(name, peer.wait_media(what=f"{name} side receives media"))

@@ -302,11 +302,15 @@ export class NegotiationMachine {
             if (!this.mediaStalled && !outlastsMedia(this.pendingRestart)) this.pendingRestart = null;
             return [timerAction(cancel('iceRestartDelay'))];
           case 'disconnected':
-            this.restartsWithoutMedia = 0; // the path is down now: what restarts do next says nothing of the connection
+            // The path is down now: what restarts do next says nothing of the connection, and the answer to one made
+            // before (a network change's, say, just before the path moved) proves no more.
+            this.restartsWithoutMedia = 0;
+            this.offerMadeWhileStalled = false;
             if (!this.isHost || !this.peerPresent || this.peerSuspended) return [];
             return [timerAction(schedule('iceRestartDelay', RESILIENCE.ICE_DISCONNECTED_RESTART_DELAY_MS))];
           case 'failed':
             this.restartsWithoutMedia = 0;
+            this.offerMadeWhileStalled = false;
             if (!this.isHost) return [];
             return [timerAction(cancel('iceRestartDelay')), ...this.#restart('iceFailed')];
           default:

@@ -1,0 +1,247 @@
+"""Ringing through a real browser's own push client (issue 52): Firefox ESR subscribes with `PushManager.subscribe`
+(Duet's VAPID key) to a push service of the test's (Tests/e2e/push/mozilla_push_service.py: Mozilla's push protocol
+to Firefox, RFC 8030 over HTTPS to `duet serve`, VAPID checked), decrypts what Duet sent itself, and its service
+worker shows the ring with no Duet page open. Chromium (A) calls; Firefox (B) is rung.
+
+    unshare -n sh -c 'ip link set lo up && exec python3 firefox_push.py ring-firefox-push'
+
+Nothing is injected on the way: the subscription is made by the home page's "Ring me here" toggle, the push is the
+bytes `duet serve` posted, handed down as Firefox's push service would. What a test cannot do headless is press a
+notification's button: the cancel is A's (its page's Cancel), and the notification is read with
+`registration.getNotifications()` from a tab of B's that is not a Duet page (about a 404 of the origin, opened after
+the push was shown so that no Duet window was open when it came).
+
+Mutations (each must fail the scenario; DUET_PUSH_BREAK):
+- `wrong-key`: after B subscribed, the server is given B's endpoint with another browser's keys (the server's payload
+  is encrypted to the wrong key: Firefox acks 101, no notification);
+- `no-push-handler`: `duet serve --web-root` a copy of the browser client whose service worker has no `push`
+  listener.
+"""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, HERE)
+from bidi import Firefox  # noqa: E402
+from scenarios import Server, expect, in_call, log, main_with_limits, watch  # noqa: E402
+
+BREAK = os.environ.get("DUET_PUSH_BREAK", "")
+
+
+def push_service():
+    directory = tempfile.mkdtemp(prefix="duet-mozpush-")
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "push", "mozilla_push_service.py"), directory],
+                               stdin=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(os.path.join(directory, "ready.json")):
+        expect(time.monotonic() < deadline and process.poll() is None, "the push service starts")
+        time.sleep(0.05)
+    with open(os.path.join(directory, "ready.json")) as f:
+        return process, directory, json.load(f)
+
+
+def events(directory, **match):
+    path = os.path.join(directory, "events.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        found = [json.loads(line) for line in f]
+    return [e for e in found if all(e.get(k) == v for k, v in match.items())]
+
+
+def wait_event(directory, what, timeout=15, **match):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = events(directory, **match)
+        if found:
+            return found
+        expect(time.monotonic() < deadline, f"{what} (push service events: {events(directory)[-6:]})")
+        time.sleep(0.05)
+
+
+def firefox_prefs(ws_port):
+    """Firefox's push client pointed at the test's service (../shared/notes/firefox.md)."""
+    return {
+        "dom.push.enabled": True,
+        "dom.push.connection.enabled": True,  # BiDi's Remote Agent turns it off unless the profile says otherwise
+        "dom.push.serverURL": f"ws://127.0.0.1:{ws_port}/",
+        "dom.push.testing.allowInsecureServerURL": True,
+        "permissions.default.desktop-notification": 1,
+        "dom.serviceWorkers.testing.enabled": True,
+        "alerts.useSystemBackend": False,
+        # The worker stops soon after its page closes: the push must wake a new instance.
+        "dom.serviceWorkers.idle_timeout": 1000,
+        "dom.serviceWorkers.idle_extended_timeout": 2000,
+    }
+
+
+def web_root_without_push_listener():
+    """A copy of the browser client whose service worker ignores `push` events (the `no-push-handler` mutation)."""
+    copy = os.path.join(tempfile.mkdtemp(prefix="duet-web-"), "Web")
+    shutil.copytree(os.path.join(ROOT, "Sources", "DuetWeb", "Web"), copy)
+    worker = os.path.join(copy, "sw.js")
+    with open(worker) as f:
+        text = f.read()
+    line = "self.addEventListener('push', (event) => event.waitUntil(onPush(event.data)));"
+    expect(line in text, "sw.js still has the push listener this mutation removes")
+    with open(worker, "w") as f:
+        f.write(text.replace(line, "// (mutation: no push listener)"))
+    return copy
+
+
+def saved_call(a, b, server):
+    """A (Chromium) starts a call, B (Firefox) joins once: both browsers saved it with their member tokens; A calls
+    itself Ann; both leave."""
+    a.navigate(server.url)
+    a.wait_for("window.duet && duet.page === 'home'", 10, message="A's home page loads")
+    a.evaluate("localStorage.setItem('duet.myName', JSON.stringify('Ann')); document.getElementById('start').click()")
+    a.wait_for("location.pathname.startsWith('/call/') && window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15,
+               message="A starts a call")
+    link = a.evaluate("document.getElementById('share-link').value")
+    room = a.evaluate("duet.roomId")
+    b.navigate(link, timeout=20)
+    in_call(a, timeout=30, what="A in call")
+    in_call(b, timeout=30, what="B in call")
+    for page, who in ((a, "A"), (b, "B")):
+        page.wait_for(f"JSON.parse(localStorage.getItem('duet.recentRooms') || '[]').some(r => r.roomId === {json.dumps(room)} && r.memberToken)",
+                      10, message=f"{who}'s browser saved the call with its member token")
+        page.evaluate("duet.leave()")
+        page.wait_for("duet.phase === 'idle'", 10, message=f"{who} left")
+    return link, room
+
+
+def ring_me_here(b, server, room, on):
+    """B's home page: the saved call's "Ring me here" toggle, as a person turns it."""
+    b.navigate(server.url, timeout=20)
+    b.wait_for("window.duet && duet.page === 'home' && document.querySelector('.saved-call .ring-me input')", 10,
+               message="B's home page lists the saved call with its Ring me here toggle")
+    b.evaluate(f"(() => {{ const box = document.querySelector('.saved-call .ring-me input'); "
+               f"if (box.checked !== {json.dumps(on)}) box.click(); return true; }})()")
+    expected = "this browser will ring, even when Duet is closed" if on else "ringing here is off"
+    try:
+        b.wait_for(f"document.getElementById('ring-me-status').textContent.includes({json.dumps(expected)})", 20,
+                   message=f"B's Ring me here turned {'on' if on else 'off'}")
+    except Exception:
+        log("B's Ring me here status:", b.evaluate("document.getElementById('ring-me-status').textContent"))
+        raise
+
+
+def notifications(firefox, server, tag):
+    """B's notifications of this tag, read from a tab of the origin that is no Duet page (closed after)."""
+    page = firefox.new_page(server.url + "no-such-page")
+    try:
+        return page.evaluate(
+            f"navigator.serviceWorker.getRegistration('/').then(r => r ? r.getNotifications({{tag: {json.dumps(tag)}}}) : []).then(ns => "
+            "ns.map(n => ({title: n.title, body: n.body, actions: (n.actions || []).map(a => a.title), "
+            "requireInteraction: n.requireInteraction, kind: n.data && n.data.kind, name: n.data && n.data.name})))")
+    finally:
+        page.close()
+
+
+def wait_notifications(firefox, server, tag, accept, what, timeout=15):
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = notifications(firefox, server, tag)
+        if accept(shown):
+            return shown
+        expect(time.monotonic() < deadline, f"{what}: {shown}")
+        time.sleep(0.3)
+
+
+def break_key(server, room, endpoint, b):
+    """The `wrong-key` mutation: the server keeps B's endpoint with keys that are not B's browser's."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    other = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    device, token = b.evaluate(
+        f"[localStorage.getItem('duet.deviceId'), JSON.parse(localStorage.getItem('duet.recentRooms')).find(r => r.roomId === {json.dumps(room)}).memberToken]")
+    b64 = lambda data: base64.urlsafe_b64encode(data).decode().rstrip("=")
+    body = json.dumps({"endpoint": endpoint, "keys": {"p256dh": b64(other), "auth": b64(os.urandom(16))},
+                       "deviceId": device, "memberToken": token}).encode()
+    request = urllib.request.Request(server.url + f"api/push/subscribe?roomId={room}", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        expect(response.status == 204, f"the wrong keys are stored ({response.status})")
+    log("mutation wrong-key: the server now encrypts B's pushes to another key")
+
+
+def scenario_ring_firefox_push(chromium):
+    """Firefox's own push client: B turns on Ring me here (PushManager.subscribe, Duet's VAPID key), closes every Duet page; A (Chromium) rings; the push Duet sent reaches Firefox, which decrypts it, and B's service worker shows the ring with A's verified name, Accept and Decline; A cancels and the ring's notification is closed (a missed call instead). B turns Ring me here off: A's next ring reaches nobody, and no push is sent."""
+    service, push_dir, ports = push_service()
+    web_root = ("--web-root", web_root_without_push_listener()) if BREAK == "no-push-handler" else ()
+    server = Server("--push-allow-private-endpoints", "on", "--push-ca-file", os.path.join(push_dir, "ca.pem"), *web_root)
+    try:
+        with Firefox.launch(prefs=firefox_prefs(ports["wsPort"])) as firefox:
+            a = watch(chromium.new_page(), "A")
+            b = watch(firefox.new_page(), "B")
+            link, room = saved_call(a, b, server)
+            started = time.monotonic()
+            ring_me_here(b, server, room, on=True)
+            registered = wait_event(push_dir, "Firefox registered a push subscription with Duet's VAPID key", event="register")
+            expect(registered[-1]["key"], f"the subscription names an application server key: {registered[-1]}")
+            endpoint = registered[-1]["endpoint"]
+            log(f"B subscribed through Firefox's push client in {time.monotonic() - started:.1f} s: {endpoint}")
+            if BREAK == "wrong-key":
+                break_key(server, room, endpoint, b)
+            # Every Duet page of B's closed: a blank tab keeps the browser open.
+            blank = firefox.new_page("about:blank")
+            b.close()
+            # A presses Call on its saved call.
+            a.navigate(server.url)
+            a.wait_for("window.duet && duet.page === 'home' && document.querySelector('.saved-call a.button')", 10, message="A's home lists the call")
+            a.evaluate("document.querySelector('.saved-call a.button').click()")
+            a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15, message="A's call page waits")
+            a.wait_for("duet.ring && duet.ring.state === 'ringing'", 10, message="A rings")
+            call_id = a.evaluate("duet.ring.callId")
+            rang = time.monotonic()
+            pushes = wait_event(push_dir, "Duet's ring reached the push service, VAPID verified, and went down to Firefox",
+                                channelID=endpoint.rsplit("/", 1)[-1], event="push", status=201)
+            push = pushes[-1]
+            expect(push["urgency"] == "high" and push["contentEncoding"] == "aes128gcm" and push["topic"],
+                   f"an urgent, encrypted ring with a Topic: {push}")
+            acks = wait_event(push_dir, "Firefox acknowledged the push", version=push["version"], event="ack")
+            expect(acks[-1]["code"] == 100, f"Firefox decrypted the push and handed it to the worker (ack 100; 101 is a decryption error): {acks[-1]}")
+            shown = wait_notifications(firefox, server, call_id, lambda ns: len(ns) == 1 and ns[0]["kind"] == "ring",
+                                       "B's service worker shows the ring")
+            note = shown[0]
+            log(f"the ring's notification was shown {time.monotonic() - rang:.1f} s after A pressed Call: {note}")
+            expect(note["title"] == "Ann" and note["name"] == "Ann", f"the caller's verified name: {note}")
+            expect(note["actions"] == ["Accept", "Decline"] and note["requireInteraction"] is True,
+                   f"Accept and Decline, and it stays until answered: {note}")
+            # A cancels: the ring's end goes by push too, and the worker closes the ring (a missed call instead).
+            a.evaluate("document.getElementById('ring-cancel').click()")
+            a.wait_for("duet.ring.state === 'cancelled'", 10, message="A's ring is cancelled")
+            shown = wait_notifications(firefox, server, call_id, lambda ns: all(n["kind"] != "ring" for n in ns),
+                                       "the cancel closed the ring's notification")
+            log(f"after the cancel, B shows: {shown}")
+            expect(all(not n["actions"] for n in shown), f"nothing left to Accept or Decline: {shown}")
+            # B turns ringing here off: the subscription is gone, and A's next ring reaches no push service.
+            b = watch(firefox.new_page(), "B again")
+            ring_me_here(b, server, room, on=False)  # the server forgets the endpoint (the browser's subscription serves
+            b.close()                                # any other call rung here, so it stays)
+            before = len(events(push_dir, event="push"))
+            a.evaluate("document.getElementById('ring-button').click()")
+            a.wait_for("duet.ring && duet.ring.state === 'unreachable'", 15, message="A's second ring reaches nobody (B unsubscribed)")
+            late = events(push_dir, event="push")[before:]
+            expect(all(p["status"] != 201 for p in late), f"no push delivered after the unsubscribe: {late}")
+            blank.close()
+    finally:
+        server.stop()
+        service.stdin.close()
+        service.terminate()
+
+
+# Each scenario's waits summed (seconds), with Firefox's start: its time limit (scenarios.limit_of).
+WAITS = {"ring-firefox-push": 250}
+
+if __name__ == "__main__":
+    main_with_limits(globals(), WAITS, lambda name: {}, suite="browser")
