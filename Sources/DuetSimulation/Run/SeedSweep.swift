@@ -39,7 +39,7 @@ public enum SeedSweep {
             }
             return """
                 \(seeds) seeds, \(failures.count) with violations, \(events) events, \(String(format: "%.1f", seconds)) s
-                recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(slowest.map { String(format: "%.1f s", Double($0.ms) / 1_000) + " (seed \($0.seed))" } ?? "-") (bound \(RecoveryBound.ms / 1_000) s, \((RecoveryBound.ms + RecoveryBound.stallRenewalMs) / 1_000) s with a silent sender)
+                recovery after the last fault healed: p50 \(percentile(0.5)), p90 \(percentile(0.9)), p99 \(percentile(0.99)), max \(slowest.map { String(format: "%.1f s", Double($0.ms) / 1_000) + " (seed \($0.seed))" } ?? "-") (bound \(RecoveryBound.ms / 1_000) s, \((RecoveryBound.ms + RecoveryBound.stallRenewalMs) / 1_000) s with a silent sender unmended at the heal)
                 slow clocks reached: \(Milestone.allCases.map { "\($0.rawValue) \(milestones[$0] ?? 0)" }.joined(separator: ", "))
                 """
                     + byInvariant.sorted { $0.key < $1.key }.map { "\n  \($0.value.count) × \($0.key) (first: seed \($0.value.first))" }

@@ -54,9 +54,10 @@ async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) 
   const callName = saved?.name || 'a saved call';
   // Past its time (a push delivered late): not a ring any more.
   if (typeof expiresAt === 'number' && expiresAt < Date.now()) return missed(rid, callId, opened);
-  // A Duet page in view rings with its own sheet: a notification as well would be the same call twice.
+  // A Duet page in view (home or a call: both have the incoming sheet) rings with its own sheet: a notification as
+  // well would be the same call twice. Any other page of the site (a 404, the connection check) rings nothing itself.
   const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
-  if (windows.some((client) => client.visibilityState === 'visible')) return undefined;
+  if (windows.some((client) => client.visibilityState === 'visible' && ringsItself(client.url))) return undefined;
   const picture = await pictureOf(rid, snapshotId, saved, `ring:${callId}`);
   return self.registration.showNotification(opened.verified ? opened.name : 'Incoming call', {
     ...(picture ? { image: picture, icon: picture } : {}),
@@ -65,6 +66,11 @@ async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) 
     actions: [{ action: 'accept', title: 'Accept' }, { action: 'decline', title: 'Decline' }],
     data: { kind: 'ring', rid, callId, name: opened.verified ? opened.name : null, picture: !!picture, answers: opened.answers ?? null },
   });
+}
+
+function ringsItself(url) {
+  const path = new URL(url).pathname;
+  return path === '/' || path.startsWith('/call/');
 }
 
 async function endRing({ roomId: rid, callId, reason }) {

@@ -19,8 +19,10 @@ import Testing
     @Test func aPushedRingIsANotificationWhoseDeclineReachesTheCaller() async throws { try await run("ring-push") }
     /// Firefox's own push client (issue 52, `Tests/e2e/browser/firefox_push.py`): B's Ring me here subscribes through
     /// `PushManager.subscribe` to the test's push service (Mozilla's protocol to Firefox, RFC 8030 with VAPID to the
-    /// server); with no Duet page of B's open, A's ring is a push Firefox decrypts itself and B's worker shows with A's
-    /// verified name, Accept and Decline; A's cancel closes it; Ring me here off, A's next ring reaches nobody.
+    /// server); with no Duet page of B's open, A's join alert and ring are pushes Firefox decrypts itself: B's worker
+    /// shows the alert with A's picture, then the ring with A's verified name, picture, Accept and Decline; A's cancel
+    /// makes it a missed call; B's other device accepting the next ring makes it "Answered on another device"; Ring me
+    /// here off drops the browser's subscription and A's next ring reaches nobody.
     @Test func firefoxsOwnPushClientRingsWithEveryDuetPageClosed() async throws {
         let limit = try await scenarioLimit(script: "browser/firefox_push.py", "ring-firefox-push")
         try await runBrowserScenario(

@@ -7,15 +7,19 @@ worker shows the ring with no Duet page open. Chromium (A) calls; Firefox (B) is
 
 Nothing is injected on the way: the subscription is made by the home page's "Ring me here" toggle, the push is the
 bytes `duet serve` posted, handed down as Firefox's push service would. What a test cannot do headless is press a
-notification's button: the cancel is A's (its page's Cancel), and the notification is read with
-`registration.getNotifications()` from a tab of B's that is not a Duet page (about a 404 of the origin, opened after
-the push was shown so that no Duet window was open when it came).
+notification's button: the cancel is A's (its page's Cancel), the answer is B's other device's (C, a Chromium
+profile that has been in the call, pressing Accept on its home page's sheet), and the notifications are read with
+`registration.getNotifications()` from a tab of B's that is no Duet page (a 404 of the origin: the worker counts only
+the home and call pages, which ring with their own sheet, as Duet in view).
 
 Mutations (each must fail the scenario; DUET_PUSH_BREAK):
 - `wrong-key`: after B subscribed, the server is given B's endpoint with another browser's keys (the server's payload
   is encrypted to the wrong key: Firefox acks 101, no notification);
 - `no-push-handler`: `duet serve --web-root` a copy of the browser client whose service worker has no `push`
   listener.
+Two more were run by hand with `DUET_WEB_ROOT` set to an altered copy of Sources/DuetWeb/Web, and failed it: a worker
+that takes any page of the site in view for Duet's (the ring is never shown: the 404 tab), and a Ring me here off that
+keeps the browser's subscription (no `unregister`).
 """
 import base64
 import json
@@ -141,7 +145,8 @@ def notifications(firefox, server, tag):
         return page.evaluate(
             f"navigator.serviceWorker.getRegistration('/').then(r => r ? r.getNotifications({{tag: {json.dumps(tag)}}}) : []).then(ns => "
             "ns.map(n => ({title: n.title, body: n.body, actions: (n.actions || []).map(a => a.title), "
-            "requireInteraction: n.requireInteraction, kind: n.data && n.data.kind, name: n.data && n.data.name})))")
+            "requireInteraction: n.requireInteraction, kind: n.data && n.data.kind, name: n.data && n.data.name, "
+            "picture: n.data && n.data.picture})))")
     finally:
         page.close()
 
@@ -154,6 +159,19 @@ def wait_notifications(firefox, server, tag, accept, what, timeout=15):
             return shown
         expect(time.monotonic() < deadline, f"{what}: {shown}")
         time.sleep(0.3)
+
+
+def wait_connections(server, count, what, timeout=15):
+    """The server's open signaling connections (`duet_connections` in /metrics, every transport) once they are `count`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(server.url + "metrics", timeout=5) as response:
+            lines = response.read().decode().splitlines()
+        found = {line.split(" ")[0]: float(line.split(" ")[-1]) for line in lines if line.startswith("duet_connections{")}
+        if sum(found.values()) == count:
+            return found
+        expect(time.monotonic() < deadline, f"{what}: {found}")
+        time.sleep(0.1)
 
 
 def break_key(server, room, endpoint, b):
@@ -174,8 +192,24 @@ def break_key(server, room, endpoint, b):
     log("mutation wrong-key: the server now encrypts B's pushes to another key")
 
 
+def second_device(chromium, link, room):
+    """B's second device (C, a Chromium profile of its own): it has been in the call once (joined A, left), so the
+    server rings it too; its home page stays open, listening."""
+    context = chromium.send("Target.createBrowserContext")["browserContextId"]
+    c = watch(chromium.new_page(link, context=context), "C")
+    in_call(c, timeout=30, what="C (B's other device) joins A once")
+    c.wait_for(f"JSON.parse(localStorage.getItem('duet.recentRooms') || '[]').some(r => r.roomId === {json.dumps(room)} && r.memberToken)",
+               10, message="C's browser saved the call with its member token")
+    c.evaluate("duet.leave()")
+    c.wait_for("duet.phase === 'idle'", 10, message="C left")
+    c.navigate(link.split("/call/")[0] + "/")
+    c.wait_for(f"window.duet && duet.page === 'home' && duet.occupancy()[{json.dumps(room)}] === 1", 10,
+               message="C's home page watches the call (A is in it)")
+    return c
+
+
 def scenario_ring_firefox_push(chromium):
-    """Firefox's own push client: B turns on Ring me here (PushManager.subscribe, Duet's VAPID key), closes every Duet page; A (Chromium) rings; the push Duet sent reaches Firefox, which decrypts it, and B's service worker shows the ring with A's verified name, Accept and Decline; A cancels and the ring's notification is closed (a missed call instead). B turns Ring me here off: A's next ring reaches nobody, and no push is sent."""
+    """Firefox's own push client: B turns on Ring me here (PushManager.subscribe, Duet's VAPID key) and closes every Duet page. A (Chromium) joins with its camera on: Firefox decrypts the join alert and B's worker shows it with A's picture (opened with B's key). A rings: the worker shows A's verified name with Accept and Decline and A's picture (the join alert closed); A cancels and it becomes a missed call. A rings again and B's other device (C, Chromium, its home page open) accepts: Firefox's ring becomes "Answered on another device". B turns Ring me here off: the browser drops its push subscription, and A's next ring reaches nobody."""
     service, push_dir, ports = push_service()
     web_root = ("--web-root", web_root_without_push_listener()) if BREAK == "no-push-handler" else ()
     server = Server("--push-allow-private-endpoints", "on", "--push-ca-file", os.path.join(push_dir, "ca.pem"), *web_root)
@@ -189,27 +223,57 @@ def scenario_ring_firefox_push(chromium):
             registered = wait_event(push_dir, "Firefox registered a push subscription with Duet's VAPID key", event="register")
             expect(registered[-1]["key"], f"the subscription names an application server key: {registered[-1]}")
             endpoint = registered[-1]["endpoint"]
+            channel = endpoint.rsplit("/", 1)[-1]
             log(f"B subscribed through Firefox's push client in {time.monotonic() - started:.1f} s: {endpoint}")
             if BREAK == "wrong-key":
                 break_key(server, room, endpoint, b)
-            # Every Duet page of B's closed: a blank tab keeps the browser open.
-            blank = firefox.new_page("about:blank")
+            # Every Duet page of B's closed. The tab that keeps the browser open is a page of the site that is no Duet
+            # page (a 404): the worker must not take it for Duet in view, which rings with its own sheet.
+            blank = firefox.new_page(server.url + "not-a-duet-page")
             b.close()
-            # A presses Call on its saved call.
-            a.navigate(server.url)
-            a.wait_for("window.duet && duet.page === 'home' && document.querySelector('.saved-call a.button')", 10, message="A's home lists the call")
-            a.evaluate("document.querySelector('.saved-call a.button').click()")
-            a.wait_for("window.duet && duet.page === 'call' && duet.phase === 'waiting'", 15, message="A's call page waits")
+
+            def pushed(what, after):
+                """The next push to B's endpoint after `after` earlier ones: delivered (201) and decrypted (ack 100)."""
+                deadline = time.monotonic() + 15
+                while len(events(push_dir, channelID=channel, event="push", status=201)) <= after:
+                    expect(time.monotonic() < deadline, f"{what} reached the push service, VAPID verified, and went down to Firefox "
+                           f"(push service events: {events(push_dir)[-6:]})")
+                    time.sleep(0.05)
+                push = events(push_dir, channelID=channel, event="push", status=201)[after]
+                acks = wait_event(push_dir, f"Firefox acknowledged {what}", version=push["version"], event="ack")
+                expect(acks[-1]["code"] == 100,
+                       f"Firefox decrypted {what} and handed it to the worker (ack 100; 101 is a decryption error): {acks[-1]}")
+                return push
+
+            # The seed's join alert with a snapshot: A opens the call as a person does, the pre-join screen with the
+            # camera on, then Join; its picture is sealed to B's key (made by Ring me here, vouched with the link's).
+            # Two of the room's burst of 3 went on A's and B's first joins: this one is the third.
+            a.close()
+            a = watch(chromium.new_page(link, prejoin=True), "A")
+            a.wait_for("window.duet && duet.screen === 'prejoin' && document.getElementById('prejoin-video').videoWidth > 0", 15,
+                       message="A's camera preview plays")
+            sent = len(events(push_dir, channelID=channel, event="push", status=201))
+            joined = time.monotonic()
+            a.evaluate("document.getElementById('join').click()")
+            a.wait_for("duet.phase === 'waiting'", 15, message="A joins")
+            push = pushed("A's join alert", sent)
+            expect(push["urgency"] == "high" and push["contentEncoding"] == "aes128gcm" and push["topic"] and int(push["ttl"]) <= 60,
+                   f"a join alert as docs/protocol.md says (Urgency high, TTL at most 60, a Topic), encrypted: {push}")
+            shown = wait_notifications(firefox, server, "join-" + room, lambda ns: len(ns) == 1, "B's service worker shows the join alert")
+            log(f"the join alert was shown {time.monotonic() - joined:.1f} s after A pressed Join: {shown[0]}")
+            expect(shown[0]["kind"] == "join" and shown[0]["body"].startswith("Someone joined") and not shown[0]["actions"],
+                   f"the join alert says someone joined B's call: {shown[0]}")
+            expect(shown[0]["picture"] is True, f"the join alert carries A's picture, opened with B's own key: {shown[0]}")
+
+            # A rings from the waiting screen.
+            sent = len(events(push_dir, channelID=channel, event="push", status=201))
+            a.evaluate("document.getElementById('ring-button').click()")
             a.wait_for("duet.ring && duet.ring.state === 'ringing'", 10, message="A rings")
             call_id = a.evaluate("duet.ring.callId")
             rang = time.monotonic()
-            pushes = wait_event(push_dir, "Duet's ring reached the push service, VAPID verified, and went down to Firefox",
-                                channelID=endpoint.rsplit("/", 1)[-1], event="push", status=201)
-            push = pushes[-1]
+            push = pushed("Duet's ring", sent)
             expect(push["urgency"] == "high" and push["contentEncoding"] == "aes128gcm" and push["topic"],
                    f"an urgent, encrypted ring with a Topic: {push}")
-            acks = wait_event(push_dir, "Firefox acknowledged the push", version=push["version"], event="ack")
-            expect(acks[-1]["code"] == 100, f"Firefox decrypted the push and handed it to the worker (ack 100; 101 is a decryption error): {acks[-1]}")
             shown = wait_notifications(firefox, server, call_id, lambda ns: len(ns) == 1 and ns[0]["kind"] == "ring",
                                        "B's service worker shows the ring")
             note = shown[0]
@@ -217,20 +281,58 @@ def scenario_ring_firefox_push(chromium):
             expect(note["title"] == "Ann" and note["name"] == "Ann", f"the caller's verified name: {note}")
             expect(note["actions"] == ["Accept", "Decline"] and note["requireInteraction"] is True,
                    f"Accept and Decline, and it stays until answered: {note}")
+            expect(note["picture"] is True, f"the ring carries A's picture, opened with B's own key: {note}")
+            expect(notifications(firefox, server, "join-" + room) == [], "the ring closed the join alert it supersedes")
             # A cancels: the ring's end goes by push too, and the worker closes the ring (a missed call instead).
             a.evaluate("document.getElementById('ring-cancel').click()")
             a.wait_for("duet.ring.state === 'cancelled'", 10, message="A's ring is cancelled")
             shown = wait_notifications(firefox, server, call_id, lambda ns: all(n["kind"] != "ring" for n in ns),
                                        "the cancel closed the ring's notification")
             log(f"after the cancel, B shows: {shown}")
-            expect(all(not n["actions"] for n in shown), f"nothing left to Accept or Decline: {shown}")
-            # B turns ringing here off: the subscription is gone, and A's next ring reaches no push service.
-            b = watch(firefox.new_page(), "B again")
-            ring_me_here(b, server, room, on=False)  # the server forgets the endpoint (the browser's subscription serves
-            b.close()                                # any other call rung here, so it stays)
-            before = len(events(push_dir, event="push"))
+            expect(len(shown) == 1 and shown[0]["kind"] == "missed" and shown[0]["title"] == "Missed call from Ann"
+                   and not shown[0]["actions"], f"a missed call from Ann, nothing left to Accept or Decline: {shown}")
+
+            # Answered elsewhere: B's other device (C, Chromium, no push service of its own here) listens on its home
+            # page; A rings both; C accepts; the ring's end reaches Firefox by push and replaces its ring.
+            c = second_device(chromium, link, room)
+            sent = len(events(push_dir, channelID=channel, event="push", status=201))
             a.evaluate("document.getElementById('ring-button').click()")
-            a.wait_for("duet.ring && duet.ring.state === 'unreachable'", 15, message="A's second ring reaches nobody (B unsubscribed)")
+            a.wait_for("duet.ring && duet.ring.state === 'ringing' && duet.ring.callId !== " + json.dumps(call_id), 10,
+                       message="A rings again")
+            second_call = a.evaluate("duet.ring.callId")
+            pushed("A's second ring", sent)
+            c.wait_for(f"duet.incoming.state === 'ringing' && duet.incoming.roomId === {json.dumps(room)} && "
+                       "!document.getElementById('incoming').hidden", 10, message="C's sheet rings")
+            wait_notifications(firefox, server, second_call, lambda ns: len(ns) == 1 and ns[0]["kind"] == "ring",
+                               "B's service worker shows the second ring")
+            sent = len(events(push_dir, channelID=channel, event="push", status=201))
+            c.evaluate("document.getElementById('incoming-accept').click()")
+            a.wait_for("duet.ring.state === 'accepted'", 10, message="A sees accepted")
+            pushed("the ring's end (answered on C)", sent)
+            shown = wait_notifications(firefox, server, second_call, lambda ns: all(n["kind"] != "ring" for n in ns),
+                                       "C's answer closed Firefox's ring")
+            log(f"after C answered, B's Firefox shows: {shown}")
+            expect(len(shown) == 1 and shown[0]["title"] == "Answered on another device" and not shown[0]["actions"],
+                   f"Firefox says the call was answered on another device: {shown}")
+            in_call(c, what="C in call with A")
+            c.evaluate("duet.leave()")
+            c.wait_for("duet.phase === 'idle'", 10, message="C left")
+            c.close()
+
+            # B turns ringing here off: the server forgets the endpoint and, no other call being rung here, the
+            # browser drops its push subscription; A's next ring reaches no push service.
+            b = watch(firefox.new_page(), "B again")
+            ring_me_here(b, server, room, on=False)
+            wait_event(push_dir, "Firefox dropped its push subscription (no call left to ring here)", event="unregister", channelID=channel)
+            b.close()
+            # Rung only once B's and C's pages are gone from the server (a page that closes takes a moment to close its
+            # socket; one still listening at the ring would be rung live, and the ring would not be unreachable).
+            only_a = wait_connections(server, 1, "only A's page is connected to the server")
+            log(f"connections before the third ring: {only_a}")
+            before = len(events(push_dir, event="push"))
+            a.wait_for("duet.phase === 'waiting'", 10, message="A waits alone again")
+            a.evaluate("document.getElementById('ring-button').click()")
+            a.wait_for("duet.ring && duet.ring.state === 'unreachable'", 15, message="A's third ring reaches nobody (B unsubscribed)")
             late = events(push_dir, event="push")[before:]
             expect(all(p["status"] != 201 for p in late), f"no push delivered after the unsubscribe: {late}")
             blank.close()
@@ -241,7 +343,7 @@ def scenario_ring_firefox_push(chromium):
 
 
 # Each scenario's waits summed (seconds), with Firefox's start: its time limit (scenarios.limit_of).
-WAITS = {"ring-firefox-push": 250}
+WAITS = {"ring-firefox-push": 330}
 
 if __name__ == "__main__":
     main_with_limits(globals(), WAITS, lambda name: {}, suite="browser")

@@ -17,7 +17,6 @@ What runs:
 last logged `joined` for the room), `nginx_choice(rid)` (where nginx sends a request for the room now), `stop()`.
 Everything it started is stopped when it ends, also on a failure (`with Cluster() as c:`).
 """
-import base64
 import json
 import os
 import re
@@ -38,6 +37,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "browser"))
 sys.path.insert(0, os.path.join(HERE, "..", "deploy"))
 sys.path.insert(0, os.path.join(HERE, ".."))
+import ws_frames  # noqa: E402
 import results  # noqa: E402
 from results import report  # noqa: E402
 from scenarios import collect, expect, in_call, log, mark, media_flows, run, start_call, state, watch  # noqa: E402
@@ -318,32 +318,14 @@ class WebSocket:
         # Through nginx the name is duet.test, which only Chromium maps: connect to 127.0.0.1 and say the name.
         raw = socket.create_connection(("127.0.0.1", port), timeout)
         self.sock = deploy.certificates().context().wrap_socket(raw, server_hostname=parts.hostname) if secure else raw
-        key = base64.b64encode(os.urandom(16)).decode()
         path = parts.path + ("?" + parts.query if parts.query else "")
         host = parts.hostname + ("" if parts.port is None else f":{parts.port}")
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                           + (f"Origin: {origin}\r\n" if origin else "") + "\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(1)
-            if not chunk:
-                raise ConnectionError(f"{url}: closed during the handshake: {head!r}")
-            head += chunk
-        self.status = head.split(b"\r\n")[0].decode()
+        self.status, self.buffer = ws_frames.upgrade(self.sock, host, path, origin)
         if " 101 " not in self.status:
             raise ConnectionError(f"{url}: {self.status}")
-        self.buffer = b""
 
     def send(self, envelope):
-        payload = json.dumps(envelope).encode()
-        header = bytes([0x81])
-        if len(payload) < 126:
-            header += bytes([0x80 | len(payload)])
-        else:
-            header += bytes([0x80 | 126]) + struct.pack("!H", len(payload))
-        mask = os.urandom(4)
-        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        self.sock.sendall(ws_frames.frame(ws_frames.TEXT, json.dumps(envelope).encode(), masked=True))
 
     def _read(self, n):
         while len(self.buffer) < n:
@@ -358,20 +340,12 @@ class WebSocket:
         """The next envelope (pings answered on the way); raises EOFError when the socket closes."""
         self.sock.settimeout(timeout)
         while True:
-            first, second = self._read(2)
-            length = second & 0x7F
-            if length == 126:
-                length = struct.unpack("!H", self._read(2))[0]
-            elif length == 127:
-                length = struct.unpack("!Q", self._read(8))[0]
-            payload = self._read(length)
-            opcode = first & 0x0F
-            if opcode == 0x9:
-                mask = os.urandom(4)
-                self.sock.sendall(bytes([0x8A, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
-            elif opcode == 0x8:
+            opcode, payload = ws_frames.read_frame(self._read)
+            if opcode == ws_frames.PING:
+                self.sock.sendall(ws_frames.frame(ws_frames.PONG, payload, masked=True))
+            elif opcode == ws_frames.CLOSE:
                 raise EOFError(f"closed by the server ({struct.unpack('!H', payload[:2])[0] if len(payload) >= 2 else '-'})")
-            elif opcode == 0x1:
+            elif opcode == ws_frames.TEXT:
                 return json.loads(payload)
 
     def expect(self, kind, timeout=10, where=lambda e: True, kinds=None):

@@ -15,7 +15,6 @@ browser client from /opt/duet, and seat two clients in one room over WebSocket; 
 `apt-get purge` must leave no file of it behind but its user.
 """
 import atexit
-import base64
 import http.client
 import json
 import os
@@ -24,7 +23,6 @@ import secrets
 import select
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import results  # noqa: E402
+import ws_frames  # noqa: E402
 
 UNIT = "/lib/systemd/system/duet.service"
 ENV_FILE = "/etc/duet/duet.env"
@@ -222,23 +221,16 @@ def get(host, port, path):
 
 
 class WebSocket:
-    """Just enough RFC 6455 for a join: masked text frames out, unmasked frames in, pings answered."""
+    """Just enough RFC 6455 for a join (../ws_frames.py): masked text frames out, pings answered."""
 
     def __init__(self, host, port, path):
         self.sock = socket.create_connection((host, port), timeout=10)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(1)
-            if not chunk:
-                fail(f"the WebSocket upgrade of {path} ended before its answer")
-            head += chunk
-        status_line = head.split(b"\r\n")[0].decode(errors="replace")
+        try:
+            status_line, self.buffer = ws_frames.upgrade(self.sock, f"{host}:{port}", path)
+        except ConnectionError as error:
+            fail(f"the WebSocket upgrade of {path} failed: {error}")
         if " 101 " not in status_line:
             fail(f"the WebSocket upgrade of {path} was refused: {status_line}")
-        self.buffer = b""
 
     def _read(self, n):
         while len(self.buffer) < n:
@@ -249,38 +241,19 @@ class WebSocket:
         out, self.buffer = self.buffer[:n], self.buffer[n:]
         return out
 
-    def _send(self, opcode, payload):
-        mask = os.urandom(4)
-        length = len(payload)
-        header = bytes([0x80 | opcode])
-        if length < 126:
-            header += bytes([0x80 | length])
-        elif length < 65536:
-            header += bytes([0x80 | 126]) + struct.pack("!H", length)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack("!Q", length)
-        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
-
     def send(self, message):
-        self._send(0x1, json.dumps(message).encode())
+        self.sock.sendall(ws_frames.frame(ws_frames.TEXT, json.dumps(message).encode(), masked=True))
 
     def receive(self, type_, timeout=10):
         """The next message of this type (others, and pings, are passed over)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            first, second = self._read(2)
-            length = second & 0x7F
-            if length == 126:
-                length = struct.unpack("!H", self._read(2))[0]
-            elif length == 127:
-                length = struct.unpack("!Q", self._read(8))[0]
-            payload = self._read(length)
-            opcode = first & 0x0F
-            if opcode == 0x9:
-                self._send(0xA, payload)
-            elif opcode == 0x8:
+            opcode, payload = ws_frames.read_frame(self._read)
+            if opcode == ws_frames.PING:
+                self.sock.sendall(ws_frames.frame(ws_frames.PONG, payload, masked=True))
+            elif opcode == ws_frames.CLOSE:
                 fail(f"the server closed the WebSocket waiting for {type_}: {payload[2:].decode(errors='replace')}")
-            elif opcode == 0x1:
+            elif opcode == ws_frames.TEXT:
                 message = json.loads(payload)
                 if message.get("type") == type_:
                     return message

@@ -15,23 +15,18 @@ to, checking each push's VAPID JWT with py_vapid as push_service.py does). Test 
   102 not delivered).
 Stops when stdin closes (the test ends) or after 10 minutes. Protocol notes: ../shared/notes/firefox.md.
 """
-import base64
-import hashlib
-import http.server
 import json
 import os
 import socket
-import ssl
-import struct
 import sys
 import threading
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from push_service import b64url, check_vapid, make_certificate  # noqa: E402
-
-WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
+from push_service import b64url, check_vapid, push_headers, ready_then_wait, serve_pushes  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ws_frames  # noqa: E402
 
 
 class State:
@@ -68,7 +63,7 @@ class Connection:
             headers[name.strip().lower()] = value.strip()
         self.state.log(event="connect", request=request.decode(errors="replace").split("\r\n")[0],
                        protocol=headers.get("sec-websocket-protocol"), extensions=headers.get("sec-websocket-extensions"))
-        accept = base64.b64encode(hashlib.sha1((headers.get("sec-websocket-key", "") + WS_GUID).encode()).digest()).decode()
+        accept = ws_frames.accept_for(headers.get("sec-websocket-key", ""))
         protocol = "Sec-WebSocket-Protocol: push-notification\r\n" if "push-notification" in headers.get("sec-websocket-protocol", "") else ""
         self.sock.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                            f"Sec-WebSocket-Accept: {accept}\r\n{protocol}\r\n").encode())
@@ -86,32 +81,20 @@ class Connection:
     def receive(self):
         """The next text message (None when the browser closed)."""
         while True:
-            first, second = self._read(2)
-            length = second & 0x7F
-            if length == 126:
-                length = struct.unpack("!H", self._read(2))[0]
-            elif length == 127:
-                length = struct.unpack("!Q", self._read(8))[0]
-            mask = self._read(4) if second & 0x80 else b"\0\0\0\0"
-            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(self._read(length)))
-            opcode = first & 0x0F
-            if opcode == 0x8:
+            opcode, payload = ws_frames.read_frame(self._read)
+            if opcode == ws_frames.CLOSE:
                 return None
-            if opcode == 0x9:
-                self._send(0xA, payload)
-            elif opcode == 0x1:
+            if opcode == ws_frames.PING:
+                self._send(ws_frames.PONG, payload)
+            elif opcode == ws_frames.TEXT:
                 return payload.decode()
 
     def _send(self, opcode, payload):
-        length = len(payload)
-        header = bytes([0x80 | opcode]) + (bytes([length]) if length < 126 else
-                                           bytes([126]) + struct.pack("!H", length) if length < 65536 else
-                                           bytes([127]) + struct.pack("!Q", length))
         with self.send_lock:
-            self.sock.sendall(header + payload)
+            self.sock.sendall(ws_frames.frame(opcode, payload, masked=False))
 
     def send(self, message):
-        self._send(0x1, json.dumps(message).encode())
+        self._send(ws_frames.TEXT, json.dumps(message).encode())
 
     def serve(self, https_port):
         try:
@@ -121,7 +104,7 @@ class Connection:
                 message = json.loads(text)
                 kind = message.get("messageType")
                 if not kind:  # "{}": the client's ping
-                    self._send(0x1, b"{}")
+                    self._send(ws_frames.TEXT, b"{}")
                 elif kind == "hello":
                     self.uaid = message.get("uaid") or uuid.uuid4().hex
                     with self.state.lock:
@@ -159,57 +142,34 @@ class Connection:
 
 def main():
     directory = sys.argv[1]
-    cert_path, key_path = make_certificate(directory)
     state = State(directory)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            channel = self.path.rsplit("/", 1)[-1]
-            ok, why, claims = check_vapid(self.headers.get("Authorization"), https.server_address[1])
-            with state.lock:
-                known = channel in state.channels
-                connection = state.connections.get(state.channels.get(channel))
-            version = uuid.uuid4().hex
-            if not ok:
-                status = 403
-            elif not known:
-                status = 410
+    def handle(path, headers, body, port):
+        """A push from the server: VAPID checked, then handed down to the browser that registered the channel."""
+        channel = path.rsplit("/", 1)[-1]
+        ok, why, claims = check_vapid(headers.get("Authorization"), port)
+        with state.lock:
+            known = channel in state.channels
+            connection = state.connections.get(state.channels.get(channel))
+        version = uuid.uuid4().hex
+        status = 403 if not ok else 410 if not known else 201
+        record = {"event": "push", "channelID": channel, "status": status, "vapid": ok, "vapidProblem": why,
+                  "claims": claims, **push_headers(headers), "bytes": len(body)}
+        if status == 201:
+            record["version"] = version
+            if connection is None:
+                record["held"] = True  # the browser is away: not kept here (a real service would store it)
             else:
-                status = 201
-            record = {"event": "push", "channelID": channel, "status": status, "vapid": ok, "vapidProblem": why,
-                      "claims": claims, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
-                      "topic": self.headers.get("Topic"), "contentEncoding": self.headers.get("Content-Encoding"),
-                      "bytes": len(body)}
-            if status == 201:
-                record["version"] = version
-                if connection is None:
-                    record["held"] = True  # the browser is away: not kept here (a real service would store it)
-                else:
-                    connection.send({"messageType": "notification", "channelID": channel, "version": version,
-                                     "data": b64url(body), "headers": {"encoding": "aes128gcm"}})
-            state.log(**record)
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            if status == 201:
-                self.send_header("Location", f"/message/{version}")
-            self.end_headers()
+                connection.send({"messageType": "notification", "channelID": channel, "version": version,
+                                 "data": b64url(body), "headers": {"encoding": "aes128gcm"}})
+        state.log(**record)
+        return status, ({"Location": f"/message/{version}"} if status == 201 else {})
 
-    https = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    https.socket = context.wrap_socket(https.socket, server_side=True)
-    https_port = https.server_address[1]
-    threading.Thread(target=https.serve_forever, daemon=True).start()
+    https_port = serve_pushes(directory, handle)
 
     def accept():
         while True:
@@ -217,19 +177,7 @@ def main():
             threading.Thread(target=Connection(sock, state).serve, args=(https_port,), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
-    ready = {"wsPort": listener.getsockname()[1], "httpsPort": https_port}
-    with open(os.path.join(directory, "ready.json.tmp"), "w") as f:
-        json.dump(ready, f)
-    os.rename(os.path.join(directory, "ready.json.tmp"), os.path.join(directory, "ready.json"))
-
-    def watch_stdin():
-        sys.stdin.read()
-        os._exit(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    deadline = time.time() + 600
-    while time.time() < deadline:
-        time.sleep(1)
+    ready_then_wait(directory, {"wsPort": listener.getsockname()[1], "httpsPort": https_port})
 
 
 if __name__ == "__main__":

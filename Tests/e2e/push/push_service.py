@@ -83,6 +83,60 @@ def check_vapid(header, port):
     return True, "", claims
 
 
+def push_headers(headers):
+    """The headers of a push that the tests read (RFC 8030 §5.2, §5.3, §5.4; RFC 8188)."""
+    return {"ttl": headers.get("TTL"), "urgency": headers.get("Urgency"), "topic": headers.get("Topic"),
+            "contentEncoding": headers.get("Content-Encoding")}
+
+
+def serve_pushes(directory, handle):
+    """The RFC 8030 side of a push service: HTTPS on 127.0.0.1 with a certificate of its own (DIR/ca.pem, which the
+    server under test is told to trust). `handle(path, headers, body, port)` answers each POST with
+    (status, extra headers); a 201 gets a Location. Returns the port."""
+    cert_path, key_path = make_certificate(directory)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            status, extra = handle(self.path, self.headers, body, server.server_address[1])
+            self.send_response(status)
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            if status == 201 and "Location" not in extra:
+                self.send_header("Location", f"/message/{time.time_ns()}")
+            self.end_headers()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
+def ready_then_wait(directory, ready):
+    """Writes DIR/ready.json (atomically: the test polls for it), then lives until stdin closes (the test ended) or
+    for 10 minutes."""
+    with open(os.path.join(directory, "ready.json.tmp"), "w") as f:
+        json.dump(ready, f)
+    os.rename(os.path.join(directory, "ready.json.tmp"), os.path.join(directory, "ready.json"))
+
+    def watch_stdin():
+        sys.stdin.read()
+        os._exit(0)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        time.sleep(1)
+
+
 def main():
     directory = sys.argv[1]
     scripts = {}
@@ -93,7 +147,6 @@ def main():
             sys.exit(f"unknown argument {flag}")
         name, _, steps = args.pop(0).partition("=")
         scripts[name] = [tuple(step.split(":")) for step in steps.split(",")]
-    cert_path, key_path = make_certificate(directory)
     subscribers = {}
     for name in scripts:
         private_key = ec.generate_private_key(ec.SECP256R1())
@@ -101,71 +154,39 @@ def main():
     lock = threading.Lock()
     log_path = os.path.join(directory, "pushes.jsonl")
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def handle(path, headers, body, port):
+        name = path.rsplit("/", 1)[-1]
+        record = {"name": name, "path": path, **push_headers(headers), "bodyBytes": len(body)}
+        with lock:
+            subscriber = subscribers.get(name)
+            steps = scripts.get(name, [("404",)])
+            index = subscriber["calls"] if subscriber else 0
+            step = steps[min(index, len(steps) - 1)]
+            if subscriber:
+                subscriber["calls"] += 1
+        status = int(step[0])
+        ok, why, claims = check_vapid(headers.get("Authorization"), port)
+        record.update({"vapid": ok, "vapidProblem": why, "claims": claims, "status": status})
+        if subscriber and ok:
+            try:
+                plaintext = http_ece.decrypt(body, private_key=subscriber["key"], auth_secret=subscriber["auth"], version="aes128gcm")
+                record["payload"] = json.loads(plaintext)
+            except Exception as error:
+                record["decryptError"] = repr(error)
+        if status in (200, 201, 202) and not ok:
+            status = 403  # a real push service refuses a push without valid VAPID
+            record["status"] = status
+        with lock, open(log_path, "a") as log:
+            log.write(json.dumps(record) + "\n")
+        return status, ({"Retry-After": step[1]} if len(step) > 1 else {})
 
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            length = int(self.headers.get("Content-Length", "0"))
-            body = self.rfile.read(length)
-            name = self.path.rsplit("/", 1)[-1]
-            record = {"name": name, "path": self.path, "ttl": self.headers.get("TTL"), "urgency": self.headers.get("Urgency"),
-                      "topic": self.headers.get("Topic"), "contentEncoding": self.headers.get("Content-Encoding"),
-                      "bodyBytes": len(body)}
-            with lock:
-                subscriber = subscribers.get(name)
-                steps = scripts.get(name, [("404",)])
-                index = subscriber["calls"] if subscriber else 0
-                step = steps[min(index, len(steps) - 1)]
-                if subscriber:
-                    subscriber["calls"] += 1
-            status = int(step[0])
-            ok, why, claims = check_vapid(self.headers.get("Authorization"), server.server_address[1])
-            record.update({"vapid": ok, "vapidProblem": why, "claims": claims, "status": status})
-            if subscriber and ok:
-                try:
-                    plaintext = http_ece.decrypt(body, private_key=subscriber["key"], auth_secret=subscriber["auth"], version="aes128gcm")
-                    record["payload"] = json.loads(plaintext)
-                except Exception as error:
-                    record["decryptError"] = repr(error)
-            if status in (200, 201, 202) and not ok:
-                status = 403  # a real push service refuses a push without valid VAPID
-                record["status"] = status
-            with lock, open(log_path, "a") as log:
-                log.write(json.dumps(record) + "\n")
-            self.send_response(status)
-            if len(step) > 1:
-                self.send_header("Retry-After", step[1])
-            self.send_header("Content-Length", "0")
-            if status == 201:
-                self.send_header("Location", f"/message/{time.time_ns()}")
-            self.end_headers()
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    port = server.server_address[1]
+    port = serve_pushes(directory, handle)
     ready = {"port": port, "subscriptions": {}}
     for name, subscriber in subscribers.items():
         public = subscriber["key"].public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
         ready["subscriptions"][name] = {"endpoint": f"https://127.0.0.1:{port}/push/{name}",
                                         "keys": {"p256dh": b64url(public), "auth": b64url(subscriber["auth"])}}
-    with open(os.path.join(directory, "ready.json.tmp"), "w") as f:
-        json.dump(ready, f)
-    os.rename(os.path.join(directory, "ready.json.tmp"), os.path.join(directory, "ready.json"))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    deadline = time.time() + 600
-
-    def watch_stdin():
-        sys.stdin.read()
-        os._exit(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    while time.time() < deadline:
-        time.sleep(1)
+    ready_then_wait(directory, ready)
 
 
 if __name__ == "__main__":

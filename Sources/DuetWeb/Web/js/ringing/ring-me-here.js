@@ -51,6 +51,9 @@ export async function setRingMeHere({ baseUrl, roomId, deviceId, on }) {
       }
       await ringStore.remove(roomId);
       savedCalls.update(roomId, { ringMe: false });
+      // The last call rung here: the browser's subscription goes too, so that no push service keeps an endpoint for
+      // a browser that asked for nothing (another call still rung here keeps it: one subscription serves them all).
+      if (subscription && (await ringStore.rooms()).length === 0) await subscription.unsubscribe();
       return { ok: true };
     }
     const permission = await Notification.requestPermission();

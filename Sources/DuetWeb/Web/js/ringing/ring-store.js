@@ -38,6 +38,8 @@ export const ringStore = {
   get(roomId) { return run(CALLS, 'readonly', (store) => store.get(roomId)); },
   put(roomId, value) { return run(CALLS, 'readwrite', (store) => store.put(value, roomId)); },
   remove(roomId) { return run(CALLS, 'readwrite', (store) => store.delete(roomId)); },
+  // The calls this browser rings for.
+  rooms() { return run(CALLS, 'readonly', (store) => store.getAllKeys()); },
   // The worker's view of a ring's end ({roomId, callId, direction: 'incoming', outcome, at, name}), one per call.
   noteSeen(entry) { return run(SEEN, 'readwrite', (store) => store.put({ at: Date.now(), direction: 'incoming', ...entry }, entry.callId)); },
   // {privateKey: CryptoKey, publicJwk} or undefined; `make` creates one the first time it is needed.
