@@ -126,7 +126,12 @@ def section(record, missed):
         f"growth is the mean of the churn's last third of samples against its first third, after a warm-up of "
         f"{r['warmupSeconds'] / 60:.0f} min. Target: ≤ {GROWTH_TARGET:g} % each, no client error, and once every "
         f"client has gone and the eviction timeout ({r['evictionSeconds']} s) has passed, every table of connections, seats "
-        "and rooms empty.",
+        "and rooms empty. The `table:` rows are the tables bounded by a lifetime, judged at their plateau: the reconnect "
+        f"token's lifetime (which bounds the revoked and ended seats) was {r.get('tokenTtlSeconds', 1200)} s for this run "
+        "(`--reconnect-token-ttl`), under the warm-up; tombstones live 300 s, ring memory 5 minutes, and a join-alert "
+        "budget is dropped once refilled (90 s). Each table is summed over the hub's shards, and every shard keeps each "
+        "seat that left (a shard hears what the others write: a room moved to it must still refuse the seat), so one seat "
+        "left is one entry per shard.",
         "",
         "| series | first third | last third | growth | target |",
         "|---|---|---|---|---|",

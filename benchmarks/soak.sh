@@ -3,7 +3,8 @@
 # `duet serve` of its own on loopback — call-shaped churn at 2,000 clients for SOAK_SECONDS (1,800 by default; set it
 # for hours, at most 86,400), sampled every 10 s — then benchmarks/soak.py writes docs/benchmarks-soak.json, the plot
 # docs/soak.png and the section. Bounded in clients and time; stops by itself. SOAK_SKIP_BUILD=1 uses the release
-# binaries as they are; SOAK_CLIENTS=N, SOAK_WARMUP=S (300 by default) for diagnosis.
+# binaries as they are; SOAK_CLIENTS=N, SOAK_WARMUP=S (300 by default) for diagnosis; SOAK_TOKEN_TTL=S (240 by default,
+# below the warm-up: the seats that left are remembered that long, so their table is judged at its plateau).
 set -eu
 cd "$(dirname "$0")/.."
 if [ "${SOAK_SKIP_BUILD:-0}" != 1 ]; then
@@ -16,5 +17,6 @@ out=".build/results/$run/soak"
 mkdir -p "$out"
 DUET_BINARY="$PWD/.build/release/duet" .build/release/duet-bench soak \
     --clients "${SOAK_CLIENTS:-2000}" --seconds "${SOAK_SECONDS:-1800}" --warmup-seconds "${SOAK_WARMUP:-300}" \
+    --token-ttl-seconds "${SOAK_TOKEN_TTL:-240}" \
     | tee "$out/soak.log"
 exec python3 benchmarks/soak.py "$out/soak.log" "$run"

@@ -128,14 +128,24 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Seconds at the start left out of the growth figures.") var warmupSeconds = 300.0
     @Option(help: "Seconds between samples.") var sampleSeconds = 10.0
     @Option(help: "The server's --eviction-timeout: how long an abandoned seat keeps waiting.") var evictionSeconds = 30
+    @Option(
+        help:
+            "The server's --reconnect-token-ttl: how long a seat that left is remembered. Below the warm-up, so that the tables it bounds are judged at their plateau."
+    )
+    var tokenTtlSeconds = 240
 
     func run() async throws {
-        let server = try ServerUnderTest(.duet, extraArguments: ["--eviction-timeout", "\(max(1, evictionSeconds))"])
+        let ttl = max(60, tokenTtlSeconds, evictionSeconds)
+        let server = try ServerUnderTest(
+            .duet,
+            extraArguments: [
+                "--eviction-timeout", "\(max(1, evictionSeconds))", "--reconnect-token-ttl", "\(ttl)",
+            ])
         defer { server.stop() }
         try DuetBench.emit(
             try await SoakRun.run(
                 server: server, clients: max(2, min(clients, 4_000)), seconds: max(1, min(seconds, 86_400)), warmupSeconds: warmupSeconds,
-                sampleSeconds: max(1, sampleSeconds), evictionSeconds: max(1, evictionSeconds)))
+                sampleSeconds: max(1, sampleSeconds), evictionSeconds: max(1, evictionSeconds), tokenTtlSeconds: ttl))
     }
 }
 

@@ -120,6 +120,10 @@ import Testing
             // deploy/duet.env's placeholder, as the package installs it: never served with.
             ([], ["DUET_TURN_SECRET": "CHANGE_ME_TURN_SECRET", "DUET_TURN_URIS": "turn:turn.example.test:3478"], "placeholder"),
             (["--web-root", "/nonexistent"], [:], "--web-root"),
+            (["--reconnect-token-ttl", "30"], [:], "--reconnect-token-ttl"),
+            ([], ["DUET_RECONNECT_TOKEN_TTL": "100000"], "DUET_RECONNECT_TOKEN_TTL"),
+            // A seat must not outlive the token that takes it back (the default eviction timeout is 600 s).
+            (["--reconnect-token-ttl", "300"], [:], "shorter than --eviction-timeout"),
         ]
         for (flags, environment, named) in cases {
             let result = try await runCommand(

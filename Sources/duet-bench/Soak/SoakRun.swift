@@ -20,6 +20,8 @@ struct SoakResult: Codable, Sendable {
     var churnSeconds: Double
     var warmupSeconds: Double
     var evictionSeconds: Int
+    /// The server's `--reconnect-token-ttl` for the run (what bounds the revoked and ended seats).
+    var tokenTtlSeconds: Int
     var calls: Int
     /// How calls went: `leave`, `end`, `abandoned` (how each ended), and `recovered` or `reattached` (the guest back
     /// with its token: after or before the server saw its old connection go), `sseAbandoned`, `slowReader` (what else
@@ -49,7 +51,8 @@ enum SoakRun {
     static let sdp = "v=0\r\n" + String(repeating: "a=soak-attribute-line-of-a-typical-offer-size-ok\r\n", count: 80)
 
     static func run(
-        server: ServerUnderTest, clients: Int, seconds: Double, warmupSeconds: Double, sampleSeconds: Double, evictionSeconds: Int
+        server: ServerUnderTest, clients: Int, seconds: Double, warmupSeconds: Double, sampleSeconds: Double, evictionSeconds: Int,
+        tokenTtlSeconds: Int
     ) async throws -> SoakResult {
         let base = server.baseURL
         let counts = SoakCounts()
@@ -79,7 +82,8 @@ enum SoakRun {
         let totals = counts.snapshot
         return SoakResult(
             url: base, clients: slots * 2, churnSeconds: seconds, warmupSeconds: warmupSeconds, evictionSeconds: evictionSeconds,
-            calls: totals.calls, outcomes: totals.outcomes, errors: totals.errors, joinMs: joins.summary, samples: series,
+            tokenTtlSeconds: tokenTtlSeconds, calls: totals.calls, outcomes: totals.outcomes, errors: totals.errors, joinMs: joins.summary,
+            samples: series,
             growth: SoakSample.growth(of: series, after: warmupSeconds), idleBefore: idleBefore, settled: settled,
             checkedOnceIdle: SoakSample.emptiedWhenIdle.sorted(),
             leftOnceIdle: SoakSample.emptiedWhenIdle.reduce(into: [:]) { left, table in

@@ -38,12 +38,20 @@ struct SoakSample: Codable, Sendable {
         "durable_waiting", "connection_slots", "connection_slot_addresses",
     ]
 
+    /// Tables bounded by a lifetime (`SignalingCore.tableSizes`): under steady churn each holds what one lifetime of
+    /// churn leaves, then stays there. Judged like the series (as `table:NAME`) once the run is longer than the
+    /// lifetime: the soak sets the reconnect token's (revoked and ended seats) below its warm-up
+    /// (`duet-bench soak --token-ttl-seconds`); tombstones live 300 s, join-alert budgets refill in 90 s, ring
+    /// memory 5 minutes.
+    static let lifetimeBounded = ["revoked_seats", "ended_seats", "tombstones", "join_alert_budgets", "ring_starts", "ring_outcomes"]
+
     static func growth(of samples: [SoakSample], after warmup: Double) -> [String: SoakGrowth] {
         let steady = samples.filter { $0.t >= warmup }
         let third = steady.count / 3
         guard third >= 1 else { return [:] }
         var growth: [String: SoakGrowth] = [:]
-        for (name, value) in judged {
+        let tables = lifetimeBounded.map { table in ("table:" + table, { @Sendable (sample: SoakSample) in sample.tables[table] ?? 0 }) }
+        for (name, value) in judged.map({ ($0.name, $0.value) }) + tables {
             let first = steady.prefix(third).map(value).reduce(0, +) / Double(third)
             let last = steady.suffix(third).map(value).reduce(0, +) / Double(third)
             growth[name] = SoakGrowth(first: first, last: last, percent: first > 0 ? 100 * (last - first) / first : (last > 0 ? 100 : 0))
