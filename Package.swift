@@ -45,11 +45,13 @@ let package = Package(
     targets: [
         // Wire contract: envelope, message payloads, error codes, id/token formats. No dependencies.
         .target(name: "DuetProtocol", swiftSettings: strict),
+        // The lock every module uses (`Mutex` on a pthread mutex, which ThreadSanitizer sees). No dependencies.
+        .target(name: "DuetLock", swiftSettings: strict),
         // Client-side signaling transports (WebSocket, SSE) used by DuetClient and by the tests.
         .target(
             name: "DuetTransport",
             dependencies: [
-                "DuetProtocol",
+                "DuetProtocol", "DuetLock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -72,7 +74,7 @@ let package = Package(
         .target(
             name: "DuetServer",
             dependencies: [
-                "DuetProtocol", "DuetRooms", "DuetWeb", "CMallocInfo",
+                "DuetProtocol", "DuetRooms", "DuetWeb", "CMallocInfo", "DuetLock",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -106,7 +108,7 @@ let package = Package(
         .target(
             name: "DuetClient",
             dependencies: [
-                "DuetProtocol", "DuetTransport",
+                "DuetProtocol", "DuetTransport", "DuetLock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -155,7 +157,7 @@ let package = Package(
         .target(
             name: "DuetSimulation",
             dependencies: [
-                "DuetClient", "DuetRooms", "DuetProtocol",
+                "DuetClient", "DuetRooms", "DuetProtocol", "DuetLock",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -168,7 +170,7 @@ let package = Package(
         .executableTarget(
             name: "duet-bench",
             dependencies: [
-                "DuetProtocol", "DuetTransport",
+                "DuetProtocol", "DuetTransport", "DuetLock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -186,7 +188,7 @@ let package = Package(
         .target(
             name: "DuetTestSupport",
             dependencies: [
-                "DuetServer", "DuetProtocol", "DuetTransport", "DuetTestBasics",
+                "DuetServer", "DuetProtocol", "DuetTransport", "DuetTestBasics", "DuetLock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -198,7 +200,9 @@ let package = Package(
         .testTarget(name: "DuetCallTests", dependencies: ["DuetGStreamer", "DuetClient", "DuetTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DuetClientTests",
-            dependencies: ["DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DuetClient", "DuetProtocol", "DuetTestSupport", "DuetServer", "DuetLock", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // The room rules alone: no HTTP server linked.
@@ -210,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "DuetServerTests",
             dependencies: [
-                "DuetServer", "DuetTransport", "DuetProtocol", "DuetTestSupport",
+                "DuetServer", "DuetTransport", "DuetProtocol", "DuetTestSupport", "DuetLock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -87,6 +87,7 @@ def expected():
     import firefox_faults
     import natlab
     import peer_scenarios
+    import postgres_outage
     import rolling
     import scenarios
     return {"chaos": list(chaos.SCENARIOS),
@@ -94,7 +95,7 @@ def expected():
             "browser": list(scenarios.collect(vars(scenarios))),
             "peer": list(scenarios.collect(vars(peer_scenarios))),
             "natlab": list(natlab.SCENARIOS),
-            "cluster": list(scenarios.collect(vars(cluster))) + [rolling.SCENARIO]}
+            "cluster": list(scenarios.collect(vars(cluster))) + [rolling.SCENARIO, postgres_outage.SCENARIO]}
 
 
 def folder(suite):
@@ -104,10 +105,12 @@ def folder(suite):
 
 def cluster_titles():
     import cluster
+    import postgres_outage
     import rolling
     import scenarios
     titles = {name: scenarios.title(name, fn) for name, fn in scenarios.collect(vars(cluster)).items()}
     titles[rolling.SCENARIO] = rolling.TITLE
+    titles[postgres_outage.SCENARIO] = postgres_outage.TITLE
     return titles
 
 

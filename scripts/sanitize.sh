@@ -29,6 +29,8 @@ heavy='BrowserCallTests|BrowserChaosTests|CallExperienceTests|ClusterTests|Deplo
 heavy+='|RingingBrowserTests|VerifiedCallTests|SoakTests|ClusterLoadTests|BenchSmokeTests|UpgradeStormTests|SlowReaderTests'
 heavy+='|SSELivenessTests|CoturnTests|DuetCallPeerTests|GStreamerEngineTests|RoomStateStoreTests|PostgresClusterStoreTests'
 heavy+='|KillAfterAckTests|ClusterStateTests|SimulationTests|ProvenanceTests'
+# And VersionTests: it reads the commit stamped into .build/debug's binaries (the plain build's, not this one's).
+heavy+='|VersionTests'
 
 status=0
 # sanitize KIND SCRATCH "VAR=VALUE …" SWIFT-TEST-ARGS…
@@ -41,7 +43,7 @@ sanitize() {
   echo "== $kind sanitizer: $* =="
   # log_path: each process's report in a file of its own (the test process and every binary a test starts).
   # shellcheck disable=SC2086 # $options: VAR=VALUE words, none with a space
-  env $options DUET_BINARY="$PWD/$scratch/debug/duet" \
+  env $options DUET_SANITIZER="$kind" DUET_BINARY="$PWD/$scratch/debug/duet" \
     swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" --xunit-output "$out/$kind.xml" "$@" \
     > "$out/$kind-tests.log" 2>&1 || { echo "$kind: the tests failed (log: $out/$kind-tests.log)"; tail -20 "$out/$kind-tests.log"; return 1; }
   local reports

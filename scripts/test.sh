@@ -7,7 +7,8 @@
 #   scripts/test.sh --quick    the pure machines, protocol, rooms, in-process server tests and the JS unit tests:
 #                              at most 5 minutes after the build, the loop to run after every edit
 #   scripts/test.sh --long     the default tier with the long forms: the 10,000-seed sweeps, the 30-minute soak,
-#                              5 minutes of fuzzing per target, and the release .deb installed into a root without Swift
+#                              5 minutes of fuzzing per target, the release .deb installed into a root without Swift,
+#                              and the thread and address sanitizers (scripts/sanitize.sh)
 #   scripts/test.sh [--quick|--long] ARGS…   ARGS go to `swift test` (e.g. --filter BrowserCallTests); with ARGS
 #                              the differential replay and the fuzz smoke are left out
 #
@@ -206,6 +207,10 @@ long_package() {
 }
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage package long_package || status=$?; fi
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
+# The long tier's sanitizers: ThreadSanitizer and AddressSanitizer (LeakSanitizer at exit) over the in-process suites
+# and the GStreamer shim's tests (scripts/sanitize.sh; two instrumented builds, ~20 minutes more than the default
+# tier's budget leaves, so not on every change).
+if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage sanitize scripts/sanitize.sh all || status=$?; fi
 if [ "$format_status" -ne 0 ]; then
   echo "format: swift format lint found code not laid out as .swift-format says (fix: swift format -i -r Sources Tests Plugins Package.swift)" >&2
   [ "$status" -ne 0 ] || status=$format_status

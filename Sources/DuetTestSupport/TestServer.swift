@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DuetLock
 import DuetProtocol
 import DuetServer
 import DuetTransport
@@ -6,7 +7,6 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import Synchronization
 
 /// Shared by the test targets (not a product).
 ///

@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 
 /// A value delivered once and awaited once, with a deadline: used for "the transport is open".
 final class OneShot<Value: Sendable>: Sendable {

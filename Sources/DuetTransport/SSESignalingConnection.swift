@@ -1,9 +1,9 @@
 import AsyncHTTPClient
+import DuetLock
 import DuetProtocol
 import Foundation
 import Logging
 import NIOCore
-import Synchronization
 
 /// Signaling over Server-Sent Events: `GET /sse?sid=` is the downlink, each message goes up as a
 /// `POST /sse?sid=`. POSTs are sent one at a time so the server sees them in order.

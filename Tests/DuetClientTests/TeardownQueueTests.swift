@@ -1,8 +1,8 @@
 import DuetClient
+import DuetLock
 import DuetProtocol
 import DuetTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 /// Teardown goes through the same serialized WebRTC queue as every command: the peer connection is closed only

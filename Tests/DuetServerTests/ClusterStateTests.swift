@@ -1,9 +1,9 @@
+import DuetLock
 import DuetProtocol
 import DuetServer
 import DuetTestSupport
 import DuetTransport
 import Foundation
-import Synchronization
 import Testing
 
 /// Nodes of a cluster on one real PostgreSQL (started by the test): shared secrets, recovery on another node with

@@ -1,10 +1,10 @@
+import DuetLock
 import DuetProtocol
 import DuetRooms
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 import Testing
 
 @testable import DuetServer

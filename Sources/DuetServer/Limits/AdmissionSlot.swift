@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 
 /// Holds a connection-cap ticket between the check that took it and the connection that uses it, and returns it
 /// exactly once: when the connection ends, or — should the upgrade never complete — when the request context is

@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 
 /// Caps on open signaling connections (WebSocket and SSE streams), per client address and in total, so one address
 /// (or everyone) cannot hold the server's memory. Each admitted connection holds a `Ticket` and returns it when it

@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 
 /// Token buckets by key for the HTTP entry points (`/ws` upgrades, `/sse`, `/api/*`: per client address) and for
 /// TURN credentials (per seat), in bounded memory (`BoundedBuckets`).

@@ -1,9 +1,9 @@
 import Crypto
+import DuetLock
 import DuetProtocol
 import DuetRooms
 import Foundation
 import Logging
-import Synchronization
 
 /// Turns the room logic's `PushAlert`s into Web Push messages for the room's subscribed devices, off the relay path:
 /// `alert` returns at once; the store is read and every device is sent to in a task of its own (bounded by the

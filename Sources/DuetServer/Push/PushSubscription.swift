@@ -1,7 +1,7 @@
 import Crypto
+import DuetLock
 import DuetProtocol
 import Foundation
-import Synchronization
 
 /// One device that asked to be reached in one room ("Ring me here"): the browser's `PushSubscription` (endpoint and
 /// keys) and the room it is for. The keys are the browser's public key and auth secret: they let the server encrypt

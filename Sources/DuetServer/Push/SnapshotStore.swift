@@ -1,7 +1,7 @@
 import Crypto
+import DuetLock
 import DuetProtocol
 import Foundation
-import Synchronization
 
 /// A join or ring snapshot (issue 31, Serenada's design): a still frame the joiner encrypted for the room's devices.
 /// The server holds only what it cannot open — the ciphertext (AES-256-GCM under a random content key), the content key

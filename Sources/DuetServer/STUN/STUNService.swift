@@ -1,9 +1,9 @@
+import DuetLock
 import DuetProtocol
 import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 
 /// `duet serve`'s STUN server (`--stun-port`): answers Binding requests on UDP so that a browser behind a NAT learns
 /// its server-reflexive address without any third-party STUN server. The socket is bound by `bind()` before the

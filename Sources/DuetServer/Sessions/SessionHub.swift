@@ -1,3 +1,4 @@
+import DuetLock
 import DuetProtocol
 import DuetRooms
 import Foundation
@@ -29,11 +30,11 @@ public final class SessionHub: Sendable {
     /// - A page listening for rings of several shards listens in the shard of each room (a visitor there,
     ///   `SessionState.visit`), so that a ring counts it, rings it and ends for it exactly as in one shard; its answer is
     ///   served in the ring's shard.
-    private let shards: [Locked<SessionState>]
+    private let shards: [DuetLock.Mutex<SessionState>]
     /// Connection → its shard and the others it listens in, in stripes (with one shard, none). A connection moves once
     /// it joins a room of another shard; the move holds its stripe, so that nothing is delivered to it halfway, and so
     /// does every change of where it listens.
-    private let routes: [Locked<[ConnectionID: Route]>]
+    private let routes: [DuetLock.Mutex<[ConnectionID: Route]>]
 
     struct Route {
         var shard: Int
@@ -57,12 +58,12 @@ public final class SessionHub: Sendable {
     ) {
         let count = max(1, count)
         shards = (0..<count).map { index in
-            Locked(
+            DuetLock.Mutex(
                 SessionState(
                     core: core, metrics: metrics, logger: logger, messageRate: messageRate, now: now, store: store, pushAlerts: pushAlerts,
                     ringBus: ringBus, shard: RoomShard(index: index, count: count)))
         }
-        routes = count > 1 ? (0..<64).map { _ in Locked([:]) } : []
+        routes = count > 1 ? (0..<64).map { _ in DuetLock.Mutex([:]) } : []
         self.logger = logger
         self.store = store
     }
@@ -454,13 +455,4 @@ public final class SessionHub: Sendable {
 
     /// `POST /api/ring/answer`; false when it does not prove its device.
     public func answerRing(_ answer: RingAnswerPayload) -> Bool { locked(shard(of: answer.rid ?? "")) { $0.answerRing(answer) } }
-}
-
-/// A `Mutex` that can sit in an array (a `Mutex` cannot be copied, so an array of them cannot be built).
-final class Locked<Value: ~Copyable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: consuming sending Value) { mutex = Mutex(value) }
-    func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
-        try mutex.withLock(body)
-    }
 }

@@ -1,5 +1,5 @@
+import DuetLock
 import DuetRooms
-import Synchronization
 
 /// Who listens to a store's `changes()`.
 typealias ChangeSubscribers = BroadcastSubscribers<DurableFact>

@@ -1,3 +1,4 @@
+import DuetLock
 import DuetRooms
 import Foundation
 import Logging
@@ -5,7 +6,6 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
-import Synchronization
 
 /// The store a cluster shares: every node writes its facts to one PostgreSQL database (`--database-url`) and learns
 /// the others' from it.

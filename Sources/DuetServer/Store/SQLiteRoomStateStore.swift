@@ -1,8 +1,8 @@
+import DuetLock
 import DuetRooms
 import Foundation
 import Logging
 import SQLiteNIO
-import Synchronization
 
 /// The store of a single node: `rooms.sqlite` in the data directory (SQLite bundled by sqlite-nio, nothing to install).
 ///

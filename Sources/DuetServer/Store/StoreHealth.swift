@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 
 /// Whether the store answers, for `/healthz`, `/metrics` and the logs. A store that is down does not make the node
 /// unhealthy: signaling goes on from memory (a load balancer must not take the node out for it), so `/healthz`

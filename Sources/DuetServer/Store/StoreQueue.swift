@@ -1,5 +1,5 @@
+import DuetLock
 import DuetRooms
-import Synchronization
 
 /// The facts the core asked to persist and the store has not taken yet. The hub adds to it under its own lock
 /// and never waits: the relay path does not know whether the store is up. Facts with the same key replace each

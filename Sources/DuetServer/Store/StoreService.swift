@@ -105,6 +105,11 @@ struct StoreService: Service {
                     metrics.storeLearned(facts.count)
                     hub.learn(facts)
                 }
+                // The store answers again: a node with nothing to write hears it here (/healthz and `duet_store_up`
+                // said DOWN after an outage until the node's next write, which a node holding steady calls never
+                // makes). With facts waiting, the writer's next success says so: a store that answers a heartbeat
+                // but refuses a write is not up.
+                if queue.count == 0 { markUp() }
             } catch {
                 markDown(error)
             }

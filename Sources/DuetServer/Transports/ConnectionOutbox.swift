@@ -1,5 +1,5 @@
+import DuetLock
 import NIOCore
-import Synchronization
 
 /// Who writes a connection's queued items, on its event loop: a WebSocket's or an SSE stream's handler.
 protocol OutboxWriter: AnyObject {

@@ -1,6 +1,6 @@
 import Dispatch
+import DuetLock
 import Foundation
-import Synchronization
 
 /// Writes the engine traces of many seeds and of every named scenario, one JSON-lines file per run, for the
 /// browser engine to replay (`scripts/differential.sh`, `Tests/web/differential/replay.mjs`).

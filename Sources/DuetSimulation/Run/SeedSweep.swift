@@ -1,6 +1,6 @@
 import Dispatch
+import DuetLock
 import Foundation
-import Synchronization
 
 /// Many seeds on all cores, and what they add up to.
 public enum SeedSweep {

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
+import DuetLock
 import DuetProtocol
 import DuetTransport
 import Foundation
-import Synchronization
 
 /// One load-generating client: a real WebSocket or SSE connection (DuetTransport's, as the apps use), the Duet
 /// envelope, and a receive loop that records relay latency from the send time carried in each payload (`t`, monotonic ns).

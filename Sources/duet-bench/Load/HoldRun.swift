@@ -1,7 +1,7 @@
+import DuetLock
 import DuetProtocol
 import DuetTransport
 import Foundation
-import Synchronization
 
 /// Holding rooms open through faults (a cluster behind nginx, docs/benchmarks.md "Cluster"): N rooms, two WebSocket
 /// clients each (`/ws?rid=ROOM`, so a proxy hashing the room routes both to one node), every connection kept open
@@ -216,7 +216,7 @@ final class HoldClient: Sendable {
             await connection.close()
             return (false, nil)
         }
-        let joinedHere = Locked(false)
+        let joinedHere = Mutex(false)
         // A join that is not answered in 10 s: give this connection up (as the engine's join recovery would).
         let watchdog = Task {
             try await Task.sleep(for: .seconds(10))
@@ -386,8 +386,8 @@ enum HoldRun {
                 await client.run()
             }
         }
-        let finished = Locked(false)
-        let ready = Locked<Double?>(nil)
+        let finished = Mutex(false)
+        let ready = Mutex<Double?>(nil)
         @Sendable func finish(timedOut: Bool) -> Never {
             if finished.withLock({
                 let was = $0
@@ -532,7 +532,7 @@ enum JoinLatencyRun {
         let direct = HoldRun.normalizedBase(directURL)
         let rids = try await Rooms.make(rooms, baseURL: proxy)
         let recorders = [(LatencyRecorder(), LatencyRecorder()), (LatencyRecorder(), LatencyRecorder())]
-        let failures = Locked([0, 0])
+        let failures = Mutex([0, 0])
         let started = ContinuousClock.now
         let pairInterval = Duration.nanoseconds(Int64(2e9 / max(1, joinsPerSecond)))
         await withTaskGroup(of: Void.self) { group in
@@ -585,11 +585,4 @@ enum JoinLatencyRun {
         }
         for connection in connections { try? await connection.send(Envelope(.leave, rid: rid, payload: [:])) }
     }
-}
-
-/// A value behind a lock, shareable between tasks (a `Mutex` itself cannot be captured by several closures).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }

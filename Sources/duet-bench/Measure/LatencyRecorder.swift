@@ -1,5 +1,5 @@
+import DuetLock
 import Histogram
-import Synchronization
 
 /// Latencies in microseconds, from many tasks at once (HdrHistogram, 3 significant digits).
 final class LatencyRecorder: Sendable {

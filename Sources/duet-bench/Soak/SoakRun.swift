@@ -1,7 +1,7 @@
+import DuetLock
 import DuetProtocol
 import DuetTransport
 import Foundation
-import Synchronization
 
 /// Call-shaped churn on one `duet serve` for a long time (issue 34, point 3: benchmarks/soak.sh for 30 minutes or
 /// hours, SoakTests for three). `clients / 2` slots each make calls one after another until the end. A call: a room

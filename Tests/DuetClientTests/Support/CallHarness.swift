@@ -1,9 +1,9 @@
 import DuetClient
+import DuetLock
 import DuetProtocol
 import DuetTestSupport
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 /// A clock that can run faster than real time: the call is set up at normal speed (a loaded CI

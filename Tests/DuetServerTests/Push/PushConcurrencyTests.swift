@@ -1,4 +1,4 @@
-import Synchronization
+import DuetLock
 import Testing
 
 @testable import DuetServer

@@ -1,3 +1,4 @@
+import DuetLock
 import DuetProtocol
 import Foundation
 import Logging
@@ -158,7 +159,7 @@ import Testing
 
 /// What one connection was sent.
 final class Recorder: Sendable {
-    private let items = Mutex<[Outbound]>([])
+    private let items = DuetLock.Mutex<[Outbound]>([])
     var sink: OutboundSink {
         OutboundSink(
             yield: { item in

@@ -1,7 +1,7 @@
+import DuetLock
 import DuetProtocol
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 @testable import DuetRooms

@@ -1,3 +1,4 @@
+import DuetLock
 import DuetProtocol
 import DuetServer
 import DuetTestSupport
@@ -108,7 +109,7 @@ import Testing
 
     /// What reached the clients; the last of it kills the server (SIGKILL, at once, from the thread that heard it).
     final class Acknowledgements: Sendable {
-        private let told = Mutex(Told())
+        private let told = DuetLock.Mutex(Told())
         private let killed = Atomic<Bool>(false)
         private let pid: Int32
         init(killing pid: Int32) { self.pid = pid }

@@ -1,7 +1,7 @@
+import DuetLock
 import DuetTestSupport
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 @testable import DuetServer

@@ -1,6 +1,6 @@
+import DuetLock
 import DuetTestSupport
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -172,13 +172,17 @@ class Cluster:
             expect(len(ports) == NODES, f"deploy/{SITE} names {NODES} nodes: {ports}")
             for k, port in enumerate(ports, 1):
                 expect(port_free(port), f"port {port} of node{k} is free (run in a network namespace of its own)")
-                node = Node(f"node{k}", port, self.database_url, self.dir)
+                node = Node(f"node{k}", port, self.node_database_url(k), self.dir)
                 self.nodes.append(node)
                 node.start()
             self._start_nginx(site)
         except BaseException:
             self.stop()
             raise
+
+    def node_database_url(self, k):
+        """The database URL node k is started with (a scenario may put something between a node and PostgreSQL)."""
+        return self.database_url
 
     def _start_postgres(self):
         out = subprocess.run([sys.executable, POSTGRES, "start", "--dir", self.pg_dir], capture_output=True, text=True,

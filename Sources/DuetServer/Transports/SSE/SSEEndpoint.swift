@@ -1,8 +1,8 @@
+import DuetLock
 import DuetProtocol
 import Foundation
 import HTTPTypes
 import NIOCore
-import Synchronization
 
 /// Server-Sent Events fallback (docs/protocol.md, Transports): `GET /sse?sid=` streams messages, `POST /sse?sid=`
 /// carries one message. What each request is answered, decided on the event loop by `SSEConnectionHandler` — no
