@@ -127,8 +127,10 @@ def section(record, missed):
         f"{r['warmupSeconds'] / 60:.0f} min. Target: ≤ {GROWTH_TARGET:g} % each, no client error, and once every "
         f"client has gone and the eviction timeout ({r['evictionSeconds']} s) has passed, every table of connections, seats "
         "and rooms empty. The `table:` rows are the tables bounded by a lifetime, judged at their plateau: the reconnect "
-        f"token's lifetime (which bounds the revoked and ended seats) was {r.get('tokenTtlSeconds', 1200)} s for this run "
-        "(`--reconnect-token-ttl`), under the warm-up; tombstones live 300 s, ring memory 5 minutes, and a join-alert "
+        f"token's lifetime (which bounds the revoked seats) was {r.get('tokenTtlSeconds', 1200)} s for this run "
+        f"(`--reconnect-token-ttl`), under the warm-up; the ended seats' memory was {r.get('endedSeatMemorySeconds', 3600)} s "
+        "(`--ended-seat-memory`, an hour by default: a run that leaves it at an hour sees that table grow all run long); "
+        "tombstones live 300 s, ring memory 5 minutes, and a join-alert "
         "budget is dropped once refilled (90 s). Each table is summed over the hub's shards, and every shard keeps each "
         "seat that left (a shard hears what the others write: a room moved to it must still refuse the seat), so one seat "
         "left is one entry per shard.",

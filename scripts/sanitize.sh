@@ -25,11 +25,8 @@ mkdir -p "$out"
 
 # The quick tier's suites (scripts/test.sh): in-process, no browser, peer, coturn, nginx or PostgreSQL. The
 # scenarios' processes are not ours to instrument from here (a sanitized `duet` under a browser would measure the
-# browser's timing, not races), and the suites that start them are the same list scripts/test.sh skips.
-heavy='BrowserCallTests|BrowserChaosTests|CallExperienceTests|ClusterTests|DeployTests|FirefoxBrowserTests|NATLabTests'
-heavy+='|RingingBrowserTests|VerifiedCallTests|SoakTests|ClusterLoadTests|BenchSmokeTests|UpgradeStormTests|SlowReaderTests'
-heavy+='|SSELivenessTests|CoturnTests|DuetCallPeerTests|GStreamerEngineTests|RoomStateStoreTests|PostgresClusterStoreTests'
-heavy+='|KillAfterAckTests|ClusterStateTests|SimulationTests|ProvenanceTests'
+# browser's timing, not races): scripts/heavy-suites, the list the quick tier skips.
+heavy=$(grep -v '^#' scripts/heavy-suites | paste -sd'|')
 # And VersionTests: it reads the commit stamped into .build/debug's binaries (the plain build's, not this one's).
 heavy+='|VersionTests'
 

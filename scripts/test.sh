@@ -106,11 +106,9 @@ stage install install_tools
 python3 Tests/e2e/results.py start "$tier" "$@"
 
 # The quick tier leaves out every suite that starts a browser, a peer, coturn, nginx, PostgreSQL, a load generator or
-# a seed sweep (one regular expression over suite names; docs/testing.md lists what each tier holds).
-quick_skip='BrowserCallTests|BrowserChaosTests|CallExperienceTests|ClusterTests|DeployTests|FirefoxBrowserTests|NATLabTests'
-quick_skip+='|RingingBrowserTests|VerifiedCallTests|SoakTests|ClusterLoadTests|BenchSmokeTests|UpgradeStormTests|SlowReaderTests'
-quick_skip+='|SSELivenessTests|CoturnTests|DuetCallPeerTests|GStreamerEngineTests|RoomStateStoreTests|PostgresClusterStoreTests'
-quick_skip+='|KillAfterAckTests|ClusterStateTests|SimulationTests|ProvenanceTests'
+# a seed sweep (scripts/heavy-suites, one suite a line, made one regular expression; docs/testing.md lists what each
+# tier holds).
+quick_skip=$(grep -v '^#' scripts/heavy-suites | paste -sd'|')
 test_args=("$@")
 [ "$tier" = quick ] && test_args+=(--skip "$quick_skip")
 
@@ -207,9 +205,9 @@ long_package() {
 }
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage package long_package || status=$?; fi
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
-# The long tier's sanitizers: ThreadSanitizer and AddressSanitizer (LeakSanitizer at exit) over the in-process suites
-# and the GStreamer shim's tests (scripts/sanitize.sh; two instrumented builds, ~20 minutes more than the default
-# tier's budget leaves, so not on every change).
+# The long tier's sanitizers: ThreadSanitizer and AddressSanitizer over the in-process suites and GStreamerEngineTests
+# (scripts/sanitize.sh; two instrumented builds, ~20 minutes more than the default tier's budget leaves, so not on
+# every change).
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage sanitize scripts/sanitize.sh all || status=$?; fi
 if [ "$format_status" -ne 0 ]; then
   echo "format: swift format lint found code not laid out as .swift-format says (fix: swift format -i -r Sources Tests Plugins Package.swift)" >&2

@@ -16,12 +16,20 @@ public final class Mutex<Value: ~Copyable>: @unchecked Sendable {
     // of `handle` (in `withLock`, the only access), and the closure gets it `inout sending`, so it can neither keep it
     // nor return it without giving it up — the contract `Synchronization.Mutex` is Sendable under.
     private let handle: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    // Unchecked: the lock is what makes access exclusive; the runtime's dynamic check on a class property would cost
+    // every `withLock` (the relay path) for nothing.
+    @exclusivity(unchecked) private var value: Value
 
     public init(_ initialValue: consuming sending Value) {
         handle = .allocate(capacity: 1)
         handle.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(handle, nil)
+        // Error-checking: a thread that takes the lock it holds stops with a message, as `Synchronization.Mutex` does,
+        // instead of hanging (a default pthread mutex deadlocks silently).
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        let status = pthread_mutex_init(handle, &attributes)
+        pthread_mutexattr_destroy(&attributes)
         precondition(status == 0, "pthread_mutex_init failed: \(status)")
         value = initialValue
     }
@@ -35,7 +43,8 @@ public final class Mutex<Value: ~Copyable>: @unchecked Sendable {
     /// `body` with the value, under the lock.
     public func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result
     {
-        pthread_mutex_lock(handle)
+        let locked = pthread_mutex_lock(handle)
+        precondition(locked == 0, "Mutex.withLock: the lock is already held by this thread (or pthread_mutex_lock failed: \(locked))")
         defer { pthread_mutex_unlock(handle) }
         return try body(&value)
     }

@@ -99,6 +99,7 @@ public final class DuetServer: Sendable {
         var settings = SignalingCore.Settings()
         settings.evictionTimeoutMs = configuration.evictionTimeout.milliseconds
         settings.tombstoneMs = configuration.tombstoneDuration.milliseconds
+        settings.endedSeatMemoryMs = configuration.endedSeatMemory.milliseconds
         settings.drainReconnectAfterMs = configuration.drainReconnectAfter.milliseconds
         settings.ringTimeoutMs = configuration.ringTimeout.milliseconds
         // In a cluster another node may ring the callee's open page: a ring waits a moment for it to say so.

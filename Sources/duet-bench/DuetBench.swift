@@ -130,7 +130,7 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "The server's --eviction-timeout: how long an abandoned seat keeps waiting.") var evictionSeconds = 30
     @Option(
         help:
-            "The server's --reconnect-token-ttl: how long a seat that left is remembered. Below the warm-up, so that the tables it bounds are judged at their plateau."
+            "The server's --reconnect-token-ttl and --ended-seat-memory: how long a seat that left, or of an ended room, is remembered. Below the warm-up, so that the tables they bound are judged at their plateau."
     )
     var tokenTtlSeconds = 240
 
@@ -140,6 +140,8 @@ struct Soak: AsyncParsableCommand {
             .duet,
             extraArguments: [
                 "--eviction-timeout", "\(max(1, evictionSeconds))", "--reconnect-token-ttl", "\(ttl)",
+                // The ended seats' memory (an hour by default) likewise: the same lifetime as the token's for the run.
+                "--ended-seat-memory", "\(ttl)",
             ])
         defer { server.stop() }
         try DuetBench.emit(

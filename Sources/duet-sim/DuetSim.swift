@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import DuetSimulation
 import Foundation
-import Synchronization
 
 @main
 struct DuetSim: ParsableCommand {

@@ -50,9 +50,15 @@ struct ServeCommand: AsyncParsableCommand {
     var evictionTimeout: Double?
     @Option(
         help:
-            "Seconds a dropped client's reconnect token stays good (and a seat that left stays refused), at least --eviction-timeout. Env: DUET_RECONNECT_TOKEN_TTL. Default: 1200"
+            "Seconds a dropped client's reconnect token stays good (and a seat that left stays refused), at least --eviction-timeout. Env: DUET_RECONNECT_TOKEN_TTL. Default: 1200, or the eviction timeout if longer"
     )
     var reconnectTokenTtl: Double?
+    /// Hidden: what the soak shortens to see the ended seats' table at its plateau within its run.
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a seat of an ended room still answers ROOM_ENDED to its owner. Env: DUET_ENDED_SEAT_MEMORY. Default: 3600",
+            visibility: .hidden))
+    var endedSeatMemory: Double?
     @Option(help: "Seconds between server pings (WS frames, SSE comments). Env: DUET_PING_INTERVAL. Default: 12")
     var pingInterval: Double?
     @Option(help: "Seconds between the draining broadcast and closing connections on shutdown. Env: DUET_DRAIN_GRACE. Default: 5")
@@ -196,13 +202,19 @@ struct ServeCommand: AsyncParsableCommand {
         config.rateLimits = try toggle(rateLimit, "DUET_RATE_LIMIT") ?? config.rateLimits
         config.blockWebSocket = try toggle(blockWebsocket, "DUET_BLOCK_WEBSOCKET") ?? config.blockWebSocket
         config.evictionTimeout = try seconds(evictionTimeout, "DUET_EVICTION_TIMEOUT", 1...86_400) ?? config.evictionTimeout
-        config.reconnectTokenTTL = try seconds(reconnectTokenTtl, "DUET_RECONNECT_TOKEN_TTL", 60...86_400) ?? config.reconnectTokenTTL
-        // A seat that outlived its token could never be taken back: the token is what reattaches it.
-        guard config.reconnectTokenTTL >= config.evictionTimeout else {
-            throw ValidationError(
-                "--reconnect-token-ttl (DUET_RECONNECT_TOKEN_TTL, \(config.reconnectTokenTTL.components.seconds) s) is shorter than --eviction-timeout (\(config.evictionTimeout.components.seconds) s): a suspended seat would outlive the token that takes it back"
-            )
+        // A seat must not outlive the token that takes it back: unset, the lifetime is at least the eviction timeout
+        // (an `--eviction-timeout` above 1,200 s made seats no token could reattach); set below it, a clear error.
+        if let ttl = try seconds(reconnectTokenTtl, "DUET_RECONNECT_TOKEN_TTL", 60...86_400) {
+            guard ttl >= config.evictionTimeout else {
+                throw ValidationError(
+                    "--reconnect-token-ttl (DUET_RECONNECT_TOKEN_TTL, \(ttl.components.seconds) s) is shorter than --eviction-timeout (\(config.evictionTimeout.components.seconds) s): a suspended seat would outlive the token that takes it back"
+                )
+            }
+            config.reconnectTokenTTL = ttl
+        } else {
+            config.reconnectTokenTTL = max(config.reconnectTokenTTL, config.evictionTimeout)
         }
+        config.endedSeatMemory = try seconds(endedSeatMemory, "DUET_ENDED_SEAT_MEMORY", 60...86_400) ?? config.endedSeatMemory
         config.pingInterval = try seconds(pingInterval, "DUET_PING_INTERVAL", 0.1...60) ?? config.pingInterval
         config.drainGrace = try seconds(drainGrace, "DUET_DRAIN_GRACE", 0...300) ?? config.drainGrace
         do {

@@ -91,6 +91,8 @@ public struct ServerConfiguration: Sendable {
     public var pushRetry = PushRetryPolicy()
     public var evictionTimeout: Duration = .seconds(600)
     public var tombstoneDuration: Duration = .seconds(300)
+    /// How long a seat of an ended room answers `ROOM_ENDED` (`SignalingCore.Settings.endedSeatMemoryMs`: an hour).
+    public var endedSeatMemory: Duration = .seconds(3600)
     public var reconnectTokenTTL: Duration = .seconds(1200)
     public var turnTokenTTL: Duration = .seconds(900)
     /// WebSocket ping frames and SSE `: ping` comments. A socket that has not answered one ping by

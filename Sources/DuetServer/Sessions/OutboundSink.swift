@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where the hub puts what one connection must send. The hub calls it under its lock, from any thread, so an
 /// implementation only queues: it never writes to a socket there.
 ///

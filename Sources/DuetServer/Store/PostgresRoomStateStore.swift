@@ -564,12 +564,15 @@ public final class PostgresRoomStateStore: RoomStateStore {
         let remote = snapshot.live.filter { $0.nodeId != nodeId }
         let stillLive = Set(remote.map(\.rid))
         let vanished = state.withLock { $0.remoteLive.subtracting(stillLive) }
-        publish(
+        let facts =
             snapshot.ended + snapshot.revoked
-                + vanished.sorted().map { DurableFact.roomGone(rid: $0) }
-                // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
-                // was not listening — a room still held here must be given up, not kept beside the other node's.
-                + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) })
+            + vanished.sorted().map { DurableFact.roomGone(rid: $0) }
+            // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
+            // was not listening — a room still held here must be given up, not kept beside the other node's.
+            + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) }
+        publish(facts)
+        // What an operator (and postgres_outage.py) reads to know this node has caught up after its LISTEN came back.
+        logger.notice("room-state LISTEN is back: re-read the store", metadata: ["facts": "\(facts.count)"])
     }
 
     // MARK: Rings

@@ -119,6 +119,8 @@ public final class StoreQueue: Sendable {
     }
 
     public var count: Int { pending.withLock { $0.facts.count } }
+    /// Nothing queued and no batch being written (`take` moves a batch out of the queue while it is written).
+    var isIdle: Bool { pending.withLock { $0.facts.isEmpty && $0.writing == nil } }
 
     /// Every fact up to this ticket is in the store.
     public var durableThrough: UInt64 { pending.withLock { $0.durable } }

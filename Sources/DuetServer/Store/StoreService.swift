@@ -107,9 +107,9 @@ struct StoreService: Service {
                 }
                 // The store answers again: a node with nothing to write hears it here (/healthz and `duet_store_up`
                 // said DOWN after an outage until the node's next write, which a node holding steady calls never
-                // makes). With facts waiting, the writer's next success says so: a store that answers a heartbeat
-                // but refuses a write is not up.
-                if queue.count == 0 { markUp() }
+                // makes). With facts waiting or a batch being written, the writer's outcome says so: a store that
+                // answers a heartbeat but refuses a write is not up (and must not flap between the two).
+                if queue.isIdle { markUp() }
             } catch {
                 markDown(error)
             }

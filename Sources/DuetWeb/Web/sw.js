@@ -68,9 +68,11 @@ async function showRing({ roomId: rid, callId, caller, expiresAt, snapshotId }) 
   });
 }
 
+// The pages with the incoming sheet: `/` and `/call/<room id>` (WebClientRoutes.swift serves them; anything else of
+// the site is a 404 or the connection check).
 function ringsItself(url) {
   const path = new URL(url).pathname;
-  return path === '/' || path.startsWith('/call/');
+  return path === '/' || /^\/call\/[A-Za-z0-9_-]{27}$/.test(path);
 }
 
 async function endRing({ roomId: rid, callId, reason }) {

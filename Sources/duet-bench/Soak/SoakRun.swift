@@ -22,6 +22,8 @@ struct SoakResult: Codable, Sendable {
     var evictionSeconds: Int
     /// The server's `--reconnect-token-ttl` for the run (what bounds the revoked and ended seats).
     var tokenTtlSeconds: Int
+    /// The server's `--ended-seat-memory` for the run (what bounds the ended seats).
+    var endedSeatMemorySeconds: Int
     var calls: Int
     /// How calls went: `leave`, `end`, `abandoned` (how each ended), and `recovered` or `reattached` (the guest back
     /// with its token: after or before the server saw its old connection go), `sseAbandoned`, `slowReader` (what else
@@ -82,7 +84,8 @@ enum SoakRun {
         let totals = counts.snapshot
         return SoakResult(
             url: base, clients: slots * 2, churnSeconds: seconds, warmupSeconds: warmupSeconds, evictionSeconds: evictionSeconds,
-            tokenTtlSeconds: tokenTtlSeconds, calls: totals.calls, outcomes: totals.outcomes, errors: totals.errors, joinMs: joins.summary,
+            tokenTtlSeconds: tokenTtlSeconds, endedSeatMemorySeconds: tokenTtlSeconds, calls: totals.calls, outcomes: totals.outcomes,
+            errors: totals.errors, joinMs: joins.summary,
             samples: series,
             growth: SoakSample.growth(of: series, after: warmupSeconds), idleBefore: idleBefore, settled: settled,
             checkedOnceIdle: SoakSample.emptiedWhenIdle.sorted(),

@@ -40,9 +40,9 @@ struct SoakSample: Codable, Sendable {
 
     /// Tables bounded by a lifetime (`SignalingCore.tableSizes`): under steady churn each holds what one lifetime of
     /// churn leaves, then stays there. Judged like the series (as `table:NAME`) once the run is longer than the
-    /// lifetime: the soak sets the reconnect token's (revoked and ended seats) below its warm-up
-    /// (`duet-bench soak --token-ttl-seconds`); tombstones live 300 s, join-alert budgets refill in 90 s, ring
-    /// memory 5 minutes.
+    /// lifetime: the soak sets the reconnect token's (revoked seats) and the ended seats' memory (an hour by default)
+    /// below its warm-up (`duet-bench soak --token-ttl-seconds`); tombstones live 300 s, join-alert budgets refill in
+    /// 90 s, ring memory 5 minutes.
     static let lifetimeBounded = ["revoked_seats", "ended_seats", "tombstones", "join_alert_budgets", "ring_starts", "ring_outcomes"]
 
     static func growth(of samples: [SoakSample], after warmup: Double) -> [String: SoakGrowth] {

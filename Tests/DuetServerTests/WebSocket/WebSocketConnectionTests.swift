@@ -4,7 +4,6 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
-import Synchronization
 import Testing
 
 @testable import DuetServer

@@ -15,13 +15,12 @@ the home and call pages, which ring with their own sheet, as Duet in view).
 Mutations (each must fail the scenario; DUET_PUSH_BREAK):
 - `wrong-key`: after B subscribed, the server is given B's endpoint with another browser's keys (the server's payload
   is encrypted to the wrong key: Firefox acks 101, no notification);
-- `no-push-handler`: `duet serve --web-root` a copy of the browser client whose service worker has no `push`
-  listener.
-Two more were run by hand with `DUET_WEB_ROOT` set to an altered copy of Sources/DuetWeb/Web, and failed it: a worker
-that takes any page of the site in view for Duet's (the ring is never shown: the 404 tab), and a Ring me here off that
-keeps the browser's subscription (no `unregister`).
+- `no-push-handler`, `any-page`, `keep-subscription`: `duet serve --web-root` a copy of the browser client whose
+  service worker has no `push` listener; whose worker takes any page of the site in view for Duet's (the ring is never
+  shown: the 404 tab); whose Ring me here off keeps the browser's subscription (no `unregister`). WEB_MUTATIONS.
 """
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -87,17 +86,28 @@ def firefox_prefs(ws_port):
     }
 
 
-def web_root_without_push_listener():
-    """A copy of the browser client whose service worker ignores `push` events (the `no-push-handler` mutation)."""
+# The mutations that run the browser client altered (`duet serve --web-root` a copy): the file, the line, its stand-in.
+WEB_MUTATIONS = {
+    # The worker ignores `push` events.
+    "no-push-handler": ("sw.js", "self.addEventListener('push', (event) => event.waitUntil(onPush(event.data)));",
+                        "// (mutation: no push listener)"),
+    # Any page of the site in view counts as Duet's (the 404 tab kept open silences the ring).
+    "any-page": ("sw.js", "client.visibilityState === 'visible' && ringsItself(client.url)", "client.visibilityState === 'visible'"),
+    # Ring me here off keeps the browser's subscription.
+    "keep-subscription": ("js/ringing/ring-me-here.js", "await subscription.unsubscribe();", "undefined;"),
+}
+
+
+def mutated_web_root(name):
+    """A copy of the browser client with one of WEB_MUTATIONS made."""
+    path, line, stand_in = WEB_MUTATIONS[name]
     copy = os.path.join(tempfile.mkdtemp(prefix="duet-web-"), "Web")
     shutil.copytree(os.path.join(ROOT, "Sources", "DuetWeb", "Web"), copy)
-    worker = os.path.join(copy, "sw.js")
-    with open(worker) as f:
+    with open(os.path.join(copy, path)) as f:
         text = f.read()
-    line = "self.addEventListener('push', (event) => event.waitUntil(onPush(event.data)));"
-    expect(line in text, "sw.js still has the push listener this mutation removes")
-    with open(worker, "w") as f:
-        f.write(text.replace(line, "// (mutation: no push listener)"))
+    expect(line in text, f"{path} still has what the mutation {name} changes: {line}")
+    with open(os.path.join(copy, path), "w") as f:
+        f.write(text.replace(line, stand_in))
     return copy
 
 
@@ -205,13 +215,19 @@ def second_device(chromium, link, room):
     c.navigate(link.split("/call/")[0] + "/")
     c.wait_for(f"window.duet && duet.page === 'home' && duet.occupancy()[{json.dumps(room)}] === 1", 10,
                message="C's home page watches the call (A is in it)")
-    return c
+    return c, context
+
+
+def push_topic(kind, subject):
+    """The Topic duet serve gives a push (PushDispatcher.topic): one per join alert's room, one per call."""
+    digest = hashlib.sha256(f"{kind}|{subject}".encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:32]
 
 
 def scenario_ring_firefox_push(chromium):
     """Firefox's own push client: B turns on Ring me here (PushManager.subscribe, Duet's VAPID key) and closes every Duet page. A (Chromium) joins with its camera on: Firefox decrypts the join alert and B's worker shows it with A's picture (opened with B's key). A rings: the worker shows A's verified name with Accept and Decline and A's picture (the join alert closed); A cancels and it becomes a missed call. A rings again and B's other device (C, Chromium, its home page open) accepts: Firefox's ring becomes "Answered on another device". B turns Ring me here off: the browser drops its push subscription, and A's next ring reaches nobody."""
     service, push_dir, ports = push_service()
-    web_root = ("--web-root", web_root_without_push_listener()) if BREAK == "no-push-handler" else ()
+    web_root = ("--web-root", mutated_web_root(BREAK)) if BREAK in WEB_MUTATIONS else ()
     server = Server("--push-allow-private-endpoints", "on", "--push-ca-file", os.path.join(push_dir, "ca.pem"), *web_root)
     try:
         with Firefox.launch(prefs=firefox_prefs(ports["wsPort"])) as firefox:
@@ -232,14 +248,18 @@ def scenario_ring_firefox_push(chromium):
             blank = firefox.new_page(server.url + "not-a-duet-page")
             b.close()
 
-            def pushed(what, after):
-                """The next push to B's endpoint after `after` earlier ones: delivered (201) and decrypted (ack 100)."""
+            def delivered(topic):
+                return events(push_dir, channelID=channel, event="push", status=201, topic=topic)
+
+            def pushed(what, topic, index):
+                """Push number `index` (from 0) under `topic` to B's endpoint: delivered (201) and decrypted (ack 100).
+                By Topic, not by count: a join alert of C's may come between (a ring and its end share the call's)."""
                 deadline = time.monotonic() + 15
-                while len(events(push_dir, channelID=channel, event="push", status=201)) <= after:
+                while len(delivered(topic)) <= index:
                     expect(time.monotonic() < deadline, f"{what} reached the push service, VAPID verified, and went down to Firefox "
                            f"(push service events: {events(push_dir)[-6:]})")
                     time.sleep(0.05)
-                push = events(push_dir, channelID=channel, event="push", status=201)[after]
+                push = delivered(topic)[index]
                 acks = wait_event(push_dir, f"Firefox acknowledged {what}", version=push["version"], event="ack")
                 expect(acks[-1]["code"] == 100,
                        f"Firefox decrypted {what} and handed it to the worker (ack 100; 101 is a decryption error): {acks[-1]}")
@@ -252,11 +272,12 @@ def scenario_ring_firefox_push(chromium):
             a = watch(chromium.new_page(link, prejoin=True), "A")
             a.wait_for("window.duet && duet.screen === 'prejoin' && document.getElementById('prejoin-video').videoWidth > 0", 15,
                        message="A's camera preview plays")
-            sent = len(events(push_dir, channelID=channel, event="push", status=201))
+            join_topic = push_topic("join", room)
+            sent = len(delivered(join_topic))
             joined = time.monotonic()
             a.evaluate("document.getElementById('join').click()")
             a.wait_for("duet.phase === 'waiting'", 15, message="A joins")
-            push = pushed("A's join alert", sent)
+            push = pushed("A's join alert", join_topic, sent)
             expect(push["urgency"] == "high" and push["contentEncoding"] == "aes128gcm" and push["topic"] and int(push["ttl"]) <= 60,
                    f"a join alert as docs/protocol.md says (Urgency high, TTL at most 60, a Topic), encrypted: {push}")
             shown = wait_notifications(firefox, server, "join-" + room, lambda ns: len(ns) == 1, "B's service worker shows the join alert")
@@ -266,12 +287,11 @@ def scenario_ring_firefox_push(chromium):
             expect(shown[0]["picture"] is True, f"the join alert carries A's picture, opened with B's own key: {shown[0]}")
 
             # A rings from the waiting screen.
-            sent = len(events(push_dir, channelID=channel, event="push", status=201))
             a.evaluate("document.getElementById('ring-button').click()")
             a.wait_for("duet.ring && duet.ring.state === 'ringing'", 10, message="A rings")
             call_id = a.evaluate("duet.ring.callId")
             rang = time.monotonic()
-            push = pushed("Duet's ring", sent)
+            push = pushed("Duet's ring", push_topic("ring", room + "|" + call_id), 0)
             expect(push["urgency"] == "high" and push["contentEncoding"] == "aes128gcm" and push["topic"],
                    f"an urgent, encrypted ring with a Topic: {push}")
             shown = wait_notifications(firefox, server, call_id, lambda ns: len(ns) == 1 and ns[0]["kind"] == "ring",
@@ -295,21 +315,19 @@ def scenario_ring_firefox_push(chromium):
 
             # Answered elsewhere: B's other device (C, Chromium, no push service of its own here) listens on its home
             # page; A rings both; C accepts; the ring's end reaches Firefox by push and replaces its ring.
-            c = second_device(chromium, link, room)
-            sent = len(events(push_dir, channelID=channel, event="push", status=201))
+            c, c_context = second_device(chromium, link, room)
             a.evaluate("document.getElementById('ring-button').click()")
             a.wait_for("duet.ring && duet.ring.state === 'ringing' && duet.ring.callId !== " + json.dumps(call_id), 10,
                        message="A rings again")
             second_call = a.evaluate("duet.ring.callId")
-            pushed("A's second ring", sent)
+            pushed("A's second ring", push_topic("ring", room + "|" + second_call), 0)
             c.wait_for(f"duet.incoming.state === 'ringing' && duet.incoming.roomId === {json.dumps(room)} && "
                        "!document.getElementById('incoming').hidden", 10, message="C's sheet rings")
             wait_notifications(firefox, server, second_call, lambda ns: len(ns) == 1 and ns[0]["kind"] == "ring",
                                "B's service worker shows the second ring")
-            sent = len(events(push_dir, channelID=channel, event="push", status=201))
             c.evaluate("document.getElementById('incoming-accept').click()")
             a.wait_for("duet.ring.state === 'accepted'", 10, message="A sees accepted")
-            pushed("the ring's end (answered on C)", sent)
+            pushed("the ring's end (answered on C)", push_topic("ring", room + "|" + second_call), 1)
             shown = wait_notifications(firefox, server, second_call, lambda ns: ns and all(n["kind"] != "ring" for n in ns),
                                        "C's answer closed Firefox's ring and showed what replaced it")
             log(f"after C answered, B's Firefox shows: {shown}")
@@ -319,6 +337,7 @@ def scenario_ring_firefox_push(chromium):
             c.evaluate("duet.leave()")
             c.wait_for("duet.phase === 'idle'", 10, message="C left")
             c.close()
+            chromium.send("Target.disposeBrowserContext", {"browserContextId": c_context})
 
             # B turns ringing here off: the server forgets the endpoint and, no other call being rung here, the
             # browser drops its push subscription; A's next ring reaches no push service.

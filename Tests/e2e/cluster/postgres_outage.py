@@ -4,16 +4,17 @@ rooms of `duet-bench hold` clients held open through it) while its database goes
 
 1. **One node cut off** — node3 reaches PostgreSQL through a gate of the test's (a TCP proxy), which is shut: node3's
    connections drop and new ones are refused. Meanwhile a room on node1 is ended. When the gate opens, node3 must have
-   caught up with what it missed (its LISTEN was down when node1's notification went out): a reconnect with the ended
-   room's saved token, sent to node3 directly, gets ROOM_ENDED. This is what fails when a node does not re-read the
+   caught up with what it missed (its LISTEN was down when node1's notification went out): once it logs that its
+   LISTEN is back and it re-read the store, a reconnect with the ended room's saved token, sent to node3 directly,
+   gets ROOM_ENDED. This is what fails when a node does not re-read the
    database after its connection comes back (the mutation: `PostgresRoomStateStore.resync` a no-op).
 2. **PostgreSQL restarted mid-call** (stopped with `pg_ctl -m fast`, started again on the same data and port): every
    node's /healthz stays 200 and says DOWN, `duet_store_up` 0; signaling goes on from memory (a new call joins and
    relays an offer); a host's end_room is acknowledged only once it is written (no `room_ended` while the database is
    down; it comes after); then every node says up again with nothing pending, and the other nodes refuse the ended
    room's token.
-3. **A rolling restart with the database down**: a node gets SIGTERM, PostgreSQL stops while it drains; its clients
-   are recovered on the other nodes from their reconnect tokens alone; PostgreSQL comes back, then the node.
+3. **A rolling restart with the database down**: PostgreSQL stops, then a node gets SIGTERM; its clients are
+   recovered on the other nodes from their reconnect tokens alone; PostgreSQL comes back, then the node.
 
 Throughout, the held clients: none lost but to the drain, every room whole at the end, the same cids, no error but a
 failed connect while a node is away. Run by ClusterLoadTests in a network namespace of its own:
@@ -74,6 +75,11 @@ class DatabaseGate:
                 continue
             upstream.settimeout(None)
             with self.lock:
+                # Shut while this one was being connected: it must not outlive the shut.
+                if not self.is_open:
+                    client.close()
+                    upstream.close()
+                    continue
                 self.sockets.update((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
@@ -175,6 +181,18 @@ def wait_store(nodes, up, what, timeout=40):
         time.sleep(0.25)
 
 
+def wait_log(node, text, since, what, timeout=20):
+    """The first line of `node`'s log containing `text` after `since` (monotonic)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with node.lock:
+            found = [line for t, line in node.lines if t >= since and text in line]
+        if found:
+            return found[0]
+        expect(time.monotonic() < deadline, f"{what} (no '{text}' in {node.name}'s log)")
+        time.sleep(0.1)
+
+
 def call_on(node, rid):
     """A host and a guest joined in room `rid` straight on `node` (its URL, not nginx): (host, guest, guest's seat)."""
     host, guest = WebSocket(ws_url(node.url, rid)), WebSocket(ws_url(node.url, rid))
@@ -230,13 +248,13 @@ def scenario_postgres_outage():
                 began = time.monotonic()
                 wait_store([node3], up=True, what="node3 says its store is up again")
                 timings["node3UpAfterGateSeconds"] = round(time.monotonic() - began, 2)
-                # Its LISTEN comes back on its own schedule (≤ 5 s backoff) and then re-reads what it missed.
-                deadline = time.monotonic() + 20
-                while (answer := answer_to_token(node3, rid, saved)) != "ROOM_ENDED":
-                    expect(time.monotonic() < deadline, "node3 caught up after its database came back: a reconnect "
-                           f"into the room node1 ended meanwhile is refused ROOM_ENDED (got {answer})")
-                    time.sleep(0.5)
+                # Its LISTEN comes back on its own schedule (≤ 5 s backoff) and then re-reads what it missed; only
+                # then is it asked (a reconnect before that would be seated in the ended room: what catching up is for).
+                wait_log(node3, "room-state LISTEN is back: re-read the store", began, "node3's LISTEN came back and re-read the store")
                 timings["node3CaughtUpSeconds"] = round(time.monotonic() - began, 2)
+                answer = answer_to_token(node3, rid, saved)
+                expect(answer == "ROOM_ENDED", "node3 caught up after its database came back: a reconnect into the room "
+                       f"node1 ended meanwhile is refused ROOM_ENDED (got {answer})")
                 log(f"node3 caught up {timings['node3CaughtUpSeconds']} s after its gate opened")
                 _, seconds, away = bench.wait_back(30)
                 expect(away == 0, f"after node3's outage: {away} clients away")
@@ -278,11 +296,13 @@ def scenario_postgres_outage():
                 log(f"PostgreSQL restart: room_ended {timings['roomEndedAfterRestartSeconds']} s and every node up "
                     f"{timings['everyNodeUpSeconds']} s after it was started again")
 
-                # 3. A rolling restart with the database down: node1 drains while PostgreSQL stops.
+                # 3. A rolling restart with the database down: PostgreSQL stops, then node1 drains and exits.
+                c.stop_postgres()
+                wait_store(c.nodes, up=False, what="every node says its store is DOWN before node1's SIGTERM")
+                held = c.connections(node1)
                 bench.mark("sigterm-node1-database-down")
                 began = time.monotonic()
                 c.sigterm(node1, wait=False)
-                c.stop_postgres()
                 node1.proc.wait(15)
                 _, seconds, away = bench.wait_back(60)
                 timings["backWithDatabaseDownSeconds"] = seconds
@@ -302,9 +322,14 @@ def scenario_postgres_outage():
             results.detail(timings=timings, errors=result["errors"], lastKinds=result["lastKinds"],
                            phases=[{k: p.get(k) for k in ("label", "backSeconds", "losses", "drainings")} for p in result["phases"]])
             failures = rolling.check_result(result, clients, every_client_moved=False)
-            losses = {p["label"]: p.get("losses") for p in result["phases"] if p["label"] in ("gate-shut", "postgres-restart")}
-            if any(losses.values()):
+            losses = {p["label"]: p.get("losses") for p in result["phases"]}
+            if losses.get("gate-shut") or losses.get("postgres-restart"):
                 failures.append(f"clients lost their connection while the database was away (no node was restarted): {losses}")
+            # Recorded, not yet required (issue 53, point 1: each room moved once): when the database comes back, a
+            # node whose LISTEN re-reads the store before its own claims are written takes node1's old rows for claims
+            # and gives up rooms it recovered meanwhile, which move again (seen: node1 held 100, 224 connections lost).
+            moved_again = (losses.get("sigterm-node1-database-down") or 0) + (losses.get("settle") or 0) - (held or 0)
+            results.detail(node1HeldAtSigterm=held, connectionsLostBeyondNode1s=moved_again)
             expect(not failures, "; ".join(failures))
             results.report(seconds=timings["backWithDatabaseDownSeconds"], how=(
                 f"{clients} clients held through nginx; node3 cut off from PostgreSQL caught up "
@@ -312,7 +337,8 @@ def scenario_postgres_outage():
                 f"PostgreSQL restarted mid-call: /healthz 200 and DOWN on every node, a call joined and relayed from memory, "
                 f"room_ended held until written ({timings['roomEndedAfterRestartSeconds']} s after the start), every node up "
                 f"{timings['everyNodeUpSeconds']} s after; SIGTERM with the database down: every client back "
-                f"{timings['backWithDatabaseDownSeconds']:.2f} s after; 0 rooms split, same cids"))
+                f"{timings['backWithDatabaseDownSeconds']:.2f} s after ({held} connections on node1, {moved_again} more lost "
+                "when the database came back: rooms recovered meanwhile moved again); every room whole, same cids"))
     print(f"scenario {SCENARIO}: ok", flush=True)
 
 

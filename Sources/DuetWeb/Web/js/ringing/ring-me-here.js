@@ -45,9 +45,12 @@ export async function setRingMeHere({ baseUrl, roomId, deviceId, on }) {
     let subscription = await registration.pushManager.getSubscription();
     if (!on) {
       if (subscription) {
-        await fetch(new URL(`api/push/subscribe?roomId=${encodeURIComponent(roomId)}`, baseUrl), {
+        const response = await fetch(new URL(`api/push/subscribe?roomId=${encodeURIComponent(roomId)}`, baseUrl), {
           method: 'DELETE', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ endpoint: subscription.endpoint }),
         });
+        // Still on here until the server has forgotten the endpoint: a toggle showing off while the server rings on
+        // would be a surprise. (404: it had forgotten it already.)
+        if (!response.ok && response.status !== 404) return { ok: false, message: `The server refused: ${(await response.text()).trim()}` };
       }
       await ringStore.remove(roomId);
       savedCalls.update(roomId, { ringMe: false });
@@ -77,6 +80,6 @@ export async function setRingMeHere({ baseUrl, roomId, deviceId, on }) {
     savedCalls.update(roomId, { ringMe: true });
     return { ok: true };
   } catch (error) {
-    return { ok: false, message: `Could not turn on ringing here: ${error.message}` };
+    return { ok: false, message: `Could not turn ${on ? 'on' : 'off'} ringing here: ${error.message}` };
   }
 }
