@@ -4,20 +4,23 @@
 Usage: silent_websocket.py HOST PORT. Prints "pings=<n> close=<code> after=<seconds>" once the
 server closes the socket (the server must cut a peer that stays silent).
 """
-import base64, os, socket, struct, sys, time
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ws_frames  # noqa: E402
 
 host, port = sys.argv[1], int(sys.argv[2])
 sock = socket.create_connection((host, port), timeout=60)
-key = base64.b64encode(os.urandom(16)).decode()
-sock.sendall((f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-response = b""
-while b"\r\n\r\n" not in response:
-    response += sock.recv(1)
-if b" 101 " not in response.split(b"\r\n")[0]:
-    print("handshake failed: " + response.split(b"\r\n")[0].decode())
+status, buffer = ws_frames.upgrade(sock, f"{host}:{port}", "/ws")
+if " 101 " not in status:
+    print("handshake failed: " + status)
     sys.exit(1)
-start, pings, buffer = time.monotonic(), 0, b""
+start, pings = time.monotonic(), 0
+
 
 def read(n):
     global buffer
@@ -29,19 +32,13 @@ def read(n):
     out, buffer = buffer[:n], buffer[n:]
     return out
 
+
 try:
     while True:
-        first, second = read(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", read(2))[0]
-        elif length == 127:
-            length = struct.unpack("!Q", read(8))[0]
-        payload = read(length)
-        opcode = first & 0x0F
-        if opcode == 0x9:
+        opcode, payload = ws_frames.read_frame(read)
+        if opcode == ws_frames.PING:
             pings += 1
-        elif opcode == 0x8:
+        elif opcode == ws_frames.CLOSE:
             code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 0
             print(f"pings={pings} close={code} after={time.monotonic() - start:.2f}")
             sys.exit(0)

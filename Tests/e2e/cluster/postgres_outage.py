@@ -146,11 +146,8 @@ def health(node):
 
 def store_metrics(node):
     """duet_store_up, duet_store_pending_facts, duet_store_waiting_messages of a node (None: no answer)."""
-    request = urllib.request.Request(node.url + "metrics", headers={"Authorization": f"Bearer {rolling.METRICS_TOKEN}"})
-    try:
-        with urllib.request.urlopen(request, timeout=3) as response:
-            text = response.read().decode()
-    except OSError:
+    text = rolling.LoadCluster.metrics_text(node)
+    if text is None:
         return None
     found = {}
     for name in ("duet_store_up", "duet_store_pending_facts", "duet_store_waiting_messages"):

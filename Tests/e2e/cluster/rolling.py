@@ -137,13 +137,20 @@ class LoadCluster(cluster.Cluster):
     def wait_healthy(self, node, timeout=30):
         deploy.wait_until(f"{node.name} answers /healthz", lambda: self.node_healthy(node), timeout, node.proc)
 
-    def connections(self, node):
-        """Open signaling connections on a node, from its /metrics (loopback is allowed), or None."""
+    @staticmethod
+    def metrics_text(node):
+        """A node's /metrics (with the token: the nodes trust 127.0.0.1 as their proxy), or None."""
         request = urllib.request.Request(node.url + "metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
         try:
             with urllib.request.urlopen(request, timeout=3) as response:
-                text = response.read().decode()
+                return response.read().decode()
         except OSError:
+            return None
+
+    def connections(self, node):
+        """Open signaling connections on a node, from its /metrics, or None."""
+        text = self.metrics_text(node)
+        if text is None:
             return None
         total = 0.0
         found = False
