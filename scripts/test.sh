@@ -174,7 +174,12 @@ if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" != quick ]; then
   # 20261206T083937Z-e3b5b6); apart, each in-process test's xunit time is its own.
   stage "swift test (in-process)" swift test --skip-build --xunit-output "$timing/xunit-in-process.xml" --skip "$quick_skip" \
     || status=$?
-  stage "swift test (heavy)" swift test --skip-build --xunit-output "$timing/xunit.xml" --filter "$quick_skip" || status=$?
+  # The heavy pass starts every test at once (256 places, more than it has tests): each heavy job queues for its slot
+  # as the pass starts, so the exclusive ones (sweeps, load runs, the soak in little) all run first, one after the
+  # other. With 64 places a late suite's exclusive job arrived mid-run and the slots drained for it: three slots idle
+  # for up to a minute, twice (run 20261207T142834Z-98596e). Nothing in-process is left to crowd: it ran in the first pass.
+  SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=256 \
+    stage "swift test (heavy)" swift test --skip-build --xunit-output "$timing/xunit.xml" --filter "$quick_skip" || status=$?
 elif [ "$status" -eq 0 ]; then
   stage "swift test" swift test --skip-build --xunit-output "$timing/xunit.xml" ${test_args[@]+"${test_args[@]}"} || status=$?
 fi

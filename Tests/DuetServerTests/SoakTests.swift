@@ -2,7 +2,7 @@ import DuetTestSupport
 import Foundation
 import Testing
 
-/// The soak in little (issue 34, point 3; benchmarks/soak.sh is the long one): 90 s of call-shaped churn at
+/// The soak in little (issue 34, point 3; benchmarks/soak.sh is the long one): 40 s of call-shaped churn at
 /// 200 clients against the built `duet serve` (`duet-bench soak`: joins, offers, candidates, reconnects with tokens,
 /// SSE streams abandoned, frozen readers, leaves, ends, seats abandoned), then every client gone and the eviction
 /// timeout passed. A leak of a per-connection, per-seat or per-room entry shows here as a table that is not empty
@@ -14,7 +14,7 @@ import Testing
         let result = try await OneAtATime.heavyWork.run {
             try await runCommand(
                 [
-                    binary, "soak", "--clients", "200", "--seconds", "90", "--warmup-seconds", "30", "--sample-seconds", "5",
+                    binary, "soak", "--clients", "200", "--seconds", "40", "--warmup-seconds", "10", "--sample-seconds", "2",
                     "--eviction-seconds", "10",
                 ],
                 environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(300))

@@ -149,6 +149,16 @@ import Testing
         #expect(report.contains("faults (\(shrunk.faults.count)):"))
     }
 
+    /// Seed 6 with the cooldown ignored: a silent sender's restarts answer each other every few milliseconds. A real
+    /// server refuses such a client `RATE_LIMITED`; the run stops there instead of simulating a minute of the storm.
+    @Test func aClientFloodingTheServerIsCaught() {
+        var options = Simulation.Options(seed: 6)
+        options.mutation = .cooldownIgnored
+        let result = Simulation.run(options)
+        #expect(result.violations.first?.invariant == .messageFlood, "\(result.violations)")
+        #expect(result.eventsRun < 100_000, "the run went on after the flood: \(result.eventsRun) events")
+    }
+
     static let brokeTheCooldownFirst: @Sendable (Simulation.Result) -> Bool = { $0.violations.first?.invariant == .iceRestartCooldown }
 
     @Test func losingThePingTimerIsCaught() async throws {

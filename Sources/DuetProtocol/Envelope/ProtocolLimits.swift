@@ -8,4 +8,9 @@ public enum ProtocolLimits {
     /// A WebSocket silent for this long is closed by the server.
     public static let serverSilenceTimeoutMs: Int64 = 30_000
     public static let maxWatchedRooms = 64
+    /// Signaling messages one connection may send (a token bucket: a burst of `messageBurst`, then `messagesPerSecond`);
+    /// past it the server answers `RATE_LIMITED` and closes on abuse. A client that keeps to its timers stays far
+    /// inside it; the simulator fails a run whose client does not (`Violation.Invariant.messageFlood`).
+    public static let messageBurst = 100.0
+    public static let messagesPerSecond = 50.0
 }

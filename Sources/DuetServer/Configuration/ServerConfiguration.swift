@@ -51,7 +51,7 @@ public struct ServerConfiguration: Sendable {
         public var api = IPRateLimiter.Rule(capacity: 60, refillPerSecond: 10)
         public var upgrades = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
         public var sse = IPRateLimiter.Rule(capacity: 30, refillPerSecond: 5)
-        public var messages = IPRateLimiter.Rule(capacity: 100, refillPerSecond: 50)
+        public var messages = IPRateLimiter.Rule(capacity: ProtocolLimits.messageBurst, refillPerSecond: ProtocolLimits.messagesPerSecond)
         /// `/api/turn-credentials` per seat: a call fetches them at join and on a few ICE restarts.
         public var turnCredentials = IPRateLimiter.Rule(capacity: 10, refillPerSecond: 0.2)
         public init() {}

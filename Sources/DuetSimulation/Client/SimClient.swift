@@ -217,6 +217,7 @@ final class SimClient {
                 return
             }
             world.trace(side, "→ \(Describe.envelope(envelope))")
+            world.monitor.sent(side, on: ObjectIdentifier(connection))
             guard let signed = signing.signed(envelope) else {
                 world.trace(side, "a \(envelope.type) that could not be signed: not sent")
                 return

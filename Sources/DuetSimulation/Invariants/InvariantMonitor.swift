@@ -11,6 +11,9 @@ final class InvariantMonitor {
     private var lastRestartOffer: [Int64?] = [nil, nil]
     /// The previous restart does not count: its offer was rolled back, or the peer session changed.
     private var restartExempt = [true, true]
+    /// Per side: the server's message bucket of its current connection, as `ProtocolLimits` defines it.
+    private var messageBucket: [(connection: ObjectIdentifier?, tokens: Double, since: Int64)] = [(nil, 0, 0), (nil, 0, 0)]
+    private var flooded = [false, false]
     private var mediaEverConnected = [false, false]
     private var lastMembership: [String] = ["", ""]
     /// "incarnation|cid|rid" of evicted seats and "incarnation|rid" of ended rooms (with when): a server process
@@ -97,6 +100,30 @@ final class InvariantMonitor {
         }
         lastRestartOffer[index] = now
         restartExempt[index] = false
+    }
+
+    /// A client sent a signaling message on `connection`: it must keep inside the server's message bucket for one
+    /// connection (`ProtocolLimits.messageBurst`, then `messagesPerSecond`), or a real server refuses it
+    /// `RATE_LIMITED` and closes it. A runtime that loops without a delay (a restart with no cooldown answering itself)
+    /// floods long before any other promise breaks.
+    func sent(_ side: Side, on connection: ObjectIdentifier) {
+        let index = side.rawValue
+        if messageBucket[index].connection != connection {
+            messageBucket[index] = (connection, ProtocolLimits.messageBurst, now)
+        }
+        var bucket = messageBucket[index]
+        bucket.tokens =
+            min(
+                ProtocolLimits.messageBurst, bucket.tokens + Double(now - bucket.since) * ProtocolLimits.messagesPerSecond / 1_000) - 1
+        bucket.since = now
+        messageBucket[index] = bucket
+        if bucket.tokens < 0, !flooded[index] {
+            flooded[index] = true
+            fail(
+                .messageFlood, side,
+                "sent faster than one connection may (\(Int(ProtocolLimits.messageBurst)) at once, then \(Int(ProtocolLimits.messagesPerSecond)) a second)"
+            )
+        }
     }
 
     func offerRolledBack(_ side: Side) { restartExempt[side.rawValue] = true }

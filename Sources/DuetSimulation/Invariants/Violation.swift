@@ -15,6 +15,7 @@ public struct Violation: Sendable, Equatable, CustomStringConvertible {
         case evictedSeatResurrected = "an evicted seat brought back by its old token"
         case endedRoomReappeared = "a participant seated in a room its host had ended"
         case staleCredentials = "reconnect token or TURN credentials expired while in the call"
+        case messageFlood = "signaling sent faster than the server's message limit allows"
         case connectionsDisagree = "in the call, but the two sides not on one pair of connections (credentials, fingerprints)"
     }
 
