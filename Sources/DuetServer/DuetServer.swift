@@ -90,6 +90,7 @@ public final class DuetServer: Sendable {
         let storeHealth = store.map { _ in StoreHealth(engine: engine) }
         self.storeHealth = storeHealth
         let storeQueue = store.map { _ in StoreQueue() }
+        if let storeQueue, let postgres = store as? PostgresRoomStateStore { postgres.attach(claims: storeQueue) }
         let authorities = SignalingCore.Authorities(
             roomIds: RoomIdAuthority(key: secrets.key(secrets.roomIdSecret)),
             reconnectTokens: ReconnectTokenAuthority(

@@ -471,6 +471,10 @@ import Testing
         let outputs = engine.handle(.message(draining))
         #expect(outputs.contains(.closeTransport))
         #expect(outputs.contains(.timer(.schedule(.reconnectBackoff, afterMs: 3_000))))
+        // The first room of a drain is told 0: it goes at once, not after the backoff's 400–600 ms (issue 53).
+        var first = try guestInCall()
+        let now = Envelope(.draining, payload: try JSONValue(encoding: DrainingPayload(reconnectAfterMs: 0)))
+        #expect(first.handle(.message(now)).contains(.timer(.schedule(.reconnectBackoff, afterMs: 0))))
     }
 
     @Test("a kept seat is reclaimed after a process death, and such a join never times out (B5)") func resumeKeptSeat() throws {

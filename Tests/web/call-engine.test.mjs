@@ -334,6 +334,10 @@ test('draining: reconnect after the delay the server asked for', () => {
   const outputs = engine.handle(message('draining', { reconnectAfterMs: 3000 }));
   assert.deepEqual(outputs[0], { type: 'closeTransport' });
   assert.ok(has(outputs, { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 3000 } }));
+  // The first room of a drain is told 0: it goes at once, not after the backoff's 400–600 ms (issue 53).
+  const first = guestInCall();
+  assert.ok(has(first.handle(message('draining', { reconnectAfterMs: 0 })),
+    { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 0 } }));
 });
 
 // Mirrors CallEngineTests.candidatesNeverPrecedeTheirOffer. Found in CI: webrtcbin reports candidates before it hands

@@ -40,6 +40,12 @@ public enum DurableFact: Sendable, Equatable, Hashable {
         }
     }
 
+    /// The room a claim is for (nil for every other fact).
+    public var claimedRid: String? {
+        if case .roomClaimed(let rid, _, _, _) = self { return rid }
+        return nil
+    }
+
     /// What a queue keeps when `newer` follows this fact with the same key: the newest state, still a claim if this
     /// one was (a claim followed by an update before either was written is still a claim).
     public func merged(with newer: DurableFact) -> DurableFact {

@@ -12,7 +12,9 @@ public struct SignalingCore: Sendable {
         /// may come back long after the tombstone (5 min) and its token (20 min) ran out, and must be told the
         /// call is over rather than be seated in a new, empty room under the old link.
         public var endedSeatMemoryMs: Int64 = 60 * 60_000
-        public var drainReconnectAfterMs: Int64 = 1_000
+        /// The first room's delay in a drain (issue 53: 0 — the client's delay was 1 to 2 s of a drain's 2.4 s, measured
+        /// by `rolling.py`; the spread alone keeps the rooms from arriving at once).
+        public var drainReconnectAfterMs: Int64 = 0
         /// A drain spreads its rooms' reconnects over this much after `drainReconnectAfterMs` (issue 34: the clients of a
         /// stopping node must not all reach the next one in the same instant). Both clients of a room get the same delay,
         /// so that they arrive together and the room is whole on its new node.

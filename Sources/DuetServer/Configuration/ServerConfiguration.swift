@@ -100,8 +100,9 @@ public struct ServerConfiguration: Sendable {
     public var pingInterval: Duration = .seconds(12)
     /// Between the `draining` broadcast and closing every connection.
     public var drainGrace: Duration = .seconds(5)
-    /// What `draining` tells clients to wait before reconnecting.
-    public var drainReconnectAfter: Duration = .seconds(1)
+    /// What `draining` tells the first room's clients to wait before reconnecting (the others: spread over a second
+    /// after it, `SignalingCore.Settings.drainSpreadMs`).
+    public var drainReconnectAfter: Duration = .zero
 
     public init() {}
 

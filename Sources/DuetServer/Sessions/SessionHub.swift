@@ -378,6 +378,18 @@ public final class SessionHub: Sendable {
         everyShard { $0.learn(facts) }
     }
 
+    /// Another node's row read back after this node's LISTEN came back (`RoomStateStore.snapshotMark(taking:)`): a
+    /// claim, unless this node claimed the room since `mark` — its claim queued, being written, or written after the
+    /// row was read — which is newer than the row and replaces it (the other node hears it and gives the room up).
+    /// Judged under each shard's lock: a claim a shard queues (a recovery there) is in the queue before the check or
+    /// comes after the fact is applied, never between the two.
+    public func learn(snapshotClaim fact: DurableFact, unlessClaimedHereSince mark: UInt64) {
+        guard let rid = fact.claimedRid, let store else { return learn([fact]) }
+        everyShard { shard in
+            if !store.claimedHere(rid, since: mark) { shard.learn([fact]) }
+        }
+    }
+
     /// `POST /api/leave`: answered once the leave is in the store (acknowledged means durable, issue 34); false for
     /// `stored` when the server stopped before the store took it, or the store did not take it within `bound` (it
     /// is down: the leave stays queued and is written when it is back, but the client is not told it is stored).

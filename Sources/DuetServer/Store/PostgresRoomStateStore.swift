@@ -54,6 +54,19 @@ public final class PostgresRoomStateStore: RoomStateStore {
         var reachableSinceMs: Int64?
         /// Sends ring messages one after the other (`broadcast`), started with the first.
         var ringSender: Task<Void, Never>?
+        /// This node's writes (`attach(claims:)`): a resync takes its `claimMark` before it reads the store.
+        var claims: StoreQueue?
+        /// The claims a resync published, by room: the mark taken before its snapshot (`snapshotMark(taking:)`).
+        var snapshotMarks: [String: UInt64] = [:]
+    }
+
+    /// The queue of this node's writes: a resync marks its claims with the queue's `claimMark` from before it read
+    /// the store, so that a claim of a room this node has claimed since is not taken for another node's (set at start).
+    func attach(claims queue: StoreQueue) { state.withLock { $0.claims = queue } }
+
+    public func snapshotMark(taking fact: DurableFact) -> UInt64? {
+        guard let rid = fact.claimedRid else { return nil }
+        return state.withLock { $0.snapshotMarks.removeValue(forKey: rid) }
     }
 
     /// Ring messages waiting to be sent, in order: a ring's end must never overtake its start (another node would ring
@@ -279,9 +292,14 @@ public final class PostgresRoomStateStore: RoomStateStore {
     public func write(_ facts: [DurableFact], nowMs: Int64) async throws {
         guard !facts.isEmpty else { return }
         let nodeId = self.nodeId
+        // Every node writes its rows in the same order, by room (a room's own facts keep theirs: its end after its
+        // live record). In the order they were queued, two nodes writing the same rooms at once (a drain: the new node
+        // claims what the old one gives up) locked the rows in opposite orders, and PostgreSQL broke the deadlock by
+        // failing one write (40P01, seen in rolling.py's drain): its claims waited a retry, and rooms moved twice.
+        let ordered = facts.enumerated().sorted { ($0.element.rid, $0.offset) < ($1.element.rid, $1.offset) }.map(\.element)
         try await perform("write") { client, logger in
             try await client.withTransaction(logger: logger) { connection in
-                for fact in facts {
+                for fact in ordered {
                     let kind: String
                     switch fact {
                     case .roomEnded(let rid, let endedBy, let reason, let tombstoneUntilMs, let seats, let seatsUntilMs):
@@ -560,6 +578,11 @@ public final class PostgresRoomStateStore: RoomStateStore {
     /// After a reconnect: everything the tables hold (but our own live rooms), and `roomGone` for the rooms of other
     /// nodes we said were live and that are gone now.
     private func resync() async throws {
+        // Before the snapshot: a room this node claims from here on (or claimed but had not written: the database
+        // away) may still show its old owner's row, which is older than this node's claim. Taken for a claim, it made
+        // the node give up every room it had recovered during an outage, and each moved a second time (issue 53,
+        // postgres_outage.py); the hub now judges each such claim against the queue (`SessionHub.learn(snapshotClaim:)`).
+        let mark = state.withLock { $0.claims?.claimMark }
         let snapshot = try await snapshot(nowMs: Self.nowMs())
         let remote = snapshot.live.filter { $0.nodeId != nodeId }
         let stillLive = Set(remote.map(\.rid))
@@ -570,6 +593,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
             // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
             // was not listening — a room still held here must be given up, not kept beside the other node's.
             + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) }
+        if let mark { state.withLock { state in for row in remote { state.snapshotMarks[row.rid] = mark } } }
         publish(facts)
         // What an operator (and postgres_outage.py) reads to know this node has caught up after its LISTEN came back.
         logger.notice("room-state LISTEN is back: re-read the store", metadata: ["facts": "\(facts.count)"])

@@ -26,12 +26,18 @@ public protocol RoomStateStore: Sendable {
     func broadcast(_ message: RingBroadcast)
     /// What the other nodes said of their rings. Ends when the store is closed.
     func ringMessages() -> AsyncStream<RingBroadcast>
+    /// For a `roomClaimed` that `changes()` yielded from a re-read of the store (not from another node's write as it
+    /// happened): the `StoreQueue.claimMark` taken before that read, once (nil otherwise). A room this node claimed
+    /// after the mark may show an older owner's row there (`SessionHub.learn(snapshotClaim:…)`).
+    func snapshotMark(taking fact: DurableFact) -> UInt64?
 }
 
 extension RoomStateStore {
     /// A single node has nobody to tell.
     public func broadcast(_ message: RingBroadcast) {}
     public func ringMessages() -> AsyncStream<RingBroadcast> { AsyncStream { $0.finish() } }
+    /// A single node never re-reads the store.
+    public func snapshotMark(taking fact: DurableFact) -> UInt64? { nil }
 }
 
 /// How long the stores keep what no longer lives.

@@ -30,6 +30,13 @@ public final class StoreQueue: Sendable {
         var nextWaiter: UInt64 = 0
         var finished = false
         var waiter: AsyncStream<Void>.Continuation?
+        /// The rooms this node claims in the batch being written (`ClaimLedger`).
+        var writingClaims: Set<String> = []
+        /// Claims written so far; per room, the count at which its latest claim was written (bounded: `claimedHere`).
+        var claimsWritten: UInt64 = 0
+        var claimWrittenAt: [String: UInt64] = [:]
+        /// Marks at or below this may have lost entries of `claimWrittenAt` to its bound.
+        var forgottenThrough: UInt64 = 0
 
         /// Every ticket below the oldest one still pending or being written.
         var durableNow: UInt64 {
@@ -81,6 +88,7 @@ public final class StoreQueue: Sendable {
             let batch = oldest.sorted { $0.order < $1.order }
             for entry in batch { state.facts[entry.fact.key] = nil }
             state.writing = batch.lazy.map(\.since).min()
+            state.writingClaims = Set(batch.compactMap { $0.fact.claimedRid })
             return batch
         }
     }
@@ -94,6 +102,17 @@ public final class StoreQueue: Sendable {
     func written() -> UInt64 {
         let (durable, ready) = pending.withLock { state in
             state.writing = nil
+            for rid in state.writingClaims.sorted() {
+                state.claimsWritten += 1
+                state.claimWrittenAt[rid] = state.claimsWritten
+            }
+            state.writingClaims = []
+            if state.claimWrittenAt.count > Self.writtenClaimsKept {
+                // The older half goes; a mark from before what is kept can no longer be judged (`claimedHere`).
+                let cut = state.claimWrittenAt.values.sorted()[state.claimWrittenAt.count / 2]
+                state.claimWrittenAt = state.claimWrittenAt.filter { $0.value > cut }
+                state.forgottenThrough = max(state.forgottenThrough, cut)
+            }
             state.durable = state.durableNow
             let ready = state.waiters.filter { $0.ticket <= state.durable }.map(\.continuation)
             state.waiters.removeAll { $0.ticket <= state.durable }
@@ -108,6 +127,7 @@ public final class StoreQueue: Sendable {
     func putBack(_ batch: [Entry]) {
         pending.withLock { state in
             state.writing = nil
+            state.writingClaims = []
             for entry in batch {
                 if let newer = state.facts[entry.fact.key] {
                     state.facts[entry.fact.key] = Entry(order: newer.order, since: entry.since, fact: entry.fact.merged(with: newer.fact))
@@ -119,6 +139,28 @@ public final class StoreQueue: Sendable {
     }
 
     public var count: Int { pending.withLock { $0.facts.count } }
+
+    // MARK: Claims a snapshot of the store may not show yet
+
+    /// How many rooms' written claims `claimedHere` remembers: far more than a node writes while one snapshot of the
+    /// store is read (seconds), and a few MiB at most.
+    static let writtenClaimsKept = 50_000
+
+    /// A mark to pass to `claimedHere(_:since:)`, taken before a snapshot of the store is read.
+    public var claimMark: UInt64 { pending.withLock { $0.claimsWritten } }
+
+    /// Whether this node's claim of `rid` is queued, being written, or was written after `mark`: then a snapshot read
+    /// after `mark` may show another node's older row for the room, which this claim replaces (or has replaced).
+    /// A mark older than what the bound kept counts as claimed here: the row is kept from moving the room, and the
+    /// node's claim, written since, still decides.
+    public func claimedHere(_ rid: String, since mark: UInt64) -> Bool {
+        pending.withLock { state in
+            if state.writingClaims.contains(rid) || state.facts[DurableFact.roomGone(rid: rid).key]?.fact.claimedRid != nil { return true }
+            if let written = state.claimWrittenAt[rid] { return written > mark }
+            return mark < state.forgottenThrough
+        }
+    }
+
     /// Nothing queued and no batch being written (`take` moves a batch out of the queue while it is written).
     var isIdle: Bool { pending.withLock { $0.facts.isEmpty && $0.writing == nil } }
 

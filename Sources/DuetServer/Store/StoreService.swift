@@ -86,7 +86,11 @@ struct StoreService: Service {
     private func changesLoop() async {
         for await fact in changes {
             metrics.storeLearned(1)
-            hub.learn([fact])
+            if let mark = store.snapshotMark(taking: fact) {
+                hub.learn(snapshotClaim: fact, unlessClaimedHereSince: mark)
+            } else {
+                hub.learn([fact])
+            }
         }
     }
 

@@ -217,11 +217,11 @@ final class SimClient {
                 return
             }
             world.trace(side, "→ \(Describe.envelope(envelope))")
-            world.monitor.sent(side, on: ObjectIdentifier(connection))
             guard let signed = signing.signed(envelope) else {
                 world.trace(side, "a \(envelope.type) that could not be signed: not sent")
                 return
             }
+            world.monitor.sent(side, on: ObjectIdentifier(connection))
             world.sendUp(connection, signed)
         case .createRoomId:
             world.http(side, timeoutMs: ResilienceConstants.HTTP_REQUEST_TIMEOUT_MS, request: { $0.createRoomId() }) { [self] id in

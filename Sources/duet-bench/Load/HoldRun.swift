@@ -59,6 +59,20 @@ struct HoldPhaseResult: Codable, Sendable {
     var kinds: [String: Int]
     var errors: [String: Int]
     var rejoinMs: LatencySummary
+    /// Where a rejoin's time went (issue 53: a drain's budget), the parts adding up to the whole rejoin: MARK →
+    /// `draining` received by a joined client (the node's announcement); loss → the first connect (the client's delay:
+    /// `reconnectAfterMs`, as the engine takes it); the first connect → the last one (failed connects or
+    /// refused joins and the backoffs between them, 0 for most); the last connect's own time (TCP and the upgrade
+    /// through the proxy, a draining node's 503 retried by it on the next); `join` → `joined` on the new node (the
+    /// room recovered from the token and the store). Connects per rejoin, by count ("1": the first one worked).
+    var drainingAfterMarkMs: LatencySummary
+    var rejoinWaitMs: LatencySummary
+    var rejoinRetryingMs: LatencySummary
+    var rejoinConnectMs: LatencySummary
+    var rejoinJoinMs: LatencySummary
+    var rejoinConnects: [String: Int]
+    /// Clients that lost their connection more than once in this phase (a room moved more than once: 0 in a drain).
+    var clientsLostMoreThanOnce: Int
 }
 
 /// Everything the clients report, by phase.
@@ -67,6 +81,14 @@ final class HoldRecorder: Sendable {
         let label: String
         let started: ContinuousClock.Instant
         let rejoin = LatencyRecorder()
+        let drainingAfterMark = LatencyRecorder()
+        let rejoinWait = LatencyRecorder()
+        let rejoinRetrying = LatencyRecorder()
+        let rejoinConnect = LatencyRecorder()
+        let rejoinJoin = LatencyRecorder()
+        let rejoinConnects = Mutex<[String: Int]>([:])
+        /// Losses per client in this phase: a client lost twice was moved twice (its room went back and forth).
+        let lossesByClient = Mutex<[ObjectIdentifier: Int]>([:])
         let counts = Mutex(Counts())
         let back = Mutex<(seconds: Double, away: Int)?>(nil)
         init(label: String, started: ContinuousClock.Instant) {
@@ -104,13 +126,27 @@ final class HoldRecorder: Sendable {
         current.counts.withLock { change(&$0) }
     }
 
-    func loss(draining: Bool) {
+    func loss(draining: Bool, of client: ObjectIdentifier) {
+        current.lossesByClient.withLock { $0[client, default: 0] += 1 }
         count {
             $0.losses += 1
             if draining { $0.drainings += 1 }
         }
     }
     func drainingOnly() { count { $0.drainings += 1 } }
+    func drainingArrived(at instant: ContinuousClock.Instant) {
+        let phase = current
+        phase.drainingAfterMark.record(nanoseconds: (instant - phase.started).nanoseconds)
+    }
+    /// A rejoin's parts (`HoldPhaseResult`).
+    func rejoinParts(wait: Duration, retrying: Duration, connect: Duration, join: Duration, connects: Int) {
+        let phase = current
+        phase.rejoinWait.record(nanoseconds: wait.nanoseconds)
+        phase.rejoinRetrying.record(nanoseconds: retrying.nanoseconds)
+        phase.rejoinConnect.record(nanoseconds: connect.nanoseconds)
+        phase.rejoinJoin.record(nanoseconds: join.nanoseconds)
+        phase.rejoinConnects.withLock { $0["\(connects)", default: 0] += 1 }
+    }
     func error(_ key: String) { count { $0.errors[key, default: 0] += 1 } }
     func close(_ key: String) { count { $0.closes[key, default: 0] += 1 } }
     func tokenRefreshed() { count { $0.tokenRefreshes += 1 } }
@@ -140,6 +176,11 @@ final class HoldClient: Sendable {
         var everJoined = false
         var lostAt: ContinuousClock.Instant?
         var lostByDraining = false
+        /// Since the loss: when the first connect began, how many connects, and how long the last one took.
+        var firstConnectAt: ContinuousClock.Instant?
+        var lastConnectAt: ContinuousClock.Instant?
+        var connectsSinceLoss = 0
+        var lastConnect: Duration = .zero
         /// Since when this client has been joined with a room_state listing both seats connected.
         var wholeSince: ContinuousClock.Instant?
         var participants: [ParticipantInfo] = []
@@ -156,7 +197,7 @@ final class HoldClient: Sendable {
         self.recorder = recorder
     }
 
-    /// Reconnects until the run stops: backoff as the engine's link machine, `draining`'s delay as its floor, counted
+    /// Reconnects until the run stops: backoff as the engine's link machine, or `draining`'s delay instead, counted
     /// from when `draining` arrived (as `CallEngine` schedules it), not from when the close handshake was over.
     func run() async {
         var attempt = 0
@@ -167,7 +208,7 @@ final class HoldClient: Sendable {
             let (joined, drain) = await session()
             if joined { attempt = 0 }
             let backoff = ContinuousClock.now + .milliseconds(Self.backoff(attempt: attempt))
-            next = drain.map { max(backoff, $0.at + .milliseconds($0.afterMs)) } ?? backoff
+            next = drain.map { $0.at + .milliseconds($0.afterMs) } ?? backoff
             attempt += 1
         }
     }
@@ -188,8 +229,16 @@ final class HoldClient: Sendable {
     /// joined, and the delay `draining` asked for with when it arrived.
     private func session() async -> (joined: Bool, drain: (afterMs: Int64, at: ContinuousClock.Instant)?) {
         let connection: WebSocketSignalingConnection
+        let connectAt = ContinuousClock.now
+        state.withLock { state in
+            if state.lostAt != nil, state.firstConnectAt == nil { state.firstConnectAt = connectAt }
+            state.lastConnectAt = connectAt
+            state.connectsSinceLoss += 1
+        }
         do {
             connection = try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10))
+            let took = ContinuousClock.now - connectAt
+            state.withLock { $0.lastConnect = took }
         } catch {
             switch error {
             case .timedOut: recorder.error("connect: timed out")
@@ -266,8 +315,9 @@ final class HoldClient: Sendable {
                         recorder.tokenRefreshed()
                     }
                 case "draining":
-                    drain = ((try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0, ContinuousClock.now)
-                    if !lost(draining: true) { recorder.drainingOnly() }
+                    let at = ContinuousClock.now
+                    drain = ((try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0, at)
+                    if lost(draining: true) { recorder.drainingArrived(at: at) } else { recorder.drainingOnly() }
                     await connection.close()
                 case "error":
                     let code = (try? envelope.payload.decode(ErrorPayload.self))?.code.rawValue ?? "?"
@@ -301,8 +351,15 @@ final class HoldClient: Sendable {
 
     private func didJoin(_ joined: JoinedPayload, cid: String?, sentAt: ContinuousClock.Instant) {
         let now = ContinuousClock.now
-        let first = state.withLock { state -> (first: Bool, kind: String, sameCid: Bool, lostAt: ContinuousClock.Instant?) in
+        let first = state.withLock {
+            state -> (
+                first: Bool, kind: String, sameCid: Bool, lostAt: ContinuousClock.Instant?, firstConnectAt: ContinuousClock.Instant?,
+                connects: Int, connect: Duration, lastConnectAt: ContinuousClock.Instant?
+            ) in
             let first = !state.everJoined
+            let parts = (state.firstConnectAt, state.connectsSinceLoss, state.lastConnect, state.lastConnectAt)
+            state.firstConnectAt = nil
+            state.connectsSinceLoss = 0
             let sameCid = state.cid == nil || state.cid == cid
             if state.cid == nil { state.cid = cid }
             state.token = joined.reconnectToken
@@ -313,12 +370,17 @@ final class HoldClient: Sendable {
             let lostAt = state.lostAt
             state.lostAt = nil
             Self.setParticipants(joined.participants, in: &state, now: now)
-            return (first, joined.reconnect.rawValue, sameCid, lostAt)
+            return (first, joined.reconnect.rawValue, sameCid, lostAt, parts.0, parts.1, parts.2, parts.3)
         }
         if first.first {
             recorder.joins.record(nanoseconds: (now - sentAt).nanoseconds)
         } else {
             recorder.rejoined(kind: first.kind, sameCid: first.sameCid, after: now - (first.lostAt ?? sentAt))
+            if let lostAt = first.lostAt, let connectAt = first.firstConnectAt, let lastConnectAt = first.lastConnectAt {
+                recorder.rejoinParts(
+                    wait: connectAt - lostAt, retrying: lastConnectAt - connectAt, connect: first.connect, join: now - sentAt,
+                    connects: first.connects)
+            }
         }
     }
 
@@ -343,9 +405,11 @@ final class HoldClient: Sendable {
             state.joined = false
             state.wholeSince = nil
             state.lostAt = .now
+            state.firstConnectAt = nil
+            state.connectsSinceLoss = 0
             return true
         }
-        if wasJoined { recorder.loss(draining: draining) }
+        if wasJoined { recorder.loss(draining: draining, of: ObjectIdentifier(self)) }
         return wasJoined
     }
 }
@@ -487,7 +551,11 @@ enum HoldRun {
             let back = phase.back.withLock { $0 }
             return HoldPhaseResult(
                 label: phase.label, backSeconds: back?.seconds, stillAway: back?.away, losses: c.losses, drainings: c.drainings,
-                kinds: c.kinds, errors: c.errors, rejoinMs: phase.rejoin.summary)
+                kinds: c.kinds, errors: c.errors, rejoinMs: phase.rejoin.summary, drainingAfterMarkMs: phase.drainingAfterMark.summary,
+                rejoinWaitMs: phase.rejoinWait.summary, rejoinRetryingMs: phase.rejoinRetrying.summary,
+                rejoinConnectMs: phase.rejoinConnect.summary,
+                rejoinJoinMs: phase.rejoinJoin.summary, rejoinConnects: phase.rejoinConnects.withLock { $0 },
+                clientsLostMoreThanOnce: phase.lossesByClient.withLock { $0.values.filter { $0 > 1 }.count })
         }
         return HoldResult(
             url: url, rooms: rooms, clients: clients.count, timedOut: timedOut, secondsRunning: running, readySeconds: ready,

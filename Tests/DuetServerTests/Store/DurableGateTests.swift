@@ -12,6 +12,57 @@ import Testing
 @Suite struct DurableGateTests {
     // MARK: - StoreQueue's tickets
 
+    /// What a re-read of the store must not take for another node's claim (`SessionHub.learn(snapshotClaim:…)`):
+    /// this node's claims queued, being written, or written after the mark taken before the read.
+    @Test func theClaimsASnapshotMayNotShowYet() {
+        let queue = StoreQueue()
+        queue.add(.roomClaimed(rid: "written-before", hostCid: "h", epoch: 1, occupancy: 1))
+        _ = queue.take()
+        queue.written()
+        let mark = queue.claimMark
+        queue.add(.roomClaimed(rid: "in-flight", hostCid: "h", epoch: 1, occupancy: 1))
+        queue.add(.roomLive(rid: "updated-only", hostCid: "h", epoch: 1, occupancy: 2))
+        _ = queue.take()
+        queue.add(.roomClaimed(rid: "queued", hostCid: "h", epoch: 1, occupancy: 1))
+        queue.add(.roomLive(rid: "queued", hostCid: "h", epoch: 1, occupancy: 2))  // still a claim (merged)
+        queue.add(.roomClaimed(rid: "given-up", hostCid: "h", epoch: 1, occupancy: 1))
+        queue.add(.roomGone(rid: "given-up"))  // released before it was written: not held here
+        func claimed(since mark: UInt64) -> Set<String> {
+            Set(
+                ["written-before", "in-flight", "updated-only", "queued", "given-up", "never"].filter { queue.claimedHere($0, since: mark) }
+            )
+        }
+        #expect(claimed(since: mark) == ["in-flight", "queued"])
+        queue.written()
+        #expect(claimed(since: mark) == ["in-flight", "queued"], "written after the mark: the snapshot may predate it")
+        #expect(claimed(since: queue.claimMark) == ["queued"], "written before a later mark")
+        // A refused batch's claims are queued again, not lost; under a newer roomGone the room is not held here.
+        let batch = queue.take()
+        queue.add(.roomGone(rid: "queued"))
+        queue.putBack(batch)
+        #expect(claimed(since: queue.claimMark) == [])
+    }
+
+    /// Past its bound the queue forgets the oldest written claims: a mark from before what it kept counts as claimed
+    /// here (the row is not taken for a claim), one after it is judged exactly.
+    @Test func forgottenClaimsCountAsClaimedHere() {
+        let queue = StoreQueue()
+        let mark = queue.claimMark
+        for index in 0...StoreQueue.writtenClaimsKept {
+            queue.add(.roomClaimed(rid: "r\(index)", hostCid: "h", epoch: 1, occupancy: 1))
+            if index.isMultiple(of: 1_000) {
+                _ = queue.take(limit: 2_000)
+                queue.written()
+            }
+        }
+        _ = queue.take(limit: 2_000)
+        queue.written()
+        #expect(queue.claimedHere("r0", since: mark), "forgotten, and the mark is older than what was kept")
+        #expect(queue.claimedHere("never-claimed", since: mark), "the same: the queue cannot tell")
+        #expect(!queue.claimedHere("never-claimed", since: queue.claimMark))
+        #expect(queue.claimedHere("r\(StoreQueue.writtenClaimsKept)", since: queue.claimMark - 1))
+    }
+
     @Test func aTicketIsDurableOnlyOnceItsBatchAndEveryOlderOneIsWritten() {
         let queue = StoreQueue()
         let first = queue.add(.seatRevoked(rid: "r1", cid: "a", untilMs: 1))
@@ -129,6 +180,30 @@ import Testing
         let guest = hub.open(.ws, sink: b.sink, rid: rid)
         send(hub, guest, #"{"v":1,"type":"join","rid":"\#(rid)","payload":{}}"#)
         return (host, guest)
+    }
+
+    /// Issue 53: the database was away while this node recovered a room (its claim queued); the room's old owner's
+    /// row, read back when the LISTEN returns, must not make it give the room up — only a row newer than its claim.
+    @Test(arguments: [1, 4])
+    func aRowReadBackIsNoClaimOnARoomClaimedHereSince(shards: Int) throws {
+        let queue = StoreQueue()
+        let hub = Self.hub(queue, shards: shards)
+        let rid = Self.roomId()
+        let a = Recorder()
+        let b = Recorder()
+        let mark = queue.claimMark  // the resync's, before it reads the store
+        _ = Self.room(hub, rid, a, b)
+        let oldRow = DurableFact.roomClaimed(rid: rid, hostCid: "C-old", epoch: 1, occupancy: 2)
+        hub.learn(snapshotClaim: oldRow, unlessClaimedHereSince: mark)
+        #expect(!Self.types(a).contains("draining"), "queued claim: the room was given up for an older row")
+        _ = queue.take()
+        hub.learn(snapshotClaim: oldRow, unlessClaimedHereSince: mark)
+        hub.durable(through: queue.written())
+        hub.learn(snapshotClaim: oldRow, unlessClaimedHereSince: mark)
+        #expect(!Self.types(a).contains("draining") && !Self.types(b).contains("draining"), "claim in flight, then written after the mark")
+        // A row read after this node's claim was written is newer: another node claimed the room since.
+        hub.learn(snapshotClaim: oldRow, unlessClaimedHereSince: queue.claimMark)
+        #expect(Self.types(a).last == "draining" && Self.types(b).last == "draining", "a newer claim moves the room")
     }
 
     @Test(arguments: [1, 4])

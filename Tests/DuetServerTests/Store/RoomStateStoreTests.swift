@@ -362,6 +362,60 @@ import Testing
         }
     }
 
+    /// Issue 53: two nodes writing the same rooms at once (a drain: one claims what the other gives up) must not
+    /// deadlock. Batches queued in opposite orders were written in those orders, and PostgreSQL failed one of the two
+    /// writes (40P01 deadlock detected); rows are now written in one order on every node.
+    @Test func twoNodesWritingTheSameRoomsInOppositeOrdersDoNotDeadlock() async throws {
+        try await PostgresServer.with { server in
+            let a = try await Self.store(server, "node-a", timeout: .seconds(10))
+            let b = try await Self.store(server, "node-b", timeout: .seconds(10))
+            for round in 0..<10 {
+                let rids = (0..<12).map { "r-\(round)-\(String(format: "%02d", $0))" }
+                let forward = rids.map { DurableFact.roomClaimed(rid: $0, hostCid: "h", epoch: 1, occupancy: 2) }
+                let backward = Array(forward.reversed())
+                async let byA: Void = a.write(forward, nowMs: Self.now)
+                async let byB: Void = b.write(backward, nowMs: Self.now)
+                do {
+                    _ = try await (byA, byB)
+                } catch {
+                    Issue.record("round \(round): \(error)")
+                    break
+                }
+            }
+            await a.close()
+            await b.close()
+        }
+    }
+
+    /// Issue 53: when node B's LISTEN comes back, its re-read of the store yields node A's rows as claims, each
+    /// marked with B's queue's `claimMark` from before the read (the hub judges them against B's claims since); a
+    /// claim from A's write as it happens carries no mark.
+    @Test func aResyncMarksTheClaimsItReadsBack() async throws {
+        try await PostgresServer.with { server in
+            let a = try await Self.store(server, "node-a", timeout: .seconds(2))
+            let b = try await Self.store(server, "node-b", timeout: .seconds(2))
+            let queueOfB = StoreQueue()
+            b.attach(claims: queueOfB)
+            let heardByB = Collector(b.changes())
+            let live = DurableFact.roomLive(rid: "r-of-a", hostCid: "h", epoch: 1, occupancy: 2)
+            try await a.write([live], nowMs: Self.now)
+            try await heardByB.waitFor([live])
+            #expect(b.snapshotMark(taking: live) == nil)
+
+            await server.stop()
+            queueOfB.add(.roomClaimed(rid: "r-claimed-by-b", hostCid: "h", epoch: 2, occupancy: 2))
+            _ = queueOfB.take()
+            queueOfB.written()  // one claim written before the resync: its mark is 1
+            try await server.restart()
+            let readBack = DurableFact.roomClaimed(rid: "r-of-a", hostCid: "h", epoch: 1, occupancy: 2)
+            try await heardByB.waitFor(until: { $0.contains(readBack) })
+            #expect(b.snapshotMark(taking: readBack) == 1)
+            #expect(b.snapshotMark(taking: readBack) == nil, "taken once")
+            await a.close()
+            await b.close()
+        }
+    }
+
     @Test func aStoppedServerIsAClearErrorAndARestartedOneWorksAgain() async throws {
         try await PostgresServer.with { server in
             let a = try await Self.store(server, "node-a", timeout: .seconds(2))

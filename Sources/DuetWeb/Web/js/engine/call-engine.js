@@ -696,11 +696,11 @@ export class CallEngine {
         this.#reconnectToken = payload.reconnectToken;
         return [this.#scheduleTokenRefresh(payload.reconnectTokenTTLMs)];
       case 'draining': {
-        // The server is going away: reconnect, but not before the delay it asked for.
-        const after = isInt(payload.reconnectAfterMs) ? payload.reconnectAfterMs : 0;
+        // The server is going away: reconnect after the delay it asked for, not the backoff's (CallEngine.swift says why).
+        const after = isInt(payload.reconnectAfterMs) ? Math.max(0, payload.reconnectAfterMs) : 0;
         return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })].map((output) => {
           if (output.type !== 'timer' || output.command.type !== 'schedule' || output.command.timer !== 'reconnectBackoff') return output;
-          return timer(schedule('reconnectBackoff', Math.max(output.command.afterMs, after)));
+          return timer(schedule('reconnectBackoff', after));
         });
       }
       default:
