@@ -205,6 +205,30 @@ def p50_max(summary):
     return "-" if not summary or not summary.get("count") else f"{summary['p50']:.0f} / {summary['max']:.0f}"
 
 
+def where_the_time_went(r):
+    """One paragraph from the run: the slowest node's rejoin split into its parts (p50s), and what the parts are."""
+    hold = r["hold"]
+    backs = r.get("rolling", {})
+    if not backs:
+        return ""
+    name = max(backs, key=lambda n: backs[n]["backSeconds"])
+    phase = next(p for p in hold["phases"] if p["label"] == f"sigterm-{name}")
+    if not phase.get("rejoinWaitMs"):
+        return ""
+    def p50(key):
+        return f"{phase[key]['p50']:,.0f} ms"
+    return (f"Where the time went at the slowest node ({name}, every client back {backs[name]['backSeconds']:.2f} s after "
+            f"its SIGTERM), p50 of its {phase['losses']:,} rejoins: the node's `draining` reached a client "
+            f"{p50('drainingAfterMarkMs')} after the SIGTERM; the client waited {p50('rejoinWaitMs')} (its room's "
+            f"`reconnectAfterMs`, spread over the first second, both clients of a room alike); its connect through nginx "
+            f"took {p50('rejoinConnectMs')} (the room's node on the ring answers `503` while it drains, nginx passes the "
+            f"upgrade to the next node, which accepts all of the drained node's clients within that second); the join "
+            f"there took {p50('rejoinJoinMs')} (the seat recovered from the client's token, the room from PostgreSQL). "
+            f"Connects per rejoin: {phase.get('rejoinConnects')}; clients lost more than once: "
+            f"{phase.get('clientsLostMoreThanOnce')}. On these 2 cores the connect is the part that grows with the load "
+            "(the nodes, nginx, PostgreSQL and the 3,000 clients of the load generator share them).")
+
+
 def write_rolling_table(r):
     """docs/cluster.md's rolling-restart table (issue 34: SIGTERM → every client back ≤ 3 s per node, 0 client
     errors), from the same run as docs/benchmarks.md's Cluster section."""
@@ -233,6 +257,8 @@ def write_rolling_table(r):
         "| node | connections at SIGTERM | connections lost | SIGTERM → every client back | `draining` | client's delay | retrying | connect | join | whole rejoin p50 / p90 / p99 / max (ms) | client errors | not back | target |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
+        "",
+        where_the_time_went(r),
         ROLLING_END,
     ])
     text = open(CLUSTER_MD).read()
