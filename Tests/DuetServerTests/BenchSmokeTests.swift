@@ -15,6 +15,8 @@ import Testing
                 [binary] + arguments, environment: ["DUET_BINARY": packageRoot + "/.build/debug/duet"], timeout: .seconds(60))
         }
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        // Not yet a failure (a server slow to exit on SIGTERM, seen under load; being found): shown in the run's log.
+        for line in result.stderr.split(separator: "\n") where line.contains("did not exit") { print("BenchSmokeTests: \(line)") }
         let line = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("BENCH ") }, "no result line: \(result.stdout)")
         return try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst("BENCH ".count).utf8)) as? [String: Any])
     }
@@ -62,6 +64,8 @@ import Testing
         let script = "printf 'MARK quiet\\nWAITBACK 20\\nSTOP\\n' | \"$0\" hold --url \"$1\" --rooms 2 --join-rate 50 --max-seconds 50"
         let result = try await runCommand(["sh", "-c", script, binary, server.baseURL], timeout: .seconds(60))
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        // Not yet a failure (a server slow to exit on SIGTERM, seen under load; being found): shown in the run's log.
+        for line in result.stderr.split(separator: "\n") where line.contains("did not exit") { print("BenchSmokeTests: \(line)") }
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("READY 4"), "\(lines)")
         let back = try #require(lines.first { $0.hasPrefix("BACK ") }, "\(lines)").split(separator: " ")
