@@ -180,7 +180,12 @@ import Testing
         let outputs = core.handle(
             .learned(.roomClaimed(rid: rid, hostCid: try #require(a.participants.first?.cid), epoch: 9, occupancy: 1)), nowMs: 1_000)
         for connection in [ConnectionID(1), ConnectionID(2)] {
-            #expect(outputs.contains { if case .send(connection, let e) = $0 { e.messageType == .draining } else { false } })
+            #expect(
+                outputs.contains {
+                    guard case .send(connection, let e) = $0, e.messageType == .draining else { return false }
+                    // Paced: the clients take the delay exactly, and two nodes claiming a room must not bounce them.
+                    return (try? e.payload.decode(DrainingPayload.self))?.reconnectAfterMs == SignalingCore.releaseReconnectAfterMs
+                })
             #expect(outputs.contains(.close(connection, .moved)))
         }
         #expect(persisted(outputs) == [.roomGone(rid: rid)], "only this node's own record goes (a queued claim of ours with it)")

@@ -65,7 +65,10 @@ extension SignalingCore {
         // The room goes to another node, and its ring with it: the caller rings again there after its recovered join.
         // Nothing is said here: an end sent from this node would close the notification of that new ring.
         rings[rid] = nil
-        let payload = DrainingPayload(reconnectAfterMs: 0)
+        // Not 0: the clients take it exactly (no backoff under it since issue 53), and should two nodes keep claiming
+        // a room, the clients must not bounce between them as fast as the network allows (before, the backoff's
+        // ~500 ms floor paced it).
+        let payload = DrainingPayload(reconnectAfterMs: Self.releaseReconnectAfterMs)
         for participant in room.participants {
             seatCounts.removed(participant)
             if let connection = participant.connection {

@@ -85,6 +85,9 @@ extension SignalingCore {
         return delays
     }
 
+    /// What a released room's clients are told to wait before they reconnect to the node that claimed it.
+    public static let releaseReconnectAfterMs: Int64 = 500
+
     /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
     public func drainingNotice(nowMs: Int64) -> Envelope {
         Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs))
