@@ -454,18 +454,17 @@ def scenario_files(_browser):
     lines = lambda text: [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
     missing = [l for l in lines(site) if not l.startswith("proxy_pass ") and l not in lines(cluster)]
     expect(not missing, f"nginx/duet-cluster.conf has every line of nginx/duet.conf but its proxy_pass: missing {missing}")
-    expect(re.findall(r"proxy_pass\s+(\S+);", cluster) == ["http://duet_cluster"] * 4,
+    expect(re.findall(r"proxy_pass\s+(\S+);", cluster) == ["http://duet_cluster"] * 3,
            "every location of the cluster's site proxies to the upstream duet_cluster")
     upstream = re.search(r"upstream duet_cluster \{(.*?)\n\}", cluster, re.S)
     expect(upstream and "hash $duet_room consistent;" in upstream.group(1)
            and re.search(r"map \$arg_rid \$duet_room \{[^}]*default \$arg_rid;", cluster),
            "the upstream hashes the room the clients name in ?rid= (consistently: a failed node moves only its rooms)")
-    nodes = re.findall(r"^\s*server 127\.0\.0\.1:(\d+) max_fails=0;", upstream.group(1), re.M)
-    expect(len(nodes) == 3 and len(set(nodes)) == 3,
-           f"three nodes on loopback, none ever taken out (both people of a room reach the same node): {nodes}")
+    nodes = re.findall(r"^\s*server 127\.0\.0\.1:(\d+) max_fails=1 fail_timeout=5s;", upstream.group(1), re.M)
+    expect(len(nodes) == 3 and len(set(nodes)) == 3, f"three nodes on loopback, each out for 5 s after a failure: {nodes}")
     expect("proxy_next_upstream error timeout http_502 http_504;" in lines(cluster)
-           and "proxy_connect_timeout 1s;" in lines(cluster) and "non_idempotent" not in " ".join(lines(cluster)),
-           "a dead node (refused at once, or a 1 s connect timeout, under the clients' 2 s) is skipped; a POST that "
+           and "proxy_connect_timeout 3s;" in lines(cluster) and "non_idempotent" not in " ".join(lines(cluster)),
+           "a dead node (refused at once; 3 s connect timeout, past the kernel's 1 s SYN retry) is skipped; a POST that "
            "reached a node is not retried")
     expect("zone duet_cluster 64k;" in upstream.group(1), "the workers share one view of which node is down (zone)")
     for path in ("/ws", "/sse"):
@@ -474,7 +473,7 @@ def scenario_files(_browser):
                f"{path}: a draining node's 503 to a new session is passed on to the next node")
         expect(f"limit_conn duet_signaling {env['DUET_MAX_CONNECTIONS_PER_IP']};" in block.group(1),
                f"{path}: nginx holds each address to DUET_MAX_CONNECTIONS_PER_IP over all nodes, so no node's per-address "
-               "503 (which would send the connect to another node than the room's) is ever reached")
+               "503 (which would take the node out for everyone) is ever reached")
         expect(path != "/sse" or "proxy_buffering off;" in block.group(1), "SSE is not buffered by the cluster's nginx")
     expect(unit_values(unit, "EnvironmentFile") == ["/etc/duet/duet.env"], "duet.service reads /etc/duet/duet.env")
     expect(unit_values(unit, "StateDirectory") == ["duet"] and env["DUET_DATA_DIR"] == DATA_DIR,

@@ -28,8 +28,8 @@ struct WebSocketTransport: Sendable {
         if blocked { return .refuse(.init(status: .forbidden, message: "WebSocket is disabled on this server; use /sse")) }
         let caller = Gatekeeper.Caller(head: head, peer: peer)
         if let refusal = gate.refusal(caller, entry: .ws) { return .refuse(refusal) }
-        // A 503 is what `proxy_next_upstream http_503` passes on: nginx tries the next node of the ring, so a draining
-        // node's rooms move at once (deploy/nginx/duet-cluster.conf). A
+        // A 503 is what `proxy_next_upstream http_503` passes on: nginx tries the next node of the ring and takes this
+        // one out for `fail_timeout`, so a draining node's rooms move at once (deploy/nginx/duet-cluster.conf). A
         // client without a proxy is told why and when to come back (it used to be closed unanswered: issue 34).
         if hub.isDraining { return .refuse(Gatekeeper.Refusal.draining) }
         // Only a check here: the slot is taken when the upgrade completes (`handler`), by the connection itself.
