@@ -221,9 +221,9 @@ def where_the_time_went(r):
             f"its SIGTERM), p50 of its {phase['losses']:,} rejoins: the node's `draining` reached a client "
             f"{p50('drainingAfterMarkMs')} after the SIGTERM; the client waited {p50('rejoinWaitMs')} (its room's "
             f"`reconnectAfterMs`, spread over the first second, both clients of a room alike); its connect through nginx "
-            f"took {p50('rejoinConnectMs')} (the room's node on the ring answers `503` while it drains, nginx passes the "
-            f"upgrade to the next node, which accepts all of the drained node's clients within that second); the join "
-            f"there took {p50('rejoinJoinMs')} (the seat recovered from the client's token, the room from PostgreSQL). "
+            f"took {p50('rejoinConnectMs')} (`&via=` names the node the draining node handed the room to, and nginx "
+            f"sends the upgrade straight there; the other two nodes take the drained node's clients within that second); "
+            f"the join there took {p50('rejoinJoinMs')} (the seat recovered from the client's token, the room from PostgreSQL). "
             f"Connects per rejoin: {phase.get('rejoinConnects')}; clients lost more than once: "
             f"{phase.get('clientsLostMoreThanOnce')}. On these 2 cores the connect is the part that grows with the load "
             "(the nodes, nginx, PostgreSQL and the 3,000 clients of the load generator share them).")
@@ -251,7 +251,7 @@ def write_rolling_table(r):
         "whole run is in docs/benchmarks.md, Cluster). Each node in turn gets SIGTERM, drains, exits and is started "
         f"again; target: every client back within {ROLLING_TARGET_S:.0f} s of the SIGTERM, no client error, each room moved "
         "once (no client lost twice while the node drained; the connections lost match the node's at the SIGTERM). Where a rejoin's time goes, p50 / max in ms: "
-        "the node's `draining` after the SIGTERM, the client's delay before it connects again (`reconnectAfterMs`), retries (failed connects or joins and their backoffs), the connect through nginx (a draining node's `503` retried on the next), the join on the new node (the room "
+        "the node's `draining` after the SIGTERM, the client's delay before it connects again (`reconnectAfterMs`), retries (failed connects or joins and their backoffs), the connect through nginx (to the room's next node, named by the drain: `&via=`), the join on the new node (the room "
         "recovered from the client's token and PostgreSQL).",
         "",
         "| node | connections at SIGTERM | connections lost | SIGTERM → every client back | `draining` | client's delay | retrying | connect | join | whole rejoin p50 / p90 / p99 / max (ms) | client errors | not back | target |",
@@ -329,9 +329,9 @@ def render(r):
         f"`rolling.py`: {verdict}.",
         "",
         "A node that held no rooms (it had just come back) loses nobody. More connections lost than the node had "
-        "clients means rooms moved more than once: a node that sees another node claim one of its rooms (the first "
-        "seat of the room there) sends that room's clients `draining` (reconnect at once), so while a room's two "
-        "clients reach different nodes the room goes back and forth until both land on one node.",
+        "clients would mean rooms moved more than once: a node that sees another node claim one of its rooms sends "
+        "that room's clients over, so a room whose two clients reached different nodes moves again. A drain names each "
+        "room's next node to both of its clients (`draining {via}`, routed by nginx's `&via=`), so they arrive together.",
         "",
         failover_paragraph(r),
         "",

@@ -42,12 +42,14 @@ public final class SSESignalingConnection: SignalingConnection {
     ///   - sid: reuse the same sid across reconnects (the server ties a seat to it).
     ///   - silenceTimeout: the server comments every 12 s; this much silence means the stream is dead.
     ///   - roomId: the room this connection is for, sent as `&rid=` on the stream and every POST (`SignalingURL`).
+    ///   - via: the node a drain named for the room, sent as `&via=` beside it.
     public static func connect(
-        baseURL: String, sid: String = SessionIdFormat.random(), roomId: String? = nil, timeout: Duration,
+        baseURL: String, sid: String = SessionIdFormat.random(), roomId: String? = nil, via: String? = nil,
+        timeout: Duration,
         silenceTimeout: Duration = .seconds(30), headers: [(String, String)] = [],
         http: HTTPClient = .shared, logger: Logger = Logger(label: "duet.sse")
     ) async throws(SignalingConnectError) -> SSESignalingConnection {
-        let streamURL = SignalingURL.sse(server: baseURL, sid: sid, roomId: roomId)
+        let streamURL = SignalingURL.sse(server: baseURL, sid: sid, roomId: roomId, via: via)
         let (events, eventSink) = AsyncStream<SignalingEvent>.makeStream()
         let (postStream, posts) = AsyncStream<Post>.makeStream()
         let opened = OneShot<Result<Void, SignalingConnectError>>()

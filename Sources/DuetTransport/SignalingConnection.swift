@@ -61,23 +61,31 @@ public enum SignalingSendError: Error, Sendable, Equatable {
 /// (`?rid=ROOM`): the server starts the connection in that room's shard (a hint: a join moves it to its room's), and a
 /// proxy in front of several nodes routes on it
 /// (deploy/nginx/duet-cluster.conf hashes it), so every connection of a room — both people's, each SSE POST —
-/// reaches the node that holds it. A connection for no room (a watcher, the bench) carries none.
+/// reaches the node that holds it. A connection for no room (a watcher, the bench) carries none. After a drain that
+/// named the room's next node (`draining {via}`), its connections also carry `&via=NODE`, which the proxy routes to
+/// that node before its own choice.
 public enum SignalingURL {
-    /// `ws(s)://host/ws[?rid=ROOM]` for the server `http(s)://host/`.
-    public static func webSocket(server: String, roomId: String? = nil) -> String {
+    /// `ws(s)://host/ws[?rid=ROOM[&via=NODE]]` for the server `http(s)://host/`.
+    public static func webSocket(server: String, roomId: String? = nil, via: String? = nil) -> String {
         var base = server.hasSuffix("/") ? server : server + "/"
         if base.hasPrefix("https://") {
             base = "wss://" + base.dropFirst("https://".count)
         } else if base.hasPrefix("http://") {
             base = "ws://" + base.dropFirst("http://".count)
         }
-        return base + "ws" + (roomId.map { "?rid=" + queryComponent($0) } ?? "")
+        return base + "ws" + query(roomId: roomId, via: via, first: "?")
     }
 
-    /// `http(s)://host/sse?sid=SID[&rid=ROOM]`: the stream's URL and every POST's.
-    public static func sse(server: String, sid: String, roomId: String? = nil) -> String {
+    /// `http(s)://host/sse?sid=SID[&rid=ROOM[&via=NODE]]`: the stream's URL and every POST's.
+    public static func sse(server: String, sid: String, roomId: String? = nil, via: String? = nil) -> String {
         let base = server.hasSuffix("/") ? server : server + "/"
-        return base + "sse?sid=" + queryComponent(sid) + (roomId.map { "&rid=" + queryComponent($0) } ?? "")
+        return base + "sse?sid=" + queryComponent(sid) + query(roomId: roomId, via: via, first: "&")
+    }
+
+    /// `rid=ROOM[&via=NODE]` after `first`, or nothing for no room (a via means nothing without its room).
+    public static func query(roomId: String?, via: String?, first: String) -> String {
+        guard let roomId else { return "" }
+        return first + "rid=" + queryComponent(roomId) + (via.map { "&via=" + queryComponent($0) } ?? "")
     }
 
     /// Percent-encodes as JavaScript's `encodeURIComponent` does (the browser client's rule), so a room reads the

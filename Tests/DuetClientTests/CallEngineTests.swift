@@ -477,6 +477,49 @@ import Testing
         #expect(first.handle(.message(now)).contains(.timer(.schedule(.reconnectBackoff, afterMs: 0))))
     }
 
+    @Test(
+        "draining names the room's next node: connects go through it until one fails, a drain says otherwise, or the call ends (issue 53)")
+    func drainingVia() throws {
+        func draining(via: String?) throws -> CallEngine.Input {
+            .message(Envelope(.draining, payload: try JSONValue(encoding: DrainingPayload(reconnectAfterMs: 0, via: via))))
+        }
+        var engine = try guestInCall()
+        _ = engine.handle(try draining(via: "node2"))
+        #expect(engine.via == "node2")
+        #expect(engine.handle(.timerFired(.reconnectBackoff)).contains(.openTransport(.ws, via: "node2")))
+        _ = engine.handle(.transportOpened(.ws))
+        // A drop that is no drain: the room is still on that node, and so is the next connect.
+        _ = engine.handle(.transportClosed(.networkError))
+        #expect(engine.handle(.timerFired(.reconnectBackoff)).contains(.openTransport(.ws, via: "node2")))
+        // That connect is refused: the node is gone, and the next goes by the room alone.
+        _ = engine.handle(.transportOpenFailed(.ws, .error))
+        #expect(engine.via == nil)
+        #expect(engine.handle(.timerFired(.reconnectBackoff)).contains(.openTransport(.ws, via: nil)))
+        // A connect that never answers counts as failed too.
+        _ = engine.handle(.transportOpened(.ws))
+        _ = engine.handle(try draining(via: "node3"))
+        _ = engine.handle(.timerFired(.reconnectBackoff))
+        _ = engine.handle(.timerFired(.connectTimeout))
+        #expect(engine.via == nil)
+        // A room released to the node that claimed it (draining without via) forgets the old one.
+        var released = try guestInCall()
+        _ = released.handle(try draining(via: "node2"))
+        _ = released.handle(.timerFired(.reconnectBackoff))
+        _ = released.handle(.transportOpened(.ws))
+        _ = released.handle(try draining(via: nil))
+        #expect(released.handle(.timerFired(.reconnectBackoff)).contains(.openTransport(.ws, via: nil)))
+        // A via that is not a string is no payload at all (the JS engine decodes alike): no via, no delay.
+        var hostile = try guestInCall()
+        let odd = Envelope(.draining, payload: ["reconnectAfterMs": 3_000, "via": 7])
+        #expect(hostile.handle(.message(odd)).contains(.timer(.schedule(.reconnectBackoff, afterMs: 0))))
+        #expect(hostile.via == nil)
+        // A new call starts without it.
+        var ended = try guestInCall()
+        _ = ended.handle(try draining(via: "node2"))
+        _ = ended.handle(.leave)
+        #expect(ended.via == nil)
+    }
+
     @Test("a kept seat is reclaimed after a process death, and such a join never times out (B5)") func resumeKeptSeat() throws {
         var options = CallEngine.Options()
         options.resume = Seat(roomId: rid, cid: "C-g", reconnectToken: "token-C-g")

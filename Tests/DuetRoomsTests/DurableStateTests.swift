@@ -153,7 +153,8 @@ import Testing
         }
         _ = core.handle(.opened(ConnectionID(99), .ws, sid: nil), nowMs: 0)
         var delays: [ConnectionID: Int64] = [:]
-        for case .send(let target, let envelope) in core.handle(.drain, nowMs: 1_000) where envelope.messageType == .draining {
+        for case .send(let target, let envelope) in core.handle(.drain(successors: []), nowMs: 1_000)
+        where envelope.messageType == .draining {
             delays[target] = try envelope.payload.decode(DrainingPayload.self).reconnectAfterMs
         }
         #expect(delays.count == 9, "every connection is told")
@@ -163,6 +164,67 @@ import Testing
         }
         let roomDelays = (0..<4).compactMap { delays[ConnectionID(UInt64(2 * $0 + 1))] }.sorted()
         #expect(roomDelays == [0, 250, 500, 750], "spread evenly over the second after the base delay (0)")
+    }
+
+    /// Issue 53, each room moved once: in a cluster the drain names one successor per room (`DrainRoute` over the other
+    /// live nodes) to both of its clients in the same message, the rooms spread over the successors; a connection
+    /// in no room, and every connection of a node alone, is named none (the proxy decides).
+    @Test func aDrainNamesEachRoomsNextNodeToBothOfItsClients() throws {
+        var core = makeCore()
+        let rids = (0..<40).map { _ in authorities.roomIds.issue() }
+        for (index, rid) in rids.enumerated() {
+            join(&core, ConnectionID(UInt64(2 * index + 1)), rid: rid, now: 0)
+            join(&core, ConnectionID(UInt64(2 * index + 2)), rid: rid, now: 0)
+        }
+        _ = core.handle(.opened(ConnectionID(999), .ws, sid: nil), nowMs: 0)
+        var via: [ConnectionID: String?] = [:]
+        for case .send(let target, let envelope) in core.handle(.drain(successors: ["node1", "node3"]), nowMs: 1_000)
+        where envelope.messageType == .draining {
+            via[target] = try envelope.payload.decode(DrainingPayload.self).via
+        }
+        #expect(via.count == 81, "every connection is told")
+        #expect(via[ConnectionID(999)] == .some(nil), "a connection in no room is named no node")
+        var perNode: [String: Int] = [:]
+        for (index, rid) in rids.enumerated() {
+            let first = via[ConnectionID(UInt64(2 * index + 1))] ?? nil
+            #expect(first == via[ConnectionID(UInt64(2 * index + 2))] ?? nil, "room \(index) split")
+            #expect(first == DrainRoute.successor(of: rid, among: ["node1", "node3"]))
+            perNode[first ?? "none", default: 0] += 1
+        }
+        #expect(Set(perNode.keys) == ["node1", "node3"] && perNode.values.allSatisfy { $0 >= 8 }, "spread: \(perNode)")
+        // A connection that arrives from a shard not drained yet is told its room's node too.
+        #expect(
+            try core.drainingNotice(for: ConnectionID(1), nowMs: 1_100).payload.decode(DrainingPayload.self).via
+                == DrainRoute.successor(of: rids[0], among: ["node1", "node3"]))
+        // A node alone names nobody.
+        var alone = makeCore()
+        join(&alone, ConnectionID(1), rid: rids[0], now: 0)
+        for case .send(_, let envelope) in alone.handle(.drain(successors: []), nowMs: 1_000) where envelope.messageType == .draining {
+            #expect(try envelope.payload.decode(DrainingPayload.self).via == nil)
+        }
+    }
+
+    /// The choice is the same on every process and for every order of the nodes, and a node that goes away moves only
+    /// its own rooms (rendezvous hashing).
+    @Test func aRoomsNextNodeIsStableAndMovesOnlyWhenItsNodeGoes() {
+        let rids = (0..<300).map { "room-\($0)" }
+        for rid in rids {
+            let three = DrainRoute.successor(of: rid, among: ["node1", "node2", "node3"])
+            #expect(three == DrainRoute.successor(of: rid, among: ["node3", "node1", "node2"]))
+            if three != "node2" { #expect(DrainRoute.successor(of: rid, among: ["node1", "node3"]) == three) }
+        }
+        // Fixed values, computed by a Python version written from the algorithm's definition (FNV-1a 64 of
+        // node NUL rid, splitmix64's finaliser): the choice is a contract between nodes of different builds.
+        #expect(DrainRoute.score(node: "node1", rid: "room-1") == 0x8c1b_ebe9_6404_cb62)
+        #expect(DrainRoute.score(node: "node1", rid: "room-3") == 0x0703_fed6_3827_dd63)
+        #expect(
+            ["room-1", "room-2", "room-5", "AbCdEfGhIjKlMnOpQrStUvWx-_0"].map {
+                DrainRoute.successor(of: $0, among: ["node1", "node2", "node3"])
+            }
+                == ["node2", "node3", "node2", "node1"])
+        #expect(DrainRoute.successor(of: "x", among: []) == nil)
+        let counts = Dictionary(grouping: rids) { DrainRoute.successor(of: $0, among: ["node1", "node2", "node3"])! }.mapValues(\.count)
+        #expect(counts.count == 3 && counts.values.allSatisfy { $0 >= 70 }, "even: \(counts)")
     }
 
     /// Another node claims a room this one still holds (nginx routes the room there now): the clients here are
@@ -184,7 +246,9 @@ import Testing
                 outputs.contains {
                     guard case .send(connection, let e) = $0, e.messageType == .draining else { return false }
                     // Paced: the clients take the delay exactly, and two nodes claiming a room must not bounce them.
-                    return (try? e.payload.decode(DrainingPayload.self))?.reconnectAfterMs == SignalingCore.releaseReconnectAfterMs
+                    // No via: the clients forget one an earlier drain named, and go by the room to its claimant.
+                    let payload = try? e.payload.decode(DrainingPayload.self)
+                    return payload?.reconnectAfterMs == SignalingCore.releaseReconnectAfterMs && payload?.via == nil
                 })
             #expect(outputs.contains(.close(connection, .moved)))
         }

@@ -105,6 +105,11 @@ import Testing
             // B learns A's rooms from the database within milliseconds; the test waits for it rather than race it.
             try await waitUntil("B knows the room on A") { try await Self.occupancy(of: rid, on: b) == 2 }
             await a.stop()  // drained: both are told, then closed
+            // A named B, the only other node alive in the database, to both: a proxy routes their `&via=b` there.
+            for client in [host, guest] {
+                let draining = try await client.expect(.draining, timeout: .seconds(5))
+                #expect(try draining.payload.decode(DrainingPayload.self).via == "b")
+            }
 
             // The guest reaches B first; the host after it, and hosts again.
             let guestOnB = try await TestClient.connect(.sse, to: b, roomId: rid)
@@ -227,7 +232,8 @@ import Testing
             #expect(
                 try await guestOnB.join(rid, JoinPayload(reconnectCid: guestJoined.cid, reconnectToken: guestJoined.token)).payload
                     .reconnect == .recovered)
-            _ = try await host.expect(.draining, timeout: .seconds(5))
+            let released = try await host.expect(.draining, timeout: .seconds(5))
+            #expect(try released.payload.decode(DrainingPayload.self).via == nil, "no via: the client goes by the room, to B")
             _ = try await host.expectClosed()
             let hostOnB = try await TestClient.connect(.ws, to: b, roomId: rid)
             let back = try await hostOnB.join(rid, JoinPayload(reconnectCid: hostJoined.cid, reconnectToken: hostJoined.token))

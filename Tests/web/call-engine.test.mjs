@@ -340,6 +340,42 @@ test('draining: reconnect after the delay the server asked for', () => {
     { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 0 } }));
 });
 
+// Mirrors CallEngineTests.drainingVia (issue 53: both clients of a room reach the node the drain named).
+test('draining names the room\'s next node: connects go through it until one fails, a drain says otherwise, or the call ends', () => {
+  const draining = (via) => message('draining', via === undefined ? { reconnectAfterMs: 0 } : { reconnectAfterMs: 0, via });
+  const engine = guestInCall();
+  engine.handle(draining('node2'));
+  assert.equal(engine.via, 'node2');
+  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws', via: 'node2' }));
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  engine.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws', via: 'node2' }));
+  engine.handle({ type: 'transportOpenFailed', transport: 'ws', failure: 'error' });
+  assert.equal(engine.via, null);
+  const open = engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }).find((o) => o.type === 'openTransport');
+  assert.deepEqual(open, { type: 'openTransport', transport: 'ws' }, 'no via field at all, as the Swift trace form');
+  engine.handle({ type: 'transportOpened', transport: 'ws' });
+  engine.handle(draining('node3'));
+  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  engine.handle({ type: 'timerFired', timer: 'connectTimeout' });
+  assert.equal(engine.via, null);
+  const released = guestInCall();
+  released.handle(draining('node2'));
+  released.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  released.handle({ type: 'transportOpened', transport: 'ws' });
+  released.handle(draining(null));
+  assert.ok(has(released.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws' }));
+  assert.equal(released.via, null);
+  const hostile = guestInCall();
+  assert.ok(has(hostile.handle(message('draining', { reconnectAfterMs: 3000, via: 7 })),
+    { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 0 } }));
+  assert.equal(hostile.via, null);
+  const ended = guestInCall();
+  ended.handle(draining('node2'));
+  ended.handle({ type: 'leave' });
+  assert.equal(ended.via, null);
+});
+
 // Mirrors CallEngineTests.candidatesNeverPrecedeTheirOffer. Found in CI: webrtcbin reports candidates before it hands
 // the offer back, so duet call sent its first ones before its offer and an aiortc peer dropped them.
 test('our candidates never precede the offer they belong to, the first one or an ICE restart\'s', () => {

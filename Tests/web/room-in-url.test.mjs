@@ -80,3 +80,25 @@ test('an SSE link for no room (the home page) sends no rid', async (t) => {
   assert.equal(server.posts[0].url, `${BASE}sse?sid=S-2`);
   link.close();
 });
+
+// After a drain that named the room's next node (`draining {via}`), every request of the room carries `&via=NODE`
+// beside its rid (deploy/nginx/duet-cluster.conf routes it to that node), encoded alike; no room, no via.
+test('a drain\'s via rides beside the room on both transports, URL-encoded', async (t) => {
+  assert.equal(webSocketUrl('https://duet.test/', ROOM, 'node2').href, `wss://duet.test/ws?rid=${ROOM}&via=node2`);
+  const odd = webSocketUrl('https://duet.test/', ROOM, ODD);
+  assert.equal(odd.searchParams.get('via'), ODD, 'decodes back to the same node');
+  assert.equal(odd.searchParams.get('rid'), ROOM);
+  assert.equal(webSocketUrl('http://duet.test/', null, 'node2').href, 'ws://duet.test/ws', 'a via means nothing without its room');
+  assert.equal(sseUrl(BASE, 'S-1', ROOM, 'node3').href, `${BASE}sse?sid=S-1&rid=${ROOM}&via=node3`);
+  const server = installFakeSseServer(t);
+  const { link, opened } = createSseLink(BASE, 'S-3', handlers, undefined, ROOM, 'node3');
+  await settle();
+  server.streams[0].push(sseSession('tok-via'));
+  await opened;
+  link.send({ v: 1, type: 'ping', payload: { ts: 1 } });
+  await settle();
+  const expected = `${BASE}sse?sid=S-3&rid=${ROOM}&via=node3`;
+  assert.equal(server.streams[0].url, expected);
+  assert.deepEqual(server.posts.map((p) => p.url), [expected], 'every POST of the stream goes where the stream went');
+  link.close();
+});

@@ -77,7 +77,10 @@ extension CallEngine.Input {
 extension CallEngine.Output {
     public var traceForm: JSONValue {
         switch self {
-        case .openTransport(let transport): return ["type": "openTransport", "transport": .string(transport.rawValue)]
+        case .openTransport(let transport, let via):
+            var form: [String: JSONValue] = ["type": "openTransport", "transport": .string(transport.rawValue)]
+            if let via { form["via"] = .string(via) }
+            return .object(form)
         case .closeTransport: return ["type": "closeTransport"]
         case .send(let envelope): return ["type": "send", "envelope": envelope.traceForm]
         case .createRoomId: return ["type": "createRoomId"]

@@ -78,7 +78,9 @@ public struct CallEngine: Sendable {
     }
 
     public enum Output: Sendable, Equatable {
-        case openTransport(SignalingTransport)
+        /// `via`: the node a draining server handed the room to (`draining {via}`): the runtime names it on this
+        /// connection and on every request of it (`&via=`), so that a proxy in front of a cluster routes there.
+        case openTransport(SignalingTransport, via: String? = nil)
         case closeTransport
         case send(Envelope)
         case createRoomId
@@ -111,6 +113,10 @@ public struct CallEngine: Sendable {
     public private(set) var cid: String?
     public private(set) var hostCid: String?
     public private(set) var reconnectToken: String?
+    /// The node the last `draining` named for this room (issue 53: both clients of a room reach the same node). Kept
+    /// for every connection after it, until another `draining` says otherwise, a connection through it fails (the
+    /// node is gone: go by the room, as the other client will), or a new call starts.
+    public private(set) var via: String?
     public private(set) var participants: [ParticipantInfo] = []
     public private(set) var epoch: Int64 = 0
     /// What this side last said of its media (sent after every join, so a restarted server and the peer learn it).
@@ -296,10 +302,18 @@ public struct CallEngine: Sendable {
     }
 
     private mutating func linkEvent(_ event: SignalingLinkMachine.Event) -> [Output] {
+        // A connect through a drain's node failed (refused, an error, no answer in time): that node is gone, so the
+        // next goes by the room alone, as the other client's will.
+        if case .connecting = link.state {
+            switch event {
+            case .openFailed, .timerFired(.connectTimeout): via = nil
+            default: break
+            }
+        }
         var out: [Output] = []
         for action in link.handle(event) {
             switch action {
-            case .open(let transport): out.append(.openTransport(transport))
+            case .open(let transport): out.append(.openTransport(transport, via: via))
             case .close: out.append(.closeTransport)
             case .sendPing: out.append(.send(Envelope(.ping, payload: ["ts": 0])))
             case .up(let transport):
@@ -540,7 +554,10 @@ public struct CallEngine: Sendable {
             // The server is going away: reconnect after the delay it asked for, not the backoff's. The server spreads
             // its rooms' delays (a room's two clients alike) so that they do not arrive at once; the backoff's floor
             // (500 ms ± 20 %) on top only kept the first half of them waiting (issue 53: a drain in 3 s).
-            let after = max(0, (try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0)
+            let draining = try? envelope.payload.decode(DrainingPayload.self)
+            let after = max(0, draining?.reconnectAfterMs ?? 0)
+            // Its successor for this room, if it named one: both clients of the room were told the same.
+            via = draining?.via.flatMap { $0.isEmpty ? nil : $0 }
             return ([.closeTransport] + linkEvent(.closed(.closedByServer))).map { output in
                 guard case .timer(.schedule(.reconnectBackoff, _)) = output else { return output }
                 return .timer(.schedule(.reconnectBackoff, afterMs: after))
@@ -734,6 +751,7 @@ public struct CallEngine: Sendable {
         outbox.removeAll()
         joiningWithKeptSeat = false
         reconnectToken = nil
+        via = nil
         cid = nil
         hostCid = nil
         participants = []

@@ -62,6 +62,8 @@ public actor DuetCall {
 
     private var connection: (any SignalingConnection)?
     private var connectionGeneration = 0
+    /// The `via` of the last connection opened (`CallEngine.via`): its HTTP requests for the room name it too.
+    private var linkVia: String?
     private var sendQueue: AsyncStream<Envelope>.Continuation?
     private var sendTask: Task<Void, Never>?
     private var sseSid = SessionIdFormat.random()
@@ -271,7 +273,9 @@ public actor DuetCall {
 
     private func perform(_ output: CallEngine.Output) {
         switch output {
-        case .openTransport(let kind): open(kind)
+        case .openTransport(let kind, let via):
+            linkVia = via
+            open(kind, via: via)
         case .closeTransport:
             // Detach now, so that an `openTransport` in the same batch is not mistaken for stale.
             let detached = detachConnection()
@@ -288,10 +292,14 @@ public actor DuetCall {
                 logger.warning("a \(envelope.type) could not be signed (nobody to send it to yet): not sent")
             }
         case .createRoomId: Task { await createRoomId() }
-        case .fetchTurnCredentials(let token): turnFetch = Task { await fetchTurn(token) }
+        case .fetchTurnCredentials(let token):
+            let route = SignalingURL.query(roomId: engine.roomId, via: linkVia, first: "&")
+            turnFetch = Task { await fetchTurn(token, route: route) }
         case .prepareSnapshot: feed(.snapshotReady(nil))
         case .requestPushEndpoint: feed(.pushEndpointReady(nil))
-        case .httpLeave(let request): Task { await httpLeave(request) }
+        case .httpLeave(let request):
+            let via = linkVia
+            Task { await httpLeave(request, via: via) }
         case .engine(let command): webRtcQueue.yield(.command(command))
         case .sampleMedia:
             // One reading at a time: a WebRTC stack slow to answer (webrtcbin blocks a thread per call) is skipped, not
@@ -394,7 +402,7 @@ public actor DuetCall {
 
     // MARK: - Signaling transport
 
-    private func open(_ kind: SignalingTransport) {
+    private func open(_ kind: SignalingTransport, via: String?) {
         connectionGeneration += 1
         let generation = connectionGeneration
         let server = configuration.server
@@ -407,11 +415,11 @@ public actor DuetCall {
                 let timeout = Duration.milliseconds(ResilienceConstants.CONNECT_TIMEOUT_MS + 1_000)  // the engine's own timer decides
                 switch kind {
                 case .ws:
-                    let url = SignalingURL.webSocket(server: server, roomId: roomId)
+                    let url = SignalingURL.webSocket(server: server, roomId: roomId, via: via)
                     connection = try await WebSocketSignalingConnection.connect(url: url, timeout: timeout)
                 case .sse:
                     connection = try await SSESignalingConnection.connect(
-                        baseURL: server, sid: sid, roomId: roomId, timeout: timeout,
+                        baseURL: server, sid: sid, roomId: roomId, via: via, timeout: timeout,
                         silenceTimeout: .milliseconds(ResilienceConstants.SSE_SILENCE_TIMEOUT_MS), http: http)
                 }
                 await opened(connection, kind: kind, generation: generation)
@@ -688,11 +696,14 @@ public actor DuetCall {
         }
     }
 
-    private func fetchTurn(_ token: String) async {
+    /// `route`: `&rid=ROOM[&via=NODE]`, as on the signaling connections — the node that answers must be the one that
+    /// holds the seat (it checks the token's seat), and in a cluster only the room in the URL sends it there.
+    private func fetchTurn(_ token: String, route: String) async {
         do {
             var components = URLComponents()
             components.queryItems = [URLQueryItem(name: "token", value: token)]
-            let url = configuration.server + "api/turn-credentials" + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+            let url =
+                configuration.server + "api/turn-credentials" + (components.percentEncodedQuery.map { "?" + $0 } ?? "") + route
             let response = try await http.execute(
                 HTTPClientRequest(url: url), timeout: .milliseconds(ResilienceConstants.TURN_FETCH_TIMEOUT_MS))
             let body = try await response.body.collect(upTo: 64 * 1024)
@@ -705,9 +716,10 @@ public actor DuetCall {
         }
     }
 
-    private func httpLeave(_ request: LeaveRequest) async {
+    private func httpLeave(_ request: LeaveRequest, via: String?) async {
         // ?rid= as on the signaling connections: a proxy in front of several nodes sends it to the node holding the room.
-        var post = HTTPClientRequest(url: configuration.server + "api/leave?rid=" + SignalingURL.queryComponent(request.rid))
+        var post = HTTPClientRequest(
+            url: configuration.server + "api/leave" + SignalingURL.query(roomId: request.rid, via: via, first: "?"))
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "application/json")
         post.body = .bytes(ByteBuffer(bytes: (try? JSONEncoder().encode(request)) ?? Data()))

@@ -111,7 +111,14 @@ public struct ReconnectTokenRefreshedPayload: Codable, Sendable, Equatable {
 
 public struct DrainingPayload: Codable, Sendable, Equatable {
     public var reconnectAfterMs: Int64
-    public init(reconnectAfterMs: Int64) { self.reconnectAfterMs = reconnectAfterMs }
+    /// In a cluster, the node the draining node hands this room to (its `--node-id`): the client names it on its
+    /// reconnect (`&via=`, docs/protocol.md, Transports), so both clients of a room reach that node whatever the proxy
+    /// thinks of the others. Absent: reconnect by the room alone (and forget any earlier `via`).
+    public var via: String?
+    public init(reconnectAfterMs: Int64, via: String? = nil) {
+        self.reconnectAfterMs = reconnectAfterMs
+        self.via = via
+    }
 }
 
 public enum RelayFailureReason: String, Codable, Sendable {

@@ -88,9 +88,18 @@ extension SignalingCore {
     /// What a released room's clients are told to wait before they reconnect to the node that claimed it.
     public static let releaseReconnectAfterMs: Int64 = 500
 
-    /// What `drain` tells every connection, for one that arrives from a core that had not drained yet.
-    public func drainingNotice(nowMs: Int64) -> Envelope {
-        Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs))
+    /// What `drain` tells `connection` when it arrives from a core that had not drained yet.
+    public func drainingNotice(for connection: ConnectionID, nowMs: Int64) -> Envelope {
+        Self.envelope(
+            .draining, ts: nowMs,
+            DrainingPayload(reconnectAfterMs: settings.drainReconnectAfterMs, via: drainVia(for: connection)))
+    }
+
+    /// The node a seated connection's room moves to in a drain; nil for a connection in no room (it goes by the
+    /// proxy's choice) or when there is no other node.
+    func drainVia(for connection: ConnectionID) -> String? {
+        guard let rid = connections[connection]?.seat?.rid else { return nil }
+        return DrainRoute.successor(of: rid, among: drainSuccessors)
     }
 }
 

@@ -59,7 +59,9 @@ public struct SignalingCore: Sendable {
         case undeliverable(ConnectionID, Envelope)
         /// Periodic: evictions and expiries.
         case tick
-        case drain
+        /// Graceful shutdown: every connection is told `draining`; each room's with the node of `successors` it moves
+        /// to (`DrainRoute`; the cluster's other live nodes, empty on a node alone).
+        case drain(successors: [String])
         /// What the store knows: at start (everything in force), then, in a cluster, whatever another node wrote.
         case learned(DurableFact)
         /// How a ring's pushes went (from the push dispatcher).
@@ -174,6 +176,8 @@ public struct SignalingCore: Sendable {
     var knownRooms: [String: KnownRoom] = [:]
     var ids: IdRandomness
     public private(set) var isDraining = false
+    /// The nodes a drain sends rooms to (`drain(successors:)`), for connections that arrive after it.
+    var drainSuccessors: [String] = []
 
     /// Where participant ids come from. A cid is public (peers see it) but must not predict the next one, so the
     /// server draws them from the system's CSPRNG; the simulator seeds a small PRNG to replay a run exactly.
@@ -217,12 +221,14 @@ public struct SignalingCore: Sendable {
             httpRingAnswer(answer, nowMs: nowMs, into: &out)
         case .heard(let message):
             heard(message, nowMs: nowMs, into: &out)
-        case .drain:
+        case .drain(let successors):
             isDraining = true
+            drainSuccessors = successors
             let delays = drainDelays()
             for connection in connections.keys.sorted() {
                 let after = delays[connection] ?? settings.drainReconnectAfterMs
-                out.append(.send(connection, Self.envelope(.draining, ts: nowMs, DrainingPayload(reconnectAfterMs: after))))
+                let payload = DrainingPayload(reconnectAfterMs: after, via: drainVia(for: connection))
+                out.append(.send(connection, Self.envelope(.draining, ts: nowMs, payload)))
             }
         }
         return out

@@ -418,9 +418,10 @@ public final class SessionHub: Sendable {
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
     /// A connection that moves from a shard not yet drained to one drained already is told on arrival
     /// (`SessionState.takeOver`).
-    public func drain() {
+    /// `successors`: the cluster's other live nodes, which the rooms are handed to (`DrainRoute`); empty on a node alone.
+    public func drain(successors: [String] = []) {
         draining.store(true, ordering: .relaxed)
-        everyShard { $0.drain() }
+        everyShard { $0.drain(successors: successors) }
     }
 
     /// Graceful shutdown, last step.

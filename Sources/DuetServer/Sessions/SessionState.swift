@@ -159,7 +159,7 @@ struct SessionState {
         let verdict = handle(join, from: id, nowMs: now())
         // This shard drained before it came, the one it left had not: it has not been told yet.
         if core.isDraining, !toldDraining {
-            send(core.drainingNotice(nowMs: now()), to: id)
+            send(core.drainingNotice(for: id, nowMs: now()), to: id)
         }
         return verdict
     }
@@ -350,11 +350,11 @@ struct SessionState {
     /// News of final facts waiting for the store (`DurableGate`).
     var waitingForStore: Int { gate.waitingCount }
 
-    /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
-    mutating func drain() {
+    /// Graceful shutdown, step 1: tell every client to reconnect elsewhere (each room's to its node of `successors`).
+    mutating func drain(successors: [String]) {
         let count = outlets.count
-        note(.info, "draining: telling \(count) connections to reconnect")
-        perform(core.handle(.drain, nowMs: now()))
+        note(.info, "draining: telling \(count) connections to reconnect (successors: \(successors))")
+        perform(core.handle(.drain(successors: successors), nowMs: now()))
     }
 
     /// Graceful shutdown, last step.

@@ -449,6 +449,22 @@ public final class PostgresRoomStateStore: RoomStateStore {
         return try VAPIDKey(privateKeyBase64URL: text)
     }
 
+    /// The other nodes whose heartbeat is younger than `deadNodeAfterMs`, in name order.
+    public func otherLiveNodes(nowMs: Int64) async throws -> [String] {
+        let nodeId = self.nodeId
+        let since = nowMs - Self.deadNodeAfterMs
+        return try await perform("read the live nodes") { client, logger in
+            var nodes: [String] = []
+            for try await node in try await client.query(
+                "SELECT node_id FROM duet_nodes WHERE node_id <> \(nodeId) AND heartbeat_at >= \(since) ORDER BY node_id",
+                logger: logger
+            ).decode(String.self) {
+                nodes.append(node)
+            }
+            return nodes
+        }
+    }
+
     /// The cluster's HMAC secrets: the first proposal any node made wins, and every node gets that one, so a token
     /// issued by one node is valid on all of them.
     public func sharedSecrets(proposing proposal: ServerSecrets) async throws -> ServerSecrets {

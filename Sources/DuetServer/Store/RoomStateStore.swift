@@ -30,6 +30,9 @@ public protocol RoomStateStore: Sendable {
     /// happened): the `StoreQueue.claimMark` taken before that read, once (nil otherwise). A room this node claimed
     /// after the mark may show an older owner's row there (`SessionHub.learn(snapshotClaim:…)`).
     func snapshotMark(taking fact: DurableFact) -> UInt64?
+    /// The cluster's other nodes alive at `nowMs` (a heartbeat within `deadNodeAfterMs`): where a drain hands its
+    /// rooms (`DrainRoute`). A single node: none.
+    func otherLiveNodes(nowMs: Int64) async throws -> [String]
 }
 
 extension RoomStateStore {
@@ -38,6 +41,8 @@ extension RoomStateStore {
     public func ringMessages() -> AsyncStream<RingBroadcast> { AsyncStream { $0.finish() } }
     /// A single node never re-reads the store.
     public func snapshotMark(taking fact: DurableFact) -> UInt64? { nil }
+    /// A single node is alone.
+    public func otherLiveNodes(nowMs: Int64) async throws -> [String] { [] }
 }
 
 /// How long the stores keep what no longer lives.

@@ -208,7 +208,7 @@ final class SimClient {
 
     private func perform(_ output: CallEngine.Output) {
         switch output {
-        case .openTransport(let kind): open(kind)
+        case .openTransport(let kind, _): open(kind)
         case .closeTransport:
             if let detached = detach() { world.clientClose(detached) }
         case .send(let envelope):

@@ -57,7 +57,10 @@ extension World {
         case .serverCrash:
             crashServer()
         case .serverRestart:
-            process(server.core.handle(.drain, nowMs: serverNowMs))
+            // One simulated server, as if behind a cluster's proxy: the drain names a successor (`draining {via}`) that
+            // the world's single server answers for, so the engines' via rules (kept, sent, forgotten on a failed
+            // connect) run in every sweep and in the differential replay.
+            process(server.core.handle(.drain(successors: ["node2"]), nowMs: serverNowMs))
             // The drain grace period, then the process exits.
             scheduler.after(1_000) { [self] in crashServer() }
         case .duplicateAndReorder(let side):

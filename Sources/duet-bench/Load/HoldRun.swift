@@ -165,10 +165,12 @@ final class HoldRecorder: Sendable {
 /// One participant held open for the whole run.
 final class HoldClient: Sendable {
     let rid: String
-    let url: String
+    let base: String
     let recorder: HoldRecorder
 
     struct State {
+        /// The node the last `draining` named for the room, as `CallEngine.via`: on every connect until one fails.
+        var via: String?
         var cid: String?
         var token: String?
         var tokenTTLMs: Int64 = 0
@@ -193,7 +195,7 @@ final class HoldClient: Sendable {
 
     init(rid: String, base: String, recorder: HoldRecorder) {
         self.rid = rid
-        self.url = SignalingURL.webSocket(server: base, roomId: rid)
+        self.base = base
         self.recorder = recorder
     }
 
@@ -230,16 +232,19 @@ final class HoldClient: Sendable {
     private func session() async -> (joined: Bool, drain: (afterMs: Int64, at: ContinuousClock.Instant)?) {
         let connection: WebSocketSignalingConnection
         let connectAt = ContinuousClock.now
-        state.withLock { state in
+        let via = state.withLock { state in
             if state.lostAt != nil, state.firstConnectAt == nil { state.firstConnectAt = connectAt }
             state.lastConnectAt = connectAt
             state.connectsSinceLoss += 1
+            return state.via
         }
         do {
+            let url = SignalingURL.webSocket(server: base, roomId: rid, via: via)
             connection = try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10))
             let took = ContinuousClock.now - connectAt
             state.withLock { $0.lastConnect = took }
         } catch {
+            state.withLock { $0.via = nil }  // that node is gone: by the room from now on, as the engine does
             switch error {
             case .timedOut: recorder.error("connect: timed out")
             case .refused(let status): recorder.error("connect: refused \(status)")
@@ -316,7 +321,9 @@ final class HoldClient: Sendable {
                     }
                 case "draining":
                     let at = ContinuousClock.now
-                    drain = ((try? envelope.payload.decode(DrainingPayload.self))?.reconnectAfterMs ?? 0, at)
+                    let payload = try? envelope.payload.decode(DrainingPayload.self)
+                    drain = (payload?.reconnectAfterMs ?? 0, at)
+                    state.withLock { $0.via = payload?.via.flatMap { $0.isEmpty ? nil : $0 } }
                     if lost(draining: true) { recorder.drainingArrived(at: at) } else { recorder.drainingOnly() }
                     await connection.close()
                 case "error":

@@ -315,6 +315,28 @@ import Testing
         }
     }
 
+    /// Where a drain hands its rooms (`DrainService`, issue 53): the other nodes with a heartbeat younger than
+    /// `deadNodeAfterMs`, never itself; a node that stopped heartbeating drops out.
+    @Test func aDrainingNodeSeesTheOtherLiveNodes() async throws {
+        try await PostgresServer.with { server in
+            let a = try await Self.store(server, "node-a")
+            let b = try await Self.store(server, "node-b")
+            let c = try await Self.store(server, "node-c")
+            let t0 = Self.now
+            _ = try await a.maintain(nowMs: t0)
+            _ = try await b.maintain(nowMs: t0)
+            _ = try await c.maintain(nowMs: t0 + 4_000)
+            #expect(try await a.otherLiveNodes(nowMs: t0 + 1_000) == ["node-b", "node-c"])
+            #expect(try await c.otherLiveNodes(nowMs: t0 + 5_000) == ["node-a", "node-b"])
+            // B and A said nothing for 11 s: only C is alive to A (A's own heartbeat is never counted).
+            #expect(try await a.otherLiveNodes(nowMs: t0 + 11_000) == ["node-c"])
+            #expect(try await c.otherLiveNodes(nowMs: t0 + 11_000) == [])
+            await a.close()
+            await b.close()
+            await c.close()
+        }
+    }
+
     @Test func theFirstProposedSecretsAreEveryNodes() async throws {
         try await PostgresServer.with { server in
             let a = try await Self.store(server, "node-a")

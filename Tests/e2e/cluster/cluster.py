@@ -30,7 +30,9 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -63,7 +65,14 @@ def upstream_ports(site):
     """The ports of the upstream's `server 127.0.0.1:PORT …;` lines, in order."""
     block = re.search(r"upstream\s+duet_cluster\s*\{(.*?)\n\}", site, re.S)
     expect(block, f"deploy/{SITE} has an upstream duet_cluster block")
-    return [int(p) for p in re.findall(r"^\s*server\s+127\.0\.0\.1:(\d+)\b", block.group(1), re.M)]
+    ports = [int(p) for p in re.findall(r"^\s*server\s+127\.0\.0\.1:(\d+)\b", block.group(1), re.M)]
+    # `&via=nodeK` (a drain's successor) must reach node K itself: its map entry and its one-node upstream.
+    for k, port in enumerate(ports, 1):
+        expect(re.search(rf"^\s*node{k}\s+duet_node{k};", site, re.M), f"deploy/{SITE} maps via=node{k} to duet_node{k}")
+        own = re.search(rf"upstream\s+duet_node{k}\s*\{{(.*?)\n\}}", site, re.S)
+        expect(own and re.findall(r"^\s*server\s+127\.0\.0\.1:(\d+)\b", own.group(1), re.M) == [str(port)],
+               f"deploy/{SITE}: upstream duet_node{k} is node{k}'s address alone (127.0.0.1:{port})")
+    return ports
 
 
 def port_free(port):
@@ -79,8 +88,9 @@ class Node:
     """One `duet serve` of the cluster; its log lines are stamped (monotonic) as they arrive, so the harness can tell
     which node last took a room."""
 
-    def __init__(self, name, port, database_url, directory):
+    def __init__(self, name, port, database_url, directory, extra_args=()):
         self.name, self.port, self.database_url = name, port, database_url
+        self.extra_args = list(extra_args)
         self.data = os.path.join(directory, name)
         os.makedirs(self.data)
         self.log_path = os.path.join(self.data, "serve.log")
@@ -92,7 +102,7 @@ class Node:
     def argv(self):
         return [DUET, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data,
                 "--database-url", self.database_url, "--node-id", self.name, "--stun-port", "0",
-                "--trusted-proxy", "127.0.0.1", "--log-level", "info", "--drain-grace", "2"]
+                "--trusted-proxy", "127.0.0.1", "--log-level", "info", "--drain-grace", "2"] + self.extra_args
 
     def start(self):
         expect(self.proc is None or self.proc.poll() is not None, f"{self.name} is not running already")
@@ -158,7 +168,7 @@ class Node:
 class Cluster:
     """PostgreSQL, three nodes and nginx; `with Cluster() as c:` stops all of it at the end, however it ends."""
 
-    def __init__(self):
+    def __init__(self, node_args=()):
         self.dir = tempfile.mkdtemp(prefix="duet-cluster-")
         os.chmod(self.dir, 0o711)  # PostgreSQL runs as a user of its own (postgres.py), which must reach pg/
         self.pg_dir = os.path.join(self.dir, "pg")
@@ -172,7 +182,7 @@ class Cluster:
             expect(len(ports) == NODES, f"deploy/{SITE} names {NODES} nodes: {ports}")
             for k, port in enumerate(ports, 1):
                 expect(port_free(port), f"port {port} of node{k} is free (run in a network namespace of its own)")
-                node = Node(f"node{k}", port, self.node_database_url(k), self.dir)
+                node = Node(f"node{k}", port, self.node_database_url(k), self.dir, node_args)
                 self.nodes.append(node)
                 node.start()
             self._start_nginx(site)
@@ -203,7 +213,7 @@ class Cluster:
         wrapper = os.path.join(prefix, "with-upstream-log.conf")
         self.upstream_log = os.path.join(prefix, "upstream.log")
         with open(wrapper, "w") as f:
-            f.write("log_format duet_upstream '$msec $request_method $uri rid=$arg_rid $status "
+            f.write("log_format duet_upstream '$msec $request_method $uri rid=$arg_rid via=$arg_via $status "
                     "upstream=\"$upstream_addr\" upstream_status=\"$upstream_status\"';\n"
                     f"access_log {self.upstream_log} duet_upstream;\n"
                     f"include {site_path};\n")
@@ -462,8 +472,15 @@ def failover(browser, transport, fault="kill9"):
                    f"{cid} took its seat back on {new.name} with its cid: {lines[-1][1] if lines else 'no join there'}")
             kinds[cid] = kind
         expect("recovered" in kinds.values(), f"the room was recovered on {new.name} (not found there): {kinds}")
-        chosen = c.nginx_choice(rid)
-        expect(chosen is new, f"nginx now sends the room to {new.name}: it sent it to {chosen.name}")
+        if fault == "sigterm":
+            # The draining node named the room's next node to both pages, and both went there through nginx.
+            for name, page in (("A", a), ("B", b)):
+                expect(page.evaluate("duet.via") == new.name, f"{name} was sent to {new.name} by the drain: via={page.evaluate('duet.via')}")
+            routed = c.upstream_lines(r"GET /ws rid=" + re.escape(rid) + " via=" + re.escape(new.name) + " 101 ")
+            expect(len(routed) >= 2, f"both pages' WebSockets went via={new.name} through nginx: {routed}")
+        else:
+            chosen = c.nginx_choice(rid)
+            expect(chosen is new, f"nginx now sends the room to {new.name}: it sent it to {chosen.name}")
         log(f"failover {holder.name} → {new.name}: signaling back in {signaling_s:.1f}s, media both ways in {media_s:.1f}s")
         results.detail(newHolder=new.name, signalingSeconds=round(signaling_s, 1), mediaSeconds=round(media_s, 1),
                        reconnects={"A": a.evaluate("duet.reconnects"), "B": b.evaluate("duet.reconnects")}, joins=kinds)
@@ -479,8 +496,10 @@ def failover(browser, transport, fault="kill9"):
 
 def scenario_end_room(_browser):
     """A room ended by its host stays ended across the cluster: after end_room and every node restarted, a reconnect
-    with a saved reconnect token gets ROOM_ENDED, through nginx and from every node directly."""
-    with Cluster() as c:
+    with a saved reconnect token gets ROOM_ENDED, through nginx and from every node directly. Before the end, a seat's
+    TURN credentials, fetched with the room in the URL as the clients do, come from the node holding it."""
+    # A TURN server to hand out (nothing here connects to it): without one, /api/turn-credentials answers 503.
+    with Cluster(node_args=("--turn-secret", "cluster-test-turn-secret", "--turn-uri", "turn:127.0.0.1:3479")) as c:
         rid = c.new_room()
         host, guest = WebSocket(ws_url(c.url, rid)), WebSocket(ws_url(c.url, rid))
         host.join(rid)
@@ -490,6 +509,25 @@ def scenario_end_room(_browser):
         holder = c.node_of_room(rid)
         log("room", rid, "on", holder and holder.name, "host", hosted["cid"], "guest", guested["cid"])
         saved = {"reconnectCid": guested["cid"], "reconnectToken": guested["payload"]["reconnectToken"]}
+        # The TURN credentials of a seat come from the node holding it (it checks the seat), so the fetch names the
+        # room as the clients do (`&rid=`): through nginx it reaches that node. Without it, another node answers 401.
+        turn = guested["payload"]["turnToken"]
+        path = "/api/turn-credentials?token=" + urllib.parse.quote(turn, safe="")
+        client = deploy.Client(c.certs)
+        try:
+            statuses = [client.request("GET", path + "&rid=" + urllib.parse.quote(rid, safe=""))[0] for _ in range(6)]
+        finally:
+            client.close()
+        expect(statuses == [200] * 6, f"the TURN fetch with its room, through nginx, is answered by the holder: {statuses}")
+        elsewhere = next(n for n in c.nodes if n is not holder)
+        with urllib.request.urlopen(urllib.request.Request(holder.url.rstrip("/") + path), timeout=5) as answer:
+            expect(answer.status == 200, f"{holder.name} itself answers the fetch: {answer.status}")
+        try:
+            urllib.request.urlopen(urllib.request.Request(elsewhere.url.rstrip("/") + path), timeout=5)
+            expect(False, f"{elsewhere.name}, which does not hold the seat, answered the TURN fetch")
+        except urllib.error.HTTPError as error:
+            expect(error.code == 401, f"{elsewhere.name}, which does not hold the seat, answers 401: {error.code}")
+        results.detail(turnThroughNginx=statuses)
         host.send({"v": 1, "type": "end_room", "rid": rid, "payload": {}})
         for name, client in (("host", host), ("guest", guest)):
             ended = client.expect("room_ended")

@@ -167,6 +167,8 @@ export class CallEngine {
   #cid = null;
   #hostCid = null;
   #reconnectToken = null;
+  /** The node the last `draining` named for this room (CallEngine.swift's `via` says how long it is kept). */
+  #via = null;
   #participants = [];
   #epoch = 0;
   #peerCid = null;
@@ -224,6 +226,7 @@ export class CallEngine {
   get cid() { return this.#cid; }
   get hostCid() { return this.#hostCid; }
   get reconnectToken() { return this.#reconnectToken; }
+  get via() { return this.#via; }
   get participants() { return this.#participants; }
   get iceState() { return this.negotiation.iceState; }
   get epoch() { return this.#epoch; }
@@ -423,10 +426,13 @@ export class CallEngine {
   }
 
   #linkEvent(event) {
+    // A connect through a drain's node failed (refused, an error, no answer in time): CallEngine.swift says why.
+    if (this.link.state.type === 'connecting'
+      && (event.type === 'openFailed' || (event.type === 'timerFired' && event.timer === 'connectTimeout'))) this.#via = null;
     const out = [];
     for (const action of this.link.handle(event)) {
       switch (action.type) {
-        case 'open': out.push({ type: 'openTransport', transport: action.transport }); break;
+        case 'open': out.push(this.#via == null ? { type: 'openTransport', transport: action.transport } : { type: 'openTransport', transport: action.transport, via: this.#via }); break;
         case 'close': out.push(closeTransport()); break;
         case 'sendPing': out.push(send(makeEnvelope('ping', null, { ts: 0 }))); break;
         case 'up': out.push(emit({ type: 'transport', transport: action.transport })); break;
@@ -696,8 +702,12 @@ export class CallEngine {
         this.#reconnectToken = payload.reconnectToken;
         return [this.#scheduleTokenRefresh(payload.reconnectTokenTTLMs)];
       case 'draining': {
-        // The server is going away: reconnect after the delay it asked for, not the backoff's (CallEngine.swift says why).
-        const after = isInt(payload.reconnectAfterMs) ? Math.max(0, payload.reconnectAfterMs) : 0;
+        // The server is going away: reconnect after the delay it asked for, not the backoff's (CallEngine.swift says why),
+        // through the node it handed this room to, if it named one. As Swift's decoding: a payload whose via is
+        // neither a string nor null is no payload at all.
+        const decoded = (payload.via == null || isString(payload.via)) && isInt(payload.reconnectAfterMs);
+        const after = decoded ? Math.max(0, payload.reconnectAfterMs) : 0;
+        this.#via = decoded && isString(payload.via) && payload.via !== '' ? payload.via : null;
         return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })].map((output) => {
           if (output.type !== 'timer' || output.command.type !== 'schedule' || output.command.timer !== 'reconnectBackoff') return output;
           return timer(schedule('reconnectBackoff', after));
@@ -909,6 +919,7 @@ export class CallEngine {
     this.#outbox = [];
     this.#joiningWithKeptSeat = false;
     this.#reconnectToken = null;
+    this.#via = null;
     this.#cid = null;
     this.#hostCid = null;
     this.#participants = [];

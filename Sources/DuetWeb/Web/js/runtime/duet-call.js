@@ -4,6 +4,7 @@ import { RESILIENCE } from '../constants.js';
 import { CallEngine } from '../engine/call-engine.js';
 import { openWebSocketLink } from './websocket-link.js';
 import { openSseLink, newSseSid } from './sse-link.js';
+import { roomQuery } from './room-query.js';
 import { PeerConnection } from './peer-connection.js';
 import { TimerTable } from './timers.js';
 import { watchNetwork } from './network-watch.js';
@@ -78,6 +79,8 @@ export class DuetCall extends EventTarget {
     this.pendingOpen = null;
     this.link = null;
     this.linkGeneration = 0;
+    /** The `via` of the last link opened (`CallEngine.via`): its HTTP requests for the room name it too. */
+    this.linkVia = null;
     this.rtcChain = Promise.resolve();
     this.acceptingRtc = false;
     this.turnFetch = null;
@@ -144,7 +147,10 @@ export class DuetCall extends EventTarget {
 
   perform(output) {
     switch (output.type) {
-      case 'openTransport': return this.open(output.transport);
+      case 'openTransport':
+        // The room's node after a drain (engine.via): this link's HTTP requests for the room name it too.
+        this.linkVia = output.via ?? null;
+        return this.open(output.transport, this.linkVia);
       case 'closeTransport': { const link = this.detach(); link?.close(); return; }
       case 'send': return this.queueSend(output.envelope);
       case 'createRoomId': return void this.createRoomId();
@@ -263,7 +269,7 @@ export class DuetCall extends EventTarget {
   }
 
   // MARK: signaling
-  open(kind) {
+  open(kind, via = null) {
     const generation = ++this.linkGeneration;
     const handlers = {
       onMessage: (envelope) => { if (generation === this.linkGeneration) this.receive(envelope, generation); },
@@ -284,8 +290,8 @@ export class DuetCall extends EventTarget {
     // The room in the URL (?rid=): a proxy in front of several nodes routes the call's links to one node by it.
     const roomId = this.engine.roomId;
     const opening = kind === 'ws'
-      ? openWebSocketLink(this.baseUrl, handlers, abort.signal, roomId)
-      : openSseLink(this.baseUrl, this.sid, handlers, abort.signal, roomId);
+      ? openWebSocketLink(this.baseUrl, handlers, abort.signal, roomId, via)
+      : openSseLink(this.baseUrl, this.sid, handlers, abort.signal, roomId, via);
     opening.then(
       (link) => {
         if (this.pendingOpen === abort) this.pendingOpen = null;
@@ -484,8 +490,10 @@ export class DuetCall extends EventTarget {
 
   async fetchTurn(token) {
     try {
-      const url = new URL('api/turn-credentials', this.baseUrl);
-      url.searchParams.set('token', token);
+      // The room (and its node after a drain) as on the signaling links: the node that answers checks the token's
+      // seat, and in a cluster only the room in the URL sends the request to the node that holds it.
+      const room = roomQuery(this.engine.roomId, this.linkVia);
+      const url = new URL(`api/turn-credentials?token=${encodeURIComponent(token)}` + (room ? `&${room}` : ''), this.baseUrl);
       const response = await fetch(url, { signal: AbortSignal.timeout(RESILIENCE.TURN_FETCH_TIMEOUT_MS) });
       if (response.status === 503) this.noteConnectivity((c) => c.iceServersNone());  // no STUN and no TURN at all
       if (!response.ok) throw new Error(`the server answered ${response.status}`);
@@ -506,7 +514,7 @@ export class DuetCall extends EventTarget {
   async httpLeave(request) {
     try {
       // ?rid= as on the signaling links: a proxy in front of several nodes sends it to the node holding the room.
-      const url = new URL(`api/leave?rid=${encodeURIComponent(request.rid)}`, this.baseUrl);
+      const url = new URL(`api/leave?${roomQuery(request.rid, this.linkVia)}`, this.baseUrl);
       await fetch(url, {
         method: 'POST', body: JSON.stringify(request), headers: { 'Content-Type': 'application/json' },
         keepalive: true, signal: AbortSignal.timeout(RESILIENCE.HTTP_REQUEST_TIMEOUT_MS) });

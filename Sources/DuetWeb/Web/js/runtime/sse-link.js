@@ -7,6 +7,7 @@
 // has arrived, so nothing is ever posted without the current stream's token. One link is one stream: a
 // reconnect is a new link, with the new stream's token; a closed link posts nothing more.
 import { RESILIENCE } from '../constants.js';
+import { roomQuery } from './room-query.js';
 
 export const POST_TOKEN_HEADER = 'X-Duet-Post-Token';
 const SSE_SESSION = 'sse_session';
@@ -21,9 +22,9 @@ export function newSseSid() {
  * proxy routing rooms to nodes by rid (deploy/nginx/duet-cluster.conf) sends them to the node that holds the sid's
  * stream. The server takes rid as a hint only (docs/protocol.md, Transports).
  */
-export function sseUrl(baseUrl, sid, roomId = null) {
-  const query = `?sid=${encodeURIComponent(sid)}` + (roomId != null ? `&rid=${encodeURIComponent(roomId)}` : '');
-  return new URL(`sse${query}`, baseUrl);
+export function sseUrl(baseUrl, sid, roomId = null, via = null) {
+  const room = roomQuery(roomId, via);
+  return new URL(`sse?sid=${encodeURIComponent(sid)}` + (room ? `&${room}` : ''), baseUrl);
 }
 
 /**
@@ -32,13 +33,13 @@ export function sseUrl(baseUrl, sid, roomId = null) {
  * of answering (a server without the POST binding: its POSTs would all be refused). `onClose` is only called
  * for a link that was open.
  */
-export function openSseLink(baseUrl, sid, handlers, signal, roomId = null) {
-  return createSseLink(baseUrl, sid, handlers, signal, roomId).opened;
+export function openSseLink(baseUrl, sid, handlers, signal, roomId = null, via = null) {
+  return createSseLink(baseUrl, sid, handlers, signal, roomId, via).opened;
 }
 
 /** The link before it is open (`send` queues until the stream's token is known) and its opening. */
-export function createSseLink(baseUrl, sid, { onMessage, onClose }, signal, roomId = null) {
-  const url = sseUrl(baseUrl, sid, roomId);
+export function createSseLink(baseUrl, sid, { onMessage, onClose }, signal, roomId = null, via = null) {
+  const url = sseUrl(baseUrl, sid, roomId, via);
   const abort = new AbortController();
   let state = 'opening';  // → 'open' when sse_session arrives → 'closed'
   let postToken = null;   // this stream's, from its sse_session

@@ -1,18 +1,20 @@
+import { roomQuery } from './room-query.js';
+
 // One WebSocket signaling connection. It only reports what happened; when to retry or fall back
 // to SSE is the engine's decision (SignalingLinkMachine), so nothing here reconnects by itself.
 
 // `/ws?rid=ROOM` when the link is for a room (docs/protocol.md, Transports): the server takes it as a hint, a proxy in
 // front of several nodes routes on it (deploy/nginx/duet-cluster.conf hashes it), so both people of a call reach
-// the same node. A link for no room (the home page's watcher) has none.
-export function webSocketUrl(baseUrl, roomId = null) {
-  // encodeURIComponent, as for SSE (and the Swift client): the same bytes for the same room on every client.
-  const url = new URL(roomId != null ? `ws?rid=${encodeURIComponent(roomId)}` : 'ws', baseUrl);
+// the same node. A link for no room (the home page's watcher) has none. `via`: the node a drain named (room-query.js).
+export function webSocketUrl(baseUrl, roomId = null, via = null) {
+  const query = roomQuery(roomId, via);
+  const url = new URL(query ? `ws?${query}` : 'ws', baseUrl);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   return url;
 }
 
-export function openWebSocketLink(baseUrl, { onMessage, onClose }, signal, roomId = null) {
-  const url = webSocketUrl(baseUrl, roomId);
+export function openWebSocketLink(baseUrl, { onMessage, onClose }, signal, roomId = null, via = null) {
+  const url = webSocketUrl(baseUrl, roomId, via);
   return new Promise((resolve, reject) => {
     let opened = false;
     let closed = false;

@@ -130,6 +130,8 @@ window.duet = {
   get iceRestarts() { return call?.state.iceRestarts ?? []; },
   // How the server answered each join of this page: 'fresh', 'reattached' or 'recovered'.
   get reconnects() { return call?.state.reconnects ?? []; },
+  // The node the last drain handed this room to (`draining {via}`), named on its requests; null: none.
+  get via() { return call?.engine.via ?? null; },
   stats: async () => (await call?.stats()) ?? emptyStats(),
   leave: () => call?.leave(),
   end: () => call?.end(),

@@ -5,6 +5,7 @@
 // measurements: {id: what the verdict was made from}, rooms: [the test rooms joined and left]}.
 import { openWebSocketLink } from '../runtime/websocket-link.js';
 import { openSseLink, newSseSid } from '../runtime/sse-link.js';
+import { roomQuery } from '../runtime/room-query.js';
 import { iceServersOf, parseCandidate, refusedIceServerUrl, relayProtocolOf, summarizeIceServers } from '../runtime/connectivity-facts.js';
 import { RESILIENCE } from '../constants.js';
 import {
@@ -155,7 +156,7 @@ async function joinOver(kind, fetchServers) {
       const answer = await joined;
       const ms = performance.now() - started;
       // The TURN token is good only while its seat exists: the list is fetched before leaving.
-      const servers = fetchServers ? await fetchIceServers(answer.payload?.turnToken, abort.signal) : null;
+      const servers = fetchServers ? await fetchIceServers(answer.payload?.turnToken, roomId, abort.signal) : null;
       return { joined: true, ms, servers };
     } finally {
       // Leave properly, as a call does (also after a timeout: the seat must not linger).
@@ -180,11 +181,11 @@ async function newRoomId(signal) {
 }
 
 /** {status: 'fetched', list} (503: the server has no STUN and no TURN: an empty list) or {status: 'failed', error}. */
-async function fetchIceServers(token, signal) {
+async function fetchIceServers(token, roomId, signal) {
   try {
     if (!token) throw new Error('joined carried no TURN token');
-    const url = new URL('api/turn-credentials', base);
-    url.searchParams.set('token', token);
+    // Its room in the URL too: in a cluster only the node holding the seat answers for its token.
+    const url = new URL(`api/turn-credentials?token=${encodeURIComponent(token)}&${roomQuery(roomId)}`, base);
     const response = await fetch(url, { signal });
     if (response.status === 503) return { status: 'fetched', list: [] };
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
