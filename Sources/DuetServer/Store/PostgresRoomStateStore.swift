@@ -56,8 +56,12 @@ public final class PostgresRoomStateStore: RoomStateStore {
         var ringSender: Task<Void, Never>?
         /// This node's writes (`attach(claims:)`): a resync takes its `claimMark` before it reads the store.
         var claims: StoreQueue?
-        /// The claims a resync published, by room: the mark taken before its snapshot (`snapshotMark(taking:)`).
-        var snapshotMarks: [String: UInt64] = [:]
+        /// The claims a resync or a notification published, by room, in the order they were published: the mark
+        /// taken before each one's rows were read (`snapshotMark(taking:)` takes the first). Two reads of one room
+        /// before the hub took the first claim keep a mark each, so neither claim goes unjudged.
+        var snapshotMarks: [String: [UInt64]] = [:]
+
+        mutating func keepMark(_ mark: UInt64, for rid: String) { snapshotMarks[rid, default: []].append(mark) }
     }
 
     /// The queue of this node's writes: a resync marks its claims with the queue's `claimMark` from before it read
@@ -66,7 +70,12 @@ public final class PostgresRoomStateStore: RoomStateStore {
 
     public func snapshotMark(taking fact: DurableFact) -> UInt64? {
         guard let rid = fact.claimedRid else { return nil }
-        return state.withLock { $0.snapshotMarks.removeValue(forKey: rid) }
+        return state.withLock { state in
+            guard var marks = state.snapshotMarks[rid], !marks.isEmpty else { return nil }
+            let first = marks.removeFirst()
+            state.snapshotMarks[rid] = marks.isEmpty ? nil : marks
+            return first
+        }
     }
 
     /// Ring messages waiting to be sent, in order: a ring's end must never overtake its start (another node would ring
@@ -240,9 +249,16 @@ public final class PostgresRoomStateStore: RoomStateStore {
     }
 
     /// What the rows of one room say now, after a notification of `kind` for it from another node.
+    ///
+    /// A claim read here is judged as a resync's is (`snapshotMark(taking:)`): the row is read at some moment after the
+    /// notification, and if this node recovered the room meanwhile (its claim queued, or written after the read
+    /// began), the row still shows the other node's claim, which is older than this node's. Taken for news, it made
+    /// the room's new node give it up again: a drained node's claim of a room joined just before its SIGTERM, written
+    /// after the successor's recovery had begun, moved that room twice (issue 53, rolling.py).
     private func facts(kind: Substring, rid: String, nowMs: Int64) async throws -> [DurableFact] {
         let nodeId = self.nodeId
-        return try await perform("read room \(rid)") { client, logger in
+        let mark = kind == "claim" ? state.withLock { $0.claims?.claimMark } : nil
+        let facts = try await perform("read room \(rid)") { client, logger in
             var facts: [DurableFact] = []
             switch kind {
             case "ended":
@@ -285,6 +301,8 @@ public final class PostgresRoomStateStore: RoomStateStore {
             }
             return facts
         }
+        if let mark, facts.contains(where: { $0.claimedRid != nil }) { state.withLock { $0.keepMark(mark, for: rid) } }
+        return facts
     }
 
     // MARK: Writes
@@ -609,7 +627,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
             // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
             // was not listening — a room still held here must be given up, not kept beside the other node's.
             + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) }
-        if let mark { state.withLock { state in for row in remote { state.snapshotMarks[row.rid] = mark } } }
+        if let mark { state.withLock { state in for row in remote { state.keepMark(mark, for: row.rid) } } }
         publish(facts)
         // What an operator (and postgres_outage.py) reads to know this node has caught up after its LISTEN came back.
         logger.notice("room-state LISTEN is back: re-read the store", metadata: ["facts": "\(facts.count)"])

@@ -438,6 +438,44 @@ import Testing
         }
     }
 
+    /// Issue 53: another node's claim heard live is read back from its row at some moment after the notification, so
+    /// it is judged as a resync's claim is: marked with the queue's `claimMark` from before the read. Without it, a room
+    /// this node had just recovered (its claim still queued) was given up to the older claim the row still showed —
+    /// a drained node's, written late — and moved twice.
+    @Test func aClaimHeardLiveIsMarkedAsAReadBackIs() async throws {
+        try await PostgresServer.with { server in
+            let a = try await Self.store(server, "node-a")
+            let b = try await Self.store(server, "node-b")
+            let queueOfB = StoreQueue()
+            b.attach(claims: queueOfB)
+            let heardByB = Collector(b.changes())
+            queueOfB.add(.roomClaimed(rid: "r-elsewhere", hostCid: "h", epoch: 1, occupancy: 1))
+            _ = queueOfB.take()
+            queueOfB.written()  // mark 1
+            let claim = DurableFact.roomClaimed(rid: "r", hostCid: "h", epoch: 1, occupancy: 1)
+            try await a.write([claim], nowMs: Self.now)
+            try await heardByB.waitFor([claim])
+            #expect(b.snapshotMark(taking: claim) == 1)
+            // An update is not a claim, and carries no mark.
+            let update = DurableFact.roomLive(rid: "r", hostCid: "h", epoch: 1, occupancy: 2)
+            try await a.write([update], nowMs: Self.now)
+            try await heardByB.waitFor(until: { $0.contains(update) })
+            #expect(b.snapshotMark(taking: update) == nil)
+            // A later claim of the room: its own mark, taken before its own read.
+            queueOfB.add(.roomClaimed(rid: "r-elsewhere-2", hostCid: "h", epoch: 1, occupancy: 1))
+            _ = queueOfB.take()
+            queueOfB.written()  // mark 2
+            try await a.write([.roomGone(rid: "r")], nowMs: Self.now)
+            try await a.write([claim], nowMs: Self.now)
+            let again = DurableFact.roomClaimed(rid: "r", hostCid: "h", epoch: 1, occupancy: 1)
+            try await heardByB.waitFor(until: { $0.filter { $0 == again }.count == 2 })
+            #expect(b.snapshotMark(taking: again) == 2)
+            #expect(b.snapshotMark(taking: again) == nil)
+            await a.close()
+            await b.close()
+        }
+    }
+
     @Test func aStoppedServerIsAClearErrorAndARestartedOneWorksAgain() async throws {
         try await PostgresServer.with { server in
             let a = try await Self.store(server, "node-a", timeout: .seconds(2))

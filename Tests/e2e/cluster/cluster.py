@@ -473,11 +473,11 @@ def failover(browser, transport, fault="kill9"):
             kinds[cid] = kind
         expect("recovered" in kinds.values(), f"the room was recovered on {new.name} (not found there): {kinds}")
         if fault == "sigterm":
-            # The draining node named the room's next node to both pages, and both went there through nginx.
+            # The draining node named the room's next node to both pages (`draining {via}`), and both went there
+            # through nginx (both joined there, above). nginx logs a WebSocket only when it closes: the node's log
+            # of the joins is what says where they went.
             for name, page in (("A", a), ("B", b)):
                 expect(page.evaluate("duet.via") == new.name, f"{name} was sent to {new.name} by the drain: via={page.evaluate('duet.via')}")
-            routed = c.upstream_lines(r"GET /ws rid=" + re.escape(rid) + " via=" + re.escape(new.name) + " 101 ")
-            expect(len(routed) >= 2, f"both pages' WebSockets went via={new.name} through nginx: {routed}")
         else:
             chosen = c.nginx_choice(rid)
             expect(chosen is new, f"nginx now sends the room to {new.name}: it sent it to {chosen.name}")
