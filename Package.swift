@@ -170,7 +170,7 @@ let package = Package(
         .executableTarget(
             name: "duet-bench",
             dependencies: [
-                "DuetProtocol", "DuetTransport", "DuetLock",
+                "DuetProtocol", "DuetTransport", "DuetLock", "DuetClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -9,6 +9,10 @@ public enum ResilienceConstants {
     public static let PING_INTERVAL_MS: Int64 = 12_000
     public static let PONG_MISS_THRESHOLD = 2
     public static let WS_FALLBACK_CONSECUTIVE_FAILURES = 3
+    /// Duet (issue 53): connects through a drain's named node (`draining {via}`) that fail in a row before the client
+    /// goes by the room alone — not one: a single refused or slow connect (a reconnect storm, a proxy's limit) would
+    /// send one client of the room elsewhere while the other reaches the named node, and the room would move twice.
+    public static let VIA_FAILED_CONNECTS_TO_FORGET = 2
     // Join
     public static let JOIN_PUSH_ENDPOINT_WAIT_MS: Int64 = 250
     public static let JOIN_CONNECT_KICKSTART_MS: Int64 = 1_200
@@ -70,6 +74,7 @@ public enum ResilienceConstants {
         ("PING_INTERVAL_MS", Double(PING_INTERVAL_MS)),
         ("PONG_MISS_THRESHOLD", Double(PONG_MISS_THRESHOLD)),
         ("WS_FALLBACK_CONSECUTIVE_FAILURES", Double(WS_FALLBACK_CONSECUTIVE_FAILURES)),
+        ("VIA_FAILED_CONNECTS_TO_FORGET", Double(VIA_FAILED_CONNECTS_TO_FORGET)),
         ("JOIN_PUSH_ENDPOINT_WAIT_MS", Double(JOIN_PUSH_ENDPOINT_WAIT_MS)),
         ("JOIN_CONNECT_KICKSTART_MS", Double(JOIN_CONNECT_KICKSTART_MS)),
         ("JOIN_RECOVERY_MS", Double(JOIN_RECOVERY_MS)),

@@ -244,6 +244,49 @@ import Testing
         }
     }
 
+    /// Issue 53: two nodes recover one room at the same moment (its two clients reached different nodes): whichever claim
+    /// the database took last wins and the other node gives the room up — never do both keep it. A node that hears the
+    /// other's claim while its own is being written sets it aside and reads the room's row again once its own is
+    /// written (`StoreService.recheck`); before, both could set the other's claim aside and keep one client each.
+    @Test func twoNodesClaimingOneRoomAtOnceEndWithOneHolder() async throws {
+        try await Self.withCluster { database, nodes in
+            let a = try await nodes.start("a")
+            let b = try await nodes.start("b")
+            let c = try await nodes.start("c")
+            var rooms: [(rid: String, host: TestClient.Joined, guest: TestClient.Joined)] = []
+            var first: [TestClient] = []
+            for _ in 0..<8 {
+                let rid = try await a.roomId()
+                let host = try await TestClient.connect(.ws, to: a, roomId: rid)
+                let guest = try await TestClient.connect(.ws, to: a, roomId: rid)
+                rooms.append((rid, try await host.join(rid), try await guest.join(rid)))
+                first += [host, guest]
+            }
+            await a.stop()
+            for client in first { await client.close() }
+            var second: [TestClient] = []
+            for room in rooms {
+                // Both joins sent before either answer: the two claims are written within milliseconds of each other.
+                let hostOnB = try await TestClient.connect(.ws, to: b, roomId: room.rid)
+                let guestOnC = try await TestClient.connect(.ws, to: c, roomId: room.rid)
+                try await hostOnB.send(.join, rid: room.rid, JoinPayload(reconnectCid: room.host.cid, reconnectToken: room.host.token))
+                try await guestOnC.send(.join, rid: room.rid, JoinPayload(reconnectCid: room.guest.cid, reconnectToken: room.guest.token))
+                second += [hostOnB, guestOnC]
+            }
+            func holders(_ rid: String, _ cids: [String]) -> [String] {
+                [("b", b), ("c", c)].filter { _, node in cids.contains { node.server.hub.hasSeat(rid: rid, cid: $0) } }.map(\.0)
+            }
+            try await waitUntil("every room held by one node") {
+                rooms.allSatisfy { holders($0.rid, [$0.host.cid, $0.guest.cid]).count == 1 }
+            }
+            // And it stays so (a claim set aside is not taken up later by both).
+            try await Task.sleep(for: .seconds(1))
+            let split = rooms.filter { holders($0.rid, [$0.host.cid, $0.guest.cid]).count != 1 }.map(\.rid)
+            #expect(split.isEmpty, "rooms held by both nodes, or by none: \(split)")
+            for client in second { await client.close() }
+        }
+    }
+
     /// The database goes away: signaling goes on from memory, /healthz and /metrics say so, a leave is answered 503
     /// (not stored, so not acknowledged); when it comes back the node writes what it queued, the partner is told of
     /// the leave, and the other node learns the room (one seat left).

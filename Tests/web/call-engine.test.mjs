@@ -341,35 +341,64 @@ test('draining: reconnect after the delay the server asked for', () => {
 });
 
 // Mirrors CallEngineTests.drainingVia (issue 53: both clients of a room reach the node the drain named).
-test('draining names the room\'s next node: connects go through it until one fails, a drain says otherwise, or the call ends', () => {
-  const draining = (via) => message('draining', via === undefined ? { reconnectAfterMs: 0 } : { reconnectAfterMs: 0, via });
+test('draining names the room\'s next node: connects go through it until two fail in a row, a drain says otherwise, or the call ends', () => {
+  const draining = (via, afterMs = 0) => message('draining', via === undefined ? { reconnectAfterMs: afterMs } : { reconnectAfterMs: afterMs, via });
+  const opens = (outputs) => outputs.filter((o) => o.type === 'openTransport');
+  const viaOpen = (via) => (via == null ? { type: 'openTransport', transport: 'ws' } : { type: 'openTransport', transport: 'ws', via });
+  const fire = (engine, timer) => engine.handle({ type: 'timerFired', timer });
   const engine = guestInCall();
   engine.handle(draining('node2'));
   assert.equal(engine.via, 'node2');
-  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws', via: 'node2' }));
+  assert.deepEqual(opens(fire(engine, 'reconnectBackoff')), [viaOpen('node2')]);
   engine.handle({ type: 'transportOpened', transport: 'ws' });
   engine.handle({ type: 'transportClosed', reason: 'networkError' });
-  assert.ok(has(engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws', via: 'node2' }));
+  assert.deepEqual(opens(fire(engine, 'reconnectBackoff')), [viaOpen('node2')]);
   engine.handle({ type: 'transportOpenFailed', transport: 'ws', failure: 'error' });
+  assert.equal(engine.via, 'node2');
+  assert.deepEqual(opens(fire(engine, 'reconnectBackoff')), [viaOpen('node2')]);
+  assert.deepEqual(opens(engine.handle({ type: 'transportOpenFailed', transport: 'ws', failure: 'error' })),
+    [{ type: 'openTransport', transport: 'sse' }], 'by the room alone: no via field at all, as the Swift trace form');
   assert.equal(engine.via, null);
-  const open = engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' }).find((o) => o.type === 'openTransport');
-  assert.deepEqual(open, { type: 'openTransport', transport: 'ws' }, 'no via field at all, as the Swift trace form');
-  engine.handle({ type: 'transportOpened', transport: 'ws' });
-  engine.handle(draining('node3'));
-  engine.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
-  engine.handle({ type: 'timerFired', timer: 'connectTimeout' });
-  assert.equal(engine.via, null);
+  // Connects that never answer count too, and one that opens starts the count again.
+  const slow = guestInCall();
+  slow.handle(draining('node3'));
+  assert.deepEqual(opens(fire(slow, 'reconnectBackoff')), [viaOpen('node3')]);
+  let next = opens(fire(slow, 'connectTimeout'));
+  assert.equal(slow.via, 'node3', 'one connect that never answered');
+  assert.equal(next[0]?.via, 'node3', 'the link\'s own next try (SSE) still goes through node3');
+  slow.handle({ type: 'transportOpened', transport: next[0].transport });
+  slow.handle({ type: 'transportClosed', reason: 'networkError' });
+  assert.equal(opens(fire(slow, 'reconnectBackoff'))[0]?.via, 'node3');
+  next = opens(fire(slow, 'connectTimeout'));
+  assert.equal(slow.via, 'node3', 'one failure since the last open');
+  if (next.length === 0) next = opens(fire(slow, 'reconnectBackoff'));
+  assert.equal(next[0]?.via, 'node3');
+  fire(slow, 'connectTimeout');
+  assert.equal(slow.via, null);
   const released = guestInCall();
   released.handle(draining('node2'));
-  released.handle({ type: 'timerFired', timer: 'reconnectBackoff' });
+  fire(released, 'reconnectBackoff');
   released.handle({ type: 'transportOpened', transport: 'ws' });
   released.handle(draining(null));
-  assert.ok(has(released.handle({ type: 'timerFired', timer: 'reconnectBackoff' }), { type: 'openTransport', transport: 'ws' }));
-  assert.equal(released.via, null);
+  assert.deepEqual(opens(fire(released, 'reconnectBackoff')), [viaOpen(null)]);
   const hostile = guestInCall();
   assert.ok(has(hostile.handle(message('draining', { reconnectAfterMs: 3000, via: 7 })),
     { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 0 } }));
   assert.equal(hostile.via, null);
+  // A delay no Int64 holds fails Swift's decoding of the whole payload: no delay, no via.
+  const huge = guestInCall();
+  assert.ok(has(huge.handle(message('draining', { reconnectAfterMs: 1e19, via: 'node2' })),
+    { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 0 } }));
+  assert.equal(huge.via, null);
+  // '\ud800' (a lone surrogate JSON.parse lets through) would make encodeURIComponent throw in the runtime.
+  for (const name of ['', 'node 2', 'node2&rid=x', 'n'.repeat(65), 'nöde', '\ud800']) {
+    const odd = guestInCall();
+    assert.ok(has(odd.handle(draining(name, 300)), { type: 'timer', command: { type: 'schedule', timer: 'reconnectBackoff', afterMs: 300 } }));
+    assert.equal(odd.via, null, JSON.stringify(name));
+  }
+  const fine = guestInCall();
+  fine.handle(draining('node-3.eu_west~1'));
+  assert.equal(fine.via, 'node-3.eu_west~1');
   const ended = guestInCall();
   ended.handle(draining('node2'));
   ended.handle({ type: 'leave' });

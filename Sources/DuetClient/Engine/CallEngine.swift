@@ -116,7 +116,8 @@ public struct CallEngine: Sendable {
     /// The node the last `draining` named for this room (issue 53: both clients of a room reach the same node). Kept
     /// for every connection after it, until another `draining` says otherwise, a connection through it fails (the
     /// node is gone: go by the room, as the other client will), or a new call starts.
-    public private(set) var via: String?
+    public private(set) var via: String? { didSet { viaFailedConnects = 0 } }
+    private var viaFailedConnects = 0
     public private(set) var participants: [ParticipantInfo] = []
     public private(set) var epoch: Int64 = 0
     /// What this side last said of its media (sent after every join, so a restarted server and the peer learn it).
@@ -302,11 +303,14 @@ public struct CallEngine: Sendable {
     }
 
     private mutating func linkEvent(_ event: SignalingLinkMachine.Event) -> [Output] {
-        // A connect through a drain's node failed (refused, an error, no answer in time): that node is gone, so the
-        // next goes by the room alone, as the other client's will.
-        if case .connecting = link.state {
+        // Connects through a drain's node failed (refused, an error, no answer in time) VIA_FAILED_CONNECTS_TO_FORGET
+        // times in a row: that node is gone, so the next goes by the room alone, as the other client's will.
+        if via != nil, case .connecting = link.state {
             switch event {
-            case .openFailed, .timerFired(.connectTimeout): via = nil
+            case .openFailed, .timerFired(.connectTimeout):
+                viaFailedConnects += 1
+                if viaFailedConnects >= ResilienceConstants.VIA_FAILED_CONNECTS_TO_FORGET { via = nil }
+            case .opened: viaFailedConnects = 0
             default: break
             }
         }
@@ -557,7 +561,7 @@ public struct CallEngine: Sendable {
             let draining = try? envelope.payload.decode(DrainingPayload.self)
             let after = max(0, draining?.reconnectAfterMs ?? 0)
             // Its successor for this room, if it named one: both clients of the room were told the same.
-            via = draining?.via.flatMap { $0.isEmpty ? nil : $0 }
+            via = draining?.via.flatMap(Self.acceptableVia)
             return ([.closeTransport] + linkEvent(.closed(.closedByServer))).map { output in
                 guard case .timer(.schedule(.reconnectBackoff, _)) = output else { return output }
                 return .timer(.schedule(.reconnectBackoff, afterMs: after))
@@ -582,6 +586,18 @@ public struct CallEngine: Sendable {
     /// earlier offer of ours (rolled back since), must not be applied to this one, and proves nothing either way.
     private func answersAnOfferThePeerNeverSaw(_ envelope: Envelope) -> Bool {
         envelope.messageType == .answer && outbox.contains { $0.envelope.messageType == .offer }
+    }
+
+    /// A node's name as a `via` may carry it: 1–64 of `A–Z a–z 0–9 . _ ~ -` (a `--node-id` never needs more, and it
+    /// goes into URLs as it is). Anything else is no via at all, in the browser engine too.
+    public static func acceptableVia(_ name: String) -> String? {
+        guard (1...64).contains(name.utf8.count) else { return nil }
+        let allowed = name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~") || byte == UInt8(ascii: "-")
+        }
+        return allowed ? name : nil
     }
 
     /// Only a new call leaves `intercepted`: nothing late of the ended one (an answer WebRTC finished applying, a

@@ -20,6 +20,7 @@ struct DrainService: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
+        hub.refuseNewSessions()
         hub.drain(successors: await successors())
         try? await Task.sleep(for: grace)
         logger.info("grace period over: closing all connections")

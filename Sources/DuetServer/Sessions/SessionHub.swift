@@ -378,16 +378,24 @@ public final class SessionHub: Sendable {
         everyShard { $0.learn(facts) }
     }
 
-    /// Another node's row read back after this node's LISTEN came back (`RoomStateStore.snapshotMark(taking:)`): a
-    /// claim, unless this node claimed the room since `mark` — its claim queued, being written, or written after the
-    /// row was read — which is newer than the row and replaces it (the other node hears it and gives the room up).
+    /// Another node's claim, read from its row (`RoomStateStore.snapshotMark(taking:)`: after a notification, a
+    /// resync or a `reread`): a claim, unless this node claimed the room since `mark` — its claim queued, being written,
+    /// or written after the row was read. A claim still queued is newer than the row (it is written after it, and the
+    /// other node hears it and gives the room up); one being written or just written may be older or newer — only the
+    /// database's order says — so the caller reads the row again once it is written (returns false: set aside).
     /// Judged under each shard's lock: a claim a shard queues (a recovery there) is in the queue before the check or
     /// comes after the fact is applied, never between the two.
-    public func learn(snapshotClaim fact: DurableFact, unlessClaimedHereSince mark: UInt64) {
-        guard let rid = fact.claimedRid, let store else { return learn([fact]) }
-        everyShard { shard in
-            if !store.claimedHere(rid, since: mark) { shard.learn([fact]) }
+    @discardableResult
+    public func learn(snapshotClaim fact: DurableFact, unlessClaimedHereSince mark: UInt64) -> Bool {
+        guard let rid = fact.claimedRid, let store else {
+            learn([fact])
+            return true
         }
+        var setAside = false
+        everyShard { shard in
+            if store.claimedHere(rid, since: mark) { setAside = true } else { shard.learn([fact]) }
+        }
+        return !setAside
     }
 
     /// `POST /api/leave`: answered once the leave is in the store (acknowledged means durable, issue 34); false for
@@ -418,6 +426,10 @@ public final class SessionHub: Sendable {
     /// Graceful shutdown, step 1: tell every client to reconnect elsewhere.
     /// A connection that moves from a shard not yet drained to one drained already is told on arrival
     /// (`SessionState.takeOver`).
+    /// Graceful shutdown, step 0: `/healthz` says draining and new sessions are refused, before the drain's
+    /// successors are read from the store (up to `DrainService.successorsLimit`).
+    public func refuseNewSessions() { draining.store(true, ordering: .relaxed) }
+
     /// `successors`: the cluster's other live nodes, which the rooms are handed to (`DrainRoute`); empty on a node alone.
     public func drain(successors: [String] = []) {
         draining.store(true, ordering: .relaxed)

@@ -31,12 +31,15 @@ final class BroadcastSubscribers<Element: Sendable>: Sendable {
         return stream
     }
 
-    func publish(_ facts: [Element]) {
-        guard !facts.isEmpty else { return }
+    /// Whether anyone subscribed heard them (a store's claim marks are kept only then: `snapshotMark(taking:)`).
+    @discardableResult
+    func publish(_ facts: [Element]) -> Bool {
+        guard !facts.isEmpty else { return false }
         let continuations = state.withLock { Array($0.continuations.values) }
         for continuation in continuations {
             for fact in facts { continuation.yield(fact) }
         }
+        return !continuations.isEmpty
     }
 
     func finishAll() {

@@ -54,7 +54,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
         var reachableSinceMs: Int64?
         /// Sends ring messages one after the other (`broadcast`), started with the first.
         var ringSender: Task<Void, Never>?
-        /// This node's writes (`attach(claims:)`): a resync takes its `claimMark` before it reads the store.
+        /// This node's writes (`attach(claims:)`): a claim's row is read after taking its `claimMark`.
         var claims: StoreQueue?
         /// The claims a resync or a notification published, by room, in the order they were published: the mark
         /// taken before each one's rows were read (`snapshotMark(taking:)` takes the first). Two reads of one room
@@ -64,8 +64,9 @@ public final class PostgresRoomStateStore: RoomStateStore {
         mutating func keepMark(_ mark: UInt64, for rid: String) { snapshotMarks[rid, default: []].append(mark) }
     }
 
-    /// The queue of this node's writes: a resync marks its claims with the queue's `claimMark` from before it read
-    /// the store, so that a claim of a room this node has claimed since is not taken for another node's (set at start).
+    /// The queue of this node's writes: every claim read from a row (a notification's, a resync's, a `reread`'s) is
+    /// marked with the queue's `claimMark` from before the read, so that a claim of a room this node has claimed since
+    /// is judged against this node's own (set at start).
     func attach(claims queue: StoreQueue) { state.withLock { $0.claims = queue } }
 
     public func snapshotMark(taking fact: DurableFact) -> UInt64? {
@@ -255,7 +256,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
     /// began), the row still shows the other node's claim, which is older than this node's. Taken for news, it made
     /// the room's new node give it up again: a drained node's claim of a room joined just before its SIGTERM, written
     /// after the successor's recovery had begun, moved that room twice (issue 53, rolling.py).
-    private func facts(kind: Substring, rid: String, nowMs: Int64) async throws -> [DurableFact] {
+    private func facts(kind: Substring, rid: String, nowMs: Int64) async throws -> (facts: [DurableFact], mark: UInt64?) {
         let nodeId = self.nodeId
         let mark = kind == "claim" ? state.withLock { $0.claims?.claimMark } : nil
         let facts = try await perform("read room \(rid)") { client, logger in
@@ -301,8 +302,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
             }
             return facts
         }
-        if let mark, facts.contains(where: { $0.claimedRid != nil }) { state.withLock { $0.keepMark(mark, for: rid) } }
-        return facts
+        return (facts, mark)
     }
 
     // MARK: Writes
@@ -506,7 +506,10 @@ public final class PostgresRoomStateStore: RoomStateStore {
 
     public func changes() -> AsyncStream<DurableFact> { subscribers.subscribe() }
 
-    private func publish(_ facts: [DurableFact]) {
+    /// `mark`: the queue's `claimMark` from before the rows of `facts` were read, kept for each claim among them
+    /// (`snapshotMark(taking:)`) — only if the claims reach a subscriber, so that a mark is never left for a claim nobody
+    /// took (the next claim of the room would take it).
+    private func publish(_ facts: [DurableFact], mark: UInt64? = nil) {
         guard !facts.isEmpty else { return }
         state.withLock { state in
             for fact in facts {
@@ -517,7 +520,11 @@ public final class PostgresRoomStateStore: RoomStateStore {
                 }
             }
         }
-        subscribers.publish(facts)
+        // Under the lock: a claim taken by the hub before its mark is kept would find none.
+        state.withLock { state in
+            guard subscribers.publish(facts), let mark else { return }
+            for fact in facts { if let rid = fact.claimedRid { state.keepMark(mark, for: rid) } }
+        }
     }
 
     private func startListening() async throws {
@@ -605,8 +612,17 @@ public final class PostgresRoomStateStore: RoomStateStore {
             if let message = try? JSONDecoder().decode(RingBroadcast.self, from: Data(parts[2].utf8)) { ringSubscribers.publish([message]) }
             return
         }
-        let facts = try await facts(kind: parts[1], rid: String(parts[2]), nowMs: Self.nowMs())
-        publish(facts)
+        let (facts, mark) = try await facts(kind: parts[1], rid: String(parts[2]), nowMs: Self.nowMs())
+        publish(facts, mark: mark)
+    }
+
+    /// The room's row read again, as a claim if another node holds it (marked as a notified claim is), for a claim
+    /// the hub set aside while this node's own claim of the room was being written (`StoreService`): only the
+    /// database's order says which of two claims written at once is the newer, and once this node's write is done,
+    /// the row shows it.
+    public func reread(claimOf rid: String) async throws {
+        let (facts, mark) = try await facts(kind: "claim", rid: rid, nowMs: Self.nowMs())
+        publish(facts, mark: mark)
     }
 
     /// After a reconnect: everything the tables hold (but our own live rooms), and `roomGone` for the rooms of other
@@ -627,8 +643,7 @@ public final class PostgresRoomStateStore: RoomStateStore {
             // As claims: a row owned by another node changed owner by a claim, perhaps one this node missed while it
             // was not listening — a room still held here must be given up, not kept beside the other node's.
             + remote.map { .roomClaimed(rid: $0.rid, hostCid: $0.hostCid, epoch: $0.epoch, occupancy: $0.occupancy) }
-        if let mark { state.withLock { state in for row in remote { state.keepMark(mark, for: row.rid) } } }
-        publish(facts)
+        publish(facts, mark: mark)
         // What an operator (and postgres_outage.py) reads to know this node has caught up after its LISTEN came back.
         logger.notice("room-state LISTEN is back: re-read the store", metadata: ["facts": "\(facts.count)"])
     }

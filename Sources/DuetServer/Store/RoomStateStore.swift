@@ -26,13 +26,16 @@ public protocol RoomStateStore: Sendable {
     func broadcast(_ message: RingBroadcast)
     /// What the other nodes said of their rings. Ends when the store is closed.
     func ringMessages() -> AsyncStream<RingBroadcast>
-    /// For a `roomClaimed` that `changes()` yielded from a re-read of the store (not from another node's write as it
-    /// happened): the `StoreQueue.claimMark` taken before that read, once (nil otherwise). A room this node claimed
+    /// For a `roomClaimed` that `changes()` yielded: the `StoreQueue.claimMark` taken before its row was read (a
+    /// notification's, a resync's or a `reread`'s), once per claim yielded (nil otherwise). A room this node claimed
     /// after the mark may show an older owner's row there (`SessionHub.learn(snapshotClaim:…)`).
     func snapshotMark(taking fact: DurableFact) -> UInt64?
     /// The cluster's other nodes alive at `nowMs` (a heartbeat within `deadNodeAfterMs`): where a drain hands its
     /// rooms (`DrainRoute`). A single node: none.
     func otherLiveNodes(nowMs: Int64) async throws -> [String]
+    /// Reads the room's record again and yields it on `changes()` (a claim, if another node holds it): for a claim the
+    /// hub set aside while this node's own claim of the room was being written. A single node: nothing.
+    func reread(claimOf rid: String) async throws
 }
 
 extension RoomStateStore {
@@ -43,6 +46,7 @@ extension RoomStateStore {
     public func snapshotMark(taking fact: DurableFact) -> UInt64? { nil }
     /// A single node is alone.
     public func otherLiveNodes(nowMs: Int64) async throws -> [String] { [] }
+    public func reread(claimOf rid: String) async throws {}
 }
 
 /// How long the stores keep what no longer lives.

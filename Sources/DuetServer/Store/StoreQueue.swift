@@ -161,6 +161,13 @@ public final class StoreQueue: Sendable {
         }
     }
 
+    /// Whether this node's claim of `rid` is queued or being written: the database does not show it yet.
+    public func isClaiming(_ rid: String) -> Bool {
+        pending.withLock { state in
+            state.writingClaims.contains(rid) || state.facts[DurableFact.roomGone(rid: rid).key]?.fact.claimedRid != nil
+        }
+    }
+
     /// Nothing queued and no batch being written (`take` moves a batch out of the queue while it is written).
     var isIdle: Bool { pending.withLock { $0.facts.isEmpty && $0.writing == nil } }
 

@@ -1,3 +1,4 @@
+import DuetLock
 import DuetRooms
 import Foundation
 import Logging
@@ -84,15 +85,43 @@ struct StoreService: Service {
     }
 
     private func changesLoop() async {
-        for await fact in changes {
-            metrics.storeLearned(1)
-            if let mark = store.snapshotMark(taking: fact) {
-                hub.learn(snapshotClaim: fact, unlessClaimedHereSince: mark)
-            } else {
-                hub.learn([fact])
+        await withDiscardingTaskGroup { rechecks in
+            let pending = Mutex(Set<String>())
+            for await fact in changes {
+                metrics.storeLearned(1)
+                guard let mark = store.snapshotMark(taking: fact) else {
+                    hub.learn([fact])
+                    continue
+                }
+                guard !hub.learn(snapshotClaim: fact, unlessClaimedHereSince: mark), let rid = fact.claimedRid,
+                    pending.withLock({ $0.insert(rid).inserted })
+                else { continue }
+                // Set aside while this node's own claim of the room was in the works: read the row again once the
+                // claim is in the database, and judge that (two nodes claiming a room at once must not both keep it).
+                rechecks.addTask {
+                    defer { _ = pending.withLock { $0.remove(rid) } }
+                    await recheck(claimOf: rid)
+                }
             }
         }
     }
+
+    /// Waits (≤ `recheckLimit`) until this node's claim of `rid` is written, then has the store read the room's row
+    /// again: it comes back through `changes` as another node's claim if that node's is the newer, with a fresh mark.
+    private func recheck(claimOf rid: String) async {
+        let deadline = ContinuousClock.now + Self.recheckLimit
+        while queue.isClaiming(rid), ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        do {
+            try await store.reread(claimOf: rid)
+        } catch {
+            logger.warning("could not read room \(rid) again after a claim set aside: \(error)")
+        }
+    }
+
+    /// How long a claim set aside waits for this node's own claim of the room to be written (the store may be away).
+    static let recheckLimit: Duration = .seconds(10)
 
     private func maintainLoop() async {
         while !Task.isCancelled {

@@ -1,3 +1,4 @@
+import DuetClient
 import DuetLock
 import DuetProtocol
 import DuetTransport
@@ -169,8 +170,10 @@ final class HoldClient: Sendable {
     let recorder: HoldRecorder
 
     struct State {
-        /// The node the last `draining` named for the room, as `CallEngine.via`: on every connect until one fails.
+        /// The node the last `draining` named for the room, as `CallEngine.via`: on every connect until
+        /// `VIA_FAILED_CONNECTS_TO_FORGET` of them fail in a row.
         var via: String?
+        var viaFailedConnects = 0
         var cid: String?
         var token: String?
         var tokenTTLMs: Int64 = 0
@@ -242,9 +245,15 @@ final class HoldClient: Sendable {
             let url = SignalingURL.webSocket(server: base, roomId: rid, via: via)
             connection = try await WebSocketSignalingConnection.connect(url: url, timeout: .seconds(10))
             let took = ContinuousClock.now - connectAt
-            state.withLock { $0.lastConnect = took }
+            state.withLock { state in
+                state.lastConnect = took
+                state.viaFailedConnects = 0
+            }
         } catch {
-            state.withLock { $0.via = nil }  // that node is gone: by the room from now on, as the engine does
+            state.withLock { state in  // that node is gone: by the room from now on, as the engine does
+                state.viaFailedConnects += 1
+                if state.viaFailedConnects >= ResilienceConstants.VIA_FAILED_CONNECTS_TO_FORGET { state.via = nil }
+            }
             switch error {
             case .timedOut: recorder.error("connect: timed out")
             case .refused(let status): recorder.error("connect: refused \(status)")
@@ -323,7 +332,10 @@ final class HoldClient: Sendable {
                     let at = ContinuousClock.now
                     let payload = try? envelope.payload.decode(DrainingPayload.self)
                     drain = (payload?.reconnectAfterMs ?? 0, at)
-                    state.withLock { $0.via = payload?.via.flatMap { $0.isEmpty ? nil : $0 } }
+                    state.withLock { state in
+                        state.via = payload?.via.flatMap(CallEngine.acceptableVia)
+                        state.viaFailedConnects = 0
+                    }
                     if lost(draining: true) { recorder.drainingArrived(at: at) } else { recorder.drainingOnly() }
                     await connection.close()
                 case "error":

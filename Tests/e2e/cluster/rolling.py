@@ -8,8 +8,9 @@ recovered on the other nodes. Run by ClusterLoadTests in a network namespace of 
 
 It asserts: every client is back after each node's restart (BACK, no one away), every client ended `recovered` or
 `reattached` with its own cid (0 cid changes), the two clients of every room list each other, both connected, in their
-last room_state (no room lost, none split over two nodes), and no error but the transient ones (failed connects while
-a node drains or is down). The outcome is recorded either way (Tests/e2e/results.py, suite "cluster"), with the
+last room_state (no room lost, none split over two nodes), no client lost twice in one drain (each room moved once:
+the drain names the room's next node to both clients, `draining {via}`), and no error but the transient ones (failed
+connects while a node drains or is down). The outcome is recorded either way (Tests/e2e/results.py, suite "cluster"), with the
 per-node times to be back.
 
 `LoadCluster` and `HoldBench` are also what benchmarks/cluster.py measures with.

@@ -9,6 +9,8 @@ export const RESILIENCE = Object.freeze({
   PING_INTERVAL_MS: 12000,
   PONG_MISS_THRESHOLD: 2,
   WS_FALLBACK_CONSECUTIVE_FAILURES: 3,
+  // Duet (issue 53): failed connects in a row through a drain's named node before going by the room alone.
+  VIA_FAILED_CONNECTS_TO_FORGET: 2,
   // Join
   JOIN_PUSH_ENDPOINT_WAIT_MS: 250,
   JOIN_CONNECT_KICKSTART_MS: 1200,

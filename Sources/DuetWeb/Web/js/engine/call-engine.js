@@ -70,6 +70,10 @@ const ERROR_CODES = new Set([
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isString = (value) => typeof value === 'string';
 const isInt = (value) => typeof value === 'number' && Number.isInteger(value);
+/** What Swift decodes as an Int64 (a larger number fails its decoding, and the whole payload with it). */
+const isInt64 = (value) => isInt(value) && value >= -(2 ** 63) && value < 2 ** 63;
+/** A node's name as a `via` may carry it (CallEngine.swift `acceptableVia`): anything else is no via at all. */
+const ACCEPTABLE_VIA = /^[A-Za-z0-9._~-]{1,64}$/;
 const isAbsent = (value) => value === undefined || value === null;
 
 /** MediaState: the three booleans, all required (else null, like Swift's Codable). */
@@ -169,6 +173,7 @@ export class CallEngine {
   #reconnectToken = null;
   /** The node the last `draining` named for this room (CallEngine.swift's `via` says how long it is kept). */
   #via = null;
+  #viaFailedConnects = 0;
   #participants = [];
   #epoch = 0;
   #peerCid = null;
@@ -227,6 +232,12 @@ export class CallEngine {
   get hostCid() { return this.#hostCid; }
   get reconnectToken() { return this.#reconnectToken; }
   get via() { return this.#via; }
+
+  /** As Swift's `didSet`: a new via (or none) starts its failed connects from 0. */
+  #setVia(via) {
+    this.#via = via;
+    this.#viaFailedConnects = 0;
+  }
   get participants() { return this.#participants; }
   get iceState() { return this.negotiation.iceState; }
   get epoch() { return this.#epoch; }
@@ -426,9 +437,15 @@ export class CallEngine {
   }
 
   #linkEvent(event) {
-    // A connect through a drain's node failed (refused, an error, no answer in time): CallEngine.swift says why.
-    if (this.link.state.type === 'connecting'
-      && (event.type === 'openFailed' || (event.type === 'timerFired' && event.timer === 'connectTimeout'))) this.#via = null;
+    // Connects through a drain's node failed VIA_FAILED_CONNECTS_TO_FORGET times in a row: CallEngine.swift says why.
+    if (this.#via != null && this.link.state.type === 'connecting') {
+      if (event.type === 'openFailed' || (event.type === 'timerFired' && event.timer === 'connectTimeout')) {
+        this.#viaFailedConnects += 1;
+        if (this.#viaFailedConnects >= RESILIENCE.VIA_FAILED_CONNECTS_TO_FORGET) this.#setVia(null);
+      } else if (event.type === 'opened') {
+        this.#viaFailedConnects = 0;
+      }
+    }
     const out = [];
     for (const action of this.link.handle(event)) {
       switch (action.type) {
@@ -705,9 +722,9 @@ export class CallEngine {
         // The server is going away: reconnect after the delay it asked for, not the backoff's (CallEngine.swift says why),
         // through the node it handed this room to, if it named one. As Swift's decoding: a payload whose via is
         // neither a string nor null is no payload at all.
-        const decoded = (payload.via == null || isString(payload.via)) && isInt(payload.reconnectAfterMs);
+        const decoded = (payload.via == null || isString(payload.via)) && isInt64(payload.reconnectAfterMs);
         const after = decoded ? Math.max(0, payload.reconnectAfterMs) : 0;
-        this.#via = decoded && isString(payload.via) && payload.via !== '' ? payload.via : null;
+        this.#setVia(decoded && isString(payload.via) && ACCEPTABLE_VIA.test(payload.via) ? payload.via : null);
         return [closeTransport(), ...this.#linkEvent({ type: 'closed', reason: 'closedByServer' })].map((output) => {
           if (output.type !== 'timer' || output.command.type !== 'schedule' || output.command.timer !== 'reconnectBackoff') return output;
           return timer(schedule('reconnectBackoff', after));
@@ -919,7 +936,7 @@ export class CallEngine {
     this.#outbox = [];
     this.#joiningWithKeptSeat = false;
     this.#reconnectToken = null;
-    this.#via = null;
+    this.#setVia(null);
     this.#cid = null;
     this.#hostCid = null;
     this.#participants = [];
