@@ -218,7 +218,9 @@ public final class DuetServer: Sendable {
                 services: storeService + (stun.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + [
                     .init(service: app),
                     .init(service: HousekeepingService(hub: hub)),
-                    .init(service: DrainService(hub: hub, grace: configuration.drainGrace, store: store, logger: logger)),
+                    .init(
+                        service: DrainService(
+                            hub: hub, grace: configuration.drainGrace, store: store, queue: storeQueue, logger: logger)),
                 ],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))

@@ -171,6 +171,10 @@ public final class StoreQueue: Sendable {
     /// Nothing queued and no batch being written (`take` moves a batch out of the queue while it is written).
     var isIdle: Bool { pending.withLock { $0.facts.isEmpty && $0.writing == nil } }
 
+    /// The ticket of the fact queued last: `durable(lastTicket)` waits for everything queued so far, not for what
+    /// comes after.
+    public var lastTicket: UInt64 { pending.withLock { $0.next - 1 } }
+
     /// Every fact up to this ticket is in the store.
     public var durableThrough: UInt64 { pending.withLock { $0.durable } }
 

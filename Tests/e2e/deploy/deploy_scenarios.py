@@ -454,8 +454,19 @@ def scenario_files(_browser):
     lines = lambda text: [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
     missing = [l for l in lines(site) if not l.startswith("proxy_pass ") and l not in lines(cluster)]
     expect(not missing, f"nginx/duet-cluster.conf has every line of nginx/duet.conf but its proxy_pass: missing {missing}")
-    expect(re.findall(r"proxy_pass\s+(\S+);", cluster) == ["http://duet_cluster"] * 3,
-           "every location of the cluster's site proxies to the upstream duet_cluster")
+    expect(re.findall(r"proxy_pass\s+(\S+);", cluster) == ["http://$duet_upstream"] * 3,
+           "every location of the cluster's site proxies to the upstream its map picks")
+    # The map: the ring (duet_cluster) unless the request names a drain's node (`&via=nodeK`), which goes to that
+    # node's own upstream, the same address as the ring's server K (issue 53).
+    via_map = re.search(r"map \$arg_via \$duet_upstream \{(.*?)\}", cluster, re.S)
+    entries = dict(re.findall(r"^\s*(\S+)\s+(\S+);", via_map.group(1), re.M)) if via_map else {}
+    expect(entries.get("default") == "duet_cluster", f"a request without a known via goes by the ring: {entries}")
+    ring = re.findall(r"^\s*server (127\.0\.0\.1:\d+) ", re.search(r"upstream duet_cluster \{(.*?)\n\}", cluster, re.S).group(1), re.M)
+    for k, address in enumerate(ring, 1):
+        own = re.search(rf"upstream duet_node{k} \{{(.*?)\n\}}", cluster, re.S)
+        expect(entries.get(f"node{k}") == f"duet_node{k}" and own
+               and re.findall(r"^\s*server (127\.0\.0\.1:\d+)", own.group(1), re.M) == [address],
+               f"via=node{k} goes to node{k} ({address}) alone")
     upstream = re.search(r"upstream duet_cluster \{(.*?)\n\}", cluster, re.S)
     expect(upstream and "hash $duet_room consistent;" in upstream.group(1)
            and re.search(r"map \$arg_rid \$duet_room \{[^}]*default \$arg_rid;", cluster),
