@@ -216,6 +216,7 @@ let package = Package(
             dependencies: [
                 "DuetServer", "DuetTransport", "DuetProtocol", "DuetTestSupport", "DuetLock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

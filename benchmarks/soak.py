@@ -83,7 +83,8 @@ def plot(record):
         (axes[0][0], "memory (MiB)", [("RSS", [x["rssKiB"] / 1024 for x in s]), ("heap in use", [x["heapKiB"] / 1024 for x in s])]),
         (axes[0][1], "open", [("file descriptors", [x["fds"] for x in s]), ("connections", [x["connections"] for x in s])]),
         (axes[1][0], "held", [("rooms", [x["rooms"] for x in s]), ("participants", [x["participants"] for x in s])]),
-        (axes[1][1], "store (KiB)", [("SQLite + WAL", [x["storeKiB"] for x in s])]),
+        (axes[1][1], "store (KiB)", [("SQLite + WAL", [x["storeKiB"] for x in s]),
+                                     ("of which WAL", [x.get("walKiB", 0) for x in s])]),
     ]
     for ax, title, lines in panels:
         for label, values in lines:

@@ -8,7 +8,7 @@
 #                              at most 5 minutes after the build, the loop to run after every edit
 #   scripts/test.sh --long     the default tier with the long forms: the 10,000-seed sweeps, the 30-minute soak,
 #                              5 minutes of fuzzing per target, the release .deb installed into a root without Swift,
-#                              and the thread and address sanitizers (scripts/sanitize.sh)
+#                              and the thread, address and leak sanitizers (scripts/sanitize.sh)
 #   scripts/test.sh [--quick|--long] ARGS…   ARGS go to `swift test` (e.g. --filter BrowserCallTests); with ARGS
 #                              the differential replay and the fuzz smoke are left out
 #
@@ -210,9 +210,9 @@ long_package() {
 }
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage package long_package || status=$?; fi
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage soak long_soak || status=$?; fi
-# The long tier's sanitizers: ThreadSanitizer and AddressSanitizer over the in-process suites and GStreamerEngineTests
-# (scripts/sanitize.sh; two instrumented builds, ~20 minutes more than the default tier's budget leaves, so not on
-# every change).
+# The long tier's sanitizers: ThreadSanitizer and AddressSanitizer over the in-process suites and GStreamerEngineTests,
+# then the leak check of the GStreamer shim inside `duet call` (scripts/sanitize.sh; two instrumented builds, ~20
+# minutes more than the default tier's budget leaves, so not on every change).
 if [ "$status" -eq 0 ] && [ $# -eq 0 ] && [ "$tier" = long ]; then stage sanitize scripts/sanitize.sh all || status=$?; fi
 if [ "$format_status" -ne 0 ]; then
   echo "format: swift format lint found code not laid out as .swift-format says (fix: swift format -i -r Sources Tests Plugins Package.swift)" >&2

@@ -88,6 +88,8 @@ static void reply(DuetPeer *peer, uint64_t request, const char *sdp, const char 
     if (is_open(peer)) peer->cb.on_reply(peer->cb.ctx, request, sdp, error);
 }
 
+void duet_gst_deinit(void) { gst_deinit(); }
+
 int duet_gst_init(char *error, size_t error_len) {
     GError *err = NULL;
     if (!gst_init_check(NULL, NULL, &err)) {
@@ -497,6 +499,8 @@ static void on_description_created(GstPromise *promise, gpointer data) {
     // Like the browser's createOffer + setLocalDescription: the caller gets the SDP once it is applied.
     GstPromise *applied = gst_promise_new_with_change_func(on_local_applied, pending_new(pending->peer, pending->request), pending_free);
     g_signal_emit_by_name(pending->peer->webrtc, "set-local-description", description, applied);
+    // webrtcbin holds its own reference until it has replied; ours goes now (see create()).
+    gst_promise_unref(applied);
     gst_webrtc_session_description_free(description);
 }
 
@@ -506,6 +510,10 @@ static void create(DuetPeer *peer, const char *signal, uint64_t request) {
     if (g_atomic_int_get(&peer->closed)) { reply(peer, request, NULL, "the peer connection is closed"); return; }
     GstPromise *promise = gst_promise_new_with_change_func(on_description_created, pending_new(peer, request), pending_free);
     g_signal_emit_by_name(peer->webrtc, signal, NULL, promise);
+    // webrtcbin takes its own reference for as long as the operation runs. Ours was never given back before issue 53's
+    // leak check: every promise, its Pending and the peer reference that holds were kept for the process's life, so
+    // no replaced session's pipeline was ever freed.
+    gst_promise_unref(promise);
 }
 
 void duet_peer_create_offer(DuetPeer *peer, uint64_t request) { create(peer, "create-offer", request); }
@@ -531,6 +539,7 @@ void duet_peer_set_remote(DuetPeer *peer, int is_offer, const char *sdp, uint64_
         gst_webrtc_session_description_new(is_offer ? GST_WEBRTC_SDP_TYPE_OFFER : GST_WEBRTC_SDP_TYPE_ANSWER, message);
     GstPromise *promise = gst_promise_new_with_change_func(on_remote_applied, pending_new(peer, request), pending_free);
     g_signal_emit_by_name(peer->webrtc, "set-remote-description", description, promise);
+    gst_promise_unref(promise);  // webrtcbin holds its own (see create())
     gst_webrtc_session_description_free(description);
 }
 

@@ -141,6 +141,11 @@ struct DuetCallCommand: AsyncParsableCommand {
         log.summary(await call.qualitySummary)
         await call.shutdown()
         await media.close()
+        // Set by scripts/sanitize.sh's leak check: what GStreamer holds for the process's life is freed, so what
+        // LeakSanitizer reports at exit is only what the shim or the engine lost.
+        if ProcessInfo.processInfo.environment["DUET_GST_DEINIT"] == "1" {
+            GStreamerWebRtcEngine.deinitializeForLeakCheck()
+        }
         signals.forEach { $0.cancel() }
         if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\n".utf8)) }
         if intercepted {

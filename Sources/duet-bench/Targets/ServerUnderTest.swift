@@ -80,6 +80,11 @@ final class ServerUnderTest: @unchecked Sendable {
         }
     }
 
+    /// The bytes of one file of the data directory (0 when it is not there).
+    func storeBytes(of name: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent(name).path)[.size]) as? Int) ?? 0
+    }
+
     func kill() {
         guard process.isRunning else { return }
         Foundation.kill(pid, SIGKILL)
