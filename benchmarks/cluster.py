@@ -4,7 +4,9 @@ nginx allowed enough connections, the site also on plain HTTP for the generator)
 `duet-bench hold`) held through nginx; the node holding the most connections is killed with SIGKILL and the time until
 every one of its clients is back (rejoined on another node, its room whole) is measured; the node is restarted; then
 each node in turn gets SIGTERM and is restarted (a rolling restart at this scale), and the time until every client is
-back is measured each time; last, join latency through nginx against one node directly (`duet-bench join-latency`).
+back is measured each time; then join latency through nginx against one node directly (`duet-bench join-latency`);
+last, PostgreSQL taken away at the same scale (Tests/e2e/cluster/postgres_outage.py with OUTAGE_ROOMS = the rooms; its
+table in docs/cluster.md).
 Diagnosis switches (not for the published numbers): CLUSTER_UPSTREAM_ZONE=1 (rolling.py), CLUSTER_NO_RENDER=1,
 CLUSTER_JSON=PATH, CLUSTER_KEEP=1 (keep the cluster's logs), CLUSTER_ROOMS=N. Writes docs/benchmarks-cluster.json and the "Cluster"
 section of docs/benchmarks.md (between its markers; compare.py keeps that section when it rewrites the file).
@@ -130,6 +132,10 @@ def measure():
         # Nothing else on the cluster now: join latency through nginx and straight to one node, rooms alternating.
         latency = run_bench("join-latency", "--url", c.plain_url, "--direct-url", c.nodes[1].url,
                             "--rooms", str(LATENCY_ROOMS), "--join-rate", str(LATENCY_RATE))
+    # PostgreSQL away at the same scale (issue 53): a cluster of its own, now that this one has stopped (fixed ports).
+    outage_result = outage(started)
+    if not outage_result["passed"]:
+        failures.append("PostgreSQL outage: " + (outage_result["outcome"].get("reason") or "failed"))
     kill_phase = next(p for p in result["phases"] if p["label"].startswith("kill9-"))
     return {
         "date": started.isoformat(timespec="seconds"), "commit": git("rev-parse", "HEAD"),
@@ -141,9 +147,66 @@ def measure():
         "killPhase": kill_phase, "hold": result, "failures": failures,
         # Cumulative at the end of each phase (this namespace only), and nginx's failover errors over the hold run.
         "listenOverflows": listen, "nginxFailover": nginx, "upstreamZone": upstream_zone, "connectTimeout": connect_timeout(),
-        "joinLatency": latency, "nginx": {"workerConnections": rolling.WORKER_CONNECTIONS,
+        "joinLatency": latency, "outage": outage_result, "nginx": {"workerConnections": rolling.WORKER_CONNECTIONS,
                                           "workerRlimitNofile": rolling.WORKER_RLIMIT_NOFILE},
     }
+
+
+def outage(started):
+    """Tests/e2e/cluster/postgres_outage.py at the benchmark's scale (OUTAGE_ROOMS = ROOMS, release builds): one node
+    cut off from PostgreSQL, PostgreSQL restarted mid-call, a node drained with the database down. Its outcome (every
+    field, a failure too) is kept with the run."""
+    run_id = "cluster-benchmark-" + started.strftime("%Y%m%dT%H%M%SZ")
+    env = dict(os.environ, OUTAGE_ROOMS=str(ROOMS), DUET_RUN_ID=run_id)
+    print(f"$ postgres_outage.py postgres-outage (OUTAGE_ROOMS={ROOMS})", flush=True)
+    try:
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "Tests", "e2e", "cluster", "postgres_outage.py"), "postgres-outage"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        code, tail = out.returncode, (out.stdout + out.stderr)[-3000:]
+    except subprocess.TimeoutExpired as e:
+        code, tail = "timeout", str(e)[-3000:]
+    print(tail, flush=True)
+    path = os.path.join(ROOT, ".build", "results", run_id, "cluster", "postgres-outage.json")
+    outcome = {"recovered": False, "reason": f"no outcome written (exit {code})"}
+    if os.path.isfile(path):
+        with open(path) as f:
+            outcome = json.load(f)
+    return {"passed": code == 0 and outcome.get("recovered") is True, "exit": code, "runId": run_id, "outcome": outcome}
+
+
+def write_outage_row(r):
+    """docs/cluster.md's PostgreSQL-at-scale paragraph, from the same run."""
+    o = r.get("outage")
+    if not o:
+        return
+    t = o["outcome"].get("details", {}).get("timings", {})
+    d = o["outcome"].get("details", {})
+    def count(v):
+        return f"{v:,}" if isinstance(v, int) else "—"
+
+    def sec(key):
+        return f"{t[key]:.2f} s" if isinstance(t.get(key), (int, float)) else "—"
+    verdict = "**passed**" if o["passed"] else "**failed**: " + str(o["outcome"].get("reason"))
+    section = "\n".join([
+        OUTAGE_BEGIN,
+        f"**PostgreSQL away at {r['clients']:,} clients** (`postgres_outage.py` with {r['rooms']:,} rooms, run by "
+        f"`benchmarks/cluster.sh` on {r['date'][:10]}, commit `{r['commit'][:7]}`{', dirty tree' if r['dirty'] else ''}, run "
+        f"`{o['runId']}`, release builds): {verdict}.",
+        "",
+        "| one node cut off: caught up after its gate opened | PostgreSQL restarted: `room_ended` after it was back | every node up after it was back | a node drained with the database down: every client back | connections on it | lost beyond them | client errors |",
+        "|---|---|---|---|---|---|---|",
+        f"| {sec('node3CaughtUpSeconds')} | {sec('roomEndedAfterRestartSeconds')} | {sec('everyNodeUpSeconds')} | "
+        f"{sec('backWithDatabaseDownSeconds')} | {count(d.get('node1HeldAtSigterm'))} | {d.get('connectionsLostBeyondNode1s', '—')} | "
+        f"{sum(d.get('errors', {}).values()) if isinstance(d.get('errors'), dict) else '—'} |",
+        OUTAGE_END,
+    ])
+    text = open(CLUSTER_MD).read()
+    if OUTAGE_BEGIN not in text:
+        return
+    head, rest = text.split(OUTAGE_BEGIN, 1)
+    with open(CLUSTER_MD, "w") as f:
+        f.write(head + section + rest.split(OUTAGE_END, 1)[1])
+    print("wrote the PostgreSQL-at-scale table of docs/cluster.md")
 
 
 def run_bench(*args):
@@ -196,6 +259,7 @@ def failover_paragraph(r):
 
 
 ROLLING_BEGIN, ROLLING_END = "<!-- rolling:begin -->", "<!-- rolling:end -->"
+OUTAGE_BEGIN, OUTAGE_END = "<!-- outage:begin -->", "<!-- outage:end -->"
 CLUSTER_MD = os.path.join(ROOT, "docs", "cluster.md")
 ROLLING_TARGET_S = 3.0
 
@@ -349,6 +413,7 @@ def render(r):
         END,
     ]
     write_rolling_table(r)
+    write_outage_row(r)
     section = "\n".join(lines)
     text = open(MD_PATH).read() if os.path.exists(MD_PATH) else "# Benchmarks\n"
     if BEGIN in text and END in text:

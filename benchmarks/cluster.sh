@@ -1,7 +1,7 @@
 #!/bin/sh
 # The cluster benchmark (docs/benchmarks.md, "Cluster"): release builds, then benchmarks/cluster.py in a network
 # namespace of its own (cluster.py's nodes and nginx use fixed ports). Needs nginx, PostgreSQL 15 (postgresql),
-# openssl, unshare and ip, and root (network namespace). About 3 minutes. CLUSTER_SKIP_BUILD=1 uses the release
+# openssl, unshare and ip, and root (network namespace). About 5 minutes (the PostgreSQL outage at the same scale last). CLUSTER_SKIP_BUILD=1 uses the release
 # binaries as they are.
 set -eu
 cd "$(dirname "$0")/.."
