@@ -76,7 +76,10 @@ def upstream_ports(site):
 
 
 def port_free(port):
+    # SO_REUSEADDR, as duet serve and nginx bind: a port whose last connections are in TIME_WAIT (a cluster of the
+    # same namespace stopped a moment ago: the cluster benchmark's outage after its rolling restart) is free to them.
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
             return True
