@@ -159,18 +159,30 @@ def outage(started):
     run_id = "cluster-benchmark-" + started.strftime("%Y%m%dT%H%M%SZ")
     env = dict(os.environ, OUTAGE_ROOMS=str(ROOMS), DUET_RUN_ID=run_id)
     print(f"$ postgres_outage.py postgres-outage (OUTAGE_ROOMS={ROOMS})", flush=True)
+    # A session of its own: a scenario that overruns is stopped with everything it started (nodes, nginx, PostgreSQL).
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "e2e", "cluster", "postgres_outage.py"), "postgres-outage"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        out = subprocess.run([sys.executable, os.path.join(ROOT, "Tests", "e2e", "cluster", "postgres_outage.py"), "postgres-outage"],
-                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-        code, tail = out.returncode, (out.stdout + out.stderr)[-3000:]
-    except subprocess.TimeoutExpired as e:
-        code, tail = "timeout", str(e)[-3000:]
-    print(tail, flush=True)
+        output, _ = proc.communicate(timeout=900)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        import signal
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            output, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+        code = "timeout (900 s)"
+    print(output[-3000:], flush=True)
     path = os.path.join(ROOT, ".build", "results", run_id, "cluster", "postgres-outage.json")
     outcome = {"recovered": False, "reason": f"no outcome written (exit {code})"}
     if os.path.isfile(path):
-        with open(path) as f:
-            outcome = json.load(f)
+        try:
+            with open(path) as f:
+                outcome = json.load(f)
+        except ValueError as e:
+            outcome = {"recovered": False, "reason": f"its outcome could not be read ({e}; exit {code})"}
     return {"passed": code == 0 and outcome.get("recovered") is True, "exit": code, "runId": run_id, "outcome": outcome}
 
 
@@ -201,8 +213,8 @@ def write_outage_row(r):
         OUTAGE_END,
     ])
     text = open(CLUSTER_MD).read()
-    if OUTAGE_BEGIN not in text:
-        return
+    if OUTAGE_BEGIN not in text or OUTAGE_END not in text:
+        sys.exit(f"{CLUSTER_MD} lacks its {OUTAGE_BEGIN} … {OUTAGE_END} markers")
     head, rest = text.split(OUTAGE_BEGIN, 1)
     with open(CLUSTER_MD, "w") as f:
         f.write(head + section + rest.split(OUTAGE_END, 1)[1])

@@ -74,8 +74,8 @@ public final class GStreamerWebRtcEngine: WebRtcEngine, @unchecked Sendable {
 
     /// Frees GStreamer's process-lifetime state (`duet_gst_deinit`) so that LeakSanitizer at exit reports only what
     /// Duet lost (scripts/sanitize.sh leaks). Only after every engine is closed, right before exit: GStreamer cannot be
-    /// used again after it.
-    public static func deinitializeForLeakCheck() { duet_gst_deinit() }
+    /// used again after it. Refused while a peer is not yet freed: returns how many are (0: done).
+    public static func deinitializeForLeakCheck() -> Int { Int(duet_gst_deinit()) }
 
     public init(options: Options = Options()) throws {
         var error = [CChar](repeating: 0, count: 512)

@@ -51,8 +51,13 @@ typedef struct {
     uint64_t request;
 } Pending;
 
+// Peers not yet freed (their last reference not yet given back): what `duet_gst_deinit` checks before it frees
+// GStreamer under them.
+static gint live_peers = 0;
+
 static void peer_unref(DuetPeer *peer) {
     if (!g_atomic_int_dec_and_test(&peer->refs)) return;
+    g_atomic_int_add(&live_peers, -1);
     // The last holder (owner, promise or stats reader) releases the elements.
     gst_object_unref(peer->webrtc);
     gst_object_unref(peer->pipeline);
@@ -88,7 +93,17 @@ static void reply(DuetPeer *peer, uint64_t request, const char *sdp, const char 
     if (is_open(peer)) peer->cb.on_reply(peer->cb.ctx, request, sdp, error);
 }
 
-void duet_gst_deinit(void) { gst_deinit(); }
+int duet_gst_deinit(void) {
+    // A peer still held (a stats call or a promise of webrtcbin's not yet given back) would run on a GStreamer freed
+    // under it: refused, and said, so the leak check fails instead of crashing or passing. Given 2 s first: a
+    // streaming thread may still be letting its last reference go as the process ends.
+    gint64 deadline = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
+    while (g_atomic_int_get(&live_peers) > 0 && g_get_monotonic_time() < deadline) g_usleep(10 * 1000);
+    int alive = g_atomic_int_get(&live_peers);
+    if (alive > 0) return alive;
+    gst_deinit();
+    return 0;
+}
 
 int duet_gst_init(char *error, size_t error_len) {
     GError *err = NULL;
@@ -318,6 +333,7 @@ DuetPeer *duet_peer_new(DuetPeerCallbacks callbacks, int audio_only, int audio_f
     DuetPeer *peer = g_new0(DuetPeer, 1);
     peer->cb = callbacks;
     peer->refs = 1;
+    g_atomic_int_inc(&live_peers);
     pthread_mutex_init(&peer->audio_lock, NULL);
     peer->pipeline = pipeline;
     peer->webrtc = gst_bin_get_by_name(GST_BIN(pipeline), "w");
@@ -725,25 +741,66 @@ void duet_peer_counters(DuetPeer *peer, DuetStats *out) {
     audio_stats(peer, out);
 }
 
+// A get-stats reply awaited with a deadline. webrtcbin drops an operation still queued when its pipeline stops, without
+// replying: a bare gst_promise_wait would then block its caller (one of the engine's tasks) for good, holding the
+// peer — and its pipeline — with it (found by the review of issue 53's leak check). Two references: the waiter's and
+// the promise's (given back when webrtcbin lets the promise go, answered or not).
+typedef struct {
+    gint refs;
+    GMutex lock;
+    GCond cond;
+    gboolean done;
+    GstStructure *reply;  // a copy, the waiter's once done
+} StatsWait;
+
+static void stats_wait_unref(gpointer data) {
+    StatsWait *wait = data;
+    if (!g_atomic_int_dec_and_test(&wait->refs)) return;
+    if (wait->reply) gst_structure_free(wait->reply);
+    g_mutex_clear(&wait->lock);
+    g_cond_clear(&wait->cond);
+    g_free(wait);
+}
+
+static void on_stats(GstPromise *promise, gpointer data) {
+    StatsWait *wait = data;
+    // Called once the promise has its result (replied, or interrupted / expired): waiting returns it at once.
+    const GstStructure *reply = gst_promise_wait(promise) == GST_PROMISE_RESULT_REPLIED ? gst_promise_get_reply(promise) : NULL;
+    g_mutex_lock(&wait->lock);
+    wait->reply = reply ? gst_structure_copy(reply) : NULL;
+    wait->done = TRUE;
+    g_cond_signal(&wait->cond);
+    g_mutex_unlock(&wait->lock);
+}
+
 void duet_peer_stats(DuetPeer *peer, DuetStats *out) {
     duet_peer_counters(peer, out);
     if (!is_open(peer)) return;  // a stopped webrtcbin would never answer
-    GstPromise *promise = gst_promise_new();
+    StatsWait *wait = g_new0(StatsWait, 1);
+    wait->refs = 2;
+    g_mutex_init(&wait->lock);
+    g_cond_init(&wait->cond);
+    GstPromise *promise = gst_promise_new_with_change_func(on_stats, wait, stats_wait_unref);
     g_signal_emit_by_name(peer->webrtc, "get-stats", NULL, promise);
-    if (gst_promise_wait(promise) == GST_PROMISE_RESULT_REPLIED) {
-        const GstStructure *stats = gst_promise_get_reply(promise);
-        StatsScan scan = {0};
-        if (stats) {
-            gst_structure_foreach(stats, scan_pair, &scan);
-            gst_structure_foreach(stats, scan_local, &scan);
-            gst_structure_foreach(stats, scan_type, &scan);
-            out->report_json = stats_json(stats);
-        }
-        g_strlcpy(out->candidate_type, scan.candidate_type, sizeof out->candidate_type);
-        out->rtt_ms = scan.rtt;
-        out->has_rtt = scan.has_rtt;
-    }
-    gst_promise_unref(promise);
+    gst_promise_unref(promise);  // webrtcbin holds its own while the operation lives
+    // webrtcbin answers within milliseconds; two seconds is a webrtcbin that will not.
+    gint64 deadline = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
+    g_mutex_lock(&wait->lock);
+    while (!wait->done && g_cond_wait_until(&wait->cond, &wait->lock, deadline)) {}
+    GstStructure *stats = wait->reply;
+    wait->reply = NULL;
+    g_mutex_unlock(&wait->lock);
+    stats_wait_unref(wait);
+    if (!stats) return;
+    StatsScan scan = {0};
+    gst_structure_foreach(stats, scan_pair, &scan);
+    gst_structure_foreach(stats, scan_local, &scan);
+    gst_structure_foreach(stats, scan_type, &scan);
+    out->report_json = stats_json(stats);
+    g_strlcpy(out->candidate_type, scan.candidate_type, sizeof out->candidate_type);
+    out->rtt_ms = scan.rtt;
+    out->has_rtt = scan.has_rtt;
+    gst_structure_free(stats);
 }
 
 // webrtcbin 1.22 does not compare the handshake's certificate with the remote description's a=fingerprint (its DTLS

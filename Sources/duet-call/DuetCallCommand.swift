@@ -141,12 +141,18 @@ struct DuetCallCommand: AsyncParsableCommand {
         log.summary(await call.qualitySummary)
         await call.shutdown()
         await media.close()
-        // Set by scripts/sanitize.sh's leak check: what GStreamer holds for the process's life is freed, so what
-        // LeakSanitizer reports at exit is only what the shim or the engine lost.
-        if ProcessInfo.processInfo.environment["DUET_GST_DEINIT"] == "1" {
-            GStreamerWebRtcEngine.deinitializeForLeakCheck()
-        }
         signals.forEach { $0.cancel() }
+        // Set by scripts/sanitize.sh's leak check: what GStreamer holds for the process's life is freed, so what
+        // LeakSanitizer reports at exit is only what the shim or the engine lost. Refused while a peer is still held
+        // (GStreamer would be freed under it): a failure of the check, said and exited with.
+        if ProcessInfo.processInfo.environment["DUET_GST_DEINIT"] == "1" {
+            let alive = GStreamerWebRtcEngine.deinitializeForLeakCheck()
+            if alive > 0 {
+                FileHandle.standardError.write(
+                    Data("duet call: \(alive) media peer(s) still held at exit: GStreamer not deinitialised\n".utf8))
+                throw ExitCode(ExitCodes.mediaFailed)
+            }
+        }
         if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\n".utf8)) }
         if intercepted {
             FileHandle.standardError.write(

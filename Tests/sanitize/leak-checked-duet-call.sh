@@ -6,12 +6,16 @@
 # check ran (no report is then no evidence), and sanitize.sh says so.
 set -u
 echo "start $$" >> "$LEAK_EXITS"
+# The scenarios stop a peer with SIGTERM (it leaves the call, then exits): passed on to duet call itself. Trapped before
+# it starts, so a SIGTERM that comes first is kept and passed on once it runs.
+child=""
+pending=""
+trap 'if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; else pending=TERM; fi' TERM INT
 ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:log_path=$LEAK_REPORTS" LSAN_OPTIONS="suppressions=$LEAK_SUPPRESSIONS" \
   GST_TRACERS="leaks(filters=GstObject)" GST_DEBUG="GST_TRACER:7" GST_DEBUG_NO_COLOR=1 GST_DEBUG_FILE="$LEAK_REPORTS-gst.$$" \
   DUET_GST_DEINIT=1 "$LEAK_DUET_CALL" "$@" &
 child=$!
-# The scenarios stop a peer with SIGTERM (it leaves the call, then exits): passed on to duet call itself.
-trap 'kill -TERM $child 2>/dev/null' TERM INT
+[ -n "$pending" ] && kill -TERM "$child" 2>/dev/null
 while true; do
   wait "$child"
   code=$?

@@ -56,7 +56,7 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 _ = try await connection.query("PRAGMA synchronous = FULL")
                 _ = try await connection.query("PRAGMA busy_timeout = 5000")
                 try await Self.migrate(connection)
-                try await Self.convertToIncrementalVacuum(connection)
+                await Self.convertToIncrementalVacuum(connection, path: self.path, logger: self.logger)
             } catch {
                 await Task { try? await connection.close() }.value  // even when cancelled: see close()
                 throw RoomStateStoreError("SQLite at \(self.path): cannot prepare the schema: \(error)")
@@ -125,12 +125,19 @@ public final class SQLiteRoomStateStore: RoomStateStore {
     }
 
     /// A store made before issue 53 has no free-page map: `auto_vacuum` is set when a file is created, and an old one
-    /// changes only with a `VACUUM` (a copy of the whole file, once; its rows are at most a lifetime of churn).
-    private static func convertToIncrementalVacuum(_ connection: SQLiteConnection) async throws {
-        let mode = try await connection.query("PRAGMA auto_vacuum").first?.column("auto_vacuum")?.integer ?? 0
-        guard mode != 2 else { return }
-        _ = try await connection.query("PRAGMA auto_vacuum = INCREMENTAL")
-        _ = try await connection.query("VACUUM")
+    /// changes only with a `VACUUM` (a copy of the whole file, once; its rows are at most a lifetime of churn). A
+    /// conversion that fails (a full disk: it needs about twice the file) is said and left for the next start: the
+    /// store works as it did before, its file only keeping its largest size.
+    private static func convertToIncrementalVacuum(_ connection: SQLiteConnection, path: String, logger: Logger) async {
+        do {
+            let mode = try await connection.query("PRAGMA auto_vacuum").first?.column("auto_vacuum")?.integer ?? 0
+            guard mode != 2 else { return }
+            _ = try await connection.query("PRAGMA auto_vacuum = INCREMENTAL")
+            _ = try await connection.query("VACUUM")
+        } catch {
+            logger.warning(
+                "SQLite at \(path): could not convert the store to give freed pages back (tried again at the next start): \(error)")
+        }
     }
 
     public func load(nowMs: Int64) async throws -> [DurableFact] {
@@ -232,8 +239,14 @@ public final class SQLiteRoomStateStore: RoomStateStore {
                 [.integer(SQLiteInt64(nowMs - RoomStateRetention.rememberedRoomMs))])
             // The pages the deleted rows held go back to the file system: without it the file keeps the largest size
             // its rows ever had (the soak of 6e449e2: +2.8 % over 20 minutes of steady churn, each new peak of rows
-            // between two prunes a little more file).
-            _ = try await connection.query("PRAGMA incremental_vacuum")
+            // between two prunes a little more file). At most 2,000 pages (8 MiB) a minute, so that a prune after a
+            // burst does not hold the store's one connection for long; a failure is said, never a store down (the
+            // prune itself was done).
+            do {
+                _ = try await connection.query("PRAGMA incremental_vacuum(2000)")
+            } catch {
+                self.logger.warning("SQLite at \(self.path): giving freed pages back failed (tried again at the next prune): \(error)")
+            }
         }
         return []
     }

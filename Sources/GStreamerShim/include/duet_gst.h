@@ -53,8 +53,9 @@ int duet_gst_init(char *error, size_t error_len);
 
 /// Frees what GStreamer keeps for the process's life (its registry, plugins, caches): for a leak checker only, once
 /// every peer has been freed, right before the process exits — GStreamer cannot be used again after it. Without it,
-/// LeakSanitizer at exit cannot tell GStreamer's own state from a pipeline the shim forgot to unref.
-void duet_gst_deinit(void);
+/// LeakSanitizer at exit cannot tell GStreamer's own state from a pipeline the shim forgot to unref. Refused while any
+/// peer is not yet freed: returns how many are alive (0: GStreamer was deinitialised).
+int duet_gst_deinit(void);
 
 /// `audio_first`: m-line order of the offers this peer makes; a fresh session must keep the order the call
 /// was first negotiated in, or browsers refuse its offer. `opus_pt`, `vp8_pt`: the payload types it sends with —

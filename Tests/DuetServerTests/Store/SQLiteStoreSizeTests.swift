@@ -55,6 +55,31 @@ import Testing
         #expect(pruned * 5 < full, "the pruned seats' pages went back: \(full) bytes full, \(pruned) after the prune")
     }
 
+    /// The WAL keeps the size of the largest batch unless cut back: after a batch of ~8 MiB it is cut to 4 MiB as soon
+    /// as the next write starts it again (`journal_size_limit`), with the store open.
+    @Test func theWALIsCutBackAfterALargeBatch() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/rooms.sqlite"
+        let store = SQLiteRoomStateStore(path: path)
+        try await store.prepare()
+        let padding = String(repeating: "x", count: 100)
+        let seats = (0..<30_000).map {
+            DurableFact.seatRevoked(rid: "room-\($0 / 2)", cid: "client-\($0)-\(padding)", untilMs: Self.now + 60_000)
+        }
+        try await store.write(seats, nowMs: Self.now)
+        let peak = Self.walSize(path)
+        try await store.write([.seatRevoked(rid: "room-after", cid: "client-after", untilMs: Self.now + 60_000)], nowMs: Self.now)
+        let after = Self.walSize(path)
+        await store.close()
+        #expect(peak > 6 << 20, "the large batch went through the WAL (\(peak) bytes)")
+        #expect(after <= 4 << 20, "the WAL was cut back to 4 MiB: \(peak) bytes after the batch, \(after) after the next write")
+    }
+
+    static func walSize(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size]) as? Int) ?? 0
+    }
+
     static func size(of path: String) throws -> Int {
         // Closed stores: no WAL is left, everything is in the file.
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
